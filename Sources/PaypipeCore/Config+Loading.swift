@@ -1,0 +1,228 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A configuration problem, naming the key path (never a secret value).
+public struct ConfigError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let path: String
+    public let reason: String
+    public init(path: String, reason: String) {
+        self.path = path
+        self.reason = reason
+    }
+    public var description: String { path.isEmpty ? reason : "\(path): \(reason)" }
+}
+
+extension PaypipeConfig {
+    /// Where the environment and files come from, replaceable in tests.
+    public struct Sources: Sendable {
+        public var environment: @Sendable (String) -> String?
+        public var readFile: @Sendable (String) -> [UInt8]?
+
+        public init(environment: @escaping @Sendable (String) -> String?, readFile: @escaping @Sendable (String) -> [UInt8]?) {
+            self.environment = environment
+            self.readFile = readFile
+        }
+
+        public static let process = Sources(
+            environment: { name in getenv(name).map { String(cString: $0) } },
+            readFile: { path in readWholeFile(path) })
+    }
+
+    /// Loads the file at `path`, then applies the PAYPIPE_INTAKE, PAYPIPE_OUTCOMES and
+    /// PAYPIPE_CALLBACK_ADDR overrides.
+    public static func load(path: String, sources: Sources = .process) throws(ConfigError) -> PaypipeConfig {
+        guard let bytes = sources.readFile(path) else {
+            throw ConfigError(path: "", reason: "cannot read config file \(path)")
+        }
+        return try parse(bytes, sources: sources)
+    }
+
+    public static func parse(_ bytes: [UInt8], sources: Sources = .process) throws(ConfigError) -> PaypipeConfig {
+        let document: JSONValue
+        do {
+            document = try JSONValue.parse(bytes)
+        } catch {
+            throw ConfigError(path: "", reason: "config is not valid JSON: \(error)")
+        }
+        var root = try ConfigReader(document, path: "", sources: sources)
+        var config = PaypipeConfig(merchants: [:])
+        var merchantsReader = try root.object("merchants")
+        for name in merchantsReader.keys {
+            var m = try merchantsReader.object(name)
+            var merchant = MerchantConfig()
+            if var r = try m.optionalObject("trustpayments") {
+                merchant.trustpayments = TrustPaymentsConfig(
+                    baseURL: try r.url("baseURL"), siteReference: try r.string("siteReference"),
+                    jwtIssuer: try r.string("jwtIssuer"), jwtSecret: try r.secret("jwtSecret"),
+                    webservicesUser: try r.string("webservicesUser"), webservicesPassword: try r.secret("webservicesPassword"),
+                    notificationPassword: try r.secret("notificationPassword"))
+                try r.finish()
+            }
+            if var r = try m.optionalObject("nets") {
+                merchant.nets = NetsConfig(
+                    baseURL: try r.url("baseURL"), secretKey: try r.secret("secretKey"),
+                    webhookAuthorization: try r.secret("webhookAuthorization"))
+                try r.finish()
+            }
+            if var r = try m.optionalObject("phonepe") {
+                merchant.phonepe = PhonePeConfig(
+                    baseURL: try r.url("baseURL"), merchantId: try r.string("merchantId"), saltKey: try r.secret("saltKey"),
+                    saltIndex: try r.string("saltIndex"), callbackURL: try r.url("callbackURL"))
+                try r.finish()
+            }
+            if var r = try m.optionalObject("cleeng") {
+                merchant.cleeng = CleengConfig(
+                    receiptURL: try r.url("receiptURL"), apiURL: try r.url("apiURL"),
+                    username: try r.string("username"), password: try r.secret("password"))
+                try r.finish()
+            }
+            if var r = try m.optionalObject("viva") {
+                merchant.viva = VivaConfig(
+                    merchantKey: try r.string("merchantKey"), appId: try r.string("appId"), callback: try r.string("callback"))
+                try r.finish()
+            }
+            try m.finish()
+            config.merchants[name] = merchant
+        }
+        try merchantsReader.finish()
+        if config.merchants.isEmpty { throw ConfigError(path: "merchants", reason: "at least one merchant is required") }
+
+        if var e = try root.optionalObject("endpoints") {
+            config.endpoints.intake = try e.optionalString("intake") ?? config.endpoints.intake
+            config.endpoints.outcomes = try e.optionalString("outcomes") ?? config.endpoints.outcomes
+            config.endpoints.callbacks = try e.optionalString("callbacks") ?? config.endpoints.callbacks
+            try e.finish()
+        }
+        if var t = try root.optionalObject("timers") {
+            let d = config.timers
+            config.timers.cleengPollIntervalMs = try t.positiveInteger("cleengPollIntervalMs") ?? d.cleengPollIntervalMs
+            config.timers.cleengGiveUpMs = try t.positiveInteger("cleengGiveUpMs") ?? d.cleengGiveUpMs
+            config.timers.httpConnectTimeoutMs = try t.positiveInteger("httpConnectTimeoutMs") ?? d.httpConnectTimeoutMs
+            config.timers.httpRequestTimeoutMs = try t.positiveInteger("httpRequestTimeoutMs") ?? d.httpRequestTimeoutMs
+            config.timers.phonepeCallbackWaitMs = try t.positiveInteger("phonepeCallbackWaitMs") ?? d.phonepeCallbackWaitMs
+            config.timers.tpResponseMaxAgeS = try t.positiveInteger("tpResponseMaxAgeS") ?? d.tpResponseMaxAgeS
+            try t.finish()
+        }
+        try root.finish()
+
+        if let v = sources.environment("PAYPIPE_INTAKE"), !v.isEmpty { config.endpoints.intake = v }
+        if let v = sources.environment("PAYPIPE_OUTCOMES"), !v.isEmpty { config.endpoints.outcomes = v }
+        if let v = sources.environment("PAYPIPE_CALLBACK_ADDR"), !v.isEmpty { config.endpoints.callbacks = v }
+        return config
+    }
+}
+
+/// Reads one JSON object of the config, remembering which keys were used so that an
+/// unknown key (a typo) is reported instead of silently ignored.
+struct ConfigReader {
+    let object: [String: JSONValue]
+    let path: String
+    let sources: PaypipeConfig.Sources
+    var used: Set<String> = []
+
+    init(_ value: JSONValue, path: String, sources: PaypipeConfig.Sources) throws(ConfigError) {
+        guard case .object(let object) = value else {
+            throw ConfigError(path: path, reason: "must be an object, got \(value.typeName)")
+        }
+        self.object = object
+        self.path = path
+        self.sources = sources
+    }
+
+    var keys: [String] { object.keys.sorted() }
+
+    func child(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+
+    mutating func take(_ key: String) -> JSONValue? {
+        used.insert(key)
+        return object[key]
+    }
+
+    mutating func object(_ key: String) throws(ConfigError) -> ConfigReader {
+        guard let value = take(key) else { throw ConfigError(path: child(key), reason: "is required") }
+        return try ConfigReader(value, path: child(key), sources: sources)
+    }
+
+    mutating func optionalObject(_ key: String) throws(ConfigError) -> ConfigReader? {
+        guard let value = take(key) else { return nil }
+        return try ConfigReader(value, path: child(key), sources: sources)
+    }
+
+    /// A string value after `env:NAME` / `file:/path` indirection.
+    mutating func optionalString(_ key: String) throws(ConfigError) -> String? {
+        guard let value = take(key) else { return nil }
+        guard let raw = value.stringValue else {
+            throw ConfigError(path: child(key), reason: "must be a string, got \(value.typeName)")
+        }
+        return try resolve(raw, at: child(key))
+    }
+
+    mutating func string(_ key: String) throws(ConfigError) -> String {
+        guard let value = try optionalString(key) else { throw ConfigError(path: child(key), reason: "is required") }
+        guard !value.isEmpty else { throw ConfigError(path: child(key), reason: "must not be empty") }
+        return value
+    }
+
+    mutating func secret(_ key: String) throws(ConfigError) -> Secret { Secret(try string(key)) }
+
+    mutating func url(_ key: String) throws(ConfigError) -> String {
+        let value = try string(key)
+        guard value.hasPrefix("http://") || value.hasPrefix("https://") else {
+            throw ConfigError(path: child(key), reason: "must be an http:// or https:// URL")
+        }
+        return value.hasSuffix("/") ? String(value.dropLast()) : value
+    }
+
+    mutating func positiveInteger(_ key: String) throws(ConfigError) -> Int64? {
+        guard let value = take(key) else { return nil }
+        guard case .integer(let i) = value, i > 0 else {
+            throw ConfigError(path: child(key), reason: "must be a positive integer")
+        }
+        return i
+    }
+
+    func resolve(_ raw: String, at path: String) throws(ConfigError) -> String {
+        if raw.hasPrefix("env:") {
+            let name = String(raw.dropFirst(4))
+            guard let value = sources.environment(name) else {
+                throw ConfigError(path: path, reason: "environment variable \(name) is not set")
+            }
+            return value
+        }
+        if raw.hasPrefix("file:") {
+            let file = String(raw.dropFirst(5))
+            guard var bytes = sources.readFile(file) else {
+                throw ConfigError(path: path, reason: "cannot read file \(file)")
+            }
+            if bytes.last == UInt8(ascii: "\n") { bytes.removeLast() }
+            if bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
+            guard let text = String(validating: bytes, as: UTF8.self) else {
+                throw ConfigError(path: path, reason: "file \(file) is not UTF-8 text")
+            }
+            return text
+        }
+        return raw
+    }
+
+    func finish() throws(ConfigError) {
+        if let unknown = object.keys.filter({ !used.contains($0) }).sorted().first {
+            throw ConfigError(path: child(unknown), reason: "unknown key")
+        }
+    }
+}
+
+func readWholeFile(_ path: String) -> [UInt8]? {
+    guard let file = fopen(path, "rb") else { return nil }
+    defer { fclose(file) }
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 65536)
+    while true {
+        let n = fread(&chunk, 1, chunk.count, file)
+        if n > 0 { bytes.append(contentsOf: chunk[0..<n]) }
+        if n < chunk.count { break }
+    }
+    return ferror(file) == 0 ? bytes : nil
+}

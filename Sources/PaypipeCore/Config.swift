@@ -1,0 +1,141 @@
+/// The pipeline's configuration file (PROTOCOL.md §4).
+public struct PaypipeConfig: Sendable {
+    public var merchants: [String: MerchantConfig]
+    public var endpoints: Endpoints
+    public var timers: Timers
+
+    public init(merchants: [String: MerchantConfig], endpoints: Endpoints = Endpoints(), timers: Timers = Timers()) {
+        self.merchants = merchants
+        self.endpoints = endpoints
+        self.timers = timers
+    }
+
+    public struct Endpoints: Sendable, Equatable {
+        public var intake = "tcp://127.0.0.1:5550"
+        public var outcomes = "tcp://127.0.0.1:5559"
+        public var callbacks = "127.0.0.1:8080"
+        public init() {}
+    }
+
+    public struct Timers: Sendable, Equatable {
+        public var cleengPollIntervalMs: Int64 = 5000
+        public var cleengGiveUpMs: Int64 = 60000
+        public var httpConnectTimeoutMs: Int64 = 2000
+        public var httpRequestTimeoutMs: Int64 = 10000
+        public var phonepeCallbackWaitMs: Int64 = 900_000
+        public var tpResponseMaxAgeS: Int64 = 3600
+        public init() {}
+    }
+
+    /// The merchant profile for an order, or the rejection PROTOCOL.md prescribes.
+    public func merchant(_ name: String) throws(Rejection) -> MerchantConfig {
+        guard let merchant = merchants[name] else {
+            throw Rejection(.unknownMerchant, field: "merchant", "merchant \"\(name.prefix(64))\" is not configured")
+        }
+        return merchant
+    }
+}
+
+public struct MerchantConfig: Sendable {
+    public var trustpayments: TrustPaymentsConfig?
+    public var nets: NetsConfig?
+    public var phonepe: PhonePeConfig?
+    public var cleeng: CleengConfig?
+    public var viva: VivaConfig?
+
+    public init(
+        trustpayments: TrustPaymentsConfig? = nil, nets: NetsConfig? = nil, phonepe: PhonePeConfig? = nil,
+        cleeng: CleengConfig? = nil, viva: VivaConfig? = nil
+    ) {
+        self.trustpayments = trustpayments
+        self.nets = nets
+        self.phonepe = phonepe
+        self.cleeng = cleeng
+        self.viva = viva
+    }
+
+    /// Each provider's settings, or `MISSING_CREDENTIALS` when this merchant lacks the provider.
+    public func require<T>(_ keyPath: KeyPath<MerchantConfig, T?>, _ provider: Provider) throws(Rejection) -> T {
+        guard let value = self[keyPath: keyPath] else {
+            throw Rejection(.missingCredentials, field: "provider", "this merchant has no \(provider.rawValue) credentials configured")
+        }
+        return value
+    }
+}
+
+public struct TrustPaymentsConfig: Sendable {
+    public var baseURL: String
+    public var siteReference: String
+    public var jwtIssuer: String
+    public var jwtSecret: Secret
+    public var webservicesUser: String
+    public var webservicesPassword: Secret
+    public var notificationPassword: Secret
+
+    public init(
+        baseURL: String, siteReference: String, jwtIssuer: String, jwtSecret: Secret,
+        webservicesUser: String, webservicesPassword: Secret, notificationPassword: Secret
+    ) {
+        self.baseURL = baseURL
+        self.siteReference = siteReference
+        self.jwtIssuer = jwtIssuer
+        self.jwtSecret = jwtSecret
+        self.webservicesUser = webservicesUser
+        self.webservicesPassword = webservicesPassword
+        self.notificationPassword = notificationPassword
+    }
+}
+
+public struct NetsConfig: Sendable {
+    public var baseURL: String
+    public var secretKey: Secret
+    public var webhookAuthorization: Secret
+
+    public init(baseURL: String, secretKey: Secret, webhookAuthorization: Secret) {
+        self.baseURL = baseURL
+        self.secretKey = secretKey
+        self.webhookAuthorization = webhookAuthorization
+    }
+}
+
+public struct PhonePeConfig: Sendable {
+    public var baseURL: String
+    public var merchantId: String
+    public var saltKey: Secret
+    public var saltIndex: String
+    public var callbackURL: String
+
+    public init(baseURL: String, merchantId: String, saltKey: Secret, saltIndex: String, callbackURL: String) {
+        self.baseURL = baseURL
+        self.merchantId = merchantId
+        self.saltKey = saltKey
+        self.saltIndex = saltIndex
+        self.callbackURL = callbackURL
+    }
+}
+
+public struct CleengConfig: Sendable {
+    public var receiptURL: String
+    public var apiURL: String
+    public var username: String
+    public var password: Secret
+
+    public init(receiptURL: String, apiURL: String, username: String, password: Secret) {
+        self.receiptURL = receiptURL
+        self.apiURL = apiURL
+        self.username = username
+        self.password = password
+    }
+}
+
+public struct VivaConfig: Sendable {
+    public var merchantKey: String
+    public var appId: String
+    public var callback: String
+
+    public init(merchantKey: String, appId: String, callback: String) {
+        self.merchantKey = merchantKey
+        self.appId = appId
+        self.callback = callback
+    }
+}

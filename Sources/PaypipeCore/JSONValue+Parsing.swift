@@ -1,0 +1,283 @@
+/// Why a byte string is not a JSON document.
+public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Kind: Sendable, Equatable { case invalidUTF8, syntax, duplicateKey, tooDeep }
+    public let kind: Kind
+    public let offset: Int
+    public let reason: String
+    public var description: String { "\(reason) at byte \(offset)" }
+}
+
+extension JSONValue {
+    /// Parses strictly per RFC 8259: no trailing commas, no comments, no duplicate keys,
+    /// valid UTF-8 only, and at most `maxDepth` nested containers.
+    public static func parse(_ bytes: some Collection<UInt8>, maxDepth: Int = 64) throws(JSONParseError) -> JSONValue {
+        let array = Array(bytes)
+        return try array.withUnsafeBufferPointer { buffer throws(JSONParseError) in
+            var parser = JSONParser(bytes: buffer, maxDepth: maxDepth)
+            return try parser.parseDocument()
+        }
+    }
+
+    public static func parse(_ text: String, maxDepth: Int = 64) throws(JSONParseError) -> JSONValue {
+        try parse(Array(text.utf8), maxDepth: maxDepth)
+    }
+}
+
+private struct JSONParser {
+    let bytes: UnsafeBufferPointer<UInt8>
+    let maxDepth: Int
+    var index = 0
+    var depth = 0
+
+    init(bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int) {
+        self.bytes = bytes
+        self.maxDepth = maxDepth
+    }
+
+    mutating func parseDocument() throws(JSONParseError) -> JSONValue {
+        skipWhitespace()
+        let value = try parseValue()
+        skipWhitespace()
+        guard index == bytes.count else { throw fail(.syntax, "unexpected data after the JSON value") }
+        return value
+    }
+
+    func fail(_ kind: JSONParseError.Kind, _ reason: String) -> JSONParseError {
+        JSONParseError(kind: kind, offset: index, reason: reason)
+    }
+
+    mutating func skipWhitespace() {
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x0A, 0x0D, 0x09: index += 1
+            default: return
+            }
+        }
+    }
+
+    mutating func parseValue() throws(JSONParseError) -> JSONValue {
+        guard index < bytes.count else { throw fail(.syntax, "unexpected end of input") }
+        switch bytes[index] {
+        case UInt8(ascii: "{"): return try parseObject()
+        case UInt8(ascii: "["): return try parseArray()
+        case UInt8(ascii: "\""): return .string(try parseString())
+        case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
+        case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
+        case UInt8(ascii: "n"): try expectLiteral("null"); return .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try parseNumber()
+        default: throw fail(.syntax, "unexpected character")
+        }
+    }
+
+    mutating func expectLiteral(_ literal: StaticString) throws(JSONParseError) {
+        let count = literal.utf8CodeUnitCount
+        guard bytes.count - index >= count else { throw fail(.syntax, "invalid literal") }
+        let start = literal.utf8Start
+        for offset in 0..<count where bytes[index + offset] != start[offset] {
+            throw fail(.syntax, "invalid literal")
+        }
+        index += count
+    }
+
+    mutating func enterContainer() throws(JSONParseError) {
+        depth += 1
+        if depth > maxDepth { throw fail(.tooDeep, "nesting deeper than \(maxDepth)") }
+    }
+
+    mutating func parseObject() throws(JSONParseError) -> JSONValue {
+        try enterContainer()
+        index += 1
+        var object: [String: JSONValue] = [:]
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
+            index += 1
+            depth -= 1
+            return .object(object)
+        }
+        while true {
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {
+                throw fail(.syntax, "expected a string key")
+            }
+            let keyOffset = index
+            let key = try parseString()
+            skipWhitespace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail(.syntax, "expected ':'") }
+            index += 1
+            skipWhitespace()
+            let value = try parseValue()
+            if object.updateValue(value, forKey: key) != nil {
+                throw JSONParseError(kind: .duplicateKey, offset: keyOffset, reason: "duplicate key \"\(key.prefix(64))\"")
+            }
+            skipWhitespace()
+            guard index < bytes.count else { throw fail(.syntax, "unexpected end of input in an object") }
+            if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+            if bytes[index] == UInt8(ascii: "}") { index += 1; break }
+            throw fail(.syntax, "expected ',' or '}'")
+        }
+        depth -= 1
+        return .object(object)
+    }
+
+    mutating func parseArray() throws(JSONParseError) -> JSONValue {
+        try enterContainer()
+        index += 1
+        var array: [JSONValue] = []
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
+            index += 1
+            depth -= 1
+            return .array(array)
+        }
+        while true {
+            skipWhitespace()
+            array.append(try parseValue())
+            skipWhitespace()
+            guard index < bytes.count else { throw fail(.syntax, "unexpected end of input in an array") }
+            if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+            if bytes[index] == UInt8(ascii: "]") { index += 1; break }
+            throw fail(.syntax, "expected ',' or ']'")
+        }
+        depth -= 1
+        return .array(array)
+    }
+
+    mutating func parseNumber() throws(JSONParseError) -> JSONValue {
+        let start = index
+        if bytes[index] == UInt8(ascii: "-") { index += 1 }
+        guard index < bytes.count, isDigit(bytes[index]) else { throw fail(.syntax, "invalid number") }
+        if bytes[index] == UInt8(ascii: "0") {
+            index += 1
+        } else {
+            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+        }
+        var isInteger = true
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            isInteger = false
+            index += 1
+            guard index < bytes.count, isDigit(bytes[index]) else { throw fail(.syntax, "invalid number") }
+            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+            isInteger = false
+            index += 1
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+            guard index < bytes.count, isDigit(bytes[index]) else { throw fail(.syntax, "invalid number") }
+            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+        }
+        let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+        if isInteger, let value = Int64(text) { return .integer(value) }
+        guard let value = Double(text) else { throw fail(.syntax, "invalid number") }
+        return .fraction(value)
+    }
+
+    func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
+
+    mutating func parseString() throws(JSONParseError) -> String {
+        index += 1
+        let start = index
+        // Fast path: no escapes, ASCII only.
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+                index += 1
+                return text
+            }
+            if byte == UInt8(ascii: "\\") || byte >= 0x80 || byte < 0x20 { break }
+            index += 1
+        }
+        var scalars = String.UnicodeScalarView()
+        scalars.append(contentsOf: String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self).unicodeScalars)
+        while true {
+            guard index < bytes.count else { throw fail(.syntax, "unterminated string") }
+            let byte = bytes[index]
+            switch byte {
+            case UInt8(ascii: "\""):
+                index += 1
+                return String(scalars)
+            case UInt8(ascii: "\\"):
+                index += 1
+                guard index < bytes.count else { throw fail(.syntax, "unterminated escape") }
+                let escape = bytes[index]
+                index += 1
+                switch escape {
+                case UInt8(ascii: "\""): scalars.append("\"")
+                case UInt8(ascii: "\\"): scalars.append("\\")
+                case UInt8(ascii: "/"): scalars.append("/")
+                case UInt8(ascii: "b"): scalars.append("\u{08}")
+                case UInt8(ascii: "f"): scalars.append("\u{0C}")
+                case UInt8(ascii: "n"): scalars.append("\n")
+                case UInt8(ascii: "r"): scalars.append("\r")
+                case UInt8(ascii: "t"): scalars.append("\t")
+                case UInt8(ascii: "u"):
+                    let first = try parseHex4()
+                    if (0xD800...0xDBFF).contains(first) {
+                        guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
+                            throw fail(.syntax, "unpaired surrogate")
+                        }
+                        index += 2
+                        let second = try parseHex4()
+                        guard (0xDC00...0xDFFF).contains(second) else { throw fail(.syntax, "unpaired surrogate") }
+                        let value = 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00)
+                        scalars.append(Unicode.Scalar(value)!)
+                    } else {
+                        guard let scalar = Unicode.Scalar(first) else { throw fail(.syntax, "unpaired surrogate") }
+                        scalars.append(scalar)
+                    }
+                default: throw fail(.syntax, "invalid escape")
+                }
+            case 0..<0x20:
+                throw fail(.syntax, "control character in a string")
+            case 0..<0x80:
+                scalars.append(Unicode.Scalar(byte))
+                index += 1
+            default:
+                scalars.append(try decodeUTF8Scalar())
+            }
+        }
+    }
+
+    mutating func parseHex4() throws(JSONParseError) -> UInt32 {
+        guard bytes.count - index >= 4 else { throw fail(.syntax, "invalid \\u escape") }
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            let byte = bytes[index]
+            let digit: UInt32
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(byte - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(byte - UInt8(ascii: "a") + 10)
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(byte - UInt8(ascii: "A") + 10)
+            default: throw fail(.syntax, "invalid \\u escape")
+            }
+            value = value << 4 | digit
+            index += 1
+        }
+        return value
+    }
+
+    /// Decodes one multi-byte UTF-8 sequence, rejecting overlong forms and surrogates.
+    mutating func decodeUTF8Scalar() throws(JSONParseError) -> Unicode.Scalar {
+        let lead = bytes[index]
+        let length: Int
+        var value: UInt32
+        switch lead {
+        case 0xC2...0xDF: length = 2; value = UInt32(lead & 0x1F)
+        case 0xE0...0xEF: length = 3; value = UInt32(lead & 0x0F)
+        case 0xF0...0xF4: length = 4; value = UInt32(lead & 0x07)
+        default: throw fail(.invalidUTF8, "invalid UTF-8")
+        }
+        guard bytes.count - index >= length else { throw fail(.invalidUTF8, "invalid UTF-8") }
+        for offset in 1..<length {
+            let continuation = bytes[index + offset]
+            guard continuation & 0xC0 == 0x80 else { throw fail(.invalidUTF8, "invalid UTF-8") }
+            value = value << 6 | UInt32(continuation & 0x3F)
+        }
+        let minimum: UInt32 = length == 2 ? 0x80 : length == 3 ? 0x800 : 0x10000
+        guard value >= minimum, value <= 0x10FFFF, let scalar = Unicode.Scalar(value) else {
+            throw fail(.invalidUTF8, "invalid UTF-8")
+        }
+        index += length
+        return scalar
+    }
+}

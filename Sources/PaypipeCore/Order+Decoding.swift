@@ -1,0 +1,172 @@
+/// What became of one intake frame.
+public enum OrderDecoding: Sendable, Equatable {
+    case order(Order)
+    /// A JSON object that breaks a rule: answered with a `rejected` outcome. `identity` holds
+    /// what could be read of the order, so upstream can match the outcome to it.
+    case rejected(Rejection, identity: OrderIdentity)
+    /// Not a JSON object at all (too large, not UTF-8, not JSON): counted and logged
+    /// without its content, no outcome (PROTOCOL.md §1).
+    case dropped(Rejection)
+}
+
+/// The identifying fields of an order as received, before they were validated.
+public struct OrderIdentity: Sendable, Equatable {
+    public var orderId: String
+    public var merchant: String
+    public var provider: String
+    public var operation: String
+
+    public init(orderId: String, merchant: String, provider: String, operation: String) {
+        self.orderId = orderId
+        self.merchant = merchant
+        self.provider = provider
+        self.operation = operation
+    }
+}
+
+extension Order {
+    static let topLevelKeys: Set<String> = ["v", "orderId", "merchant", "provider", "operation", "amount", "currency", "params"]
+    static let maxOrderIdLength = 64
+    /// Echoed identity fields are cut to this length so a hostile frame cannot inflate outcomes.
+    static let maxEchoLength = 128
+
+    public static func decode(frame: some Collection<UInt8>) -> OrderDecoding {
+        guard frame.count <= maxFrameBytes else {
+            return .dropped(Rejection(.frameTooLarge, field: "frame", "frame of \(frame.count) bytes exceeds the \(maxFrameBytes)-byte limit"))
+        }
+        let document: JSONValue
+        do {
+            document = try JSONValue.parse(frame)
+        } catch {
+            if error.kind == .invalidUTF8 {
+                return .dropped(Rejection(.invalidUTF8, field: "frame", "frame is not valid UTF-8 (byte \(error.offset))"))
+            }
+            return .dropped(Rejection(.malformedJSON, field: "frame", "frame is not valid JSON: \(error.reason) at byte \(error.offset)"))
+        }
+        guard case .object(let object) = document else {
+            return .dropped(Rejection(.notAnObject, field: "frame", "frame is JSON \(document.typeName), not an object"))
+        }
+        let identity = OrderIdentity(
+            orderId: echo(object["orderId"]), merchant: echo(object["merchant"]) .ifEmpty("default"),
+            provider: echo(object["provider"]), operation: echo(object["operation"]))
+        do {
+            return .order(try validate(object))
+        } catch {
+            return .rejected(error, identity: identity)
+        }
+    }
+
+    public static func decode(json: String) -> OrderDecoding { decode(frame: Array(json.utf8)) }
+
+    private static func echo(_ value: JSONValue?) -> String {
+        guard let string = value?.stringValue else { return "" }
+        return string.count <= maxEchoLength ? string : String(string.prefix(maxEchoLength))
+    }
+
+    static func validate(_ object: [String: JSONValue]) throws(Rejection) -> Order {
+        if let unknown = object.keys.filter({ !topLevelKeys.contains($0) }).sorted().first {
+            throw Rejection(.unknownField, field: unknown, "\(unknown.prefix(64)) is not an order field (allowed: \(topLevelKeys.sorted().joined(separator: ", ")))")
+        }
+        guard let version = object["v"] else { throw Rejection(.missingField, field: "v", "v is required and must be 1") }
+        guard version == .integer(version1) else {
+            throw Rejection(.unsupportedVersion, field: "v", "v must be 1, got \(describe(version))")
+        }
+        let orderId = try requiredString(object, "orderId")
+        guard isValidOrderId(orderId) else {
+            throw Rejection(.invalidOrderId, field: "orderId", "orderId must be 1-64 characters of [A-Za-z0-9._:-]")
+        }
+        var merchant = "default"
+        if let value = object["merchant"] {
+            guard let string = value.stringValue else {
+                throw Rejection(.invalidType, field: "merchant", "merchant must be a string, got \(value.typeName)")
+            }
+            guard !string.isEmpty, string.utf8.count <= 64 else {
+                throw Rejection(.invalidMerchant, field: "merchant", "merchant must be 1-64 characters")
+            }
+            merchant = string
+        }
+        let providerName = try requiredString(object, "provider")
+        guard let provider = Provider(rawValue: providerName) else {
+            throw Rejection(.unknownProvider, field: "provider",
+                "provider \"\(providerName.prefix(32))\" is not one of \(Provider.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        let operationName = try requiredString(object, "operation")
+        guard let operation = Operation(rawValue: operationName), operation.provider == provider else {
+            let allowed = Operation.operations(of: provider).map(\.rawValue).joined(separator: ", ")
+            throw Rejection(.unknownOperation, field: "operation",
+                "operation \"\(operationName.prefix(32))\" is not one of \(provider.rawValue)'s: \(allowed)")
+        }
+        guard let paramsValue = object["params"] else {
+            throw Rejection(.missingField, field: "params", "params is required (an object of the operation's parameters)")
+        }
+        guard case .object(let params) = paramsValue else {
+            throw Rejection(.invalidType, field: "params", "params must be an object, got \(paramsValue.typeName)")
+        }
+        var order = Order(orderId: orderId, merchant: merchant, operation: operation, params: params)
+        if let value = object["amount"] {
+            guard case .integer(let amount) = value else {
+                throw Rejection(.amountNotInteger, field: "amount", "amount must be an integer in minor units, got \(value.typeName)")
+            }
+            guard amount > 0 else {
+                throw Rejection(.amountNotPositive, field: "amount", "amount must be greater than 0, got \(amount)")
+            }
+            order.amount = amount
+        }
+        if let value = object["currency"] {
+            guard let currency = value.stringValue, isAlpha3(currency) else {
+                throw Rejection(.invalidCurrency, field: "currency", "currency must be an ISO 4217 alpha-3 code (three capital letters)")
+            }
+            order.currency = currency
+        }
+        if order.movesMoney {
+            guard order.amount != nil else {
+                throw Rejection(.missingField, field: "amount", "amount is required for \(provider.rawValue) \(operation.rawValue)")
+            }
+            guard order.currency != nil else {
+                throw Rejection(.missingField, field: "currency", "currency is required for \(provider.rawValue) \(operation.rawValue)")
+            }
+        }
+        return order
+    }
+
+    private static let version1 = Order.version
+
+    private static func requiredString(_ object: [String: JSONValue], _ key: String) throws(Rejection) -> String {
+        guard let value = object[key] else { throw Rejection(.missingField, field: key, "\(key) is required") }
+        guard let string = value.stringValue else {
+            throw Rejection(.invalidType, field: key, "\(key) must be a string, got \(value.typeName)")
+        }
+        return string
+    }
+
+    private static func describe(_ value: JSONValue) -> String {
+        switch value {
+        case .integer(let i): String(i)
+        case .string(let s): "\"\(s.prefix(16))\""
+        default: value.typeName
+        }
+    }
+
+    public static func isValidOrderId(_ id: String) -> Bool {
+        let bytes = id.utf8
+        guard !bytes.isEmpty, bytes.count <= maxOrderIdLength else { return false }
+        return bytes.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                UInt8(ascii: ":"), UInt8(ascii: "-"):
+                true
+            default: false
+            }
+        }
+    }
+
+    public static func isAlpha3(_ code: String) -> Bool {
+        let bytes = code.utf8
+        return bytes.count == 3 && bytes.allSatisfy { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }
+    }
+}
+
+extension String {
+    fileprivate func ifEmpty(_ fallback: String) -> String { isEmpty ? fallback : self }
+}

@@ -1,0 +1,103 @@
+/// An outcome as PROTOCOL.md §2 defines it.
+public struct Outcome: Sendable, Equatable {
+    public enum Status: String, Sendable, CaseIterable {
+        case accepted, pending, succeeded, failed, rejected, unknown
+        /// Every order ends in exactly one of these.
+        public var isTerminal: Bool { self == .succeeded || self == .failed || self == .rejected }
+    }
+
+    public struct ErrorInfo: Sendable, Equatable {
+        public var code: String
+        public var message: String
+        public init(code: String, message: String) {
+            self.code = code
+            self.message = message
+        }
+    }
+
+    public var orderId: String
+    public var merchant: String
+    public var provider: String
+    public var operation: String
+    public var status: Status
+    public var result: [String: JSONValue]?
+    public var error: ErrorInfo?
+    public var attempts: Int
+    /// RFC 3339 UTC with milliseconds, e.g. 2026-11-21T05:00:00.123Z.
+    public var at: String
+
+    public init(
+        orderId: String, merchant: String, provider: String, operation: String, status: Status,
+        result: [String: JSONValue]? = nil, error: ErrorInfo? = nil, attempts: Int = 1, at: String = Timestamp.now()
+    ) {
+        self.orderId = orderId
+        self.merchant = merchant
+        self.provider = provider
+        self.operation = operation
+        self.status = status
+        self.result = result
+        self.error = error
+        self.attempts = attempts
+        self.at = at
+    }
+
+    public init(order: Order, status: Status, result: [String: JSONValue]? = nil, error: ErrorInfo? = nil, attempts: Int = 1, at: String = Timestamp.now()) {
+        self.init(
+            orderId: order.orderId, merchant: order.merchant, provider: order.provider.rawValue,
+            operation: order.operation.rawValue, status: status, result: result, error: error, attempts: attempts, at: at)
+    }
+
+    /// The `rejected` outcome for an order that broke a rule.
+    public static func rejected(_ rejection: Rejection, identity: OrderIdentity, at: String = Timestamp.now()) -> Outcome {
+        Outcome(
+            orderId: identity.orderId, merchant: identity.merchant, provider: identity.provider,
+            operation: identity.operation, status: .rejected,
+            error: ErrorInfo(code: rejection.code.rawValue, message: rejection.message), attempts: 0, at: at)
+    }
+
+    public var json: JSONValue {
+        var object: [String: JSONValue] = [
+            "v": 1, "orderId": .string(orderId), "merchant": .string(merchant), "provider": .string(provider),
+            "operation": .string(operation), "status": .string(status.rawValue),
+            "attempts": .integer(Int64(attempts)), "at": .string(at),
+        ]
+        if let result { object["result"] = .object(result) }
+        if let error { object["error"] = ["code": .string(error.code), "message": .string(error.message)] }
+        return .object(object)
+    }
+
+    /// The wire form: one compact JSON object, keys sorted, so equal outcomes are equal bytes.
+    public var serialized: String { json.serialized }
+
+    public static func parse(_ bytes: some Collection<UInt8>) throws -> Outcome {
+        guard case .object(let o) = try JSONValue.parse(bytes) else { throw OutcomeParseError(field: "outcome") }
+        func string(_ key: String) throws -> String {
+            guard let s = o[key]?.stringValue else { throw OutcomeParseError(field: key) }
+            return s
+        }
+        guard o["v"] == 1 else { throw OutcomeParseError(field: "v") }
+        guard let status = Status(rawValue: try string("status")) else { throw OutcomeParseError(field: "status") }
+        guard let attempts = o["attempts"]?.integerValue else { throw OutcomeParseError(field: "attempts") }
+        var error: ErrorInfo?
+        if let e = o["error"] {
+            guard let code = e["code"]?.stringValue, let message = e["message"]?.stringValue else {
+                throw OutcomeParseError(field: "error")
+            }
+            error = ErrorInfo(code: code, message: message)
+        }
+        var result: [String: JSONValue]?
+        if let r = o["result"] {
+            guard let object = r.objectValue else { throw OutcomeParseError(field: "result") }
+            result = object
+        }
+        return Outcome(
+            orderId: try string("orderId"), merchant: try string("merchant"), provider: try string("provider"),
+            operation: try string("operation"), status: status, result: result, error: error,
+            attempts: Int(attempts), at: try string("at"))
+    }
+}
+
+public struct OutcomeParseError: Error, Sendable, CustomStringConvertible {
+    public let field: String
+    public var description: String { "outcome field \(field) is missing or invalid" }
+}

@@ -1,0 +1,55 @@
+/// Why an order or a provider request cannot go ahead: a stable code, the field at fault
+/// and a message naming the field and the rule. Messages never carry secret values.
+public struct Rejection: Error, Sendable, Equatable, CustomStringConvertible {
+    public let code: Code
+    public let field: String
+    public let message: String
+
+    public init(_ code: Code, field: String, _ message: String) {
+        self.code = code
+        self.field = field
+        self.message = message
+    }
+
+    public var description: String { "\(code.rawValue): \(message)" }
+
+    /// Codes that appear as `error.code` in a `rejected` outcome.
+    public struct Code: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        // Frame-level: the frame is dropped and counted; no outcome (PROTOCOL.md §1).
+        public static let frameTooLarge = Code(rawValue: "FRAME_TOO_LARGE")
+        public static let invalidUTF8 = Code(rawValue: "INVALID_UTF8")
+        public static let malformedJSON = Code(rawValue: "MALFORMED_JSON")
+        public static let notAnObject = Code(rawValue: "NOT_A_JSON_OBJECT")
+
+        // Order-level: a `rejected` outcome.
+        public static let unsupportedVersion = Code(rawValue: "UNSUPPORTED_VERSION")
+        public static let missingField = Code(rawValue: "MISSING_FIELD")
+        public static let invalidType = Code(rawValue: "INVALID_TYPE")
+        public static let unknownField = Code(rawValue: "UNKNOWN_FIELD")
+        public static let invalidOrderId = Code(rawValue: "INVALID_ORDER_ID")
+        public static let invalidMerchant = Code(rawValue: "INVALID_MERCHANT")
+        public static let unknownProvider = Code(rawValue: "UNKNOWN_PROVIDER")
+        public static let unknownOperation = Code(rawValue: "UNKNOWN_OPERATION")
+        public static let amountNotInteger = Code(rawValue: "AMOUNT_NOT_INTEGER")
+        public static let amountNotPositive = Code(rawValue: "AMOUNT_NOT_POSITIVE")
+        public static let invalidCurrency = Code(rawValue: "INVALID_CURRENCY")
+        public static let missingParam = Code(rawValue: "MISSING_PARAM")
+        public static let invalidParam = Code(rawValue: "INVALID_PARAM")
+        public static let unknownMerchant = Code(rawValue: "UNKNOWN_MERCHANT")
+        public static let missingCredentials = Code(rawValue: "MISSING_CREDENTIALS")
+    }
+}
+
+extension Rejection {
+    public static func missingParam(_ name: String) -> Rejection {
+        Rejection(.missingParam, field: "params.\(name)", "params.\(name) is required")
+    }
+
+    public static func invalidParam(_ name: String, _ rule: String) -> Rejection {
+        Rejection(.invalidParam, field: "params.\(name)", "params.\(name) \(rule)")
+    }
+}
