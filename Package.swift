@@ -19,7 +19,6 @@ let package = Package(
     targets: [
         .systemLibrary(
             name: "CZeroMQ",
-            pkgConfig: "libzmq",
             providers: [.apt(["libzmq3-dev"])]
         ),
         .target(name: "ZeroMQ", dependencies: ["CZeroMQ"], swiftSettings: strict),

@@ -1,0 +1,163 @@
+import PaypipeCore
+
+/// Nets Easy (Nexi Checkout) subscriptions, seed 001: request building (signer), response
+/// classification (submitter) and the unknown-outcome resolution rule.
+public enum NetsPayments {
+    /// Required by the seed on the create call ("critical to identify the platform"); sent on
+    /// every call, as the seed's sample app does.
+    public static let commercePlatformTag = "iOSSDK"
+    /// The webhooks registered with each subscription payment: the two that end the order.
+    public static let registeredWebhookEvents = [NetsWebhookEvent.Kind.checkoutCompleted.eventName, NetsWebhookEvent.Kind.reservationFailed.eventName]
+
+    public static let createSubscriptionParams = ["endDate", "interval", "reference", "items", "checkoutUrl", "termsUrl"]
+    public static let getSubscriptionParams = ["paymentId"]
+    public static let chargeSubscriptionParams = ["subscriptionId", "reference", "items"]
+
+    /// The longest interval accepted, in days (Nets stores it as a 32-bit integer).
+    public static let maxIntervalDays: Int64 = Int64(Int32.max)
+
+    // MARK: Signer
+
+    /// The first (or only) request for any Nets order.
+    public static func sign(_ order: Order, config: NetsConfig, now: Int64, webhookURL: String? = nil) throws(Rejection) -> HTTPRequestSpec {
+        switch order.operation {
+        case .createSubscription: try createSubscription(order, config: config, now: now, webhookURL: webhookURL)
+        case .getSubscription: try getSubscription(order, config: config)
+        case .chargeSubscription: try chargeSubscription(order, config: config)
+        default:
+            throw Rejection(.unknownOperation, field: "operation", "operation \(order.operation.rawValue) is not a nets operation")
+        }
+    }
+
+    /// `POST {baseURL}/v1/payments` with `order`, `checkout`, `subscription` and, when
+    /// `webhookURL` is given, `notifications.webHooks` for checkout completed / reservation failed.
+    /// `now` (epoch seconds) is only for Nets' "endDate must be in the future" rule.
+    public static func createSubscription(
+        _ order: Order, config: NetsConfig, now: Int64, webhookURL: String? = nil
+    ) throws(Rejection) -> HTTPRequestSpec {
+        try requireOperation(order, .createSubscription)
+        let params = try NetsParams(order.params, allowed: createSubscriptionParams, operation: .createSubscription)
+        let endDateText = try params.string("endDate", maxLength: 64)
+        guard let endDate = NetsEndDate(iso8601: endDateText) else {
+            throw Rejection.invalidParam(
+                "endDate", "must be an ISO 8601 date-time with an offset, e.g. 2030-07-18T00:00:00+01:00 or 2030-07-17T23:00:00Z")
+        }
+        guard endDate.isAfter(epochSeconds: now) else {
+            throw Rejection.invalidParam("endDate", "must be in the future (Nets refuses a past end date), got \(endDate.formatted)")
+        }
+        let interval = try params.integer("interval", in: 0...maxIntervalDays)
+        let reference = try params.string("reference")
+        let checkoutURL = try params.url("checkoutUrl")
+        let termsURL = try params.url("termsUrl")
+        let orderBody = try orderBody(order, params: params, reference: reference, defaultItemName: "Subscription")
+
+        // The seed's iOS SDK opens Nets' hosted payment page and watches for the return URL.
+        var checkout: [String: JSONValue] = ["integrationType": "HostedPaymentPage"]
+        if let checkoutURL { checkout["returnUrl"] = .string(checkoutURL) }
+        if let termsURL { checkout["termsUrl"] = .string(termsURL) }
+
+        var body: [String: JSONValue] = [
+            "order": orderBody,
+            "checkout": .object(checkout),
+            "subscription": ["endDate": .string(endDate.formatted), "interval": .integer(interval)],
+        ]
+        if let webhookURL {
+            guard NetsParams.isHTTPURL(webhookURL), webhookURL.utf8.count <= 256 else {
+                throw Rejection(.invalidParam, field: "webhookURL", "the webhook URL must be an absolute http(s) URL of at most 256 characters")
+            }
+            guard !config.webhookAuthorization.isEmpty else {
+                throw Rejection(.missingCredentials, field: "webhookAuthorization", "nets webhookAuthorization is not configured for this merchant")
+            }
+            let authorization = JSONValue.string(config.webhookAuthorization.reveal())
+            body["notifications"] = [
+                "webHooks": .array(registeredWebhookEvents.map { event in
+                    ["eventName": .string(event), "url": .string(webhookURL), "authorization": authorization]
+                })
+            ]
+        }
+        return try post(
+            config: config, path: "/v1/payments", body: .object(body),
+            idempotencyKey: NetsIdentifiers.idempotencyKey(for: order.key), includePlatformTag: true)
+    }
+
+    /// Step 1 of getSubscription: `GET {baseURL}/v1/payments/{paymentId}`. Step 2 is built by
+    /// `handle(_:to:)` from this request and its response (so the submitter needs no secret).
+    public static func getSubscription(_ order: Order, config: NetsConfig) throws(Rejection) -> HTTPRequestSpec {
+        try requireOperation(order, .getSubscription)
+        let params = try NetsParams(order.params, allowed: getSubscriptionParams, operation: .getSubscription)
+        return try fetchPayment(paymentId: params.safeId("paymentId"), config: config)
+    }
+
+    /// `GET {baseURL}/v1/payments/{paymentId}`.
+    public static func fetchPayment(paymentId: String, config: NetsConfig) throws(Rejection) -> HTTPRequestSpec {
+        guard NetsIdentifiers.isSafeId(paymentId) else {
+            throw Rejection.invalidParam("paymentId", "must be 1-64 characters of [A-Za-z0-9_-] (it is placed in the request URL)")
+        }
+        return try get(config: config, path: "/v1/payments/\(paymentId)")
+    }
+
+    /// `GET {baseURL}/v1/subscriptions/{subscriptionId}`.
+    public static func fetchSubscription(subscriptionId: String, config: NetsConfig) throws(Rejection) -> HTTPRequestSpec {
+        guard NetsIdentifiers.isSafeId(subscriptionId) else {
+            throw Rejection.invalidParam("subscriptionId", "must be 1-64 characters of [A-Za-z0-9_-] (it is placed in the request URL)")
+        }
+        return try get(config: config, path: "/v1/subscriptions/\(subscriptionId)")
+    }
+
+    /// `POST {baseURL}/v1/subscriptions/{subscriptionId}/charges` with `{"order": {...}}` and the
+    /// order's deterministic `Idempotency-Key`.
+    public static func chargeSubscription(_ order: Order, config: NetsConfig) throws(Rejection) -> HTTPRequestSpec {
+        try requireOperation(order, .chargeSubscription)
+        let params = try NetsParams(order.params, allowed: chargeSubscriptionParams, operation: .chargeSubscription)
+        let subscriptionId = try params.safeId("subscriptionId")
+        let reference = try params.string("reference")
+        let orderBody = try orderBody(order, params: params, reference: reference, defaultItemName: "Subscription charge")
+        return try post(
+            config: config, path: "/v1/subscriptions/\(subscriptionId)/charges", body: ["order": orderBody],
+            idempotencyKey: NetsIdentifiers.idempotencyKey(for: order.key), includePlatformTag: true)
+    }
+
+    /// The `Idempotency-Key` this module sends for an order.
+    public static func idempotencyKey(for key: OrderKey) -> String { NetsIdentifiers.idempotencyKey(for: key) }
+
+    // MARK: Request assembly
+
+    static func requireOperation(_ order: Order, _ expected: Operation) throws(Rejection) {
+        guard order.operation == expected else {
+            throw Rejection(.unknownOperation, field: "operation", "expected nets \(expected.rawValue), got \(order.operation.rawValue)")
+        }
+    }
+
+    static func baseURL(_ config: NetsConfig) throws(Rejection) -> String {
+        var base = config.baseURL
+        while base.hasSuffix("/") { base.removeLast() }
+        guard NetsParams.isHTTPURL(base), !base.contains("?"), !base.contains("#") else {
+            throw Rejection(.missingCredentials, field: "baseURL", "nets baseURL must be an absolute http(s) URL without query or fragment")
+        }
+        return base
+    }
+
+    static func authorizationHeaders(_ config: NetsConfig) throws(Rejection) -> [HTTPHeader] {
+        guard !config.secretKey.isEmpty else {
+            throw Rejection(.missingCredentials, field: "secretKey", "nets secretKey is not configured for this merchant")
+        }
+        // Nets takes the raw secret key, no "Bearer"/"Token" scheme (PROVIDERS.md).
+        return [HTTPHeader("Authorization", config.secretKey.reveal()), HTTPHeader("commercePlatformTag", commercePlatformTag)]
+    }
+
+    static func get(config: NetsConfig, path: String) throws(Rejection) -> HTTPRequestSpec {
+        var headers = try authorizationHeaders(config)
+        headers.append(HTTPHeader("Accept", "application/json"))
+        return HTTPRequestSpec(method: .GET, url: try baseURL(config) + path, headers: headers)
+    }
+
+    static func post(
+        config: NetsConfig, path: String, body: JSONValue, idempotencyKey: String, includePlatformTag: Bool
+    ) throws(Rejection) -> HTTPRequestSpec {
+        var headers = try authorizationHeaders(config)
+        headers.append(HTTPHeader("Content-Type", "application/json"))
+        headers.append(HTTPHeader("Accept", "application/json"))
+        headers.append(HTTPHeader("Idempotency-Key", idempotencyKey))
+        return HTTPRequestSpec(method: .POST, url: try baseURL(config) + path, headers: headers, body: Array(body.serialized.utf8))
+    }
+}

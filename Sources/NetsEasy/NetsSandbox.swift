@@ -1,0 +1,173 @@
+import PaypipeCore
+
+/// An emulator of Nets' subscription API for demos, tests and benchmarks: a plain value the
+/// sandbox executable keeps behind a lock. It checks requests as Nets does (`check`), keeps
+/// payments and subscriptions, answers a repeated Idempotency-Key with the first answer, and
+/// builds the webhook deliveries Nets would send.
+public struct NetsSandbox: Sendable {
+    public struct Payment: Sendable, Equatable {
+        public var paymentId: String
+        public var amount: Int64
+        public var currency: String
+        public var reference: String?
+        public var endDate: String
+        public var endEpochSeconds: Int64
+        public var interval: Int64
+        public var createdEpochSeconds: Int64
+        public var webhooks: [Webhook]
+        /// Set once the customer completed the hosted page.
+        public var subscriptionId: String?
+    }
+
+    public struct Webhook: Sendable, Equatable {
+        public var eventName: String
+        public var url: String
+        public var authorization: String
+    }
+
+    struct Replay: Sendable {
+        var fingerprint: String
+        var response: HTTPResponseSpec
+    }
+
+    public var secretKey: Secret
+    public var hostedPageBaseURL: String
+    public var merchantId: Int64
+    public private(set) var payments: [String: Payment] = [:]
+    /// subscriptionId → paymentId.
+    public private(set) var subscriptions: [String: String] = [:]
+    var replays: [String: Replay] = [:]
+
+    public init(secretKey: Secret, hostedPageBaseURL: String = "https://test.checkout.dibspayment.eu", merchantId: Int64 = 100_017_120) {
+        self.secretKey = secretKey
+        self.hostedPageBaseURL = hostedPageBaseURL
+        self.merchantId = merchantId
+    }
+
+    /// Answers one request as Nets would. `now` is epoch seconds.
+    public mutating func handle(_ request: HTTPRequestSpec, now: Int64) -> HTTPResponseSpec {
+        if let refusal = NetsSandbox.check(request, secretKey: secretKey, now: now) { return refusal }
+        guard let kind = NetsRequestKind(request) else { return HTTPResponseSpec(status: 404) }
+        let id = NetsRequestKind.pathSegments(request.url).dropLast(kind == .chargeSubscription ? 1 : 0).last.map(String.init) ?? ""
+        switch kind {
+        case .fetchPayment: return paymentResponse(id)
+        case .fetchSubscription: return subscriptionResponse(id)
+        case .createPayment, .chargeSubscription:
+            // `check` guarantees a valid key and a JSON object body for writes.
+            let key = request.header("Idempotency-Key") ?? ""
+            let fingerprint = Digest.sha256Hex(Array("\(request.method.rawValue) \(NetsPayments.pathOnly(request.url))\n".utf8) + request.body)
+            if let replay = replays[key] {
+                guard replay.fingerprint == fingerprint else {
+                    var errors = ValidationErrors()
+                    errors.add("Idempotency-Key", "The Idempotency-Key was already used for a different request.")
+                    return errors.response
+                }
+                return replay.response
+            }
+            let body = (try? JSONValue.parse(request.body)) ?? .null
+            let response = kind == .createPayment ? create(body, key: key, now: now) : charge(body, subscriptionId: id, key: key, now: now)
+            if (200...299).contains(response.status) { replays[key] = Replay(fingerprint: fingerprint, response: response) }
+            return response
+        }
+    }
+
+    mutating func create(_ body: JSONValue, key: String, now: Int64) -> HTTPResponseSpec {
+        let paymentId = NetsSandbox.derivedId("payment", key)
+        let order = body["order"]
+        let endDate = body["subscription"]?["endDate"]?.stringValue ?? ""
+        let hooks: [Webhook] = (body["notifications"]?["webHooks"]?.arrayValue ?? []).compactMap { hook in
+            guard let name = hook["eventName"]?.stringValue, let url = hook["url"]?.stringValue,
+                let authorization = hook["authorization"]?.stringValue
+            else { return nil }
+            return Webhook(eventName: name, url: url, authorization: authorization)
+        }
+        payments[paymentId] = Payment(
+            paymentId: paymentId, amount: order?["amount"]?.integerValue ?? 0, currency: order?["currency"]?.stringValue ?? "",
+            reference: order?["reference"]?.stringValue, endDate: endDate,
+            endEpochSeconds: NetsEndDate(iso8601: endDate)?.epochSeconds ?? 0,
+            interval: body["subscription"]?["interval"]?.integerValue ?? 0, createdEpochSeconds: now, webhooks: hooks)
+        let checkoutKey = NetsSandbox.derivedId("checkout", paymentId)
+        return NetsSandbox.json(201, [
+            "paymentId": .string(paymentId),
+            "hostedPaymentPageUrl": .string("\(hostedPageBaseURL)/hostedpaymentpage/?checkoutKey=\(checkoutKey)&pid=\(paymentId)"),
+        ])
+    }
+
+    mutating func charge(_ body: JSONValue, subscriptionId: String, key: String, now: Int64) -> HTTPResponseSpec {
+        guard let paymentId = subscriptions[subscriptionId], let payment = payments[paymentId] else {
+            return HTTPResponseSpec(status: 404)
+        }
+        guard now < payment.endEpochSeconds else {
+            var errors = ValidationErrors()
+            errors.add("subscriptionId", "The subscription ended at \(payment.endDate).")
+            return errors.response
+        }
+        return NetsSandbox.json(201, [
+            "paymentId": .string(NetsSandbox.derivedId("charge-payment", key)),
+            "chargeId": .string(NetsSandbox.derivedId("charge", key)),
+        ])
+    }
+
+    func paymentResponse(_ paymentId: String) -> HTTPResponseSpec {
+        guard let payment = payments[paymentId] else { return HTTPResponseSpec(status: 404) }
+        var orderDetails: [String: JSONValue] = ["amount": .integer(payment.amount), "currency": .string(payment.currency)]
+        if let reference = payment.reference { orderDetails["reference"] = .string(reference) }
+        var object: [String: JSONValue] = [
+            "paymentId": .string(payment.paymentId),
+            "created": .string(Timestamp.iso8601(milliseconds: payment.createdEpochSeconds * 1000)),
+            "orderDetails": .object(orderDetails),
+        ]
+        if let subscriptionId = payment.subscriptionId { object["subscription"] = ["id": .string(subscriptionId)] }
+        return NetsSandbox.json(200, ["payment": .object(object)])
+    }
+
+    func subscriptionResponse(_ subscriptionId: String) -> HTTPResponseSpec {
+        guard let paymentId = subscriptions[subscriptionId], let payment = payments[paymentId] else {
+            return HTTPResponseSpec(status: 404)
+        }
+        return NetsSandbox.json(200, [
+            "subscriptionId": .string(subscriptionId), "frequency": 0, "interval": .integer(payment.interval),
+            "endDate": .string(payment.endDate),
+            "paymentDetails": [
+                "paymentType": "CARD", "paymentMethod": "Visa",
+                "cardDetails": ["maskedPan": "492500******0004", "expiryDate": "1230"],
+            ],
+        ])
+    }
+
+    /// The customer completed the hosted page: the subscription now exists, and the
+    /// deliveries Nets would send to the webhooks registered for checkout completed.
+    /// Empty when the payment is unknown.
+    public mutating func completeCheckout(paymentId: String, timestampMilliseconds: Int64) -> [NetsWebhookDelivery] {
+        guard var payment = payments[paymentId] else { return [] }
+        if payment.subscriptionId == nil {
+            let subscriptionId = NetsSandbox.derivedId("subscription", paymentId)
+            payment.subscriptionId = subscriptionId
+            subscriptions[subscriptionId] = paymentId
+            payments[paymentId] = payment
+        }
+        return deliveries(.checkoutCompleted, payment: payment, timestampMilliseconds: timestampMilliseconds)
+    }
+
+    /// The customer's card was refused: deliveries for the reservation-failed webhooks.
+    public func failReservation(paymentId: String, timestampMilliseconds: Int64) -> [NetsWebhookDelivery] {
+        guard let payment = payments[paymentId] else { return [] }
+        return deliveries(.reservationFailed, payment: payment, timestampMilliseconds: timestampMilliseconds)
+    }
+
+    func deliveries(_ kind: NetsWebhookEvent.Kind, payment: Payment, timestampMilliseconds: Int64) -> [NetsWebhookDelivery] {
+        payment.webhooks.filter { NetsWebhookEvent.Kind(eventName: $0.eventName) == kind }.map { hook in
+            NetsSandbox.webhookDelivery(
+                NetsWebhookContent(
+                    kind: kind, eventId: NetsSandbox.derivedId("event-\(kind.eventName)", payment.paymentId),
+                    paymentId: payment.paymentId, amount: payment.amount, currency: payment.currency,
+                    reference: payment.reference, merchantId: merchantId, timestampMilliseconds: timestampMilliseconds),
+                authorization: hook.authorization, url: hook.url)
+        }
+    }
+
+    /// 32 hex characters, like Nets' ids, derived so replays give the same ids.
+    static func derivedId(_ purpose: String, _ seed: String) -> String {
+        String(Digest.sha256Hex(Array("\(purpose)\u{0}\(seed)".utf8)).prefix(32))
+    }
+}

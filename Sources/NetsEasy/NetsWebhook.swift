@@ -1,0 +1,152 @@
+import PaypipeCore
+
+/// Why a webhook delivery is refused. `status` is what the callback endpoint answers;
+/// `reason` is a stable label for metrics. Never carries the received or expected secret.
+public struct NetsWebhookRejection: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Reason: String, Sendable, Equatable, CaseIterable {
+        /// No `Authorization` header.
+        case missingAuthorization = "MISSING_AUTHORIZATION"
+        /// `Authorization` differs from the configured webhook secret.
+        case badAuthorization = "BAD_AUTHORIZATION"
+        /// The merchant has no webhook secret: nothing can be authentic.
+        case notConfigured = "WEBHOOK_NOT_CONFIGURED"
+        /// The body is not a JSON object.
+        case invalidJSON = "INVALID_JSON"
+        /// A required field is missing or has the wrong type or form.
+        case invalidField = "INVALID_FIELD"
+    }
+
+    public let status: Int
+    public let reason: Reason
+    public let message: String
+
+    public init(status: Int, reason: Reason, _ message: String) {
+        self.status = status
+        self.reason = reason
+        self.message = message
+    }
+
+    public var description: String { "\(status) \(reason.rawValue): \(message)" }
+}
+
+/// The result of checking a delivery, before any order is looked at.
+public enum NetsWebhookVerification: Sendable, Equatable {
+    case authentic(NetsWebhookEvent)
+    /// Bad or missing Authorization: answer `rejection.status` (401), change nothing.
+    case forged(NetsWebhookRejection)
+    /// Authentic sender but unreadable body: answer `rejection.status` (400), change nothing.
+    case malformed(NetsWebhookRejection)
+}
+
+/// What an authentic event means for its order.
+public enum NetsWebhookEffect: Sendable, Equatable {
+    /// End the order with this verdict (succeeded, failed, or AMOUNT_MISMATCH / REFERENCE_MISMATCH).
+    case apply(ProviderVerdict)
+    /// Informational (reservation created, charge events, unknown events): answer 200, no change.
+    case noChange(reason: String)
+}
+
+/// Nets webhooks (callback validator): the `Authorization` header carries the value
+/// registered with the payment (`config.webhookAuthorization`); Nets redelivers until it gets
+/// a 200, so the validator dedupes on `event.id`.
+public enum NetsWebhook {
+    public static let maxBodyBytes = 64 * 1024
+
+    /// Verifies and parses a delivery given its headers. Two `Authorization` headers are
+    /// refused: which one a proxy honours is not ours to guess.
+    public static func verify(headers: [HTTPHeader], body: [UInt8], config: NetsConfig) -> NetsWebhookVerification {
+        let values = headers.filter { $0.name.lowercased() == "authorization" }
+        guard values.count <= 1 else {
+            return .forged(NetsWebhookRejection(status: 401, reason: .badAuthorization, "more than one Authorization header"))
+        }
+        return verify(authorization: values.first?.value, body: body, config: config)
+    }
+
+    /// Verifies the Authorization value in constant time, then parses the body. The body is not
+    /// read at all for a forged delivery.
+    public static func verify(authorization: String?, body: [UInt8], config: NetsConfig) -> NetsWebhookVerification {
+        guard !config.webhookAuthorization.isEmpty else {
+            return .forged(NetsWebhookRejection(status: 401, reason: .notConfigured, "no nets webhookAuthorization is configured for this merchant"))
+        }
+        guard let authorization, !authorization.isEmpty else {
+            return .forged(NetsWebhookRejection(status: 401, reason: .missingAuthorization, "the Authorization header is missing"))
+        }
+        guard config.webhookAuthorization.matches(Array(authorization.utf8)) else {
+            return .forged(NetsWebhookRejection(status: 401, reason: .badAuthorization, "the Authorization header does not match"))
+        }
+        switch parse(body) {
+        case .success(let event): return .authentic(event)
+        case .failure(let rejection): return .malformed(rejection)
+        }
+    }
+
+    /// Parses `{id, event, timestamp, merchantId, data: {paymentId, ...}}` (no authentication).
+    public static func parse(_ body: [UInt8]) -> Result<NetsWebhookEvent, NetsWebhookRejection> {
+        func invalid(_ message: String) -> Result<NetsWebhookEvent, NetsWebhookRejection> {
+            .failure(NetsWebhookRejection(status: 400, reason: .invalidField, message))
+        }
+        guard body.count <= maxBodyBytes else {
+            return .failure(NetsWebhookRejection(status: 413, reason: .invalidJSON, "body exceeds \(maxBodyBytes) bytes"))
+        }
+        guard let root = try? JSONValue.parse(body), root.objectValue != nil else {
+            return .failure(NetsWebhookRejection(status: 400, reason: .invalidJSON, "body is not a JSON object"))
+        }
+        guard let id = root["id"]?.stringValue, !id.isEmpty, id.utf8.count <= 128 else { return invalid("id must be a string of 1-128 characters") }
+        guard let event = root["event"]?.stringValue, !event.isEmpty, event.utf8.count <= 128 else {
+            return invalid("event must be a string of 1-128 characters")
+        }
+        guard let data = root["data"], data.objectValue != nil else { return invalid("data must be an object") }
+        guard let paymentId = data["paymentId"]?.stringValue, NetsIdentifiers.isSafeId(paymentId) else {
+            return invalid("data.paymentId must be 1-64 characters of [A-Za-z0-9_-]")
+        }
+        let merchantId: String? =
+            switch root["merchantId"] {
+            case .integer(let number)?: String(number)
+            case .string(let text)?: String(text.prefix(64))
+            default: nil
+            }
+        // Checkout events carry the order (`data.order.amount.amount`); reservation and charge
+        // events carry `data.amount.amount`.
+        let amountObject = data["order"]?["amount"] ?? data["amount"]
+        var amount: Int64?
+        if let value = amountObject?["amount"], value != .null {
+            guard case .integer(let number) = value else { return invalid("the event amount must be an integer in minor units") }
+            amount = number
+        }
+        let currency = amountObject?["currency"]?.stringValue
+        let reference = data["order"]?["reference"]?.stringValue
+        return .success(
+            NetsWebhookEvent(
+                id: id, event: event, timestamp: root["timestamp"]?.stringValue.map { String($0.prefix(64)) },
+                merchantId: merchantId, paymentId: paymentId, chargeId: data["chargeId"]?.stringValue.map { String($0.prefix(128)) },
+                amount: amount, currency: currency.map { String($0.prefix(8)) }, reference: reference.map { String($0.prefix(256)) },
+                errorMessage: data["error"]?["message"]?.stringValue.map { NetsPayments.clip($0) }))
+    }
+
+    /// Checks an event against the order it belongs to (found by paymentId) and says what
+    /// changes. Any amount, currency or reference the event carries must equal the order's:
+    /// a difference ends the order `failed` with AMOUNT_MISMATCH / REFERENCE_MISMATCH for a
+    /// person to review (and the delivery is still answered 200). Otherwise:
+    /// checkout completed → succeeded; reservation failed → failed; others → no change.
+    public static func interpret(_ event: NetsWebhookEvent, for order: Order) -> NetsWebhookEffect {
+        if let amount = event.amount, let expected = order.amount, amount != expected {
+            return .apply(.failed(code: "AMOUNT_MISMATCH", message: "webhook \(event.event) amount \(amount) != order amount \(expected)"))
+        }
+        if let currency = event.currency, let expected = order.currency, currency != expected {
+            return .apply(.failed(code: "AMOUNT_MISMATCH", message: "webhook \(event.event) currency \(currency) != order currency \(expected)"))
+        }
+        if let reference = event.reference, let expected = order.params["reference"]?.stringValue, reference != expected {
+            return .apply(.failed(code: "REFERENCE_MISMATCH", message: NetsPayments.clip("webhook \(event.event) reference \"\(reference.prefix(128))\" != order reference \"\(expected)\"")))
+        }
+        switch event.kind {
+        case .checkoutCompleted:
+            var result: [String: JSONValue] = ["paymentId": .string(event.paymentId)]
+            if let amount = event.amount { result["amount"] = .integer(amount) }
+            return .apply(.succeeded(result))
+        case .reservationFailed:
+            return .apply(.failed(code: "NETS_RESERVATION_FAILED", message: event.errorMessage.map { "reservation failed: \($0)" } ?? "reservation failed"))
+        case .reservationCreated, .chargeCreated, .chargeFailed, .other:
+            return .noChange(reason: "\(event.event) is informational for nets \(order.operation.rawValue)")
+        }
+    }
+}

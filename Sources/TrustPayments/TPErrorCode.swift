@@ -1,0 +1,50 @@
+import PaypipeCore
+
+/// Trust Payments' `errorcode` values and what each means for the pipeline (PROVIDERS.md):
+/// the one table the submitter's retry / query / fail decision comes from.
+public enum TPErrorCode {
+    public static let ok = "0"
+    public static let invalidField = "30000"
+    public static let timeout = "50005"
+    public static let bankSystemError = "60010"
+    public static let referenceNotFound = "60014"
+    public static let notUpdatable = "60017"
+    public static let unauthenticated = "60022"
+    public static let declined = "70000"
+    public static let uncertain = "70001"
+    public static let subscriptionPreconditions: Set<String> = ["20018", "20019"]
+
+    public enum Meaning: Sendable, Equatable {
+        case ok
+        /// Known not to have taken effect: send the same request again.
+        case retry
+        /// May have taken effect: resolve with a TRANSACTIONQUERY, never resend.
+        case unknown
+        /// Terminal: `code` is the outcome's `error.code`.
+        case failed(code: String)
+    }
+
+    public static func meaning(of errorcode: String) -> Meaning {
+        switch errorcode {
+        case ok: .ok
+        case timeout, bankSystemError: .retry
+        case uncertain: .unknown
+        case invalidField: .failed(code: "INVALID_FIELD")
+        case declined: .failed(code: "DECLINED")
+        case referenceNotFound: .failed(code: "REFERENCE_NOT_FOUND")
+        case notUpdatable: .failed(code: "NOT_UPDATABLE")
+        case unauthenticated: .failed(code: "UNAUTHENTICATED")
+        case _ where subscriptionPreconditions.contains(errorcode): .failed(code: "SUBSCRIPTION_PRECONDITION")
+        default: .failed(code: "TP_ERROR_\(errorcode.prefix(16))")
+        }
+    }
+
+    /// `errorcode` as written by the API (a string) or, leniently, as a JSON integer.
+    static func read(_ value: JSONValue?) -> String? {
+        switch value {
+        case .string(let text)?: text
+        case .integer(let number)?: String(number)
+        default: nil
+        }
+    }
+}

@@ -1,0 +1,163 @@
+import PaypipeCore
+
+/// Trust Payments URL notifications (PROVIDERS.md): a form POST whose `responsesitesecurity`
+/// is hex SHA-256 over the values of every other received field (except
+/// `notificationreference`), blank values omitted, ordered by field name (ASCII), concatenated,
+/// with the agreed notification password appended.
+public enum TPNotification {
+    public static let signatureField = "responsesitesecurity"
+    static let unsignedFields: Set<String> = ["responsesitesecurity", "notificationreference"]
+
+    public typealias Field = (name: String, value: String)
+
+    /// The `responsesitesecurity` value for these fields (what Trust Payments computes).
+    public static func signature(fields: [Field], password: Secret) -> String {
+        let signed = fields
+            .filter { !unsignedFields.contains($0.name) && !$0.value.isEmpty }
+            .sorted { Array($0.name.utf8).lexicographicallyPrecedes(Array($1.name.utf8)) }
+        var material: [UInt8] = []
+        for field in signed { material += Array(field.value.utf8) }
+        material += password.utf8
+        return Digest.sha256Hex(material)
+    }
+
+    /// Whether the received `responsesitesecurity` matches (constant-time comparison).
+    public static func isAuthentic(fields: [Field], password: Secret) -> Bool {
+        (try? verify(fields: fields, password: password)) != nil
+    }
+
+    /// Authenticates a notification and reads what the pipeline needs from it.
+    public static func verify(fields: [Field], password: Secret) throws(TPCallbackError) -> TPNotificationEvent {
+        var values: [String: String] = [:]
+        for field in fields {
+            // A repeated name would let a second value hide behind the signed first one.
+            guard values.updateValue(field.value, forKey: field.name) == nil else {
+                throw TPCallbackError(.malformed, "field \(field.name.prefix(64)) appears more than once")
+            }
+        }
+        guard let received = values[signatureField], !received.isEmpty else {
+            throw TPCallbackError(.missingSignature, "the notification has no responsesitesecurity")
+        }
+        let expected = signature(fields: fields, password: password)
+        guard ConstantTime.hexEquals(expected, received) else {
+            throw TPCallbackError(.badSignature, "responsesitesecurity does not match the notification's fields")
+        }
+        guard let orderReference = values["orderreference"], !orderReference.isEmpty else {
+            throw TPCallbackError(.malformed, "the notification has no orderreference")
+        }
+        guard let errorcode = values["errorcode"], !errorcode.isEmpty else {
+            throw TPCallbackError(.malformed, "the notification has no errorcode")
+        }
+        values[signatureField] = nil
+        return TPNotificationEvent(fields: values, orderReference: orderReference, errorcode: errorcode)
+    }
+
+    /// Parses an `application/x-www-form-urlencoded` body into fields, in order.
+    public static func parseForm(_ body: [UInt8]) throws(TPCallbackError) -> [Field] {
+        guard body.count <= 64 * 1024 else { throw TPCallbackError(.malformed, "the notification is larger than 64 KiB") }
+        var fields: [Field] = []
+        for pair in body.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
+            let parts = pair.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
+            guard let name = percentDecode(parts[0]), !name.isEmpty else {
+                throw TPCallbackError(.malformed, "a form field name is not valid percent-encoded UTF-8")
+            }
+            guard let value = parts.count > 1 ? percentDecode(parts[1]) : "" else {
+                throw TPCallbackError(.malformed, "the value of \(name.prefix(64)) is not valid percent-encoded UTF-8")
+            }
+            fields.append((name, value))
+        }
+        return fields
+    }
+
+    /// A signed notification body as Trust Payments would POST it (for the sandbox).
+    public static func formBody(fields: [Field], password: Secret) -> [UInt8] {
+        let all = fields + [(signatureField, signature(fields: fields, password: password))]
+        var body: [UInt8] = []
+        for (index, field) in all.enumerated() {
+            if index > 0 { body.append(UInt8(ascii: "&")) }
+            percentEncode(field.name, into: &body)
+            body.append(UInt8(ascii: "="))
+            percentEncode(field.value, into: &body)
+        }
+        return body
+    }
+
+    static func percentDecode(_ bytes: ArraySlice<UInt8>) -> String? {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "+") {
+                out.append(UInt8(ascii: " "))
+            } else if byte == UInt8(ascii: "%") {
+                guard index + 2 < bytes.endIndex, let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2])
+                else { return nil }
+                out.append(high << 4 | low)
+                index += 2
+            } else {
+                out.append(byte)
+            }
+            index += 1
+        }
+        return String(validating: out, as: UTF8.self)
+    }
+
+    static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+
+    static func percentEncode(_ text: String, into out: inout [UInt8]) {
+        let digits: [UInt8] = Array("0123456789ABCDEF".utf8)
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                out.append(byte)
+            default:
+                out.append(UInt8(ascii: "%"))
+                out.append(digits[Int(byte >> 4)])
+                out.append(digits[Int(byte & 0x0F)])
+            }
+        }
+    }
+}
+
+/// An authentic URL notification.
+public struct TPNotificationEvent: Sendable, Equatable {
+    /// Every received field except `responsesitesecurity`.
+    public var fields: [String: String]
+    /// Names the order (Trust Payments echoes the SDK JWT's `orderreference` = orderId).
+    public var orderReference: String
+    public var errorcode: String
+
+    public var transactionReference: String? { fields["transactionreference"] }
+    public var requestType: String? { fields["requesttypedescription"] }
+
+    /// The key to drop redeliveries on: Trust Payments' own reference of the transaction.
+    public var dedupeKey: String { transactionReference ?? fields["notificationreference"] ?? orderReference }
+
+    /// Whether this notification reports the order's payment (AUTH, or ACCOUNTCHECK for a free
+    /// trial; a notification without `requesttypedescription` is read as the AUTH). Others
+    /// (a SUBSCRIPTION, a THREEDQUERY) are acknowledged and change nothing.
+    public var isPaymentResult: Bool {
+        guard let type = requestType, !type.isEmpty else { return true }
+        return type == "AUTH" || type == "ACCOUNTCHECK"
+    }
+
+    /// The order's verdict: AUTH errorcode "0" → `succeeded`, any other → `failed`; a different
+    /// site, order or amount → `REFERENCE_MISMATCH` / `AMOUNT_MISMATCH`. Nil when the
+    /// notification is not about the payment (`isPaymentResult` is false).
+    public func verdict(for expected: TPExpectedOrder) -> ProviderVerdict? {
+        guard isPaymentResult else { return nil }
+        var entry = fields.mapValues(JSONValue.string)
+        if entry["requesttypedescription"] == nil { entry["requesttypedescription"] = "AUTH" }
+        // Notification fields are chosen per site in MyST, so absent site/amount fields are tolerated.
+        return TPResponseCheck.evaluate([entry], expected: expected, requireStatedFields: false)
+    }
+}

@@ -1,0 +1,114 @@
+import PaypipeCore
+
+/// Interprets the entries of an authentic response (JWT or query record) against the order
+/// they claim to answer. Seed 000, "Handling the response": AUTH errorcode "0" means the first
+/// payment's funds are reserved; the SUBSCRIPTION is scheduled iff its errorcode is "0"; its
+/// `transactionactive` stays "2" (pending) until the AUTH settles (`settlestatus` "100").
+public enum TPResponseCheck {
+    /// `settlestatus` values as Trust Payments documents them.
+    public static func settlement(_ settlestatus: String?) -> String {
+        switch settlestatus {
+        case "0": "pendingSettlement"
+        case "1": "pendingSettlementManual"
+        case "2": "suspended"
+        case "3": "cancelled"
+        case "10": "settling"
+        case "100": "settled"
+        case nil: "notReported"
+        default: "other"
+        }
+    }
+
+    /// `transactionactive` of the SUBSCRIPTION: "2" pending the AUTH's settlement (default),
+    /// "1" active, "0" suspended until changed.
+    public static func subscriptionState(_ transactionactive: String?) -> String {
+        switch transactionactive {
+        case "0": "inactive"
+        case "1": "active"
+        case "2": "pendingSettlement"
+        case nil: "notReported"
+        default: "other"
+        }
+    }
+
+    /// The verdict for a verified response JWT (or any list of response entries) about `expected`:
+    /// `succeeded` / `failed` (declined, or `AMOUNT_MISMATCH` / `REFERENCE_MISMATCH` for review) /
+    /// `unknown` (70001: resolve with an order query).
+    /// `requireStatedFields`: a payment entry must state `sitereference`, and a successful AUTH
+    /// its `baseamount` and `currencyiso3a` (true for response JWTs, which always carry them).
+    public static func evaluate(
+        _ entries: [[String: JSONValue]], expected: TPExpectedOrder, requireStatedFields: Bool = true
+    ) -> ProviderVerdict {
+        let payment = entries.first { $0["requesttypedescription"]?.stringValue == "AUTH" }
+            ?? entries.first { $0["requesttypedescription"]?.stringValue == "ACCOUNTCHECK" }
+        let subscription = entries.first { $0["requesttypedescription"]?.stringValue == "SUBSCRIPTION" }
+
+        for entry in entries {
+            let isPayment = payment.map { $0 == entry } ?? false
+            if let mismatch = expected.referenceMismatch(in: entry, requireSite: isPayment && requireStatedFields) {
+                return .failed(code: "REFERENCE_MISMATCH", message: mismatch)
+            }
+        }
+
+        guard let payment else {
+            // Without a payment entry, an earlier step (3-D Secure, say) stopped the sequence.
+            if let stopped = entries.first(where: { TPErrorCode.read($0["errorcode"]) != TPErrorCode.ok }) {
+                return failure(stopped)
+            }
+            return .failed(code: "NO_PAYMENT_RESULT", message: "the response has no AUTH or ACCOUNTCHECK entry")
+        }
+
+        let paymentSucceeded = TPErrorCode.read(payment["errorcode"]) == TPErrorCode.ok
+        let isAuth = payment["requesttypedescription"]?.stringValue == "AUTH"
+        // An ACCOUNTCHECK takes no money; the recurring amount is the SUBSCRIPTION's.
+        let amountEntry = isAuth ? payment : (subscription ?? payment)
+        if let mismatch = expected.amountMismatch(in: amountEntry, requireAmount: paymentSucceeded && isAuth && requireStatedFields) {
+            return .failed(code: "AMOUNT_MISMATCH", message: mismatch)
+        }
+        guard paymentSucceeded else { return failure(payment) }
+
+        var result = summary(of: payment)
+        if let subscription {
+            let scheduled = TPErrorCode.read(subscription["errorcode"]) == TPErrorCode.ok
+            result["subscriptionScheduled"] = .bool(scheduled)
+            result["subscriptionErrorcode"] = .string(TPErrorCode.read(subscription["errorcode"]) ?? "")
+            if let reference = subscription["transactionreference"]?.stringValue {
+                result["subscriptionTransactionReference"] = .string(reference)
+            }
+            let active = subscription["transactionactive"].flatMap(TPErrorCode.read)
+            if let active { result["transactionActive"] = .string(active) }
+            result["subscriptionState"] = .string(scheduled ? subscriptionState(active) : "notScheduled")
+        } else {
+            result["subscriptionScheduled"] = false
+            result["subscriptionState"] = "notScheduled"
+        }
+        return .succeeded(result)
+    }
+
+    /// The outcome `result` for a successful payment entry.
+    static func summary(of entry: [String: JSONValue]) -> [String: JSONValue] {
+        var result: [String: JSONValue] = [:]
+        if let reference = entry["transactionreference"]?.stringValue { result["transactionReference"] = .string(reference) }
+        if let type = entry["requesttypedescription"]?.stringValue { result["requestType"] = .string(type) }
+        let settlestatus = entry["settlestatus"].flatMap(TPErrorCode.read)
+        if let settlestatus { result["settleStatus"] = .string(settlestatus) }
+        result["settlement"] = .string(settlement(settlestatus))
+        if let amount = entry["baseamount"].flatMap(TPErrorCode.read), let minor = Int64(amount) { result["amount"] = .integer(minor) }
+        if let currency = entry["currencyiso3a"]?.stringValue { result["currency"] = .string(currency) }
+        return result
+    }
+
+    static func failure(_ entry: [String: JSONValue]) -> ProviderVerdict {
+        let errorcode = TPErrorCode.read(entry["errorcode"]) ?? "missing"
+        let type = entry["requesttypedescription"]?.stringValue ?? "response"
+        let message = "\(type) errorcode \(errorcode)\(TPWebServices.messageSuffix(entry))"
+        switch errorcode {
+        case TPErrorCode.uncertain: return .unknown(reason: message)
+        case TPErrorCode.bankSystemError: return .failed(code: "BANK_SYSTEM_ERROR", message: message)
+        case TPErrorCode.timeout: return .failed(code: "TIMEOUT", message: message)
+        default:
+            if case .failed(let code) = TPErrorCode.meaning(of: errorcode) { return .failed(code: code, message: message) }
+            return .failed(code: "TP_ERROR_\(errorcode.prefix(16))", message: message)
+        }
+    }
+}

@@ -1,0 +1,143 @@
+import PaypipeCore
+
+/// Subscription interval unit; Trust Payments requires it in capitals on the wire.
+public enum TPSubscriptionUnit: String, Sendable, Hashable, CaseIterable {
+    case day = "DAY"
+    case month = "MONTH"
+}
+
+public enum TPSubscriptionType: String, Sendable, Hashable, CaseIterable {
+    case recurring = "RECURRING"
+    case installment = "INSTALLMENT"
+}
+
+/// The validated content of a `subscriptionJwt` order: everything the SDK JWT payload carries
+/// besides the merchant's configuration.
+public struct TPSubscriptionRequest: Sendable, Equatable {
+    public var orderReference: String
+    public var baseAmount: Int64
+    public var currency: String
+    public var type: TPSubscriptionType
+    public var unit: TPSubscriptionUnit
+    public var frequency: Int64
+    public var number: Int64
+    /// 0 means "indefinitely".
+    public var finalNumber: Int64
+    public var beginDate: CivilDate?
+    /// 0 inactive, 1 active, 2 pending (the provider's default when absent).
+    public var transactionActive: Int64?
+    /// Free trial: ACCOUNTCHECK + SUBSCRIPTION instead of THREEDQUERY + AUTH + SUBSCRIPTION.
+    public var freeTrial: Bool
+
+    public init(
+        orderReference: String, baseAmount: Int64, currency: String, type: TPSubscriptionType, unit: TPSubscriptionUnit,
+        frequency: Int64, number: Int64 = 1, finalNumber: Int64, beginDate: CivilDate? = nil,
+        transactionActive: Int64? = nil, freeTrial: Bool = false
+    ) {
+        self.orderReference = orderReference
+        self.baseAmount = baseAmount
+        self.currency = currency
+        self.type = type
+        self.unit = unit
+        self.frequency = frequency
+        self.number = number
+        self.finalNumber = finalNumber
+        self.beginDate = beginDate
+        self.transactionActive = transactionActive
+        self.freeTrial = freeTrial
+    }
+
+    public var requestTypes: [String] { freeTrial ? ["ACCOUNTCHECK", "SUBSCRIPTION"] : ["THREEDQUERY", "AUTH", "SUBSCRIPTION"] }
+
+    /// Whether the subscription runs until someone sets it inactive.
+    public var isIndefinite: Bool { finalNumber == 0 }
+
+    static let knownParams: Set<String> = [
+        "subscriptionType", "unit", "frequency", "finalNumber", "number", "beginDate", "transactionActive", "freeTrial",
+    ]
+
+    /// Reads and validates a `subscriptionJwt` order (PROTOCOL.md §1, seed 000's field table).
+    /// `issuedAt` (seconds since the epoch) dates the request, so that a begin date in the past
+    /// can be refused: the seed says the engine "will catch up with missed payments", so a past
+    /// date would charge the customer several times at once.
+    public init(order: Order, issuedAt: Int64) throws(Rejection) {
+        guard order.operation == .subscriptionJwt else {
+            throw Rejection(.unknownOperation, field: "operation", "operation \(order.operation.rawValue) is not subscriptionJwt")
+        }
+        guard let amount = order.amount else {
+            throw Rejection(.missingField, field: "amount", "amount is required for subscriptionJwt")
+        }
+        guard amount > 0 else { throw Rejection(.amountNotPositive, field: "amount", "amount must be greater than zero (baseamount)") }
+        guard amount <= 9_999_999_999_999 else {
+            throw Rejection(.invalidParam, field: "amount", "amount must have at most 13 digits (baseamount Numeric(13))")
+        }
+        guard let currency = order.currency else {
+            throw Rejection(.missingField, field: "currency", "currency is required for subscriptionJwt")
+        }
+        guard Order.isAlpha3(currency) else {
+            throw Rejection(.invalidCurrency, field: "currency", "currency must be three capital letters (currencyiso3a)")
+        }
+        let params = order.params
+        try TPParams.rejectUnknown(params, allowed: Self.knownParams)
+
+        let typeText = try TPParams.requiredString(params, "subscriptionType")
+        guard let type = TPSubscriptionType(rawValue: typeText) ?? TPSubscriptionType(rawValue: typeText.uppercased()) else {
+            throw Rejection.invalidParam("subscriptionType", "must be RECURRING or INSTALLMENT")
+        }
+        guard let unitValue = params["unit"] else { throw Rejection.missingParam("unit") }
+        let unit = try TPParams.unit(unitValue, name: "unit")
+        guard let frequencyValue = params["frequency"] else { throw Rejection.missingParam("frequency") }
+        let frequency = try TPParams.frequency(frequencyValue, name: "frequency")
+
+        var number: Int64 = 1
+        if let numberValue = params["number"] {
+            number = try TPParams.digits(numberValue, name: "number", maxDigits: 5)
+            guard number >= 1 else { throw Rejection.invalidParam("number", "must be at least 1") }
+        }
+        guard let finalValue = params["finalNumber"] else { throw Rejection.missingParam("finalNumber") }
+        let finalNumber = try TPParams.finalNumber(finalValue, name: "finalNumber")
+        guard finalNumber == 0 || finalNumber >= number else {
+            throw Rejection.invalidParam("finalNumber", "must be at least params.number (\(number)), or 0 for an indefinite subscription")
+        }
+
+        var beginDate: CivilDate?
+        if let beginValue = params["beginDate"] {
+            guard let text = beginValue.stringValue else {
+                throw Rejection.invalidParam("beginDate", "must be a string YYYY-MM-DD, got \(beginValue.typeName)")
+            }
+            guard let date = CivilDate(iso8601: text) else {
+                throw Rejection.invalidParam("beginDate", "must be a real calendar date written YYYY-MM-DD")
+            }
+            let requestDay = CivilDate(daysSinceEpoch: issuedAt.floorDividedTP(by: 86_400))
+            guard date >= requestDay else {
+                throw Rejection.invalidParam("beginDate", "must not be before the request date \(requestDay) (missed payments would be caught up at once)")
+            }
+            beginDate = date
+        }
+
+        var transactionActive: Int64?
+        if let activeValue = params["transactionActive"] {
+            transactionActive = try TPParams.transactionActive(activeValue, name: "transactionActive", allowed: 0...2)
+        }
+
+        var freeTrial = false
+        if let trialValue = params["freeTrial"] {
+            guard let flag = trialValue.boolValue else {
+                throw Rejection.invalidParam("freeTrial", "must be a boolean, got \(trialValue.typeName)")
+            }
+            freeTrial = flag
+        }
+
+        self.init(
+            orderReference: order.orderId, baseAmount: amount, currency: currency, type: type, unit: unit,
+            frequency: frequency, number: number, finalNumber: finalNumber, beginDate: beginDate,
+            transactionActive: transactionActive, freeTrial: freeTrial)
+    }
+}
+
+extension Int64 {
+    func floorDividedTP(by divisor: Int64) -> Int64 {
+        let quotient = self / divisor
+        return (self % divisor != 0 && (self < 0) != (divisor < 0)) ? quotient - 1 : quotient
+    }
+}

@@ -1,0 +1,155 @@
+import NetsEasy
+import PaypipeCore
+import Testing
+
+@Suite struct NetsWebhookTests {
+    /// Shaped like Nets' documented payment.checkout.completed example.
+    static let checkoutCompleted = #"""
+    {"id":"f1bd7e0a17b0413a8a3d84cc2a1a2a2c","merchantId":100017120,"timestamp":"2021-05-04T22:09:08.4342+02:00",
+     "event":"payment.checkout.completed",
+     "data":{"order":{"amount":{"amount":1050,"currency":"SEK"},"reference":"sub-42",
+             "orderItems":[{"reference":"sub-42","name":"Subscription","quantity":1,"unit":"pcs","unitPrice":1050,"taxRate":0,
+                            "taxAmount":0,"netTotalAmount":1050,"grossTotalAmount":1050}]},
+             "consumer":{"ip":"10.230.197.32"},"paymentId":"02a900006091a9a96937598058c4e474"}}
+    """#
+
+    static var order: Order { Fixtures.createOrder() }
+
+    func verify(_ body: String, authorization: String? = Fixtures.webhookSecret, config: NetsConfig = Fixtures.config) -> NetsWebhookVerification {
+        NetsWebhook.verify(authorization: authorization, body: Array(body.utf8), config: config)
+    }
+
+    @Test func authenticCheckoutCompletedSucceedsTheOrder() throws {
+        guard case .authentic(let event) = verify(Self.checkoutCompleted) else {
+            Issue.record("expected authentic")
+            return
+        }
+        #expect(event.id == "f1bd7e0a17b0413a8a3d84cc2a1a2a2c")
+        #expect(event.kind == .checkoutCompleted)
+        #expect(event.paymentId == "02a900006091a9a96937598058c4e474")
+        #expect(event.merchantId == "100017120")
+        #expect(event.amount == 1050)
+        #expect(event.currency == "SEK")
+        #expect(event.reference == "sub-42")
+        #expect(NetsWebhook.interpret(event, for: Self.order) == .apply(.succeeded(["paymentId": "02a900006091a9a96937598058c4e474", "amount": 1050])))
+    }
+
+    @Test(arguments: [
+        ("whAuth12345679", NetsWebhookRejection.Reason.badAuthorization),
+        ("whAuth1234567", .badAuthorization),
+        ("whAuth123456789", .badAuthorization),
+        ("WHAUTH12345678", .badAuthorization),
+        ("Bearer whAuth12345678", .badAuthorization),
+        ("", .missingAuthorization),
+    ])
+    func wrongAuthorizationIsForged(_ authorization: String, reason: NetsWebhookRejection.Reason) {
+        guard case .forged(let rejection) = verify(Self.checkoutCompleted, authorization: authorization) else {
+            Issue.record("expected forged for \(authorization)")
+            return
+        }
+        #expect(rejection.status == 401)
+        #expect(rejection.reason == reason)
+        #expect(!rejection.message.contains(Fixtures.webhookSecret))
+    }
+
+    @Test func headersAreSearchedCaseInsensitivelyAndDuplicatesRefused() {
+        let body = Array(Self.checkoutCompleted.utf8)
+        guard case .authentic = NetsWebhook.verify(headers: [HTTPHeader("authorization", Fixtures.webhookSecret)], body: body, config: Fixtures.config) else {
+            Issue.record("lowercase header name")
+            return
+        }
+        guard case .forged(let missing) = NetsWebhook.verify(headers: [], body: body, config: Fixtures.config) else {
+            Issue.record("no header")
+            return
+        }
+        #expect(missing.reason == .missingAuthorization)
+        let twice = [HTTPHeader("Authorization", Fixtures.webhookSecret), HTTPHeader("Authorization", "other")]
+        guard case .forged = NetsWebhook.verify(headers: twice, body: body, config: Fixtures.config) else {
+            Issue.record("duplicate header")
+            return
+        }
+    }
+
+    @Test func unconfiguredSecretAcceptsNothing() {
+        var config = Fixtures.config
+        config.webhookAuthorization = Secret("")
+        guard case .forged(let rejection) = verify(Self.checkoutCompleted, authorization: "", config: config) else {
+            Issue.record("an empty secret must not match an empty header")
+            return
+        }
+        #expect(rejection.reason == .notConfigured)
+    }
+
+    @Test(arguments: [
+        ("not json", NetsWebhookRejection.Reason.invalidJSON),
+        ("[1]", .invalidJSON),
+        (#"{"event":"payment.checkout.completed","data":{"paymentId":"p1"}}"#, .invalidField),
+        (#"{"id":"e1","data":{"paymentId":"p1"}}"#, .invalidField),
+        (#"{"id":"e1","event":"payment.checkout.completed"}"#, .invalidField),
+        (#"{"id":"e1","event":"payment.checkout.completed","data":{}}"#, .invalidField),
+        (#"{"id":"e1","event":"payment.checkout.completed","data":{"paymentId":"p/1"}}"#, .invalidField),
+        (#"{"id":"e1","event":"payment.checkout.completed","data":{"paymentId":"p1","order":{"amount":{"amount":10.5}}}}"#, .invalidField),
+    ])
+    func authenticButUnreadableIsMalformed(body: String, reason: NetsWebhookRejection.Reason) {
+        guard case .malformed(let rejection) = verify(body) else {
+            Issue.record("expected malformed for \(body)")
+            return
+        }
+        #expect(rejection.status == 400)
+        #expect(rejection.reason == reason)
+    }
+
+    @Test func forgedBodiesAreNotEvenParsed() {
+        guard case .forged = verify("not json", authorization: "nope") else {
+            Issue.record("authorization is checked first")
+            return
+        }
+    }
+
+    @Test func inconsistentEventsFailTheOrderForReview() throws {
+        let amount = NetsWebhookEvent(id: "e1", event: "payment.checkout.completed", paymentId: "p1", amount: 100, currency: "SEK", reference: "sub-42")
+        #expect(NetsWebhook.interpret(amount, for: Self.order) == .apply(.failed(code: "AMOUNT_MISMATCH", message: "webhook payment.checkout.completed amount 100 != order amount 1050")))
+        let currency = NetsWebhookEvent(id: "e1", event: "payment.checkout.completed", paymentId: "p1", amount: 1050, currency: "EUR")
+        guard case .apply(.failed("AMOUNT_MISMATCH", _)) = NetsWebhook.interpret(currency, for: Self.order) else {
+            Issue.record("currency mismatch")
+            return
+        }
+        let reference = NetsWebhookEvent(id: "e1", event: "payment.checkout.completed", paymentId: "p1", amount: 1050, currency: "SEK", reference: "other")
+        guard case .apply(.failed("REFERENCE_MISMATCH", _)) = NetsWebhook.interpret(reference, for: Self.order) else {
+            Issue.record("reference mismatch")
+            return
+        }
+        let informational = NetsWebhookEvent(id: "e2", event: "payment.reservation.created.v2", paymentId: "p1", amount: 1)
+        guard case .apply(.failed("AMOUNT_MISMATCH", _)) = NetsWebhook.interpret(informational, for: Self.order) else {
+            Issue.record("informational events are checked too")
+            return
+        }
+    }
+
+    @Test func reservationFailedFailsTheOrder() {
+        let body = #"{"id":"e9","event":"payment.reservation.failed","timestamp":"2026-11-21T05:00:00.000Z","merchantId":"100017120","data":{"paymentId":"p1","amount":{"amount":1050,"currency":"SEK"},"error":{"code":"99","message":"Auth Failed","source":"Internal"}}}"#
+        guard case .authentic(let event) = verify(body) else {
+            Issue.record("expected authentic")
+            return
+        }
+        #expect(event.merchantId == "100017120")
+        #expect(event.errorMessage == "Auth Failed")
+        #expect(NetsWebhook.interpret(event, for: Self.order) == .apply(.failed(code: "NETS_RESERVATION_FAILED", message: "reservation failed: Auth Failed")))
+    }
+
+    @Test(arguments: ["payment.reservation.created", "payment.reservation.created.v2", "payment.charge.created.v2", "payment.charge.failed", "payment.cancel.created"])
+    func otherEventsChangeNothing(_ name: String) throws {
+        let body = #"{"id":"e3","event":"\#(name)","data":{"paymentId":"p1","chargeId":"c1","amount":{"amount":1050,"currency":"SEK"}}}"#
+        guard case .authentic(let event) = verify(body) else {
+            Issue.record("expected authentic for \(name)")
+            return
+        }
+        #expect(event.event == name)
+        guard case .noChange = NetsWebhook.interpret(event, for: Self.order) else {
+            Issue.record("\(name) must not change the order")
+            return
+        }
+        if name == "payment.cancel.created" { #expect(event.kind == .other(name)) }
+        if name == "payment.charge.created.v2" { #expect(event.chargeId == "c1") }
+    }
+}

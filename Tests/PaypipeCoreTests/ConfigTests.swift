@@ -1,0 +1,161 @@
+import Foundation
+import PaypipeCore
+import Testing
+
+let sampleConfig = """
+    {
+      "merchants": {
+        "default": {
+          "trustpayments": { "baseURL": "http://127.0.0.1:9101", "siteReference": "test_site12345",
+                             "jwtIssuer": "jwt.user", "jwtSecret": "env:TP_JWT_SECRET",
+                             "webservicesUser": "ws@example.com", "webservicesPassword": "env:TP_WS_PASSWORD",
+                             "notificationPassword": "file:/secrets/tp-notify" },
+          "nets":     { "baseURL": "http://127.0.0.1:9102", "secretKey": "env:NETS_SECRET",
+                        "webhookAuthorization": "env:NETS_WEBHOOK_AUTH" },
+          "phonepe":  { "baseURL": "http://127.0.0.1:9103", "merchantId": "MERCHANTUAT",
+                        "saltKey": "env:PHONEPE_SALT", "saltIndex": "1",
+                        "callbackURL": "https://merchant.example/callbacks/phonepe" },
+          "cleeng":   { "receiptURL": "http://127.0.0.1:9104/checkout/apple_inapp.php",
+                        "apiURL": "http://127.0.0.1:9104/3.0/json-rpc",
+                        "username": "publisher", "password": "env:CLEENG_PASSWORD" },
+          "viva":     { "merchantKey": "SG23323424EXS3", "appId": "com.example.app", "callback": "interapp-callback" }
+        },
+        "viva-only": { "viva": { "merchantKey": "K", "appId": "A", "callback": "cb" } }
+      },
+      "timers": { "cleengPollIntervalMs": 50 }
+    }
+    """
+
+let sampleEnvironment = [
+    "TP_JWT_SECRET": "jwt-secret-value", "TP_WS_PASSWORD": "ws-pass", "NETS_SECRET": "nets-secret",
+    "NETS_WEBHOOK_AUTH": "hook-auth", "PHONEPE_SALT": "salt-value", "CLEENG_PASSWORD": "cleeng-pass",
+]
+
+func sources(_ environment: [String: String] = sampleEnvironment, files: [String: String] = ["/secrets/tp-notify": "notify-pass\n"]) -> PaypipeConfig.Sources {
+    PaypipeConfig.Sources(environment: { environment[$0] }, readFile: { files[$0].map { Array($0.utf8) } })
+}
+
+func parse(_ text: String, _ s: PaypipeConfig.Sources = sources()) throws(ConfigError) -> PaypipeConfig {
+    try PaypipeConfig.parse(Array(text.utf8), sources: s)
+}
+
+@Suite("Config (PROTOCOL.md §4)")
+struct ConfigTests {
+    @Test func theProtocolExampleLoadsWithIndirection() throws {
+        let config = try parse(sampleConfig)
+        let merchant = try config.merchant("default")
+        let tp = try #require(merchant.trustpayments)
+        #expect(tp.jwtSecret.reveal() == "jwt-secret-value")
+        #expect(tp.notificationPassword.reveal() == "notify-pass")  // one trailing newline dropped
+        #expect(tp.siteReference == "test_site12345")
+        #expect(merchant.phonepe?.saltIndex == "1")
+        #expect(config.timers.cleengPollIntervalMs == 50)
+        #expect(config.timers.cleengGiveUpMs == 60000)
+        #expect(config.endpoints.intake == "tcp://127.0.0.1:5550")
+        #expect(config.endpoints.callbacks == "127.0.0.1:8080")
+    }
+
+    @Test func environmentOverridesEndpoints() throws {
+        var env = sampleEnvironment
+        env["PAYPIPE_INTAKE"] = "tcp://127.0.0.1:6000"
+        env["PAYPIPE_OUTCOMES"] = "tcp://127.0.0.1:6001"
+        env["PAYPIPE_CALLBACK_ADDR"] = "0.0.0.0:9000"
+        let config = try parse(sampleConfig, sources(env))
+        #expect(config.endpoints.intake == "tcp://127.0.0.1:6000")
+        #expect(config.endpoints.outcomes == "tcp://127.0.0.1:6001")
+        #expect(config.endpoints.callbacks == "0.0.0.0:9000")
+    }
+
+    @Test func unknownMerchantAndMissingProviderAreRejections() throws {
+        let config = try parse(sampleConfig)
+        #expect(throws: Rejection(.unknownMerchant, field: "merchant", "merchant \"nobody\" is not configured")) {
+            try config.merchant("nobody")
+        }
+        let vivaOnly = try config.merchant("viva-only")
+        do {
+            _ = try vivaOnly.require(\.nets, .nets)
+            Issue.record("expected MISSING_CREDENTIALS")
+        } catch {
+            #expect(error.code == .missingCredentials)
+        }
+    }
+
+    @Test(arguments: [
+        (#""jwtIssuer": "jwt.user", "#, #""jwtIssuer": "jwt.user", "typo": 1, "#, "merchants.default.trustpayments.typo: unknown key"),
+        (#""jwtIssuer": "jwt.user", "#, "", "merchants.default.trustpayments.jwtIssuer: is required"),
+        (#""baseURL": "http://127.0.0.1:9102""#, #""baseURL": "ftp://x""#, "merchants.default.nets.baseURL: must be an http:// or https:// URL"),
+        (#""timers": { "cleengPollIntervalMs": 50 }"#, #""timers": { "cleengPollIntervalMs": -1 }"#, "timers.cleengPollIntervalMs: must be a positive integer"),
+        (#""timers": {"#, #""timerz": {"#, "timerz: unknown key"),
+    ])
+    func mistakesAreErrorsNamingTheKey(original: String, replacement: String, expected: String) {
+        let text = sampleConfig.replacingFirst(original, with: replacement)
+        #expect(throws: ConfigError.self) { try parse(text) }
+        do {
+            _ = try parse(text)
+        } catch {
+            #expect(error.description == expected)
+        }
+    }
+
+    @Test func aMissingEnvironmentVariableOrFileIsNamedButNoSecretIs() {
+        var env = sampleEnvironment
+        env["NETS_SECRET"] = nil
+        do {
+            _ = try parse(sampleConfig, sources(env))
+            Issue.record("expected an error")
+        } catch {
+            #expect(error.description == "merchants.default.nets.secretKey: environment variable NETS_SECRET is not set")
+        }
+        do {
+            _ = try parse(sampleConfig, sources(files: [:]))
+            Issue.record("expected an error")
+        } catch {
+            #expect(error.description == "merchants.default.trustpayments.notificationPassword: cannot read file /secrets/tp-notify")
+        }
+    }
+
+    @Test func secretsAreRedactedEverywhere() throws {
+        let config = try parse(sampleConfig)
+        let tp = try #require(config.merchants["default"]?.trustpayments)
+        let renderings = ["\(tp.jwtSecret)", String(describing: tp.jwtSecret), String(reflecting: tp.jwtSecret), "\(tp)", String(reflecting: tp)]
+        for text in renderings {
+            #expect(!text.contains("jwt-secret-value"), "\(text)")
+            #expect(!text.contains("ws-pass"))
+        }
+        #expect(tp.jwtSecret.description == "<redacted>")
+        #expect(tp.jwtSecret.matches(Array("jwt-secret-value".utf8)))
+        #expect(!tp.jwtSecret.matches(Array("jwt-secret-valuf".utf8)))
+        #expect(!tp.jwtSecret.matches(Array("jwt-secret-value-longer".utf8)))
+    }
+
+    @Test func requestDescriptionsRedactCredentials() {
+        let request = HTTPRequestSpec(method: .POST, url: "http://x/v1/payments", headers: [HTTPHeader("Authorization", "raw-key"), HTTPHeader("X-VERIFY", "abc###1"), HTTPHeader("Accept", "json")])
+        #expect(!request.description.contains("raw-key"))
+        #expect(!request.description.contains("abc###1"))
+        #expect(request.description.contains("Accept: json"))
+    }
+
+    @Test func constantTimeComparison() {
+        #expect(ConstantTime.equals([1, 2, 3], [1, 2, 3]))
+        #expect(!ConstantTime.equals([1, 2, 3], [1, 2, 4]))
+        #expect(!ConstantTime.equals([1, 2], [1, 2, 0]))
+        #expect(ConstantTime.hexEquals("ABCdef", "abcDEF"))
+        #expect(Digest.sha256Hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    }
+
+    @Test func civilDatesClampAndValidate() {
+        #expect(CivilDate(iso8601: "2026-02-29") == nil)
+        #expect(CivilDate(iso8601: "2028-02-29") != nil)
+        #expect(CivilDate(iso8601: "2026-1-01") == nil)
+        #expect(CivilDate(year: 2026, month: 1, day: 31)!.addingMonths(1).iso8601 == "2026-02-28")
+        #expect(CivilDate(year: 2026, month: 12, day: 15)!.addingMonths(2).iso8601 == "2027-02-15")
+        #expect(CivilDate(year: 2026, month: 12, day: 31)!.addingDays(1).iso8601 == "2027-01-01")
+    }
+}
+
+extension String {
+    func replacingFirst(_ target: String, with replacement: String) -> String {
+        guard let range = range(of: target) else { return self }
+        return replacingCharacters(in: range, with: replacement)
+    }
+}

@@ -1,0 +1,204 @@
+import Foundation
+import PaypipeCore
+import Testing
+@testable import PhonePe
+
+@Suite struct PhonePeAuthInitParamsTests {
+    private func rejection(_ order: Order) -> Rejection? {
+        do {
+            _ = try PhonePeAuthInitParams(order: order)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test func readsATransactionOrder() throws {
+        let params = try PhonePeAuthInitParams(order: Fixtures.orderWith(["merchantCallBackScheme": "iOSIntentIntegration"]))
+        #expect(params.merchantUserId == "5330F4FB-C66C-4646-8691-11544B580547")
+        #expect(params.subscriptionId == "OMS2301191527473651197003")
+        #expect(params.authWorkflowType == .transaction)
+        #expect(params.amount == 39900)
+        #expect(params.merchantCallBackScheme == "iOSIntentIntegration")
+    }
+
+    @Test func derivesAStableAuthRequestIdFromMerchantAndOrderId() throws {
+        let a = try PhonePeAuthInitParams(order: Fixtures.order(orderId: "ord-1")).authRequestId
+        let again = try PhonePeAuthInitParams(order: Fixtures.order(orderId: "ord-1")).authRequestId
+        let otherOrder = try PhonePeAuthInitParams(order: Fixtures.order(orderId: "ord-2")).authRequestId
+        let otherMerchant = try PhonePeAuthInitParams(order: Fixtures.order(orderId: "ord-1", merchant: "shop2")).authRequestId
+        #expect(a == again)
+        #expect(a != otherOrder)
+        #expect(a != otherMerchant)
+        #expect(a.utf8.count == 32)
+        #expect(PhonePeRules.isIdentifier(a, maxLength: PhonePeRules.authRequestIdMaxLength))
+        #expect(a == a.uppercased())
+    }
+
+    @Test func takesAnExplicitAuthRequestIdAndRejectsUnsafeOnes() throws {
+        #expect(try PhonePeAuthInitParams(order: Fixtures.orderWith(["authRequestId": "D2500CEFBBE481095A43D6D5B7A787F"])).authRequestId
+            == "D2500CEFBBE481095A43D6D5B7A787F")
+        for bad: JSONValue in ["../x", "a b", "", .string(String(repeating: "A", count: 36)), 12345] {
+            #expect(rejection(Fixtures.orderWith(["authRequestId": bad]))?.field == "params.authRequestId")
+        }
+        #expect(rejection(Fixtures.orderWith(["authRequestId": .string(String(repeating: "A", count: 35))])) == nil)
+    }
+
+    @Test func requiresMerchantUserIdAndSubscriptionId() {
+        let noUser = Fixtures.order(params: ["subscriptionId": "OMS2301191527473651197003"])
+        #expect(rejection(noUser) == Rejection.missingParam("merchantUserId"))
+        let noSubscription = Fixtures.order(params: ["merchantUserId": "U1"])
+        #expect(rejection(noSubscription) == Rejection.missingParam("subscriptionId"))
+    }
+
+    @Test func checksIdCharsetsLengthsAndTypes() {
+        #expect(rejection(Fixtures.orderWith(["merchantUserId": "user@example.com"]))?.field == "params.merchantUserId")
+        #expect(rejection(Fixtures.orderWith(["merchantUserId": .string(String(repeating: "u", count: 37))]))?.field == "params.merchantUserId")
+        #expect(rejection(Fixtures.orderWith(["subscriptionId": 42]))?.field == "params.subscriptionId")
+        #expect(rejection(Fixtures.orderWith(["subscriptionId": "OMS/../admin"]))?.field == "params.subscriptionId")
+        #expect(rejection(Fixtures.orderWith(["subscriptionId": "OMS?x=1"]))?.message.contains("[A-Za-z0-9_-]") == true)
+    }
+
+    @Test func checksTheWorkflowType() throws {
+        #expect(try PhonePeAuthInitParams(order: Fixtures.orderWith(["authWorkflowType": "PENNY_DROP"])).authWorkflowType == .pennyDrop)
+        #expect(rejection(Fixtures.orderWith(["authWorkflowType": "penny_drop"]))?.field == "params.authWorkflowType")
+        #expect(rejection(Fixtures.orderWith(["authWorkflowType": true]))?.field == "params.authWorkflowType")
+    }
+
+    @Test func checksTheCallBackScheme() {
+        #expect(rejection(Fixtures.orderWith(["merchantCallBackScheme": "my.app+v2"])) == nil)
+        #expect(rejection(Fixtures.orderWith(["merchantCallBackScheme": "1app"]))?.field == "params.merchantCallBackScheme")
+        #expect(rejection(Fixtures.orderWith(["merchantCallBackScheme": "app://x"]))?.field == "params.merchantCallBackScheme")
+    }
+
+    @Test func rejectsUnknownParamsByName() {
+        let r = rejection(Fixtures.orderWith(["authWorkflowtype": "PENNY_DROP"]))
+        #expect(r?.code == .unknownField)
+        #expect(r?.field == "params.authWorkflowtype")
+    }
+
+    @Test func transactionNeedsAPositiveINRAmount() {
+        #expect(rejection(Fixtures.orderWith([:], amount: nil))?.field == "amount")
+        #expect(rejection(Fixtures.orderWith([:], amount: 0))?.field == "amount")
+        #expect(rejection(Fixtures.orderWith([:], currency: "GBP"))?.field == "currency")
+        #expect(rejection(Fixtures.orderWith([:], currency: nil))?.field == "currency")
+    }
+
+    @Test func pennyDropIgnoresAnyAmount() throws {
+        #expect(try PhonePeAuthInitParams(order: Fixtures.orderWith(["authWorkflowType": "PENNY_DROP"], amount: nil, currency: nil)).amount == nil)
+        #expect(try PhonePeAuthInitParams(order: Fixtures.orderWith(["authWorkflowType": "PENNY_DROP"], amount: 500)).amount == nil)
+    }
+
+    @Test func rejectsOtherOperations() {
+        let order = Order(orderId: "o1", operation: .sale, amount: 1, currency: "INR", params: [:])
+        #expect(rejection(order)?.field == "operation")
+    }
+}
+
+@Suite struct PhonePeAuthInitRequestTests {
+    @Test func buildsTheSignedPost() throws {
+        let order = Fixtures.orderWith(["merchantCallBackScheme": "iOSIntentIntegration"])
+        let built = try PhonePeAuthInit(order: order, config: Fixtures.config())
+        let request = built.request
+        #expect(request.method == .POST)
+        #expect(request.url == "http://127.0.0.1:9103/v3/recurring/auth/init")
+        #expect(request.header("Content-Type") == "application/json")
+        #expect(request.header("X-CALLBACK-URL") == "https://merchant.example/callbacks/phonepe")
+
+        let body = try #require(try? JSONValue.parse(request.body).objectValue)
+        #expect(Array(body.keys) == ["request"])
+        let b64 = try #require(body["request"]?.stringValue)
+        #expect(request.header("X-VERIFY") == Digest.sha256Hex(b64 + "/v3/recurring/auth/init" + Fixtures.salt) + "###1")
+
+        let payload = try #require(Fixtures.decodedPayload(request))
+        #expect(payload == [
+            "merchantId": "MERCHANTUAT", "merchantUserId": "5330F4FB-C66C-4646-8691-11544B580547",
+            "subscriptionId": "OMS2301191527473651197003", "authRequestId": .string(built.authRequestId),
+            "amount": 39900, "paymentScope": "PHONEPE",
+            "deviceContext": ["deviceOS": "IOS", "merchantCallBackScheme": "iOSIntentIntegration"],
+        ])
+    }
+
+    @Test func pennyDropPayloadHasNoAmount() throws {
+        let built = try PhonePeAuthInit(order: Fixtures.orderWith(["authWorkflowType": "PENNY_DROP"], amount: 500), config: Fixtures.config())
+        let payload = try #require(Fixtures.decodedPayload(built.request))
+        #expect(payload["amount"] == nil)
+        #expect(payload["deviceContext"] == ["deviceOS": "IOS"])
+    }
+
+    @Test func isDeterministicForAReplayedOrder() throws {
+        let first = try PhonePeAuthInit(order: Fixtures.order(), config: Fixtures.config())
+        let second = try PhonePeAuthInit(order: Fixtures.order(), config: Fixtures.config())
+        #expect(first.request == second.request)
+    }
+
+    @Test func buildsTheMatchingStatusRequest() throws {
+        var config = Fixtures.config()
+        config.baseURL = "http://127.0.0.1:9103/"
+        let built = try PhonePeAuthInit(order: Fixtures.orderWith(["authRequestId": "TX123456789"]), config: config)
+        let path = "/v3/recurring/auth/status/MERCHANTUAT/TX123456789"
+        #expect(built.request.url == "http://127.0.0.1:9103/v3/recurring/auth/init")
+        #expect(built.statusRequest.method == .GET)
+        #expect(built.statusRequest.url == "http://127.0.0.1:9103" + path)
+        #expect(built.statusRequest.header("X-VERIFY") == Digest.sha256Hex(path + Fixtures.salt) + "###1")
+        #expect(built.statusRequest.header("X-MERCHANT-ID") == nil)
+        #expect(try PhonePeAuthStatus.request(order: Fixtures.orderWith(["authRequestId": "TX123456789"]), config: config,
+            checksum: PhonePeChecksum(config: config)) == built.statusRequest)
+    }
+
+    @Test func rejectsUnusableConfigWithoutRevealingTheSalt() {
+        func field(_ change: (inout PhonePeConfig) -> Void) -> String? {
+            var config = Fixtures.config()
+            change(&config)
+            do {
+                _ = try PhonePeAuthInit(order: Fixtures.order(), config: config)
+                return nil
+            } catch {
+                #expect(!error.message.contains(Fixtures.salt))
+                return error.field
+            }
+        }
+        #expect(field { _ in } == nil)
+        #expect(field { $0.merchantId = "MID/../x" } == "phonepe.merchantId")
+        #expect(field { $0.callbackURL = "https://x.example/cb\r\nX-Evil: 1" } == "phonepe.callbackURL")
+        #expect(field { $0.baseURL = "ftp://host" } == "phonepe.baseURL")
+        #expect(field { $0.saltIndex = "1#" } == "phonepe.saltIndex")
+        #expect(field { $0.saltKey = Secret("") } == "phonepe.saltKey")
+    }
+
+    @Test func redactsTheChecksumInDescriptions() throws {
+        let built = try PhonePeAuthInit(order: Fixtures.order(), config: Fixtures.config())
+        #expect(!built.request.description.contains(try #require(built.request.header("X-VERIFY"))))
+        #expect(!"\(Fixtures.config())".contains(Fixtures.salt))
+    }
+
+    /// The seed's request samples are documentation only: they decode to text with U+00A0
+    /// (no-break space) indentation, which strict JSON rejects. With those turned into plain
+    /// spaces they show the field names and nesting this module sends. The PENNY_DROP sample is
+    /// the very same string and so carries `amount`, contradicting the seed's own table.
+    @Test func seedRequestSamplesAreDocumentationOnly() throws {
+        let data = try #require(Data(base64Encoded: Fixtures.seedRequestSample))
+        let text = String(decoding: data, as: UTF8.self)
+        #expect(text.unicodeScalars.contains("\u{00A0}"))
+        #expect(throws: JSONParseError.self) { try JSONValue.parse(Array(data)) }
+
+        let cleaned = try JSONValue.parse(text.replacingOccurrences(of: "\u{00A0}", with: " "))
+        #expect(cleaned["merchantId"] == "MERCHANTUAT")
+        #expect(cleaned["authRequestId"] == "D2500CEFBBE481095A43D6D5B7A787F")
+        #expect(cleaned["paymentScope"] == "PHONEPE")
+        #expect(cleaned["amount"] == 39900)
+        #expect(cleaned["deviceContext"]?["deviceOS"] == "IOS")
+        #expect(cleaned["deviceContext"]?["merchantCallBackScheme"] == "iOSIntentIntegration")
+        #expect(Fixtures.seedPennyDropRequestSample == Fixtures.seedRequestSample)
+
+        // Our payload for the same values uses exactly the seed's names for every field we send.
+        let order = Fixtures.orderWith([
+            "merchantUserId": "5330F4FB-C66C-4646-8691-11544B580547", "authRequestId": "D2500CEFBBE481095A43D6D5B7A787F",
+            "merchantCallBackScheme": "iOSIntentIntegration",
+        ])
+        let payload = try #require(Fixtures.decodedPayload(try PhonePeAuthInit(order: order, config: Fixtures.config()).request))
+        let seed = try #require(cleaned.objectValue)
+        for (key, value) in payload where key != "deviceContext" { #expect(seed[key] == value, "field \(key)") }
+        for (key, value) in payload["deviceContext"]?.objectValue ?? [:] { #expect(seed["deviceContext"]?[key] == value, "deviceContext.\(key)") }
+    }
+}

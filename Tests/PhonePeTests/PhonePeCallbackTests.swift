@@ -1,0 +1,144 @@
+import Foundation
+import PaypipeCore
+import Testing
+@testable import PhonePe
+
+@Suite struct PhonePeCallbackTests {
+    let checksum = PhonePeChecksum(saltKey: Secret(Fixtures.salt), saltIndex: "1")
+
+    func signed(_ body: String) -> (body: [UInt8], xVerify: String) {
+        (Array(body.utf8), checksum.xVerify(callbackResponse: Fixtures.responseField(body)))
+    }
+
+    func authenticate(_ body: String) throws -> PhonePeCallback {
+        let (bytes, xVerify) = signed(body)
+        return try PhonePeCallback.authenticate(body: bytes, xVerify: xVerify, checksum: checksum)
+    }
+
+    func error(_ body: [UInt8], _ xVerify: String?) -> PhonePeCallbackError? {
+        do {
+            _ = try PhonePeCallback.authenticate(body: body, xVerify: xVerify, checksum: checksum)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    /// A body whose `response` is base64 of the given JSON text.
+    func body(decoded json: String) -> String { "{\"response\":\"\(Data(json.utf8).base64EncodedString())\"}" }
+
+    @Test func seedActiveCallbackDecodesAndSucceeds() throws {
+        let callback = try authenticate(Fixtures.seedActiveCallbackBody)
+        #expect(callback.callbackType == .auth)
+        #expect(callback.merchantId == "MID12345")
+        #expect(callback.authRequestId == "TX123456789")
+        #expect(callback.success == true)
+        #expect(callback.message == "Your subscription is active.")
+        #expect(callback.state.transaction == PhonePeTransactionDetails(
+            providerReferenceId: "P1806151323093900554957", amount: 39900, state: "COMPLETED", payResponseCode: "SUCCESS",
+            paymentModes: [PhonePePaymentMode(mode: "ACCOUNT", amount: 39900, utr: "816626521616")]))
+        #expect(callback.state.subscription == PhonePeSubscriptionDetails(subscriptionId: "OMS2006110139450123456789", state: "ACTIVE"))
+
+        let effect = callback.effect(order: Fixtures.seedCallbackOrder(), merchantId: "MID12345")
+        guard case .verdict(.succeeded(let result)) = effect else { Issue.record("expected succeeded, got \(effect)"); return }
+        #expect(result["providerReferenceId"] == "P1806151323093900554957")
+        #expect(result["authRequestId"] == "TX123456789")
+    }
+
+    @Test func seedFailedCallbackFails() throws {
+        let callback = try authenticate(Fixtures.seedFailedCallbackBody)
+        #expect(callback.effect(order: Fixtures.seedCallbackOrder(), merchantId: "MID12345")
+            == .verdict(.failed(code: "AUTHORIZATION_FAILED", message: "PhonePe auth failed (transaction FAILED, subscription FAILED)")))
+    }
+
+    @Test func dedupeKeySeparatesStatesAndRepeatsForRedelivery() throws {
+        let active = try authenticate(Fixtures.seedActiveCallbackBody)
+        let failed = try authenticate(Fixtures.seedFailedCallbackBody)
+        #expect(active.dedupeKey == "TX123456789|AUTH|COMPLETED|ACTIVE")
+        #expect(active.dedupeKey != failed.dedupeKey)
+        #expect(try authenticate(Fixtures.seedActiveCallbackBody).dedupeKey == active.dedupeKey)
+    }
+
+    @Test func amountMustEqualTheOrdersForTransaction() throws {
+        let callback = try authenticate(Fixtures.seedActiveCallbackBody)
+        guard case .verdict(.failed(let code, let message)) = callback.effect(order: Fixtures.seedCallbackOrder(amount: 50000), merchantId: "MID12345") else {
+            Issue.record("expected a failed verdict"); return
+        }
+        #expect(code == "AMOUNT_MISMATCH")
+        #expect(message.contains("39900") && message.contains("50000"))
+        guard case .verdict(.succeeded) = callback.effect(order: Fixtures.seedCallbackOrder(workflow: "PENNY_DROP"), merchantId: "MID12345") else {
+            Issue.record("PENNY_DROP orders carry no amount to compare"); return
+        }
+    }
+
+    @Test func referencesMustMatch() throws {
+        let callback = try authenticate(Fixtures.seedActiveCallbackBody)
+        #expect(callback.effect(order: Fixtures.seedCallbackOrder(), merchantId: "MERCHANTUAT") .verdictCode == "REFERENCE_MISMATCH")
+        let otherRequest = Fixtures.order(params: ["merchantUserId": "U1", "subscriptionId": "OMS2006110139450123456789", "authRequestId": "TX0"])
+        #expect(callback.effect(order: otherRequest, merchantId: "MID12345").verdictCode == "REFERENCE_MISMATCH")
+    }
+
+    @Test func forgedCallbacksAreRefused() throws {
+        let (bytes, xVerify) = signed(Fixtures.seedActiveCallbackBody)
+        #expect(error(bytes, xVerify) == nil)
+        #expect(error(bytes, nil)?.reason == .missingChecksum)
+        #expect(error(bytes, "")?.reason == .missingChecksum)
+        #expect(error(bytes, String(xVerify.dropLast()) + "2")?.reason == .badChecksum)
+        #expect(error(bytes, xVerify.uppercased())?.reason == nil)
+        let other = PhonePeChecksum(saltKey: Secret("wrong-salt"), saltIndex: "1").xVerify(callbackResponse: Fixtures.responseField(Fixtures.seedActiveCallbackBody))
+        let refused = try #require(error(bytes, other))
+        #expect(refused.reason == .badChecksum)
+        #expect(refused.httpStatus == 401)
+        #expect(!refused.description.contains(Fixtures.salt) && !refused.description.contains(other))
+
+        // The FAILED body presented with the ACTIVE body's checksum.
+        #expect(error(Array(Fixtures.seedFailedCallbackBody.utf8), xVerify)?.reason == .badChecksum)
+    }
+
+    @Test func malformedCallbacksAreRefusedWithTheReason() {
+        func reason(_ text: String) -> PhonePeCallbackError.Reason? {
+            let response = Fixtures.responseField(text)
+            return error(Array(text.utf8), checksum.xVerify(callbackResponse: response))?.reason
+        }
+        #expect(reason("not json") == .malformed)
+        #expect(reason(#"{"response": 5}"#) == .malformed)
+        #expect(reason(#"{"response":"!!!not base64"}"#) == .malformed)
+        #expect(reason(body(decoded: "{\u{00A0}\"data\": {}}")) == .malformed)
+        #expect(reason(body(decoded: #"{"success":true,"data":{"callbackType":"AUTH","merchantId":"MID12345"}}"#)) == .malformed)
+        #expect(reason(body(decoded: #"{"data":{"callbackType":"AUTH","merchantId":"MID12345","authRequestId":"TX1","transactionDetails":{"amount":"39900"}}}"#)) == .malformed)
+        #expect(reason(body(decoded: #"{"data":{"callbackType":"AUTH","merchantId":"MID12345","authRequestId":"TX1","transactionDetails":{"amount":399.0}}}"#)) == .malformed)
+        #expect(reason(body(decoded: #"{"data":{"callbackType":"AUTH","merchantId":"MID12345","authRequestId":"TX1"}}"#)) == nil)
+        let huge = "{\"response\":\"" + String(repeating: "A", count: 70_000) + "\"}"
+        #expect(error(Array(huge.utf8), "x")?.reason == .tooLarge)
+    }
+
+    @Test func unknownFieldsAreIgnored() throws {
+        let json = #"{"success":true,"code":"SUCCESS","extra":{"a":[1,2]},"data":{"callbackType":"AUTH","merchantId":"MID12345","authRequestId":"TX123456789","newField":"x","transactionDetails":{"amount":39900,"state":"COMPLETED","bank":"HDFC"},"subscriptionDetails":{"subscriptionId":"OMS2006110139450123456789","state":"ACTIVE","frequency":"MONTHLY"}}}"#
+        let callback = try authenticate(body(decoded: json))
+        guard case .verdict(.succeeded) = callback.effect(order: Fixtures.seedCallbackOrder(), merchantId: "MID12345") else {
+            Issue.record("unknown fields must not change the verdict"); return
+        }
+    }
+
+    @Test func otherCallbackTypesDoNotDecideTheOrder() throws {
+        let json = #"{"success":true,"code":"SUCCESS","data":{"callbackType":"DEBIT","merchantId":"MID12345","authRequestId":"TX123456789","transactionDetails":{"amount":1,"state":"FAILED"}}}"#
+        let callback = try authenticate(body(decoded: json))
+        #expect(callback.callbackType == .debit)
+        guard case .ignored = callback.effect(order: Fixtures.seedCallbackOrder(), merchantId: "MID12345") else {
+            Issue.record("a DEBIT callback must be ignored for an authInit order"); return
+        }
+    }
+
+    @Test func envelopeGivesLookupIdsThenAuthenticates() throws {
+        let (bytes, xVerify) = signed(Fixtures.seedActiveCallbackBody)
+        let envelope = try PhonePeCallbackEnvelope(body: bytes)
+        #expect(envelope.claimedAuthRequestId == "TX123456789")
+        #expect(envelope.claimedMerchantId == "MID12345")
+        #expect(try envelope.authenticate(xVerify: xVerify, checksum: checksum) == (try authenticate(Fixtures.seedActiveCallbackBody)))
+        #expect(throws: PhonePeCallbackError.self) { try envelope.authenticate(xVerify: xVerify, checksum: PhonePeChecksum(saltKey: Secret("x"), saltIndex: "1")) }
+    }
+}
+
+extension PhonePeCallbackEffect {
+    var verdictCode: String? { if case .verdict(let verdict) = self { verdict.failureCode } else { nil } }
+}

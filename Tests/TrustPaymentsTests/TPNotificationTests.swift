@@ -1,0 +1,89 @@
+import PaypipeCore
+import Testing
+
+@testable import TrustPayments
+
+@Suite struct TPNotificationTests {
+    static let vector: [TPNotification.Field] = [
+        ("errorcode", "0"), ("orderreference", "Order"), ("paymenttypedescription", "VISA"), ("requestreference", "RR555"),
+        ("settlestatus", "0"), ("sitereference", "test_site12345"), ("transactionreference", "2-44-66"),
+    ]
+    static let vectorSignature = "1a8b45c137c1d1df8ce6ff923421043f879a85a181e9c0d96a8904211af8b0b0"
+    let password = Secret("PASSWORD")
+
+    var signed: [TPNotification.Field] { Self.vector + [("notificationreference", "N-1"), ("responsesitesecurity", Self.vectorSignature)] }
+
+    @Test func providersVector() {
+        #expect(TPNotification.signature(fields: Self.vector, password: password) == Self.vectorSignature)
+        // Order of arrival, the notificationreference and blank values do not change it.
+        let shuffled: [TPNotification.Field] = Self.vector.reversed() + [("notificationreference", "N-77"), ("maskedpan", "")]
+        #expect(TPNotification.signature(fields: shuffled, password: password) == Self.vectorSignature)
+        #expect(TPNotification.isAuthentic(fields: signed, password: password))
+        #expect(TPNotification.isAuthentic(fields: Self.vector + [("responsesitesecurity", Self.vectorSignature.uppercased())], password: password))
+    }
+
+    @Test func anyTamperingFails() {
+        for index in Self.vector.indices {
+            var fields = signed
+            fields[index].value += "1"
+            #expect(!TPNotification.isAuthentic(fields: fields, password: password), "tampered \(fields[index].name)")
+        }
+        #expect(!TPNotification.isAuthentic(fields: signed + [("baseamount", "1")], password: password))
+        #expect(!TPNotification.isAuthentic(fields: signed, password: Secret("PASSWORD2")))
+        #expect(!TPNotification.isAuthentic(fields: Self.vector, password: password))
+        // Moving a value to another field name changes the sort order, hence the signature.
+        var renamed = signed
+        renamed[1].name = "zorderreference"
+        #expect(!TPNotification.isAuthentic(fields: renamed, password: password))
+    }
+
+    @Test func reasonsForRefusal() {
+        func reason(_ fields: [TPNotification.Field]) -> String? {
+            do {
+                _ = try TPNotification.verify(fields: fields, password: password)
+                return nil
+            } catch { return error.reason.rawValue }
+        }
+        #expect(reason(Self.vector) == "MISSING_SIGNATURE")
+        #expect(reason(Self.vector + [("responsesitesecurity", String(repeating: "0", count: 64))]) == "BAD_SIGNATURE")
+        #expect(reason(signed + [("orderreference", "Order")]) == "MALFORMED")
+        let withoutOrder = Array(Self.vector.filter { $0.name != "orderreference" })
+        #expect(reason(withoutOrder + [("responsesitesecurity", TPNotification.signature(fields: withoutOrder, password: password))]) == "MALFORMED")
+    }
+
+    @Test func interpretation() throws {
+        let event = try TPNotification.verify(fields: signed, password: password)
+        #expect(event.orderReference == "Order")
+        #expect(event.transactionReference == "2-44-66")
+        #expect(event.dedupeKey == "2-44-66")
+        let expected = TPExpectedOrder(orderId: "Order", siteReference: "test_site12345", amount: 1050, currency: "GBP")
+        guard case .succeeded(let result)? = event.verdict(for: expected) else { Issue.record("expected success"); return }
+        #expect(result["transactionReference"] == "2-44-66")
+
+        let declinedFields: [TPNotification.Field] = Self.vector.map { $0.name == "errorcode" ? ($0.name, "70000") : $0 }
+        let declined = try TPNotification.verify(
+            fields: declinedFields + [("responsesitesecurity", TPNotification.signature(fields: declinedFields, password: password))], password: password)
+        #expect({ if case .failed(code: "DECLINED", _)? = declined.verdict(for: expected) { true } else { false } }())
+
+        let otherOrder = TPExpectedOrder(orderId: "Other", siteReference: "test_site12345", amount: 1050, currency: "GBP")
+        #expect({ if case .failed(code: "REFERENCE_MISMATCH", _)? = event.verdict(for: otherOrder) { true } else { false } }())
+
+        let subscriptionFields = Self.vector + [("requesttypedescription", "SUBSCRIPTION")]
+        let subscription = try TPNotification.verify(
+            fields: subscriptionFields + [("responsesitesecurity", TPNotification.signature(fields: subscriptionFields, password: password))], password: password)
+        #expect(subscription.verdict(for: expected) == nil)
+    }
+
+    @Test func formRoundTrip() throws {
+        let fields: [TPNotification.Field] = [("orderreference", "ord 1&2=3"), ("errorcode", "0"), ("note", "caf\u{e9}+")]
+        let body = TPNotification.formBody(fields: fields, password: password)
+        let parsed = try TPNotification.parseForm(body)
+        #expect(parsed.map(\.name) == ["orderreference", "errorcode", "note", "responsesitesecurity"])
+        #expect(parsed[0].value == "ord 1&2=3")
+        #expect(parsed[2].value == "caf\u{e9}+")
+        #expect(TPNotification.isAuthentic(fields: parsed, password: password))
+        #expect(try TPNotification.parseForm(Array("a=b+c&d=%41".utf8)).map(\.value) == ["b c", "A"])
+        #expect(throws: TPCallbackError.self) { try TPNotification.parseForm(Array("a=%4".utf8)) }
+        #expect(throws: TPCallbackError.self) { try TPNotification.parseForm(Array("a=%FF".utf8)) }
+    }
+}

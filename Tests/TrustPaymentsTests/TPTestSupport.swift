@@ -1,0 +1,64 @@
+import Crypto
+import Foundation
+import PaypipeCore
+
+@testable import TrustPayments
+
+enum TPFixtures {
+    /// At least 32 bytes: jwt-kit asserts HMAC keys are as long as the digest.
+    static let jwtSecret = "3-0123456789abcdef0123456789abcdef-jwt-secret"
+    static let config = TrustPaymentsConfig(
+        baseURL: "http://127.0.0.1:9101", siteReference: "test_site12345", jwtIssuer: "jwt.user",
+        jwtSecret: Secret(jwtSecret), webservicesUser: "ws@example.com", webservicesPassword: Secret("ws-password"),
+        notificationPassword: Secret("PASSWORD"))
+
+    /// 2019-09-05T16:40:32Z, the seed example's `iat`.
+    static let seedIssuedAt: Int64 = 1_567_701_632
+
+    static func order(
+        _ params: [String: JSONValue], amount: Int64? = 1050, currency: String? = "GBP", orderId: String = "ord-000123"
+    ) -> Order {
+        Order(orderId: orderId, operation: .subscriptionJwt, amount: amount, currency: currency, params: params)
+    }
+
+    static let seedParams: [String: JSONValue] = [
+        "subscriptionType": "RECURRING", "unit": "MONTH", "frequency": 1, "number": 1, "finalNumber": 12,
+        "beginDate": "2020-01-01",
+    ]
+
+    static func base64URL(_ bytes: some Sequence<UInt8>) -> String {
+        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    static func base64URLDecode(_ text: some StringProtocol) -> [UInt8]? {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        return Data(base64Encoded: base64).map { Array($0) }
+    }
+
+    /// A JWT made without the module's code: any header, any claims, HMAC-SHA256/384/512.
+    static func handMadeJWT(header: String, claims: String, secret: String = jwtSecret, digest: String = "SHA256") -> String {
+        let input = base64URL(Array(header.utf8)) + "." + base64URL(Array(claims.utf8))
+        let key = SymmetricKey(data: Array(secret.utf8))
+        let mac: [UInt8] =
+            switch digest {
+            case "SHA384": Array(HMAC<SHA384>.authenticationCode(for: Array(input.utf8), using: key))
+            case "SHA512": Array(HMAC<SHA512>.authenticationCode(for: Array(input.utf8), using: key))
+            default: Array(HMAC<SHA256>.authenticationCode(for: Array(input.utf8), using: key))
+            }
+        return input + "." + base64URL(mac)
+    }
+
+    /// A verdict's case (and failure code), for compact expectations.
+    static func kind(_ verdict: ProviderVerdict?) -> String {
+        switch verdict {
+        case .succeeded?: "succeeded"
+        case .pending?: "pending"
+        case .failed(let code, _)?: "failed:\(code)"
+        case .retry?: "retry"
+        case .unknown?: "unknown"
+        case nil: "nil"
+        }
+    }
+}

@@ -1,0 +1,158 @@
+import Foundation
+import PaypipeCore
+import Testing
+
+@testable import Viva
+
+/// The seed's approved response table, as the app would send it.
+let seedApprovedURI = "interapp-callback://result?status=success&message=Transaction%20successful&action=sale"
+    + "&clientTransactionId=12345678901234567890123456789012&amount=1200&tipAmount=200&verificationMethod=CONTACTLESS"
+    + "&rrn=123456833121&cardType=Debit%20Mastercard&accountNumber=537489******1831&referenceNumber=833121"
+    + "&authorisationCode=690882&tid=16016684&orderCode=1091166300000136&shortOrderCode=1091166300&installments=10"
+    + "&transactionDate=2019-09-13T12:14:19.8703452%2B03:00&transactionId=a78e045c-49c3-4743-9071-f1e0ed71810c"
+
+let seedOrder = saleOrder(["clientTransactionId": "12345678901234567890123456789012", "tipAmount": 200])
+
+func replacing(_ key: String, with value: String?, in uri: String = seedApprovedURI) -> String {
+    let parts = uri.split(separator: "?", maxSplits: 1)
+    let items = parts[1].split(separator: "&").compactMap { item -> String? in
+        guard item.hasPrefix(key + "=") else { return String(item) }
+        return value.map { key + "=" + $0 }
+    }
+    return parts[0] + "?" + items.joined(separator: "&")
+}
+
+func uriError(_ uri: String, order: Order = seedOrder) -> VivaURIError? {
+    do { _ = try VivaSaleCallback.validate(uri: uri, order: order, config: vivaConfig) } catch { return error }
+    return nil
+}
+
+@Suite struct VivaSaleCallbackTests {
+    @Test func seedApprovedResponseSucceeds() throws {
+        let validation = try VivaSaleCallback.validate(uri: seedApprovedURI, order: seedOrder, config: vivaConfig)
+        guard case .succeeded(let result) = validation.verdict else { Issue.record("expected success, got \(validation.verdict)"); return }
+        #expect(result["transactionId"] == "a78e045c-49c3-4743-9071-f1e0ed71810c")
+        #expect(result["referenceNumber"] == "833121")
+        #expect(result["authorisationCode"] == "690882")
+        #expect(result["tipAmount"] == 200)
+        #expect(result["cardType"] == "Debit Mastercard")
+        #expect(result["accountNumber"] == "537489******1831")
+        #expect(result["transactionDate"] == "2019-09-13T12:14:19.8703452+03:00")
+        #expect(validation.callback.installments == 10)
+    }
+
+    @Test func failedResponseMayLackReferenceAndAuthorisation() throws {
+        var uri = replacing("status", with: "fail")
+        uri = replacing("message", with: "Card%20declined", in: uri)
+        uri = replacing("referenceNumber", with: "", in: uri)
+        uri = replacing("authorisationCode", with: nil, in: uri)
+        let validation = try VivaSaleCallback.validate(uri: uri, order: seedOrder, config: vivaConfig)
+        #expect(validation.verdict == .failed(code: "VIVA_SALE_FAILED", message: "viva sale failed: Card declined"))
+        #expect(validation.result["status"] == "fail")
+        #expect(validation.result["referenceNumber"] == nil)
+    }
+
+    @Test func successMustCarryReferenceAndAuthorisation() {
+        #expect(uriError(replacing("authorisationCode", with: nil))?.field == "authorisationCode")
+        #expect(uriError(replacing("referenceNumber", with: ""))?.reason == .missingField)
+        #expect(uriError(replacing("transactionId", with: nil))?.field == "transactionId")
+    }
+
+    @Test func mismatchesAreFailedVerdictsNotErrors() throws {
+        let amount = try VivaSaleCallback.validate(uri: replacing("amount", with: "100"), order: seedOrder, config: vivaConfig)
+        #expect(amount.verdict == .failed(code: "AMOUNT_MISMATCH", message: "callback amount 100 != order amount 1200"))
+        let reference = try VivaSaleCallback.validate(uri: replacing("clientTransactionId", with: "other"), order: seedOrder, config: vivaConfig)
+        guard case .failed("REFERENCE_MISMATCH", _) = reference.verdict else { Issue.record("expected REFERENCE_MISMATCH"); return }
+        // The tip is reported separately, not compared.
+        let tip = try VivaSaleCallback.validate(uri: replacing("tipAmount", with: "0"), order: seedOrder, config: vivaConfig)
+        guard case .succeeded = tip.verdict else { Issue.record("tip must not be compared"); return }
+    }
+
+    @Test func defaultReferenceIsTheOrderId() throws {
+        let order = saleOrder()
+        let validation = try VivaSaleCallback.validate(uri: replacing("clientTransactionId", with: "ord-viva-1"), order: order, config: vivaConfig)
+        guard case .succeeded = validation.verdict else { Issue.record("expected success"); return }
+    }
+
+    @Test func unmaskedCardNumbersAreRejectedAndNeverEchoed() {
+        for pan in ["5374891234561831", "537489123456****", "5374 8912 3456 1831", "537489%2A%2A%2A%2A%2A%2A1831x"] {
+            let error = uriError(replacing("accountNumber", with: pan))
+            #expect(error != nil)
+            #expect(error?.field == "accountNumber")
+            #expect(error?.message.contains("5374891") == false && error?.description.contains("123456") == false)
+        }
+        #expect(uriError(replacing("accountNumber", with: "5374891234561831"))?.reason == .unmaskedPAN)
+        #expect(uriError(replacing("accountNumber", with: "537489%2A%2A%2A%2A%2A%2A1831")) == nil)
+        #expect(uriError(replacing("accountNumber", with: "537489**1831")) == nil)
+        #expect(uriError(replacing("accountNumber", with: "53748*******1831"))?.reason == .invalidField)
+    }
+
+    @Test(arguments: [
+        (replacing("amount", with: "12.00"), VivaURIError.Reason.invalidField, "amount"),
+        (replacing("amount", with: "-5"), .invalidField, "amount"),
+        (replacing("amount", with: nil), .missingField, "amount"),
+        (replacing("tipAmount", with: "2e2"), .invalidField, "tipAmount"),
+        (replacing("transactionId", with: "not-a-uuid"), .invalidField, "transactionId"),
+        (replacing("transactionDate", with: "2019-02-30T12:14:19Z"), .invalidField, "transactionDate"),
+        (replacing("status", with: "ok"), .invalidField, "status"),
+        (replacing("action", with: "refund"), .wrongAction, "action"),
+        (seedApprovedURI + "&amount=1200", .duplicateParameter, "amount"),
+        (replacing("message", with: "bad%2"), .invalidEncoding, "message"),
+        (replacing("message", with: "bad%ZZ"), .invalidEncoding, "message"),
+        (replacing("message", with: "bad%C3%28"), .invalidEncoding, "message"),
+        (replacing("message", with: "line%0Abreak"), .invalidEncoding, "message"),
+        (replacing("message", with: "raw space"), .invalidEncoding, "message"),
+        (seedApprovedURI.replacingOccurrences(of: "interapp-callback://", with: "evil-app://"), .wrongScheme, "callback"),
+        (seedApprovedURI.replacingOccurrences(of: "://result?", with: "://other?"), .wrongHost, "uri"),
+        (seedApprovedURI + "#frag", .malformedURI, "uri"),
+        (seedApprovedURI + "&", .malformedURI, "uri"),
+        ("interapp-callback:result?status=success", .malformedURI, "uri"),
+    ])
+    func malformedCallbacksAreRefused(_ uri: String, _ reason: VivaURIError.Reason, _ field: String) {
+        let error = uriError(uri)
+        #expect(error?.reason == reason)
+        #expect(error?.field == field)
+        #expect(error?.httpStatus == 400)
+    }
+
+    @Test func schemeFollowsTheOrdersCallbackParam() throws {
+        let order = saleOrder(["clientTransactionId": "12345678901234567890123456789012", "callback": "my-app"])
+        #expect(uriError(seedApprovedURI, order: order)?.reason == .wrongScheme)
+        let uri = seedApprovedURI.replacingOccurrences(of: "interapp-callback://", with: "my-app://")
+        guard case .succeeded = try VivaSaleCallback.validate(uri: uri, order: order, config: vivaConfig).verdict else {
+            Issue.record("expected success"); return
+        }
+    }
+
+    @Test func forwardedBody() throws {
+        let body: JSONValue = ["orderId": "ord-viva-1", "uri": .string(seedApprovedURI)]
+        guard case .succeeded = try VivaSaleCallback.validate(body: body, order: seedOrder, config: vivaConfig).verdict else {
+            Issue.record("expected success"); return
+        }
+        #expect(throws: VivaURIError.self) { try VivaSaleCallback.validate(body: ["orderId": "x"], order: seedOrder, config: vivaConfig) }
+    }
+}
+
+@Suite struct VivaSandboxTests {
+    @Test func sandboxCallbacksValidateAgainstTheOrder() throws {
+        let order = saleOrder(amount: 2500, ["clientTransactionId": "ref & co=1 ü", "tipAmount": 300, "installments": ["preferred": 3]])
+        let url = try VivaSale.url(order: order, config: vivaConfig)
+        let sale = try VivaSandbox.readSale(url)
+        let approved = VivaSandbox.approved(sale)
+        #expect(try VivaSaleCallback(uri: approved.uri) == approved)
+        let validation = try VivaSaleCallback.validate(uri: approved.uri, order: order, config: vivaConfig)
+        guard case .succeeded(let result) = validation.verdict else { Issue.record("expected success"); return }
+        #expect(result["tipAmount"] == 300 && result["amount"] == 2500 && result["installments"] == 3)
+        #expect(VivaSandbox.approved(sale) == approved)
+
+        let declined = VivaSandbox.declined(sale, message: "Insufficient funds")
+        guard case .failed("VIVA_SALE_FAILED", _) = try VivaSaleCallback.validate(uri: declined.uri, order: order, config: vivaConfig).verdict else {
+            Issue.record("expected failure"); return
+        }
+    }
+
+    @Test func percentEncodingIsRFC3986() {
+        #expect(VivaQuery.percentEncode("AZaz09-._~") == "AZaz09-._~")
+        #expect(VivaQuery.percentEncode("a b+c&d=e/é") == "a%20b%2Bc%26d%3De%2F%C3%A9")
+    }
+}
