@@ -15,6 +15,10 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         .systemLibrary(
@@ -40,6 +44,51 @@ let package = Package(
         .target(name: "PhonePe", dependencies: ["PaypipeCore", .product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
         .target(name: "Cleeng", dependencies: ["PaypipeCore"], swiftSettings: strict),
         .target(name: "Viva", dependencies: ["PaypipeCore"], swiftSettings: strict),
+        .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
+        .target(
+            name: "Pipeline",
+            dependencies: [
+                "PaypipeCore", "ZeroMQ", "CSQLite", "TrustPayments", "NetsEasy", "PhonePe", "Cleeng", "Viva",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "Sandbox",
+            dependencies: [
+                "PaypipeCore", "TrustPayments", "NetsEasy", "PhonePe", "Cleeng", "Viva",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "paypipe-sandbox",
+            dependencies: ["Sandbox", "PaypipeCore", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "SandboxTests",
+            dependencies: ["Sandbox", "PaypipeCore", .product(name: "AsyncHTTPClient", package: "async-http-client")],
+            swiftSettings: strict
+        ),
+        .executableTarget(name: "paypipe-ledger", dependencies: ["Pipeline", "PaypipeCore", .product(name: "ArgumentParser", package: "swift-argument-parser")], swiftSettings: strict),
+        .executableTarget(name: "paypipe-signer", dependencies: ["Pipeline", "PaypipeCore", .product(name: "ArgumentParser", package: "swift-argument-parser")], swiftSettings: strict),
+        .executableTarget(name: "paypipe-submitter", dependencies: ["Pipeline", "PaypipeCore", .product(name: "ArgumentParser", package: "swift-argument-parser")], swiftSettings: strict),
+        .executableTarget(name: "paypipe", dependencies: ["Pipeline", "PaypipeCore", "ZeroMQ", .product(name: "ArgumentParser", package: "swift-argument-parser")], swiftSettings: strict),
+        .testTarget(
+            name: "PipelineTests",
+            dependencies: ["Pipeline", "PaypipeCore", "ZeroMQ", "Sandbox"],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "paypipe-signing-bench",
+            dependencies: ["PaypipeCore", "TrustPayments", "PhonePe"],
+            path: "bench/signing",
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "paypipe-zmq-bench",
             dependencies: ["ZeroMQ", "CZeroMQ"],

@@ -20,10 +20,19 @@ extension PaypipeConfig {
     public struct Sources: Sendable {
         public var environment: @Sendable (String) -> String?
         public var readFile: @Sendable (String) -> [UInt8]?
+        /// False for stages that must not hold secrets (the submitter): secret values are then
+        /// neither read nor required, and come back empty.
+        public var resolveSecrets = true
 
         public init(environment: @escaping @Sendable (String) -> String?, readFile: @escaping @Sendable (String) -> [UInt8]?) {
             self.environment = environment
             self.readFile = readFile
+        }
+
+        public var withoutSecrets: Sources {
+            var copy = self
+            copy.resolveSecrets = false
+            return copy
         }
 
         public static let process = Sources(
@@ -94,6 +103,11 @@ extension PaypipeConfig {
             config.endpoints.intake = try e.optionalString("intake") ?? config.endpoints.intake
             config.endpoints.outcomes = try e.optionalString("outcomes") ?? config.endpoints.outcomes
             config.endpoints.callbacks = try e.optionalString("callbacks") ?? config.endpoints.callbacks
+            config.endpoints.signQueue = try e.optionalString("signQueue") ?? config.endpoints.signQueue
+            config.endpoints.signedIn = try e.optionalString("signedIn") ?? config.endpoints.signedIn
+            config.endpoints.signedOut = try e.optionalString("signedOut") ?? config.endpoints.signedOut
+            config.endpoints.results = try e.optionalString("results") ?? config.endpoints.results
+            config.endpoints.ledgerMetrics = try e.optionalString("ledgerMetrics") ?? config.endpoints.ledgerMetrics
             try e.finish()
         }
         if var t = try root.optionalObject("timers") {
@@ -166,7 +180,13 @@ struct ConfigReader {
         return value
     }
 
-    mutating func secret(_ key: String) throws(ConfigError) -> Secret { Secret(try string(key)) }
+    mutating func secret(_ key: String) throws(ConfigError) -> Secret {
+        guard sources.resolveSecrets else {
+            guard take(key)?.stringValue != nil else { throw ConfigError(path: child(key), reason: "is required") }
+            return Secret("")
+        }
+        return Secret(try string(key))
+    }
 
     mutating func url(_ key: String) throws(ConfigError) -> String {
         let value = try string(key)

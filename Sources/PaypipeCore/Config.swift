@@ -14,6 +14,18 @@ public struct PaypipeConfig: Sendable {
         public var intake = "tcp://127.0.0.1:5550"
         public var outcomes = "tcp://127.0.0.1:5559"
         public var callbacks = "127.0.0.1:8080"
+        // Internal hops, all bound by paypipe-ledger so that every stage copy only connects
+        // (an addition to PROTOCOL.md §4: optional keys, defaults below).
+        /// Orders for the signers (ledger PUSH → signers PULL).
+        public var signQueue = "tcp://127.0.0.1:5551"
+        /// Signed requests from the signers (signers PUSH → ledger's streamer PULL).
+        public var signedIn = "tcp://127.0.0.1:5552"
+        /// Signed requests for the submitters (ledger's streamer PUSH → submitters PULL).
+        public var signedOut = "tcp://127.0.0.1:5553"
+        /// Outcomes from every stage back to the ledger (stages PUSH → ledger PULL).
+        public var results = "tcp://127.0.0.1:5554"
+        /// HTTP address of the ledger's /metrics and /healthz.
+        public var ledgerMetrics = "127.0.0.1:9090"
         public init() {}
     }
 

@@ -38,7 +38,7 @@ extension Order {
         do {
             document = try JSONValue.parse(frame)
         } catch {
-            if error.kind == .invalidUTF8 {
+            if error.kind == .invalidUTF8 || String(validating: Array(frame), as: UTF8.self) == nil {
                 return .dropped(Rejection(.invalidUTF8, field: "frame", "frame is not valid UTF-8 (byte \(error.offset))"))
             }
             return .dropped(Rejection(.malformedJSON, field: "frame", "frame is not valid JSON: \(error.reason) at byte \(error.offset)"))

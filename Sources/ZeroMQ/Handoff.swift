@@ -37,25 +37,36 @@ final class Handoff<Element: Sendable>: @unchecked Sendable {
         return !isStopping
     }
 
-    /// Called by a consumer: the next batch, or nil when finished and drained.
+    /// Called by a consumer: the next batch, or nil when finished and drained. A cancelled
+    /// consumer gets nil too; nothing is lost, since a batch is only handed to a waiter that is
+    /// still registered.
     func take() async throws(ZMQError) -> [Element]? {
         if let ready = takeReady() { return ready.isEmpty ? nil : ready }
         do {
-            return try await withCheckedThrowingContinuation { continuation in
-                let immediate: Result<[Element]?, ZMQError>? = state.withLock { s in
-                    if !s.batches.isEmpty {
-                        let batch = s.batches.removeFirst()
-                        s.buffered -= batch.count
-                        return .success(batch)
+            return try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { continuation in
+                    let immediate: Result<[Element]?, ZMQError>? = state.withLock { s in
+                        if !s.batches.isEmpty {
+                            let batch = s.batches.removeFirst()
+                            s.buffered -= batch.count
+                            return .success(batch)
+                        }
+                        if s.finished { return s.failure.map { .failure($0) } ?? .success(nil) }
+                        if Task.isCancelled { return .success(nil) }
+                        s.waiter = continuation
+                        return nil
                     }
-                    if s.finished { return s.failure.map { .failure($0) } ?? .success(nil) }
-                    s.waiter = continuation
-                    return nil
+                    if let immediate {
+                        state.broadcast()
+                        continuation.resume(with: immediate)
+                    }
                 }
-                if let immediate {
-                    state.broadcast()
-                    continuation.resume(with: immediate)
+            } onCancel: {
+                let waiter = state.withLock { s in
+                    defer { s.waiter = nil }
+                    return s.waiter
                 }
+                waiter?.resume(returning: nil)
             }
         } catch let error as ZMQError {
             throw error

@@ -65,6 +65,11 @@ public final class ZMQReceiver: AsyncSequence, Sendable {
 
     public func makeAsyncIterator() -> Iterator { Iterator(handoff: handoff) }
 
+    /// The next batch of messages already received (at least one), or nil once stopped and
+    /// drained. For consumers that process in groups (e.g. one database transaction per batch);
+    /// do not mix with iterating the sequence.
+    public func nextBatch() async throws(ZMQError) -> [ZMQMessage]? { try await handoff.take() }
+
     public struct Iterator: AsyncIteratorProtocol {
         let handoff: Handoff<ZMQMessage>
         var batch: [ZMQMessage] = []

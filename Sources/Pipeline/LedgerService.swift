@@ -1,0 +1,112 @@
+import Logging
+import PaypipeCore
+import Synchronization
+import ZeroMQ
+
+/// `paypipe-ledger`: binds every stable address of the pipeline, records and deduplicates
+/// orders, forwards outcomes upstream, redelivers stalled orders and runs the streamer between
+/// signers and submitters.
+public final class LedgerService: Sendable {
+    public struct BoundEndpoints: Sendable, Equatable {
+        public var intake, outcomes, signQueue, signedIn, signedOut, results: String
+    }
+
+    actor Core {
+        var core: LedgerCore
+        init(core: LedgerCore) { self.core = core }
+        func intake(_ frames: [[UInt8]]) throws -> [LedgerCore.Effect] { try core.intake(frames, now: milliseconds()) }
+        func results(_ frames: [[UInt8]]) throws -> [LedgerCore.Effect] { try core.results(frames) }
+        func redeliver() throws -> [LedgerCore.Effect] { try core.redeliver(now: milliseconds()) }
+        var counters: LedgerCore.Counters { core.counters }
+    }
+
+    let config: PaypipeConfig
+    let storePath: String
+    let logger: Logger
+    let redeliverAfterMilliseconds: Int64
+    private let stopFlag = StopFlag()
+    private let receivers = Mutex<[ZMQReceiver]>([])
+
+    public init(config: PaypipeConfig, storePath: String, redeliverAfterMilliseconds: Int64 = 60_000, logger: Logger) {
+        self.config = config
+        self.storePath = storePath
+        self.redeliverAfterMilliseconds = redeliverAfterMilliseconds
+        self.logger = logger
+    }
+
+    /// Runs until `stop()`; calls `ready` once every socket is bound.
+    public func run(ready: @Sendable (BoundEndpoints) -> Void) async throws {
+        let store = try LedgerStore(path: storePath)
+        let core = Core(core: LedgerCore(store: store, redeliverAfterMilliseconds: redeliverAfterMilliseconds))
+        let context = try ZMQContext()
+        let e = config.endpoints
+
+        var intakeOptions = stageOptions()
+        intakeOptions.maxMessageSize = 1 << 20  // frames over 64 KiB are still read, counted and dropped
+        let intakeSocket = try context.socket(.pull, options: intakeOptions)
+        let outcomesSocket = try context.socket(.push, options: stageOptions(highWaterMark: 100_000))
+        let signSocket = try context.socket(.push, options: stageOptions(highWaterMark: 200))
+        let resultsSocket = try context.socket(.pull, options: stageOptions())
+        let signedInSocket = try context.socket(.pull, options: stageOptions())
+        let signedOutSocket = try context.socket(.push, options: stageOptions(highWaterMark: 200))
+        let bound = BoundEndpoints(
+            intake: try intakeSocket.bind(e.intake), outcomes: try outcomesSocket.bind(e.outcomes),
+            signQueue: try signSocket.bind(e.signQueue), signedIn: try signedInSocket.bind(e.signedIn),
+            signedOut: try signedOutSocket.bind(e.signedOut), results: try resultsSocket.bind(e.results))
+
+        let proxy = try ZMQProxy(context: context, frontend: signedInSocket, backend: signedOutSocket)
+        let intake = try ZMQReceiver(socket: intakeSocket)
+        let results = try ZMQReceiver(socket: resultsSocket)
+        let outcomes = try ZMQSender(socket: outcomesSocket)
+        let dispatch = try ZMQSender(socket: signSocket)
+        receivers.withLock { $0 = [intake, results] }
+        if stopFlag.isStopped { intake.stop(); results.stop() }
+        ready(bound)
+        logger.info("ledger ready", metadata: ["intake": "\(bound.intake)", "outcomes": "\(bound.outcomes)"])
+
+        let logger = self.logger
+        @Sendable func perform(_ effects: [LedgerCore.Effect]) async throws {
+            for effect in effects {
+                switch effect {
+                case .dispatch(let frame): try await dispatch.send(frame)
+                case .emit(let frame): try await outcomes.send(frame)
+                case .drop(let rejection):
+                    logger.warning("dropped an intake frame", metadata: ["code": "\(rejection.code)", "reason": "\(rejection.message.prefix(120))"])
+                }
+            }
+        }
+        let stopFlag = self.stopFlag
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                while let batch = try await intake.nextBatch() {
+                    try await perform(try await core.intake(batch.map(\.body)))
+                }
+            }
+            group.addTask {
+                while let batch = try await results.nextBatch() {
+                    try await perform(try await core.results(batch.map(\.body)))
+                }
+            }
+            group.addTask {
+                while !stopFlag.isStopped {
+                    try? await Task.sleep(for: .milliseconds(500))
+                    if stopFlag.isStopped { break }
+                    try await perform(try await core.redeliver())
+                }
+            }
+            try await group.waitForAll()
+        }
+        let counters = await core.counters
+        logger.info("ledger stopping", metadata: ["ordersIn": "\(counters.ordersIn)", "duplicates": "\(counters.duplicates)"])
+        _ = await dispatch.finish()
+        _ = await outcomes.finish()
+        proxy.stop()
+        context.terminate()
+    }
+
+    /// Stops taking orders and outcomes; what was received is still recorded and forwarded.
+    public func stop() {
+        stopFlag.stop()
+        for receiver in receivers.withLock({ $0 }) { receiver.stop() }
+    }
+}

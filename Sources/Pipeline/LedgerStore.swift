@@ -1,0 +1,107 @@
+import PaypipeCore
+
+/// The durable record of every accepted order (DESIGN.md "a durable record of every accepted
+/// order that has no terminal outcome yet"), in SQLite with WAL. Writes are grouped: one
+/// transaction (one fsync) per batch of frames, not per order.
+public final class LedgerStore {
+    public enum State: String, Sendable { case open, pending, unknown, terminal }
+
+    /// What intake found for one order key.
+    public enum Admission: Sendable, Equatable {
+        /// First time seen: now recorded; dispatch it.
+        case new
+        /// Seen before: send its latest outcome again (a terminal one is identical bytes every time).
+        case duplicate(replay: String)
+        /// Seen before, still in progress, no outcome yet: nothing to do.
+        case duplicateInFlight
+    }
+
+    let db: SQLiteConnection
+
+    public init(path: String) throws {
+        db = try SQLiteConnection(path: path)
+        try db.execute("PRAGMA journal_mode=WAL")
+        try db.execute("PRAGMA synchronous=FULL")
+        try db.execute("""
+            CREATE TABLE IF NOT EXISTS orders(
+              merchant TEXT NOT NULL, order_id TEXT NOT NULL, order_json TEXT,
+              state TEXT NOT NULL, outcome TEXT, accepted_at INTEGER NOT NULL,
+              dispatched_at INTEGER NOT NULL, dispatches INTEGER NOT NULL,
+              PRIMARY KEY(merchant, order_id)) WITHOUT ROWID
+            """)
+        try db.execute("CREATE INDEX IF NOT EXISTS orders_redelivery ON orders(state, dispatched_at)")
+    }
+
+    public func transaction<T>(_ body: () throws -> T) throws -> T { try db.transaction(body) }
+
+    /// Records a valid order unless its key is known. Call inside `transaction`.
+    public func admit(_ order: Order, json: String, now: Int64) throws -> Admission {
+        try db.query(
+            "INSERT OR IGNORE INTO orders(merchant, order_id, order_json, state, accepted_at, dispatched_at, dispatches) VALUES(?,?,?,'open',?,?,1)",
+            [.text(order.merchant), .text(order.orderId), .text(json), .integer(now), .integer(now)])
+        if db.changes == 1 { return .new }
+        return try existing(merchant: order.merchant, orderId: order.orderId)
+    }
+
+    /// Records an intake rejection as the key's terminal outcome, unless the key already exists.
+    public func admitRejection(_ key: OrderKey, outcome: String, now: Int64) throws -> Admission {
+        try db.query(
+            "INSERT OR IGNORE INTO orders(merchant, order_id, order_json, state, outcome, accepted_at, dispatched_at, dispatches) VALUES(?,?,NULL,'terminal',?,?,?,0)",
+            [.text(key.merchant), .text(key.orderId), .text(outcome), .integer(now), .integer(now)])
+        if db.changes == 1 { return .new }
+        return try existing(merchant: key.merchant, orderId: key.orderId)
+    }
+
+    private func existing(merchant: String, orderId: String) throws -> Admission {
+        let rows = try db.query("SELECT state, outcome FROM orders WHERE merchant=? AND order_id=?", [.text(merchant), .text(orderId)])
+        if let row = rows.first, let outcome = row[1].text { return .duplicate(replay: outcome) }
+        return .duplicateInFlight
+    }
+
+    /// Applies a stage's outcome. Returns the bytes to send upstream, or nil when the order is
+    /// already terminal (a second terminal outcome from a redelivery is dropped: the first one
+    /// stands, so every copy upstream sees is identical).
+    public func record(_ outcome: Outcome, serialized: String) throws -> String? {
+        let merchant = Bindable.text(outcome.merchant), orderId = Bindable.text(outcome.orderId)
+        if outcome.status.isTerminal {
+            try db.query(
+                "UPDATE orders SET state='terminal', outcome=? WHERE merchant=? AND order_id=? AND state!='terminal'",
+                [.text(serialized), merchant, orderId])
+            return db.changes == 1 ? serialized : nil
+        }
+        let state: State = outcome.status == .unknown ? .unknown : .pending
+        try db.query(
+            "UPDATE orders SET state=?, outcome=? WHERE merchant=? AND order_id=? AND state!='terminal'",
+            [.text(state.rawValue), .text(serialized), merchant, orderId])
+        return db.changes == 1 ? serialized : nil
+    }
+
+    /// Orders without a terminal or pending outcome whose last dispatch is older than `cutoff`:
+    /// they are marked re-dispatched and returned as (order JSON, accepted_at).
+    public func stalled(dispatchedBefore cutoff: Int64, now: Int64, limit: Int) throws -> [(String, Int64)] {
+        let rows = try db.query(
+            "SELECT merchant, order_id, order_json, accepted_at FROM orders WHERE state IN ('open','unknown') AND dispatched_at < ? AND order_json IS NOT NULL LIMIT ?",
+            [.integer(cutoff), .integer(Int64(limit))])
+        var result: [(String, Int64)] = []
+        for row in rows {
+            guard let merchant = row[0].text, let orderId = row[1].text, let json = row[2].text, let acceptedAt = row[3].integer else { continue }
+            try db.query(
+                "UPDATE orders SET dispatched_at=?, dispatches=dispatches+1 WHERE merchant=? AND order_id=?",
+                [.integer(now), .text(merchant), .text(orderId)])
+            result.append((json, acceptedAt))
+        }
+        return result
+    }
+
+    public func state(of key: OrderKey) throws -> (State, String?, Int)? {
+        let rows = try db.query("SELECT state, outcome, dispatches FROM orders WHERE merchant=? AND order_id=?", [.text(key.merchant), .text(key.orderId)])
+        guard let row = rows.first, let state = row[0].text.flatMap(State.init(rawValue:)) else { return nil }
+        return (state, row[1].text, Int(row[2].integer ?? 0))
+    }
+
+    public func count(state: State) throws -> Int {
+        Int(try db.query("SELECT COUNT(*) FROM orders WHERE state=?", [.text(state.rawValue)]).first?.first?.integer ?? 0)
+    }
+}
+
+typealias Bindable = SQLiteValue

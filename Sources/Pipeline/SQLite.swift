@@ -1,0 +1,107 @@
+import CSQLite
+
+/// A minimal SQLite connection: only what the ledger store needs. Not thread-safe: owned by
+/// one actor.
+final class SQLiteConnection {
+    private var db: OpaquePointer?
+    private var statements: [String: OpaquePointer] = [:]
+
+    init(path: String) throws(SQLiteError) {
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        if sqlite3_open_v2(path, &db, flags, nil) != SQLITE_OK {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
+            sqlite3_close(db)
+            throw SQLiteError(message: "open \(path): \(message)")
+        }
+        sqlite3_busy_timeout(db, 5000)
+    }
+
+    deinit {
+        for statement in statements.values { sqlite3_finalize(statement) }
+        sqlite3_close(db)
+    }
+
+    func execute(_ sql: String) throws(SQLiteError) {
+        var error: UnsafeMutablePointer<CChar>?
+        if sqlite3_exec(db, sql, nil, nil, &error) != SQLITE_OK {
+            let message = error.map { String(cString: $0) } ?? "error"
+            sqlite3_free(error)
+            throw SQLiteError(message: message)
+        }
+    }
+
+    /// Runs a cached prepared statement with text/integer bindings, returning its rows.
+    @discardableResult
+    func query(_ sql: String, _ bindings: [SQLiteValue] = []) throws(SQLiteError) -> [[SQLiteValue]] {
+        let statement = try prepared(sql)
+        defer {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
+        }
+        for (index, value) in bindings.enumerated() {
+            let position = Int32(index + 1)
+            switch value {
+            case .null: sqlite3_bind_null(statement, position)
+            case .integer(let i): sqlite3_bind_int64(statement, position, i)
+            case .text(let s): sqlite3_bind_text(statement, position, s, -1, SQLITE_TRANSIENT_PTR)
+            }
+        }
+        var rows: [[SQLiteValue]] = []
+        while true {
+            let result = sqlite3_step(statement)
+            if result == SQLITE_DONE { break }
+            guard result == SQLITE_ROW else { throw SQLiteError(message: String(cString: sqlite3_errmsg(db))) }
+            var row: [SQLiteValue] = []
+            for column in 0..<sqlite3_column_count(statement) {
+                switch sqlite3_column_type(statement, column) {
+                case SQLITE_INTEGER: row.append(.integer(sqlite3_column_int64(statement, column)))
+                case SQLITE_NULL: row.append(.null)
+                default: row.append(.text(String(cString: sqlite3_column_text(statement, column))))
+                }
+            }
+            rows.append(row)
+        }
+        return rows
+    }
+
+    var changes: Int { Int(sqlite3_changes(db)) }
+
+    private func prepared(_ sql: String) throws(SQLiteError) -> OpaquePointer {
+        if let statement = statements[sql] { return statement }
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+            throw SQLiteError(message: String(cString: sqlite3_errmsg(db)))
+        }
+        statements[sql] = statement
+        return statement
+    }
+
+    func transaction<T>(_ body: () throws -> T) throws -> T {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let value = try body()
+            try execute("COMMIT")
+            return value
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+}
+
+enum SQLiteValue: Equatable {
+    case null
+    case integer(Int64)
+    case text(String)
+
+    var text: String? { if case .text(let s) = self { s } else { nil } }
+    var integer: Int64? { if case .integer(let i) = self { i } else { nil } }
+}
+
+struct SQLiteError: Error, CustomStringConvertible {
+    let message: String
+    var description: String { "sqlite: \(message)" }
+}
+
+// SQLITE_TRANSIENT is a macro casting -1 to a destructor pointer; Swift cannot import it.
+let SQLITE_TRANSIENT_PTR = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
