@@ -19,6 +19,10 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         .systemLibrary(
@@ -50,6 +54,10 @@ let package = Package(
             dependencies: [
                 "PaypipeCore", "ZeroMQ", "CSQLite", "TrustPayments", "NetsEasy", "PhonePe", "Cleeng", "Viva",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -61,6 +69,11 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
         ),
@@ -71,7 +84,14 @@ let package = Package(
         ),
         .testTarget(
             name: "SandboxTests",
-            dependencies: ["Sandbox", "PaypipeCore", .product(name: "AsyncHTTPClient", package: "async-http-client")],
+            dependencies: [
+                "Sandbox", "PaypipeCore", "TrustPayments", "NetsEasy", "PhonePe", "Cleeng", "Viva",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict
         ),
         .executableTarget(name: "paypipe-ledger", dependencies: ["Pipeline", "PaypipeCore", .product(name: "ArgumentParser", package: "swift-argument-parser")], swiftSettings: strict),
@@ -80,7 +100,7 @@ let package = Package(
         .executableTarget(name: "paypipe", dependencies: ["Pipeline", "PaypipeCore", "ZeroMQ", .product(name: "ArgumentParser", package: "swift-argument-parser")], swiftSettings: strict),
         .testTarget(
             name: "PipelineTests",
-            dependencies: ["Pipeline", "PaypipeCore", "ZeroMQ", "Sandbox"],
+            dependencies: ["Pipeline", "PaypipeCore", "ZeroMQ", "Sandbox", "PhonePe", "TrustPayments", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
         .executableTarget(

@@ -1,6 +1,7 @@
 import Logging
 import PaypipeCore
 import Synchronization
+import Prometheus
 import ZeroMQ
 
 /// `paypipe-ledger`: binds every stable address of the pipeline, records and deduplicates
@@ -24,6 +25,7 @@ public final class LedgerService: Sendable {
     let storePath: String
     let logger: Logger
     let redeliverAfterMilliseconds: Int64
+    public let metrics = StageMetrics()
     private let stopFlag = StopFlag()
     private let receivers = Mutex<[ZMQReceiver]>([])
 
@@ -45,10 +47,10 @@ public final class LedgerService: Sendable {
         intakeOptions.maxMessageSize = 1 << 20  // frames over 64 KiB are still read, counted and dropped
         let intakeSocket = try context.socket(.pull, options: intakeOptions)
         let outcomesSocket = try context.socket(.push, options: stageOptions(highWaterMark: 100_000))
-        let signSocket = try context.socket(.push, options: stageOptions(highWaterMark: 200))
+        let signSocket = try context.socket(.push, options: workQueueOptions())
         let resultsSocket = try context.socket(.pull, options: stageOptions())
         let signedInSocket = try context.socket(.pull, options: stageOptions())
-        let signedOutSocket = try context.socket(.push, options: stageOptions(highWaterMark: 200))
+        let signedOutSocket = try context.socket(.push, options: workQueueOptions())
         let bound = BoundEndpoints(
             intake: try intakeSocket.bind(e.intake), outcomes: try outcomesSocket.bind(e.outcomes),
             signQueue: try signSocket.bind(e.signQueue), signedIn: try signedInSocket.bind(e.signedIn),
@@ -65,7 +67,9 @@ public final class LedgerService: Sendable {
         logger.info("ledger ready", metadata: ["intake": "\(bound.intake)", "outcomes": "\(bound.outcomes)"])
 
         let logger = self.logger
+        let exported = LedgerMetrics(metrics)
         @Sendable func perform(_ effects: [LedgerCore.Effect]) async throws {
+            exported.update(await core.counters)
             for effect in effects {
                 switch effect {
                 case .dispatch(let frame): try await dispatch.send(frame)
@@ -76,6 +80,17 @@ public final class LedgerService: Sendable {
             }
         }
         let stopFlag = self.stopFlag
+        let metrics = self.metrics
+        let metricsAddress = config.endpoints.ledgerMetrics
+        let metricsTask = Task {
+            do {
+                try await metrics.serve(address: metricsAddress, logger: logger) { port in
+                    logger.info("ledger metrics", metadata: ["port": "\(port)"])
+                }
+            } catch {
+                logger.error("metrics server failed", metadata: ["error": "\(error)"])
+            }
+        }
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 while let batch = try await intake.nextBatch() {
@@ -100,6 +115,8 @@ public final class LedgerService: Sendable {
         logger.info("ledger stopping", metadata: ["ordersIn": "\(counters.ordersIn)", "duplicates": "\(counters.duplicates)"])
         _ = await dispatch.finish()
         _ = await outcomes.finish()
+        await metrics.stop()
+        _ = await metricsTask.value
         proxy.stop()
         context.terminate()
     }
@@ -108,5 +125,37 @@ public final class LedgerService: Sendable {
     public func stop() {
         stopFlag.stop()
         for receiver in receivers.withLock({ $0 }) { receiver.stop() }
+    }
+}
+
+/// The ledger's counters exported to Prometheus (deltas since the last update).
+final class LedgerMetrics: Sendable {
+    let metrics: StageMetrics
+    let previous = Mutex(LedgerCore.Counters())
+    let ordersIn, duplicates, redelivered: Counter
+
+    init(_ metrics: StageMetrics) {
+        self.metrics = metrics
+        ordersIn = metrics.counter("paypipe_orders_in_total", help: "Intake frames received")
+        duplicates = metrics.counter("paypipe_orders_duplicate_total", help: "Orders whose (merchant, orderId) was already known")
+        redelivered = metrics.counter("paypipe_orders_redelivered_total", help: "Stalled orders dispatched again")
+    }
+
+    func update(_ now: LedgerCore.Counters) {
+        let before = previous.withLock { old in
+            defer { old = now }
+            return old
+        }
+        if now.ordersIn > before.ordersIn { ordersIn.increment(by: Int64(now.ordersIn - before.ordersIn)) }
+        if now.duplicates > before.duplicates { duplicates.increment(by: Int64(now.duplicates - before.duplicates)) }
+        if now.redelivered > before.redelivered { redelivered.increment(by: Int64(now.redelivered - before.redelivered)) }
+        for (reason, count) in now.dropped where count > before.dropped[reason, default: 0] {
+            metrics.counter("paypipe_frames_dropped_total", [("reason", reason)], help: "Intake frames dropped unparsed, by reason")
+                .increment(by: Int64(count - before.dropped[reason, default: 0]))
+        }
+        for (status, count) in now.outcomesOut where count > before.outcomesOut[status, default: 0] {
+            metrics.counter("paypipe_outcomes_out_total", [("status", status)], help: "Outcomes sent upstream, by status")
+                .increment(by: Int64(count - before.outcomesOut[status, default: 0]))
+        }
     }
 }

@@ -13,6 +13,24 @@ func stageOptions(highWaterMark: Int32 = 1000) -> ZMQSocketOptions {
     return options
 }
 
+/// Options for the work queues (ledger → signers, streamer → submitters): every buffer between
+/// the ledger and a stage copy's in-flight work is small, so queued work is not hoarded by the
+/// first copy to connect, and a copy that leaves takes little with it.
+func workQueueOptions() -> ZMQSocketOptions {
+    var options = stageOptions(highWaterMark: 32)
+    options.sendBufferBytes = 64 * 1024
+    options.receiveBufferBytes = 64 * 1024
+    return options
+}
+
+/// A receiver that holds at most `capacity` messages beyond what the stage is processing.
+func workReceiver(_ socket: ZMQSocket, capacity: Int) throws(ZMQError) -> ZMQReceiver {
+    var configuration = ZMQReceiver.Configuration()
+    configuration.bufferCapacity = max(1, capacity)
+    configuration.batchSize = max(1, min(64, capacity))
+    return try ZMQReceiver(socket: socket, configuration: configuration)
+}
+
 func milliseconds() -> Int64 { Timestamp.nowMilliseconds() }
 
 /// A one-shot stop signal that async loops can poll cheaply.

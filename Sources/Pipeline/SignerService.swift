@@ -1,6 +1,7 @@
 import Logging
 import PaypipeCore
 import Synchronization
+import Prometheus
 import ZeroMQ
 
 /// `paypipe-signer`: takes orders from the ledger, signs them with the provider modules, and
@@ -8,11 +9,14 @@ import ZeroMQ
 public final class SignerService: Sendable {
     let config: PaypipeConfig
     let logger: Logger
+    let metricsAddress: String
+    public let metrics = StageMetrics()
     private let receiver = Mutex<ZMQReceiver?>(nil)
     private let stopFlag = StopFlag()
 
-    public init(config: PaypipeConfig, logger: Logger) {
+    public init(config: PaypipeConfig, metricsAddress: String = "127.0.0.1:0", logger: Logger) {
         self.config = config
+        self.metricsAddress = metricsAddress
         self.logger = logger
     }
 
@@ -20,18 +24,29 @@ public final class SignerService: Sendable {
         let core = SignerCore(config: config)
         let context = try ZMQContext()
         let e = config.endpoints
-        let pull = try context.socket(.pull, options: stageOptions(highWaterMark: 100))
+        let pull = try context.socket(.pull, options: workQueueOptions())
         try pull.connect(e.signQueue)
         let signedSocket = try context.socket(.push, options: stageOptions())
         try signedSocket.connect(e.signedIn)
         let resultsSocket = try context.socket(.push, options: stageOptions())
         try resultsSocket.connect(e.results)
-        let orders = try ZMQReceiver(socket: pull)
+        let orders = try workReceiver(pull, capacity: 64)
         let signed = try ZMQSender(socket: signedSocket)
         let results = try ZMQSender(socket: resultsSocket)
         receiver.withLock { $0 = orders }
         if stopFlag.isStopped { orders.stop() }
         logger.info("signer ready", metadata: ["signQueue": "\(e.signQueue)"])
+        let logger = self.logger
+        let metrics = self.metrics
+        let metricsAddress = self.metricsAddress
+        let metricsTask = Task {
+            try? await metrics.serve(address: metricsAddress, logger: logger) { port in
+                logger.info("signer metrics", metadata: ["port": "\(port)"])
+            }
+        }
+        let signedCount = metrics.counter("paypipe_signer_orders_total", [("result", "signed")], help: "Orders handled by the signer, by result")
+        let directCount = metrics.counter("paypipe_signer_orders_total", [("result", "outcome")], help: "Orders handled by the signer, by result")
+        let rejectedCount = metrics.counter("paypipe_signer_orders_total", [("result", "rejected")], help: "Orders handled by the signer, by result")
 
         for try await message in orders {
             guard let (order, acceptedAt) = LedgerCore.readDispatch(message.body) else {
@@ -40,12 +55,18 @@ public final class SignerService: Sendable {
             }
             let now = milliseconds()
             switch core.sign(order, acceptedAt: acceptedAt, nowSeconds: now / 1000) {
-            case .submit(let work): try await signed.send(work.frame)
-            case .outcome(let outcome): try await results.send(Array(outcome.serialized.utf8))
+            case .submit(let work):
+                signedCount.increment()
+                try await signed.send(work.frame)
+            case .outcome(let outcome):
+                (outcome.status == .rejected ? rejectedCount : directCount).increment()
+                try await results.send(Array(outcome.serialized.utf8))
             }
         }
         _ = await signed.finish()
         _ = await results.finish()
+        await metrics.stop()
+        _ = await metricsTask.value
         context.terminate()
         logger.info("signer stopped")
     }

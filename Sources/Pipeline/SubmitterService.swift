@@ -1,6 +1,7 @@
 import Logging
 import PaypipeCore
 import Synchronization
+import Prometheus
 import ZeroMQ
 
 /// `paypipe-submitter`: sends signed requests to providers with bounded concurrency, follows
@@ -10,11 +11,17 @@ public final class SubmitterService: Sendable {
     let concurrency: Int
     let policy: SubmissionPolicy
     let logger: Logger
+    let metricsAddress: String
+    public let metrics = StageMetrics()
     private let receiver = Mutex<ZMQReceiver?>(nil)
     private let stopFlag = StopFlag()
 
-    public init(config: PaypipeConfig, concurrency: Int = 256, policy: SubmissionPolicy = SubmissionPolicy(), logger: Logger) {
+    public init(
+        config: PaypipeConfig, concurrency: Int = 256, policy: SubmissionPolicy = SubmissionPolicy(),
+        metricsAddress: String = "127.0.0.1:0", logger: Logger
+    ) {
         self.config = config
+        self.metricsAddress = metricsAddress
         self.concurrency = max(1, concurrency)
         self.policy = policy
         self.logger = logger
@@ -23,11 +30,11 @@ public final class SubmitterService: Sendable {
     public func run() async throws {
         let context = try ZMQContext()
         let e = config.endpoints
-        let pull = try context.socket(.pull, options: stageOptions(highWaterMark: 100))
+        let pull = try context.socket(.pull, options: workQueueOptions())
         try pull.connect(e.signedOut)
         let resultsSocket = try context.socket(.push, options: stageOptions())
         try resultsSocket.connect(e.results)
-        let work = try ZMQReceiver(socket: pull)
+        let work = try workReceiver(pull, capacity: concurrency)
         let results = try ZMQSender(socket: resultsSocket)
         receiver.withLock { $0 = work }
         if stopFlag.isStopped { work.stop() }
@@ -38,6 +45,16 @@ public final class SubmitterService: Sendable {
 
         let policy = self.policy
         let logger = self.logger
+        let metrics = self.metrics
+        let metricsAddress = self.metricsAddress
+        let metricsTask = Task {
+            try? await metrics.serve(address: metricsAddress, logger: logger) { port in
+                logger.info("submitter metrics", metadata: ["port": "\(port)"])
+            }
+        }
+        let inFlightGauge = metrics.gauge("paypipe_submitter_in_flight", help: "Submissions in progress")
+        let retries = metrics.counter("paypipe_submitter_retries_total", help: "Requests sent again after a retryable failure")
+        let latency = metrics.latency("paypipe_order_latency_seconds", help: "From ledger acceptance to the submitter's outcome")
         await withTaskGroup(of: Void.self) { group in
             var inFlight = 0
             do {
@@ -47,12 +64,17 @@ public final class SubmitterService: Sendable {
                         inFlight -= 1
                     }
                     inFlight += 1
+                    inFlightGauge.set(Double(inFlight))
                     group.addTask {
                         guard let item = try? SubmitWork.decode(message.body) else {
                             logger.warning("unreadable work frame", metadata: ["bytes": "\(message.body.count)"])
                             return
                         }
                         let outcome = await SubmitterService.submit(item, policy: policy, http: http)
+                        if outcome.attempts > 1 { retries.increment(by: Int64(outcome.attempts - 1)) }
+                        metrics.counter("paypipe_submitter_outcomes_total", [("status", outcome.status.rawValue)], help: "Outcomes from the submitter, by status")
+                            .increment()
+                        if item.acceptedAt > 0 { latency.recordNanoseconds(max(0, milliseconds() - item.acceptedAt) * 1_000_000) }
                         try? await results.send(Array(outcome.serialized.utf8))
                     }
                 }
@@ -62,6 +84,8 @@ public final class SubmitterService: Sendable {
         }
         await http.shutdown()
         _ = await results.finish()
+        await metrics.stop()
+        _ = await metricsTask.value
         context.terminate()
         logger.info("submitter stopped")
     }

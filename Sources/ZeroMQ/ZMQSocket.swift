@@ -54,6 +54,8 @@ public final class ZMQSocket: @unchecked Sendable {
         try setOption(ZMQ_HEARTBEAT_IVL, o.heartbeatIntervalMilliseconds, "HEARTBEAT_IVL")
         try setOption(ZMQ_HEARTBEAT_TIMEOUT, o.heartbeatTimeoutMilliseconds, "HEARTBEAT_TIMEOUT")
         try setOption(ZMQ_HEARTBEAT_TTL, o.heartbeatTTLMilliseconds, "HEARTBEAT_TTL")
+        if o.sendBufferBytes > 0 { try setOption(ZMQ_SNDBUF, o.sendBufferBytes, "SNDBUF") }
+        if o.receiveBufferBytes > 0 { try setOption(ZMQ_RCVBUF, o.receiveBufferBytes, "RCVBUF") }
         try setOption(ZMQ_TCP_KEEPALIVE, o.tcpKeepalive ? 1 : 0, "TCP_KEEPALIVE")
         try setOption(ZMQ_TCP_KEEPALIVE_IDLE, o.tcpKeepaliveIdleSeconds, "TCP_KEEPALIVE_IDLE")
         try setOption(ZMQ_TCP_KEEPALIVE_INTVL, o.tcpKeepaliveIntervalSeconds, "TCP_KEEPALIVE_INTVL")

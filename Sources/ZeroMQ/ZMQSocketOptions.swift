@@ -26,6 +26,11 @@ public struct ZMQSocketOptions: Sendable, Equatable {
     public var tcpKeepaliveIdleSeconds: Int32 = 10
     public var tcpKeepaliveIntervalSeconds: Int32 = 5
     public var tcpKeepaliveCount: Int32 = 3
+    /// Kernel socket buffer sizes in bytes (0: the OS default). Loopback TCP buffers hold
+    /// megabytes, i.e. thousands of small messages beyond the HWMs; work queues that must share
+    /// work fairly between consumers shrink them.
+    public var sendBufferBytes: Int32 = 0
+    public var receiveBufferBytes: Int32 = 0
     /// Largest inbound message in bytes; a peer sending a larger one is disconnected. -1: no limit.
     public var maxMessageSize: Int64 = -1
     public var curve: ZMQCurve? = nil

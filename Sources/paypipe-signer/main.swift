@@ -12,13 +12,14 @@ struct SignerCommand: AsyncParsableCommand {
     @Option(help: "Override endpoints.signQueue.") var signQueue: String?
     @Option(help: "Override endpoints.signedIn.") var signedIn: String?
     @Option(help: "Override endpoints.results.") var results: String?
+    @Option(help: "host:port for GET /metrics and /healthz (port 0: any free port, logged).") var metrics = "127.0.0.1:0"
 
     func run() async throws {
         var config = StageProcess.loadConfig(path: config)
         if let signQueue { config.endpoints.signQueue = signQueue }
         if let signedIn { config.endpoints.signedIn = signedIn }
         if let results { config.endpoints.results = results }
-        let service = SignerService(config: config, logger: StageProcess.logger("paypipe-signer"))
+        let service = SignerService(config: config, metricsAddress: metrics, logger: StageProcess.logger("paypipe-signer"))
         StageProcess.onTerminationSignal { service.stop() }
         do {
             try await service.run()

@@ -12,12 +12,13 @@ struct SubmitterCommand: AsyncParsableCommand {
     @Option(help: "Requests in flight at once.") var concurrency = 256
     @Option(help: "Override endpoints.signedOut.") var signedOut: String?
     @Option(help: "Override endpoints.results.") var results: String?
+    @Option(help: "host:port for GET /metrics and /healthz (port 0: any free port, logged).") var metrics = "127.0.0.1:0"
 
     func run() async throws {
         var config = StageProcess.loadConfig(path: config, secrets: false)
         if let signedOut { config.endpoints.signedOut = signedOut }
         if let results { config.endpoints.results = results }
-        let service = SubmitterService(config: config, concurrency: concurrency, logger: StageProcess.logger("paypipe-submitter"))
+        let service = SubmitterService(config: config, concurrency: concurrency, metricsAddress: metrics, logger: StageProcess.logger("paypipe-submitter"))
         StageProcess.onTerminationSignal { service.stop() }
         do {
             try await service.run()

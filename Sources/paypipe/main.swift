@@ -130,11 +130,20 @@ final class Supervisor: @unchecked Sendable {
         let toStop = children.reversed()
         lock.unlock()
         DispatchQueue.global().async {
-            for child in toStop where child.process.isRunning {
-                kill(child.process.processIdentifier, SIGTERM)
+            // One role at a time, newest role first (submitters, signers, ledger, sandbox), all
+            // copies of a role together, so in-flight work drains towards a ledger still running.
+            var roles: [[Process]] = []
+            var lastName = ""
+            for child in toStop {
+                if child.name != lastName { roles.append([]) }
+                lastName = child.name
+                roles[roles.count - 1].append(child.process)
+            }
+            for role in roles {
+                for process in role where process.isRunning { kill(process.processIdentifier, SIGTERM) }
                 let deadline = Date().addingTimeInterval(10)
-                while child.process.isRunning && Date() < deadline { usleep(20_000) }
-                if child.process.isRunning { kill(child.process.processIdentifier, SIGKILL) }
+                while role.contains(where: \.isRunning) && Date() < deadline { usleep(20_000) }
+                for process in role where process.isRunning { kill(process.processIdentifier, SIGKILL) }
             }
             FileHandle.standardError.write(Data("paypipe: stopped (\(reason))\n".utf8))
             self.done.signal()

@@ -1,0 +1,96 @@
+import PhonePe
+
+/// How the sandbox behaves. Every default is the one `paypipe-sandbox` uses without flags.
+public struct SandboxConfiguration: Sendable {
+    /// Interface to bind. Default "127.0.0.1": the sandbox accepts forged payments, so it is not
+    /// exposed beyond the machine unless asked.
+    public var host: String
+    /// TCP port. Default 9100; 0 binds an ephemeral port (learn it from `onListening`).
+    public var port: Int
+    /// Delay added before answering every provider request (not /healthz or the ledger).
+    /// Default 0. Asynchronous: thousands of delayed requests can be in flight at once.
+    public var latencyMilliseconds: Int
+    /// Fraction (0.0...1.0) of provider requests answered HTTP 500 without being processed.
+    /// Default 0.0. Which requests fail is decided by `errorSeed` and the arrival order, so a
+    /// run with the same seed and the same request order fails the same requests.
+    public var errorRate: Double
+    /// Seed for the error-injection sequence. Default 0x5EED.
+    public var errorSeed: UInt64
+    /// Delay between an accepted PhonePe auth/init and its S2S callback (also when the
+    /// auth-status call starts reporting the terminal state). Default 1000.
+    public var phonePeCallbackDelayMilliseconds: Int
+    /// How the S2S callback is made: `.genuine` (default), `.wrongChecksum` or `.wrongAmount`.
+    public var phonePeCallbackVariant: PhonePeSandboxCallbackVariant
+    /// Attempts per S2S callback or Nets webhook delivery (a non-2xx answer or a transport
+    /// failure is retried with a doubling back-off from `outboundRetryBaseMilliseconds`). Default 4.
+    public var outboundAttempts: Int
+    /// First back-off between outbound attempts. Default 200.
+    public var outboundRetryBaseMilliseconds: Int
+    /// Time after an accepted Cleeng receipt from which getAccessStatus reports access granted.
+    /// Default 10000. nil (or negative) never grants, to exercise the poller's give-up path.
+    public var cleengGrantAfterMilliseconds: Int?
+    /// Where to POST Nets webhooks after checkout completion. Default nil: deliveries go to the
+    /// URLs the create request registered (none registered, none sent). When set, every
+    /// delivery goes here instead, and a payment that registered no webhooks still gets a
+    /// `payment.checkout.completed` one signed with the merchant's `nets.webhookAuthorization`.
+    public var netsWebhookURL: String?
+    /// Time after a Nets create until the emulated customer completes the hosted payment page
+    /// (the subscription then exists and webhooks are delivered). Default 2000; nil (or
+    /// negative) never completes.
+    public var netsCompleteCheckoutAfterMilliseconds: Int?
+    /// Upper bound on distinct keys the ledger tracks individually; beyond it requests are only
+    /// counted in the totals (`untrackedKeys` says how many were not tracked). Default 2,000,000.
+    public var ledgerKeyLimit: Int
+    /// Largest request body accepted (bigger ones get 413). Default 1 MiB.
+    public var maxBodyBytes: Int
+
+    public init(
+        host: String = "127.0.0.1",
+        port: Int = 9100,
+        latencyMilliseconds: Int = 0,
+        errorRate: Double = 0.0,
+        errorSeed: UInt64 = 0x5EED,
+        phonePeCallbackDelayMilliseconds: Int = 1000,
+        phonePeCallbackVariant: PhonePeSandboxCallbackVariant = .genuine,
+        outboundAttempts: Int = 4,
+        outboundRetryBaseMilliseconds: Int = 200,
+        cleengGrantAfterMilliseconds: Int? = 10000,
+        netsWebhookURL: String? = nil,
+        netsCompleteCheckoutAfterMilliseconds: Int? = 2000,
+        ledgerKeyLimit: Int = 2_000_000,
+        maxBodyBytes: Int = 1 << 20
+    ) {
+        self.host = host
+        self.port = port
+        self.latencyMilliseconds = latencyMilliseconds
+        self.errorRate = errorRate
+        self.errorSeed = errorSeed
+        self.phonePeCallbackDelayMilliseconds = phonePeCallbackDelayMilliseconds
+        self.phonePeCallbackVariant = phonePeCallbackVariant
+        self.outboundAttempts = outboundAttempts
+        self.outboundRetryBaseMilliseconds = outboundRetryBaseMilliseconds
+        self.cleengGrantAfterMilliseconds = cleengGrantAfterMilliseconds
+        self.netsWebhookURL = netsWebhookURL
+        self.netsCompleteCheckoutAfterMilliseconds = netsCompleteCheckoutAfterMilliseconds
+        self.ledgerKeyLimit = ledgerKeyLimit
+        self.maxBodyBytes = maxBodyBytes
+    }
+
+    /// The problems with these settings, one line each; empty when they are usable.
+    public var problems: [String] {
+        var problems: [String] = []
+        if host.isEmpty { problems.append("host must not be empty") }
+        if !(0...65535).contains(port) { problems.append("port must be 0...65535") }
+        if latencyMilliseconds < 0 { problems.append("latency must be 0 or more milliseconds") }
+        if !(errorRate >= 0 && errorRate <= 1) { problems.append("error rate must be between 0.0 and 1.0") }
+        if phonePeCallbackDelayMilliseconds < 0 { problems.append("PhonePe callback delay must be 0 or more milliseconds") }
+        if outboundAttempts < 1 { problems.append("outbound attempts must be at least 1") }
+        if outboundRetryBaseMilliseconds < 0 { problems.append("outbound retry back-off must be 0 or more milliseconds") }
+        if let url = netsWebhookURL, !(url.hasPrefix("http://") || url.hasPrefix("https://")) {
+            problems.append("Nets webhook URL must be an absolute http(s) URL")
+        }
+        if ledgerKeyLimit < 0 { problems.append("ledger key limit must be 0 or more") }
+        if maxBodyBytes < 1024 { problems.append("max body size must be at least 1024 bytes") }
+        return problems
+    }
+}

@@ -1,0 +1,70 @@
+import Cleeng
+import PaypipeCore
+import Synchronization
+
+/// Cleeng under `/cleeng`: `POST /checkout/apple_inapp.php` (the receipt endpoint, checked by
+/// `CleengSandbox.verifyReceiptRequest` against the merchant whose user name the Basic
+/// credentials carry) and `POST /3.0/json-rpc` (getAccessStatus). Receipt processing is
+/// asynchronous at Cleeng: access reads not granted until `cleengGrantAfterMilliseconds` after
+/// the first accepted receipt for the customer and offer, then granted (never when nil).
+final class CleengEmulation: Sendable {
+    static let receiptPath = "/checkout/apple_inapp.php"
+    static let apiPath = "/3.0/json-rpc"
+
+    let merchants: [(name: String, config: CleengConfig)]
+    /// "customerToken \0 offerId" → when its first receipt was accepted.
+    let receipts = Mutex<[String: ContinuousClock.Instant]>([:])
+
+    init(merchants: [(name: String, config: CleengConfig)]) {
+        self.merchants = merchants
+    }
+
+    static func transactionId(_ request: HTTPRequestSpec) -> String? {
+        guard request.url == receiptPath else { return nil }
+        return (try? JSONValue.parse(request.body))?["transactionId"]?.stringValue
+    }
+
+    static func receiptKey(customerToken: String, offerId: String) -> String { customerToken + "\u{0}" + offerId }
+
+    func handle(_ request: HTTPRequestSpec, emulator: SandboxEmulator) -> HTTPResponseSpec {
+        switch request.url {
+        case Self.receiptPath: return receipt(request, emulator: emulator)
+        case Self.apiPath:
+            guard request.method == .POST else { return SandboxEmulator.json(405, ["error": "use POST"]) }
+            return accessStatus(request, emulator: emulator)
+        default: return SandboxEmulator.json(404, ["error": "no such Cleeng route"])
+        }
+    }
+
+    func receipt(_ request: HTTPRequestSpec, emulator: SandboxEmulator) -> HTTPResponseSpec {
+        let user = SandboxEmulator.basicUser(request.header("Authorization"))
+        guard let merchant = merchants.first(where: { $0.config.username == user }) ?? merchants.first else {
+            return SandboxEmulator.json(404, ["error": "no merchant with cleeng is configured"])
+        }
+        let check = CleengSandbox.verifyReceiptRequest(request, username: merchant.config.username, password: merchant.config.password)
+        guard let receipt = check.receipt else { return check.response }
+        let key = Self.receiptKey(customerToken: receipt.customerToken, offerId: receipt.offerId)
+        let now = ContinuousClock.now
+        receipts.withLock { receipts in
+            if receipts[key] == nil { receipts[key] = now }
+        }
+        emulator.ledger.tookEffect("cleeng:" + receipt.transactionId.prefix(128))
+        return check.response
+    }
+
+    func accessStatus(_ request: HTTPRequestSpec, emulator: SandboxEmulator) -> HTTPResponseSpec {
+        switch CleengSandbox.parseAccessStatusRequest(request.body) {
+        case .failure(let error):
+            return error.response
+        case .success(let query):
+            let key = Self.receiptKey(customerToken: query.customerToken, offerId: query.offerId)
+            let acceptedAt = receipts.withLock { $0[key] }
+            var granted = false
+            if let acceptedAt, let after = emulator.configuration.cleengGrantAfterMilliseconds, after >= 0 {
+                granted = ContinuousClock.now - acceptedAt >= .milliseconds(after)
+            }
+            let grant = granted ? CleengAccessGrant(grantType: "purchase", expiresAt: nil, purchasedDirectly: true) : nil
+            return CleengSandbox.accessStatusResponse(id: query.id, grant: grant)
+        }
+    }
+}

@@ -1,0 +1,133 @@
+import Foundation
+import PaypipeCore
+import PhonePe
+import Synchronization
+
+/// PhonePe recurring v3 under `/phonepe`: `POST /v3/recurring/auth/init` (checked and answered
+/// by `PhonePeSandbox.handleAuthInit`) and `GET /v3/recurring/auth/status/{merchantId}/{authRequestId}`
+/// (`verifyAuthStatus` + `authStatusResponse`). The merchant is the one whose `merchantId` the
+/// request names. An authRequestId seen before gets the first answer again and creates no
+/// second mandate. The S2S callback goes to the merchant's configured `phonepe.callbackURL`
+/// after `phonePeCallbackDelayMilliseconds`; from then on the status call reports the
+/// terminal state too.
+final class PhonePeEmulation: Sendable {
+    /// Only the mandate is kept (not the answer): the answer is a function of the mandate, so
+    /// a benchmark's million mandates cost a few hundred bytes each.
+    struct Record: Sendable {
+        var mandate: PhonePeSandboxMandate
+        var acceptedAt: ContinuousClock.Instant
+    }
+
+    final class Merchant: Sendable {
+        let name: String
+        let config: PhonePeConfig
+        let sandbox: PhonePeSandbox
+        init(name: String, config: PhonePeConfig) {
+            self.name = name
+            self.config = config
+            sandbox = PhonePeSandbox(config: config)
+        }
+    }
+
+    let merchants: [Merchant]
+    let byMerchantId: [String: Merchant]
+    /// "merchantId \0 authRequestId" → the accepted mandate.
+    let records = Mutex<[String: Record]>([:])
+
+    init(merchants: [(name: String, config: PhonePeConfig)]) {
+        self.merchants = merchants.map { Merchant(name: $0.name, config: $0.config) }
+        var byMerchantId: [String: Merchant] = [:]
+        for merchant in self.merchants where byMerchantId[merchant.config.merchantId] == nil {
+            byMerchantId[merchant.config.merchantId] = merchant
+        }
+        self.byMerchantId = byMerchantId
+    }
+
+    /// merchantId and authRequestId of an auth/init body, read without verifying anything
+    /// (for routing and the ledger; the sandbox verifies the request afterwards).
+    static func peekPayload(_ request: HTTPRequestSpec) -> (merchantId: String?, authRequestId: String?)? {
+        guard request.method == .POST, request.url == PhonePeRules.authInitPath,
+            let encoded = (try? JSONValue.parse(request.body))?["request"]?.stringValue,
+            let decoded = Data(base64Encoded: encoded), let payload = try? JSONValue.parse(Array(decoded))
+        else { return nil }
+        return (payload["merchantId"]?.stringValue, payload["authRequestId"]?.stringValue)
+    }
+
+    static func recordKey(merchantId: String, authRequestId: String) -> String { merchantId + "\u{0}" + authRequestId }
+
+    func handle(_ request: HTTPRequestSpec, emulator: SandboxEmulator) -> HTTPResponseSpec {
+        guard let fallback = merchants.first else {
+            return SandboxEmulator.json(404, ["error": "no merchant with phonepe is configured"])
+        }
+        if request.method == .POST, request.url == PhonePeRules.authInitPath {
+            let named = Self.peekPayload(request)?.merchantId.flatMap { byMerchantId[$0] }
+            return authInit(request, merchant: named ?? fallback, emulator: emulator)
+        }
+        if request.method == .GET, request.url.hasPrefix(PhonePeRules.authStatusPathPrefix) {
+            let merchantId = request.url.dropFirst(PhonePeRules.authStatusPathPrefix.count).split(separator: "/").first.map(String.init)
+            return authStatus(request, merchant: merchantId.flatMap { byMerchantId[$0] } ?? fallback, emulator: emulator)
+        }
+        return SandboxEmulator.json(404, ["success": false, "code": "NOT_FOUND", "message": "No such PhonePe API"])
+    }
+
+    func authInit(_ request: HTTPRequestSpec, merchant: Merchant, emulator: SandboxEmulator) -> HTTPResponseSpec {
+        let reply = merchant.sandbox.handleAuthInit(path: request.url, headers: request.headers, body: request.body)
+        guard let mandate = reply.mandate else { return reply.response }
+        let key = Self.recordKey(merchantId: mandate.merchantId, authRequestId: mandate.authRequestId)
+        let now = ContinuousClock.now
+        let existing: PhonePeSandboxMandate? = records.withLock { records in
+            if let existing = records[key] { return existing.mandate }
+            records[key] = Record(mandate: mandate, acceptedAt: now)
+            return nil
+        }
+        if let existing {
+            // A replay: the same mandate gets the same answer; a different payload under a used
+            // authRequestId gets the answer its first request got.
+            return existing == mandate ? reply.response : firstAnswer(for: existing, merchant: merchant) ?? reply.response
+        }
+        emulator.ledger.tookEffect("phonepe:" + mandate.authRequestId.prefix(128))
+        if let outcome = mandate.scheduledOutcome {
+            var callback = merchant.sandbox.callback(for: mandate, outcome: outcome, variant: emulator.configuration.phonePeCallbackVariant)
+            callback.url = merchant.config.callbackURL
+            let request = callback.request
+            let label = "phonepe callback for \(mandate.authRequestId)"
+            emulator.scheduler.schedule(afterMilliseconds: emulator.configuration.phonePeCallbackDelayMilliseconds) { [emulator] in
+                await emulator.outbound.deliver(request, label: label)
+            }
+        }
+        return reply.response
+    }
+
+    /// Rebuilds the answer a stored mandate's request got, by having the PhonePe module sign
+    /// that request again and the sandbox answer it (the answer does not depend on anything
+    /// the mandate does not hold).
+    func firstAnswer(for mandate: PhonePeSandboxMandate, merchant: Merchant) -> HTTPResponseSpec? {
+        var params: [String: JSONValue] = [
+            "merchantUserId": .string(mandate.merchantUserId), "subscriptionId": .string(mandate.subscriptionId),
+            "authRequestId": .string(mandate.authRequestId), "authWorkflowType": .string(mandate.workflow.rawValue),
+        ]
+        if let scheme = mandate.merchantCallBackScheme { params["merchantCallBackScheme"] = .string(scheme) }
+        let order = Order(
+            orderId: "replay", operation: .authInit, amount: mandate.amount, currency: mandate.amount == nil ? nil : PhonePeRules.currency,
+            params: params)
+        guard let request = try? PhonePeAuthInit(order: order, config: merchant.config).request else { return nil }
+        return merchant.sandbox.handleAuthInit(
+            path: PhonePeRules.authInitPath, headers: request.headers, body: request.body, authWorkflowType: mandate.workflow
+        ).response
+    }
+
+    func authStatus(_ request: HTTPRequestSpec, merchant: Merchant, emulator: SandboxEmulator) -> HTTPResponseSpec {
+        switch merchant.sandbox.verifyAuthStatus(path: request.url, headers: request.headers) {
+        case .rejected(let response):
+            return response
+        case .valid(let authRequestId):
+            let key = Self.recordKey(merchantId: merchant.config.merchantId, authRequestId: authRequestId)
+            guard let record = records.withLock({ $0[key] }) else {
+                return merchant.sandbox.authStatusNotFound(authRequestId: authRequestId)
+            }
+            let decided = ContinuousClock.now - record.acceptedAt >= .milliseconds(emulator.configuration.phonePeCallbackDelayMilliseconds)
+            let outcome = decided ? (record.mandate.scheduledOutcome ?? .pending) : .pending
+            return merchant.sandbox.authStatusResponse(for: record.mandate, outcome: outcome)
+        }
+    }
+}

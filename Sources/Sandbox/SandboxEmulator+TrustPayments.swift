@@ -1,0 +1,149 @@
+import Foundation
+import PaypipeCore
+import Synchronization
+import TrustPayments
+
+/// Trust Payments under `/trustpayments`: `POST /json/` (the web services API, answered by
+/// `TPSandbox.handleWebServices`) and `POST /sdk/payment` (stands in for the mobile SDK: body
+/// `{"jwt": "<request JWT>"}`, answered by `TPSandbox.processPayment` with
+/// `{"jwt": "<response JWT>", "notification": "<URL notification form body>"}`).
+///
+/// Transactions the sandbox has seen (SDK payments, updated references) are kept so a
+/// TRANSACTIONQUERY by orderreference or transactionreference finds them. A reference it never
+/// saw is treated as an existing subscription (the emulated merchant's history predates the
+/// sandbox), so updates of any reference are accepted.
+final class TrustPaymentsEmulation: Sendable {
+    static let webServicesPath = "/json/"
+    static let sdkPaymentPath = "/sdk/payment"
+
+    struct Store {
+        /// transactionreference → record.
+        var records: [String: [String: JSONValue]] = [:]
+        /// orderreference → transactionreferences.
+        var byOrder: [String: [String]] = [:]
+
+        mutating func upsert(_ record: [String: JSONValue]) {
+            guard let reference = record["transactionreference"]?.stringValue else { return }
+            if records[reference] == nil, let order = record["orderreference"]?.stringValue {
+                byOrder[order, default: []].append(reference)
+            }
+            records[reference] = record
+        }
+
+        func matching(transactionReferences: [String], orderReferences: [String]) -> [[String: JSONValue]] {
+            var found: [String: [String: JSONValue]] = [:]
+            for reference in transactionReferences { if let record = records[reference] { found[reference] = record } }
+            for order in orderReferences {
+                for reference in byOrder[order] ?? [] { if let record = records[reference] { found[reference] = record } }
+            }
+            return Array(found.values)
+        }
+    }
+
+    final class Merchant: Sendable {
+        let name: String
+        let config: TrustPaymentsConfig
+        let store = Mutex(Store())
+        init(name: String, config: TrustPaymentsConfig) {
+            self.name = name
+            self.config = config
+        }
+    }
+
+    let merchants: [Merchant]
+
+    init(merchants: [(name: String, config: TrustPaymentsConfig)]) {
+        self.merchants = merchants.map { Merchant(name: $0.name, config: $0.config) }
+    }
+
+    /// The configured merchant whose web services user sent the request, else the default.
+    func merchant(for request: HTTPRequestSpec) -> Merchant? {
+        if let user = SandboxEmulator.basicUser(request.header("Authorization")),
+            let match = merchants.first(where: { $0.config.webservicesUser == user })
+        {
+            return match
+        }
+        return merchants.first
+    }
+
+    /// The envelope's first `requestreference` (the ledger key), when the body has one.
+    static func requestReference(_ request: HTTPRequestSpec) -> String? {
+        guard request.url == webServicesPath, let envelope = try? JSONValue.parse(request.body) else { return nil }
+        return envelope["request"]?.arrayValue?.first?["requestreference"]?.stringValue
+    }
+
+    func handle(_ request: HTTPRequestSpec, emulator: SandboxEmulator) -> HTTPResponseSpec {
+        guard request.method == .POST else { return SandboxEmulator.json(405, ["error": "use POST"]) }
+        guard let merchant = merchant(for: request) else {
+            return SandboxEmulator.json(404, ["error": "no merchant with trustpayments is configured"])
+        }
+        switch request.url {
+        case Self.webServicesPath: return webServices(request, merchant: merchant, ledger: emulator.ledger)
+        case Self.sdkPaymentPath: return sdkPayment(request, ledger: emulator.ledger)
+        default: return SandboxEmulator.json(404, ["error": "no such Trust Payments route"])
+        }
+    }
+
+    func webServices(_ request: HTTPRequestSpec, merchant: Merchant, ledger: SandboxLedger) -> HTTPResponseSpec {
+        let entry = (try? JSONValue.parse(request.body))?["request"]?.arrayValue?.first
+        let filter = entry?["filter"]
+        func values(_ name: String) -> [String] {
+            (filter?[name]?.arrayValue ?? []).compactMap { $0["value"]?.stringValue }
+        }
+        let known = merchant.store.withLock {
+            $0.matching(transactionReferences: values("transactionreference"), orderReferences: values("orderreference"))
+        }
+        // Known records answer for themselves; otherwise the module's stateless behaviour
+        // (any reference exists, an order query finds nothing yet).
+        let response = TPSandbox.handleWebServices(
+            body: request.body, headers: request.headers, config: merchant.config, records: known.isEmpty ? nil : known)
+
+        guard response.status == 200, let entry, entry["requesttypedescriptions"]?.arrayValue?.first == "TRANSACTIONUPDATE",
+            let answer = try? TPWebServicesResponse(body: response.body), answer.entries.first?["errorcode"] == "0",
+            let reference = values("transactionreference").first
+        else { return response }
+        let updates = entry["updates"]?.objectValue ?? [:]
+        merchant.store.withLock { store in
+            var record = store.records[reference] ?? [
+                "transactionreference": .string(reference), "sitereference": .string(merchant.config.siteReference),
+                "requesttypedescription": "SUBSCRIPTION", "errorcode": "0", "settlestatus": "0", "transactionactive": "2",
+            ]
+            for (key, value) in updates { record[key] = value }
+            store.upsert(record)
+        }
+        if let requestReference = entry["requestreference"]?.stringValue {
+            ledger.tookEffect("trustpayments:" + requestReference.prefix(128))
+        }
+        return response
+    }
+
+    func sdkPayment(_ request: HTTPRequestSpec, ledger: SandboxLedger) -> HTTPResponseSpec {
+        let document = try? JSONValue.parse(request.body)
+        guard let jwt = document?["jwt"]?.stringValue, !jwt.isEmpty else {
+            ledger.received(nil)
+            return SandboxEmulator.json(400, ["error": "body must be {\"jwt\": \"<request JWT>\"}"])
+        }
+        var refusal: TPSandbox.RequestError?
+        for merchant in merchants {
+            let payment: TPSandbox.Payment
+            do {
+                payment = try TPSandbox.processPayment(jwt: jwt, config: merchant.config, now: SandboxEmulator.epochSeconds())
+            } catch {
+                // Another merchant's secret may have signed it; keep the first merchant's reason.
+                if refusal == nil { refusal = error }
+                continue
+            }
+            merchant.store.withLock { store in
+                for record in payment.records { store.upsert(record) }
+            }
+            let key = payment.records.first?["requestreference"]?.stringValue.map { "trustpayments:" + $0.prefix(128) }
+            ledger.received(key)
+            if let key { ledger.tookEffect(key) }
+            return SandboxEmulator.json(200, [
+                "jwt": .string(payment.responseJWT), "notification": .string(String(decoding: payment.notificationBody, as: UTF8.self)),
+            ])
+        }
+        ledger.received(nil)
+        return SandboxEmulator.json(400, ["error": .string(refusal?.reason ?? "no merchant with trustpayments is configured")])
+    }
+}

@@ -1,0 +1,36 @@
+/// Runs delayed background work (S2S callbacks, webhook deliveries, the emulated customer
+/// finishing a hosted page) as children of the server's task, so shutting the server down
+/// cancels whatever is still waiting instead of leaking unstructured tasks.
+final class SandboxScheduler: Sendable {
+    struct Job: Sendable {
+        var delayMilliseconds: Int
+        var work: @Sendable () async -> Void
+    }
+
+    private let jobs: AsyncStream<Job>
+    private let continuation: AsyncStream<Job>.Continuation
+
+    init() {
+        (jobs, continuation) = AsyncStream.makeStream(of: Job.self)
+    }
+
+    func schedule(afterMilliseconds delay: Int, _ work: @escaping @Sendable () async -> Void) {
+        continuation.yield(Job(delayMilliseconds: max(0, delay), work: work))
+    }
+
+    /// Runs jobs until `finish()` and the jobs already started are done, or until cancelled.
+    func run() async {
+        await withDiscardingTaskGroup { group in
+            for await job in jobs {
+                group.addTask {
+                    if job.delayMilliseconds > 0 {
+                        do { try await Task.sleep(for: .milliseconds(job.delayMilliseconds)) } catch { return }
+                    }
+                    await job.work()
+                }
+            }
+        }
+    }
+
+    func finish() { continuation.finish() }
+}

@@ -1,0 +1,112 @@
+import AsyncHTTPClient
+import Hummingbird
+import Logging
+import NIOCore
+import NIOPosix
+import PaypipeCore
+import ServiceLifecycle
+import Synchronization
+import UnixSignals
+
+/// The provider sandbox as one HTTP server: Trust Payments, Nets, PhonePe, Cleeng and Viva
+/// under path prefixes, so a config can point every provider at one port:
+///
+/// | provider | config | routes |
+/// |---|---|---|
+/// | Trust Payments | `baseURL` = `http://HOST:PORT/trustpayments` | `POST /trustpayments/json/`, `POST /trustpayments/sdk/payment` |
+/// | Nets | `baseURL` = `http://HOST:PORT/nets` | `POST /nets/v1/payments`, `GET /nets/v1/payments/{id}`, `GET /nets/v1/subscriptions/{id}`, `POST /nets/v1/subscriptions/{id}/charges` |
+/// | PhonePe | `baseURL` = `http://HOST:PORT/phonepe` | `POST /phonepe/v3/recurring/auth/init`, `GET /phonepe/v3/recurring/auth/status/{merchantId}/{authRequestId}` |
+/// | Cleeng | `receiptURL` = `.../cleeng/checkout/apple_inapp.php`, `apiURL` = `.../cleeng/3.0/json-rpc` | the same |
+/// | Viva | (inter-app) | `POST /viva/sale` |
+///
+/// plus `GET /healthz` and `GET /_sandbox/ledger` (see `SandboxLedger`). Every check and
+/// answer comes from the provider modules' sandbox APIs; this type adds the network, the
+/// state between requests, the clock, latency and error injection, and the asynchronous
+/// side (PhonePe S2S callbacks, Nets webhooks, Cleeng's delayed grant).
+public final class SandboxServer: Sendable {
+    public let configuration: SandboxConfiguration
+    /// What was received and processed; also served at `/_sandbox/ledger`.
+    public let ledger: SandboxLedger
+    let config: PaypipeConfig
+    let logger: Logger
+
+    private struct Lifecycle {
+        var group: ServiceGroup?
+        var shutdownRequested = false
+    }
+    private let lifecycle = Mutex(Lifecycle())
+
+    /// Throws `SandboxConfigurationError` naming the first unusable setting.
+    public init(configuration: SandboxConfiguration, config: PaypipeConfig, logger: Logger) throws(SandboxConfigurationError) {
+        if let problem = configuration.problems.first { throw SandboxConfigurationError(reason: problem) }
+        self.configuration = configuration
+        self.config = config
+        self.logger = logger
+        ledger = SandboxLedger(keyLimit: configuration.ledgerKeyLimit)
+    }
+
+    /// Serves until `shutdown()` (or, with `handleSignals`, SIGTERM/SIGINT): then stops
+    /// accepting connections, finishes the requests in flight, cancels pending callbacks and
+    /// webhooks, shuts the HTTP client down and returns. `onListening` gets the bound port
+    /// (the real one when `port` is 0) once the server accepts connections.
+    public func run(handleSignals: Bool = false, onListening: @escaping @Sendable (Int) -> Void = { _ in }) async throws {
+        let client = HTTPClient(
+            eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
+            configuration: HTTPClient.Configuration(timeout: .init(connect: .seconds(2), read: .seconds(10))),
+            backgroundActivityLogger: logger)
+        let scheduler = SandboxScheduler()
+        let outbound = SandboxOutbound(
+            client: client, attempts: configuration.outboundAttempts,
+            retryBaseMilliseconds: configuration.outboundRetryBaseMilliseconds, logger: logger)
+        let emulator = SandboxEmulator(
+            configuration: configuration, config: config, ledger: ledger, scheduler: scheduler, outbound: outbound, logger: logger)
+        let port = configuration.port
+        let app = Application(
+            responder: SandboxResponder(emulator: emulator, maxBodyBytes: configuration.maxBodyBytes),
+            configuration: ApplicationConfiguration(
+                address: .hostname(configuration.host, port: port), serverName: nil, backlog: 4096, reuseAddress: true),
+            onServerRunning: { channel in onListening(channel.localAddress?.port ?? port) },
+            logger: logger)
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: [app], gracefulShutdownSignals: handleSignals ? [.sigterm, .sigint] : [], logger: logger))
+        let stopAtOnce = lifecycle.withLock { state in
+            state.group = group
+            return state.shutdownRequested
+        }
+        if stopAtOnce { await group.triggerGracefulShutdown() }
+
+        var failure: (any Error)?
+        await withTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { await scheduler.run() }
+            do {
+                try await group.run()
+            } catch {
+                failure = error
+            }
+            scheduler.finish()
+            tasks.cancelAll()
+        }
+        lifecycle.withLock { $0.group = nil }
+        do {
+            try await client.shutdown()
+        } catch {
+            logger.warning("sandbox HTTP client shutdown failed", metadata: ["error": "\(type(of: error))"])
+        }
+        if let failure { throw failure }
+    }
+
+    /// Asks a running (or about to run) server to stop gracefully; `run` then returns.
+    public func shutdown() async {
+        let group = lifecycle.withLock { state in
+            state.shutdownRequested = true
+            return state.group
+        }
+        await group?.triggerGracefulShutdown()
+    }
+}
+
+public struct SandboxConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let reason: String
+    public var description: String { "invalid sandbox settings: \(reason)" }
+}

@@ -1,0 +1,126 @@
+import ArgumentParser
+import Foundation
+import Logging
+import PaypipeCore
+import PhonePe
+import Sandbox
+
+/// `paypipe-sandbox`: wires command-line flags to `SandboxServer` (all behaviour lives in the
+/// Sandbox library).
+struct SandboxCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "paypipe-sandbox",
+        abstract: "Emulates the Trust Payments, Nets, PhonePe, Cleeng and Viva APIs and callbacks over HTTP.",
+        discussion: """
+            Prints exactly one line to stdout once listening: "paypipe-sandbox listening on http://HOST:PORT". \
+            Logs go to stderr. SIGTERM/SIGINT stop it gracefully.
+            """)
+
+    @Option(help: "The pipeline's config file (PROTOCOL.md §4); the sandbox checks requests against its credentials.")
+    var config: String
+
+    @Option(help: "Interface to listen on.")
+    var host = "127.0.0.1"
+
+    @Option(help: "Port to listen on (0 = any free port; see the stdout line).")
+    var port = 9100
+
+    @Option(name: .customLong("latency-ms"), help: "Delay before answering each provider request, in milliseconds.")
+    var latencyMilliseconds = 0
+
+    @Option(name: .customLong("error-rate"), help: "Fraction (0.0-1.0) of provider requests answered HTTP 500 without processing.")
+    var errorRate = 0.0
+
+    @Option(name: .customLong("error-seed"), help: "Seed for choosing which requests fail.")
+    var errorSeed: UInt64 = 0x5EED
+
+    @Option(name: .customLong("phonepe-callback-delay-ms"), help: "Delay before the PhonePe S2S callback, in milliseconds.")
+    var phonePeCallbackDelayMilliseconds = 1000
+
+    @Option(
+        name: .customLong("phonepe-callback-variant"),
+        help: "How the PhonePe S2S callback is made: genuine, wrong-checksum or wrong-amount.")
+    var phonePeCallbackVariant: CallbackVariant = .genuine
+
+    @Option(name: .customLong("cleeng-grant-after-ms"), help: "Time after a Cleeng receipt until access is granted (-1 = never).")
+    var cleengGrantAfterMilliseconds = 10000
+
+    @Option(name: .customLong("nets-webhook-url"), help: "Send Nets webhooks here after checkout completion (default: the URLs the payment registered).")
+    var netsWebhookURL: String?
+
+    @Option(name: .customLong("nets-complete-checkout-after-ms"), help: "Time after a Nets create until the customer completes the hosted page (-1 = never).")
+    var netsCompleteCheckoutAfterMilliseconds = 2000
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
+    var logLevel = "info"
+
+    enum CallbackVariant: String, ExpressibleByArgument, CaseIterable {
+        case genuine
+        case wrongChecksum = "wrong-checksum"
+        case wrongAmount = "wrong-amount"
+
+        var sandboxVariant: PhonePeSandboxCallbackVariant {
+            switch self {
+            case .genuine: .genuine
+            case .wrongChecksum: .wrongChecksum
+            case .wrongAmount: .wrongAmount
+            }
+        }
+    }
+
+    func run() async throws { try await serve() }
+
+    func serve() async throws {
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "paypipe-sandbox")
+
+        let pipelineConfig: PaypipeConfig
+        do {
+            pipelineConfig = try PaypipeConfig.load(path: config)
+        } catch {
+            Self.fail("bad config: \(error.description)")
+        }
+        let settings = SandboxConfiguration(
+            host: host, port: port, latencyMilliseconds: latencyMilliseconds, errorRate: errorRate, errorSeed: errorSeed,
+            phonePeCallbackDelayMilliseconds: phonePeCallbackDelayMilliseconds,
+            phonePeCallbackVariant: phonePeCallbackVariant.sandboxVariant,
+            cleengGrantAfterMilliseconds: cleengGrantAfterMilliseconds < 0 ? nil : cleengGrantAfterMilliseconds,
+            netsWebhookURL: netsWebhookURL,
+            netsCompleteCheckoutAfterMilliseconds: netsCompleteCheckoutAfterMilliseconds < 0 ? nil : netsCompleteCheckoutAfterMilliseconds)
+        let server: SandboxServer
+        do {
+            server = try SandboxServer(configuration: settings, config: pipelineConfig, logger: logger)
+        } catch {
+            Self.fail(error.description)
+        }
+        let host = host
+        do {
+            try await server.run(handleSignals: true) { port in
+                // FileHandle writes straight to the descriptor: nothing is left in a buffer for
+                // the launcher that waits for this line.
+                FileHandle.standardOutput.write(Data("paypipe-sandbox listening on http://\(host):\(port)\n".utf8))
+            }
+        } catch {
+            Self.fail("server stopped: \(error)")
+        }
+    }
+
+    static func fail(_ reason: String) -> Never {
+        FileHandle.standardError.write(Data("paypipe-sandbox: \(reason.split(separator: "\n").first ?? "")\n".utf8))
+        Foundation.exit(1)
+    }
+}
+
+// Parsed and run by hand: in main.swift `SandboxCommand.main()` resolves to the synchronous
+// entry point, which refuses async commands.
+do {
+    let command = try SandboxCommand.parse()
+    try await command.serve()
+} catch {
+    SandboxCommand.exit(withError: error)
+}
