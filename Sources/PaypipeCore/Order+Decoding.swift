@@ -58,6 +58,11 @@ extension Order {
 
     public static func decode(json: String) -> OrderDecoding { decode(frame: Array(json.utf8)) }
 
+    /// Validates an already-parsed order object (e.g. one embedded in an internal envelope).
+    public init(validating object: [String: JSONValue]) throws(Rejection) {
+        self = try Order.validate(object)
+    }
+
     private static func echo(_ value: JSONValue?) -> String {
         guard let string = value?.stringValue else { return "" }
         return string.count <= maxEchoLength ? string : String(string.prefix(maxEchoLength))

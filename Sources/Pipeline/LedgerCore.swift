@@ -104,8 +104,8 @@ public struct LedgerCore {
 
     /// Reads a dispatch frame back (signer side).
     public static func readDispatch(_ frame: [UInt8]) -> (Order, Int64)? {
-        guard case .object(let object) = try? JSONValue.parse(frame), let orderValue = object["order"],
-            case .order(let order) = Order.decode(json: orderValue.serialized)
+        guard case .object(let object) = try? JSONValue.parse(frame), let orderObject = object["order"]?.objectValue,
+            let order = try? Order(validating: orderObject)
         else { return nil }
         return (order, object["acceptedAt"]?.integerValue ?? 0)
     }

@@ -35,7 +35,7 @@ public struct SubmitWork: Sendable, Equatable {
 
     public static func decode(_ frame: [UInt8]) throws -> SubmitWork {
         guard case .object(let object) = try JSONValue.parse(frame) else { throw EnvelopeError("work is not an object") }
-        guard let orderValue = object["order"], case .order(let order) = Order.decode(json: orderValue.serialized) else {
+        guard let orderObject = object["order"]?.objectValue, let order = try? Order(validating: orderObject) else {
             throw EnvelopeError("work.order is not a valid order")
         }
         guard let request = object["request"].flatMap(decodeRequest) else { throw EnvelopeError("work.request is invalid") }

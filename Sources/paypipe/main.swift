@@ -208,12 +208,13 @@ struct Send: AsyncParsableCommand {
         let total = lines.count
         let quiet = self.quiet
         let timeout = self.timeout
+        let expectedKeys = expected
         let collector = Task { () -> [String: Int] in
             var settled = Set<String>()
             var counts: [String: Int] = [:]
             var lastProgress = Date()
             var lastArrival = Date()
-            while settled.count < expected.count {
+            while settled.count < expectedKeys.count {
                 let batch = try await withThrowingTaskGroup(of: [ZMQMessage]?.self) { group in
                     group.addTask { try await receiver.nextBatch() }
                     group.addTask {
@@ -235,30 +236,43 @@ struct Send: AsyncParsableCommand {
                     if !quiet { StageProcess.printLine(String(decoding: message.body, as: UTF8.self)) }
                     let key = "\(outcome.merchant)/\(outcome.orderId)"
                     let settles = outcome.status.isTerminal || outcome.status == .pending
-                    if settles, expected.contains(key), settled.insert(key).inserted {
+                    if settles, expectedKeys.contains(key), settled.insert(key).inserted {
                         counts[outcome.status.rawValue, default: 0] += 1
                     }
                 }
                 if total >= 1000, Date().timeIntervalSince(lastProgress) >= 1 {
                     lastProgress = Date()
-                    FileHandle.standardError.write(Data("progress: \(settled.count)/\(expected.count) orders settled\n".utf8))
+                    FileHandle.standardError.write(Data("progress: \(settled.count)/\(expectedKeys.count) orders settled\n".utf8))
                 }
             }
-            counts["no outcome", default: 0] += expected.count - settled.count
+            counts["no outcome", default: 0] += expectedKeys.count - settled.count
             return counts
         }
-        for line in lines { try await sender.send(line) }
+        let sending = Task {
+            var sent = 0
+            for line in lines {
+                do { try await sender.send(line) } catch { break }
+                sent += 1
+            }
+            return sent
+        }
         let counts = try await collector.value
         let elapsed = Date().timeIntervalSince(start)
         receiver.stop()
-        _ = await sender.finish()
+        // Delivers what is queued; a send still waiting for the pipeline is released and stops.
+        let report = await sender.finish(drainTimeoutMilliseconds: 2000)
+        let sent = await sending.value
         await receiver.waitUntilClosed()
         context.terminate()
 
         let settled = counts.filter { $0.key != "no outcome" }.values.reduce(0, +)
+        if sent < total || report.undelivered > 0 {
+            FileHandle.standardError.write(Data("paypipe send: only \(sent - report.undelivered) of \(total) frame(s) reached \(intakeEndpoint); is the pipeline up (paypipe up)?\n".utf8))
+        }
         print("---")
         print("sent \(total) frame(s), \(expected.count) order(s) with an orderId; \(settled) settled in \(String(format: "%.2f", elapsed)) s (\(String(format: "%.0f", Double(settled) / max(elapsed, 0.001))) orders/s)")
         for (status, n) in counts.sorted(by: { $0.key < $1.key }) where n > 0 { print("  \(status): \(n)") }
+        if settled == 0 && expected.count > 0 { throw ExitCode(2) }
         if counts["no outcome", default: 0] > 0 { throw ExitCode(2) }
     }
 }
