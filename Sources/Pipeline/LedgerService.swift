@@ -23,7 +23,7 @@ public final class LedgerService: Sendable {
 
     let config: PaypipeConfig
     let storePath: String
-    let logger: Logger
+    public let logger: Logger
     let redeliverAfterMilliseconds: Int64
     public let metrics = StageMetrics()
     private let stopFlag = StopFlag()

@@ -8,7 +8,7 @@ import ZeroMQ
 /// passes signed requests to the submitters (or outcomes straight back to the ledger).
 public final class SignerService: Sendable {
     let config: PaypipeConfig
-    let logger: Logger
+    public let logger: Logger
     let metricsAddress: String
     public let metrics = StageMetrics()
     private let receiver = Mutex<ZMQReceiver?>(nil)

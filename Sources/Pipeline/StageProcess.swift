@@ -2,6 +2,28 @@ import Dispatch
 import Foundation
 import Logging
 import PaypipeCore
+import ServiceLifecycle
+
+/// A stage as a swift-service-lifecycle `Service`: graceful shutdown (SIGTERM/SIGINT through
+/// the `ServiceGroup`) calls the stage's `stop`, which stops taking work, finishes what is in
+/// flight and flushes outcomes before `run` returns.
+public struct StageService: Service {
+    let runStage: @Sendable () async throws -> Void
+    let stopStage: @Sendable () -> Void
+
+    public init(run: @escaping @Sendable () async throws -> Void, stop: @escaping @Sendable () -> Void) {
+        runStage = run
+        stopStage = stop
+    }
+
+    public func run() async throws {
+        try await withGracefulShutdownHandler {
+            try await runStage()
+        } onGracefulShutdown: {
+            stopStage()
+        }
+    }
+}
 
 /// What every stage executable shares: config loading with a one-line failure, logging to
 /// stderr, and graceful stop on SIGTERM/SIGINT.
@@ -27,6 +49,18 @@ public enum StageProcess {
         var logger = Logger(label: label)
         logger.logLevel = ProcessInfo.processInfo.environment["PAYPIPE_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
         return logger
+    }
+
+    /// Runs one stage in a `ServiceGroup` that shuts it down gracefully on SIGTERM or SIGINT.
+    public static func run(_ stage: StageService, logger: Logger) async {
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: [stage], gracefulShutdownSignals: [.sigterm, .sigint], cancellationSignals: [], logger: logger))
+        do {
+            try await group.run()
+        } catch {
+            fail("\(error)")
+        }
     }
 
     /// Calls `stop` on the first SIGTERM or SIGINT; a second one exits at once.

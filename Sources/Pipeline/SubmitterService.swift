@@ -10,7 +10,7 @@ public final class SubmitterService: Sendable {
     let config: PaypipeConfig
     let concurrency: Int
     let policy: SubmissionPolicy
-    let logger: Logger
+    public let logger: Logger
     let metricsAddress: String
     public let metrics = StageMetrics()
     private let receiver = Mutex<ZMQReceiver?>(nil)

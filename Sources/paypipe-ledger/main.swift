@@ -26,14 +26,13 @@ struct LedgerCommand: AsyncParsableCommand {
         if let metrics { config.endpoints.ledgerMetrics = metrics }
         let service = LedgerService(
             config: config, storePath: store, redeliverAfterMilliseconds: redeliverAfterMs, logger: StageProcess.logger("paypipe-ledger"))
-        StageProcess.onTerminationSignal { service.stop() }
-        do {
-            try await service.run { bound in
-                StageProcess.printLine(
-                    "paypipe-ledger ready intake=\(bound.intake) outcomes=\(bound.outcomes) signQueue=\(bound.signQueue) signedIn=\(bound.signedIn) signedOut=\(bound.signedOut) results=\(bound.results)")
-            }
-        } catch {
-            StageProcess.fail("\(error)")
-        }
+        let stage = StageService(
+            run: {
+                try await service.run { bound in
+                    StageProcess.printLine(
+                        "paypipe-ledger ready intake=\(bound.intake) outcomes=\(bound.outcomes) signQueue=\(bound.signQueue) signedIn=\(bound.signedIn) signedOut=\(bound.signedOut) results=\(bound.results)")
+                }
+            }, stop: { service.stop() })
+        await StageProcess.run(stage, logger: service.logger)
     }
 }

@@ -20,11 +20,6 @@ struct SignerCommand: AsyncParsableCommand {
         if let signedIn { config.endpoints.signedIn = signedIn }
         if let results { config.endpoints.results = results }
         let service = SignerService(config: config, metricsAddress: metrics, logger: StageProcess.logger("paypipe-signer"))
-        StageProcess.onTerminationSignal { service.stop() }
-        do {
-            try await service.run()
-        } catch {
-            StageProcess.fail("\(error)")
-        }
+        await StageProcess.run(StageService(run: { try await service.run() }, stop: { service.stop() }), logger: service.logger)
     }
 }

@@ -19,11 +19,6 @@ struct SubmitterCommand: AsyncParsableCommand {
         if let signedOut { config.endpoints.signedOut = signedOut }
         if let results { config.endpoints.results = results }
         let service = SubmitterService(config: config, concurrency: concurrency, metricsAddress: metrics, logger: StageProcess.logger("paypipe-submitter"))
-        StageProcess.onTerminationSignal { service.stop() }
-        do {
-            try await service.run()
-        } catch {
-            StageProcess.fail("\(error)")
-        }
+        await StageProcess.run(StageService(run: { try await service.run() }, stop: { service.stop() }), logger: service.logger)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import NetsEasy
 import PaypipeCore
 import Pipeline
 import Sandbox
@@ -21,6 +22,7 @@ struct EndToEndTests {
             "demo-tp-jwt-1": .pending, "demo-tp-query-1": .succeeded, "demo-tp-update-1": .succeeded,
             "demo-nets-create-1": .pending, "demo-nets-get-1": .failed, "demo-phonepe-1": .pending,
             "demo-cleeng-1": .pending, "demo-viva-1": .pending, "demo-rejected-1": .rejected,
+            "demo-nets-charge-1": .failed,  // the sandbox knows no such subscription
         ]
         for (id, status) in expected {
             #expect(byId[id]?.status == status, "\(id): \(byId[id].map { "\($0.status) \($0.error?.code ?? "")" } ?? "no outcome")")
@@ -52,6 +54,35 @@ struct EndToEndTests {
         let authRequestId = try #require(first.first?.result?["authRequestId"]?.stringValue)
         #expect(h.sandbox.ledger.requests("phonepe:\(authRequestId)") == 1)
         #expect(h.sandbox.ledger.effects("phonepe:\(authRequestId)") == 1)
+        await h.shutdown()
+    }
+
+    @Test func netsSubscriptionIsCreatedFetchedAndChargedExactlyOnce() async throws {
+        let h = try await PipelineHarness(sandboxConfiguration: SandboxConfiguration(
+            port: 0, phonePeCallbackDelayMilliseconds: 3_600_000, netsCompleteCheckoutAfterMilliseconds: 50))
+        defer { Task { await h.shutdown() } }
+        try h.startSigner()
+        try h.startSubmitter()
+        try await h.send(#"{"v":1,"orderId":"nets-c","provider":"nets","operation":"createSubscription","amount":9900,"currency":"SEK","params":{"endDate":"2030-12-31T23:59:59-03:30","interval":30,"reference":"sub-c"}}"#)
+        let created = try await h.collect { $0.contains { $0.orderId == "nets-c" } }
+        let paymentId = try #require(created.first?.result?["paymentId"]?.stringValue)
+        #expect(created.first?.status == .pending)
+        try await Task.sleep(for: .milliseconds(300))  // the customer completes the hosted page
+        try await h.send(#"{"v":1,"orderId":"nets-g","provider":"nets","operation":"getSubscription","params":{"paymentId":"\#(paymentId)"}}"#)
+        let fetched = try await h.collect { $0.contains { $0.orderId == "nets-g" } }
+        #expect(fetched.first?.status == .succeeded, "\(fetched)")
+        let subscriptionId = try #require(fetched.first?.result?["subscriptionId"]?.stringValue)
+        let charge = #"{"v":1,"orderId":"nets-charge","provider":"nets","operation":"chargeSubscription","amount":9900,"currency":"SEK","params":{"subscriptionId":"\#(subscriptionId)","reference":"charge-1"}}"#
+        try await h.send(charge)
+        let charged = try await h.collect { $0.contains { $0.orderId == "nets-charge" } }
+        #expect(charged.first?.status == .succeeded, "\(charged)")
+        #expect(charged.first?.result?["chargeId"] != nil)
+        try await h.send(charge)
+        let again = try await h.collect(timeout: .seconds(10)) { $0.contains { $0.orderId == "nets-charge" } }
+        #expect(again.first == charged.first)
+        let key = NetsPayments.idempotencyKey(for: OrderKey(merchant: "default", orderId: "nets-charge"))
+        #expect(h.sandbox.ledger.requests("nets:\(key)") == 1)
+        #expect(h.sandbox.ledger.effects("nets:\(key)") == 1)
         await h.shutdown()
     }
 
