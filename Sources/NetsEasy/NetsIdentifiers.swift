@@ -10,16 +10,7 @@ public enum NetsIdentifiers {
     /// rather than escaped: a provider id never contains them, so their presence means
     /// injection or a bug (and "." or ".." would walk up the path).
     public static func isSafeId(_ id: String) -> Bool {
-        let bytes = id.utf8
-        guard !bytes.isEmpty, bytes.count <= maxIdLength else { return false }
-        return bytes.allSatisfy { byte in
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"), UInt8(ascii: "-"):
-                true
-            default: false
-            }
-        }
+        SafeIdentifier.isValid(id, maxLength: maxIdLength)
     }
 
     /// The `Idempotency-Key` for an order: SHA-256 hex (64 characters, within Nets' 1-64) of

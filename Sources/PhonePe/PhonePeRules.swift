@@ -33,16 +33,7 @@ public enum PhonePeRules {
 
     /// `[A-Za-z0-9_-]`: safe verbatim in a URL path, a query value and a JSON string.
     public static func isIdentifier(_ text: String, maxLength: Int) -> Bool {
-        let bytes = text.utf8
-        guard !bytes.isEmpty, bytes.count <= maxLength else { return false }
-        return bytes.allSatisfy { byte in
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"), UInt8(ascii: "-"):
-                true
-            default: false
-            }
-        }
+        SafeIdentifier.isValid(text, maxLength: maxLength)
     }
 
     /// RFC 3986 scheme: `ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )`.
