@@ -20,7 +20,7 @@ public struct LedgerCore {
         public var redelivered = 0
     }
 
-    let store: LedgerStore
+    public let store: LedgerStore
     public private(set) var counters = Counters()
     /// Orders without a terminal or pending outcome are dispatched again after this long.
     public var redeliverAfterMilliseconds: Int64

@@ -19,6 +19,9 @@ public final class LedgerService: Sendable {
         func results(_ frames: [[UInt8]]) throws -> [LedgerCore.Effect] { try core.results(frames) }
         func redeliver() throws -> [LedgerCore.Effect] { try core.redeliver(now: milliseconds()) }
         var counters: LedgerCore.Counters { core.counters }
+        func depth() throws -> (open: Int, pending: Int) {
+            (try core.store.count(state: .open) + core.store.count(state: .unknown), try core.store.count(state: .pending))
+        }
     }
 
     let config: PaypipeConfig
@@ -103,10 +106,16 @@ public final class LedgerService: Sendable {
                 }
             }
             group.addTask {
+                let open = metrics.gauge("paypipe_orders_open", help: "Accepted orders with no outcome yet, or an unknown one (the work queue depth)")
+                let pending = metrics.gauge("paypipe_orders_pending", help: "Orders waiting on the customer or an asynchronous provider step")
                 while !stopFlag.isStopped {
                     try? await Task.sleep(for: .milliseconds(500))
                     if stopFlag.isStopped { break }
                     try await perform(try await core.redeliver())
+                    if let depth = try? await core.depth() {
+                        open.set(Double(depth.open))
+                        pending.set(Double(depth.pending))
+                    }
                 }
             }
             try await group.waitForAll()
