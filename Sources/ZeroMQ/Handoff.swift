@@ -113,13 +113,6 @@ final class Handoff<Element: Sendable>: @unchecked Sendable {
     }
 
     func waitUntilFinished() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = state.withLock { s in
-                if s.finished { return true }
-                s.finishWaiters.append(continuation)
-                return false
-            }
-            if done { continuation.resume() }
-        }
+        await state.suspend(until: { $0.finished }, park: { $0.finishWaiters.append($1) })
     }
 }

@@ -53,4 +53,17 @@ final class Locked<Value>: @unchecked Sendable {
     }
 
     func broadcast() { pthread_cond_broadcast(condition) }
+
+    /// Suspends the calling task until `isReady` holds. Otherwise `park` stores the continuation
+    /// in the value (under the lock), and whoever later makes it ready resumes it.
+    func suspend(until isReady: (inout Value) -> Bool, park: (inout Value, CheckedContinuation<Void, Never>) -> Void) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = withLock { value -> Bool in
+                if isReady(&value) { return true }
+                park(&value, continuation)
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
 }

@@ -72,14 +72,10 @@ public final class ZMQSender: Sendable {
     public func send(_ bytes: [UInt8]) async throws(ZMQError) { try await send(ZMQMessage(bytes)) }
 
     private func waitForSpace() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let ready = state.withLock { s in
-                if s.queue.count < capacity || s.closing || s.failure != nil { return true }
-                s.spaceWaiters.append(continuation)
-                return false
-            }
-            if ready { continuation.resume() }
-        }
+        let capacity = self.capacity
+        await state.suspend(
+            until: { $0.queue.count < capacity || $0.closing || $0.failure != nil },
+            park: { $0.spaceWaiters.append($1) })
     }
 
     /// Number of messages queued here and not yet handed to libzmq.
@@ -89,9 +85,7 @@ public final class ZMQSender: Sendable {
     /// closes the socket, whose LINGER covers what libzmq still holds.
     @discardableResult
     public func finish(drainTimeoutMilliseconds: Int = 5000) async -> DrainReport {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        let deadline = UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec) + UInt64(drainTimeoutMilliseconds) * 1_000_000
+        let deadline = ZMQSender.monotonicNanoseconds() + UInt64(drainTimeoutMilliseconds) * 1_000_000
         state.withLock { s in
             if !s.closing {
                 s.closing = true
@@ -99,14 +93,7 @@ public final class ZMQSender: Sendable {
             }
         }
         state.broadcast()
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = state.withLock { s in
-                if s.finished { return true }
-                s.finishWaiters.append(continuation)
-                return false
-            }
-            if done { continuation.resume() }
-        }
+        await state.suspend(until: { $0.finished }, park: { $0.finishWaiters.append($1) })
         return state.withLock { DrainReport(undelivered: $0.undelivered) }
     }
 
