@@ -35,6 +35,16 @@ public struct LedgerCore {
     public mutating func intake(_ frames: [[UInt8]], now: Int64) throws -> [Effect] {
         var effects: [Effect] = []
         var counters = self.counters
+        /// A first sighting gets `firstTime`; a repeat gets its latest outcome again, if any.
+        func admitted(_ admission: LedgerStore.Admission, firstTime: Effect) {
+            switch admission {
+            case .new: effects.append(firstTime)
+            case .duplicate(let stored):
+                counters.duplicates += 1
+                effects.append(.emit(Array(stored.utf8)))
+            case .duplicateInFlight: counters.duplicates += 1
+            }
+        }
         try store.transaction {
             for frame in frames {
                 counters.ordersIn += 1
@@ -46,26 +56,15 @@ public struct LedgerCore {
                     let outcome = Outcome.rejected(rejection, identity: identity, at: Timestamp.iso8601(milliseconds: now))
                     let text = outcome.serialized
                     if Order.isValidOrderId(identity.orderId) {
-                        switch try store.admitRejection(OrderKey(merchant: identity.merchant, orderId: identity.orderId), outcome: text, now: now) {
-                        case .new: effects.append(.emit(Array(text.utf8)))
-                        case .duplicate(let stored):
-                            counters.duplicates += 1
-                            effects.append(.emit(Array(stored.utf8)))
-                        case .duplicateInFlight: counters.duplicates += 1
-                        }
+                        let admission = try store.admitRejection(OrderKey(merchant: identity.merchant, orderId: identity.orderId), outcome: text, now: now)
+                        admitted(admission, firstTime: .emit(Array(text.utf8)))
                     } else {
                         effects.append(.emit(Array(text.utf8)))
                     }
                     counters.outcomesOut["rejected", default: 0] += 1
                 case .order(let order):
                     let json = order.json.serialized
-                    switch try store.admit(order, json: json, now: now) {
-                    case .new: effects.append(.dispatch(LedgerCore.dispatchFrame(orderJSON: json, acceptedAt: now)))
-                    case .duplicate(let stored):
-                        counters.duplicates += 1
-                        effects.append(.emit(Array(stored.utf8)))
-                    case .duplicateInFlight: counters.duplicates += 1
-                    }
+                    admitted(try store.admit(order, json: json, now: now), firstTime: .dispatch(LedgerCore.dispatchFrame(orderJSON: json, acceptedAt: now)))
                 }
             }
         }

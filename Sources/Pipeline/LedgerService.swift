@@ -20,7 +20,8 @@ public final class LedgerService: Sendable {
         func redeliver() throws -> [LedgerCore.Effect] { try core.redeliver(now: milliseconds()) }
         var counters: LedgerCore.Counters { core.counters }
         func depth() throws -> (open: Int, pending: Int) {
-            (try core.store.count(state: .open) + core.store.count(state: .unknown), try core.store.count(state: .pending))
+            let counts = try core.store.counts()
+            return (counts[.open, default: 0] + counts[.unknown, default: 0], counts[.pending, default: 0])
         }
     }
 
@@ -84,16 +85,7 @@ public final class LedgerService: Sendable {
         }
         let stopFlag = self.stopFlag
         let metrics = self.metrics
-        let metricsAddress = config.endpoints.ledgerMetrics
-        let metricsTask = Task {
-            do {
-                try await metrics.serve(address: metricsAddress, logger: logger) { port in
-                    logger.info("ledger metrics", metadata: ["port": "\(port)"])
-                }
-            } catch {
-                logger.error("metrics server failed", metadata: ["error": "\(error)"])
-            }
-        }
+        let metricsTask = metrics.start(address: config.endpoints.ledgerMetrics, role: "ledger", logger: logger)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 while let batch = try await intake.nextBatch() {
@@ -124,8 +116,7 @@ public final class LedgerService: Sendable {
         logger.info("ledger stopping", metadata: ["ordersIn": "\(counters.ordersIn)", "duplicates": "\(counters.duplicates)"])
         _ = await dispatch.finish()
         _ = await outcomes.finish()
-        await metrics.stop()
-        _ = await metricsTask.value
+        await metrics.stop(metricsTask)
         proxy.stop()
         context.terminate()
     }

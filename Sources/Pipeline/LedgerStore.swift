@@ -62,7 +62,7 @@ public final class LedgerStore {
     /// already terminal (a second terminal outcome from a redelivery is dropped: the first one
     /// stands, so every copy upstream sees is identical).
     public func record(_ outcome: Outcome, serialized: String) throws -> String? {
-        let merchant = Bindable.text(outcome.merchant), orderId = Bindable.text(outcome.orderId)
+        let merchant = SQLiteValue.text(outcome.merchant), orderId = SQLiteValue.text(outcome.orderId)
         if outcome.status.isTerminal {
             try db.query(
                 "UPDATE orders SET state='terminal', outcome=? WHERE merchant=? AND order_id=? AND state!='terminal'",
@@ -93,15 +93,12 @@ public final class LedgerStore {
         return result
     }
 
-    public func state(of key: OrderKey) throws -> (State, String?, Int)? {
-        let rows = try db.query("SELECT state, outcome, dispatches FROM orders WHERE merchant=? AND order_id=?", [.text(key.merchant), .text(key.orderId)])
-        guard let row = rows.first, let state = row[0].text.flatMap(State.init(rawValue:)) else { return nil }
-        return (state, row[1].text, Int(row[2].integer ?? 0))
-    }
-
-    public func count(state: State) throws -> Int {
-        Int(try db.query("SELECT COUNT(*) FROM orders WHERE state=?", [.text(state.rawValue)]).first?.first?.integer ?? 0)
+    /// How many orders are in each state.
+    public func counts() throws -> [State: Int] {
+        var counts: [State: Int] = [:]
+        for row in try db.query("SELECT state, COUNT(*) FROM orders GROUP BY state") {
+            if let state = row[0].text.flatMap(State.init(rawValue:)), let n = row[1].integer { counts[state] = Int(n) }
+        }
+        return counts
     }
 }
-
-typealias Bindable = SQLiteValue

@@ -1,5 +1,6 @@
 import Logging
 import PaypipeCore
+import Synchronization
 import ZeroMQ
 
 /// Socket options for the internal hops. A small send HWM keeps little work parked in any one
@@ -39,5 +40,3 @@ final class StopFlag: Sendable {
     func stop() { stopped.withLock { $0 = true } }
     var isStopped: Bool { stopped.withLock { $0 } }
 }
-
-import Synchronization

@@ -38,12 +38,7 @@ public final class SignerService: Sendable {
         logger.info("signer ready", metadata: ["signQueue": "\(e.signQueue)"])
         let logger = self.logger
         let metrics = self.metrics
-        let metricsAddress = self.metricsAddress
-        let metricsTask = Task {
-            try? await metrics.serve(address: metricsAddress, logger: logger) { port in
-                logger.info("signer metrics", metadata: ["port": "\(port)"])
-            }
-        }
+        let metricsTask = metrics.start(address: metricsAddress, role: "signer", logger: logger)
         let signedCount = metrics.counter("paypipe_signer_orders_total", [("result", "signed")], help: "Orders handled by the signer, by result")
         let directCount = metrics.counter("paypipe_signer_orders_total", [("result", "outcome")], help: "Orders handled by the signer, by result")
         let rejectedCount = metrics.counter("paypipe_signer_orders_total", [("result", "rejected")], help: "Orders handled by the signer, by result")
@@ -65,8 +60,7 @@ public final class SignerService: Sendable {
         }
         _ = await signed.finish()
         _ = await results.finish()
-        await metrics.stop()
-        _ = await metricsTask.value
+        await metrics.stop(metricsTask)
         context.terminate()
         logger.info("signer stopped")
     }

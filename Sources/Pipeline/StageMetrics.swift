@@ -54,6 +54,25 @@ public final class StageMetrics: Sendable {
         try await serviceGroup.run()
     }
 
+    /// Serves in the background, logging the bound port (or the failure) under `role`.
+    public func start(address: String, role: String, logger: Logger) -> Task<Void, Never> {
+        Task {
+            do {
+                try await serve(address: address, logger: logger) { port in
+                    logger.info("\(role) metrics", metadata: ["port": "\(port)"])
+                }
+            } catch {
+                logger.error("metrics server failed", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    /// Stops the server started by `start` and waits for it.
+    public func stop(_ task: Task<Void, Never>) async {
+        await stop()
+        await task.value
+    }
+
     public func stop() async {
         stopped.withLock { $0 = true }
         if let serviceGroup = group.withLock({ $0 }) { await serviceGroup.triggerGracefulShutdown() }

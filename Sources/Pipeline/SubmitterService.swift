@@ -46,12 +46,7 @@ public final class SubmitterService: Sendable {
         let policy = self.policy
         let logger = self.logger
         let metrics = self.metrics
-        let metricsAddress = self.metricsAddress
-        let metricsTask = Task {
-            try? await metrics.serve(address: metricsAddress, logger: logger) { port in
-                logger.info("submitter metrics", metadata: ["port": "\(port)"])
-            }
-        }
+        let metricsTask = metrics.start(address: metricsAddress, role: "submitter", logger: logger)
         let inFlightGauge = metrics.gauge("paypipe_submitter_in_flight", help: "Submissions in progress")
         let retries = metrics.counter("paypipe_submitter_retries_total", help: "Requests sent again after a retryable failure")
         let latency = metrics.latency("paypipe_order_latency_seconds", help: "From ledger acceptance to the submitter's outcome")
@@ -84,8 +79,7 @@ public final class SubmitterService: Sendable {
         }
         await http.shutdown()
         _ = await results.finish()
-        await metrics.stop()
-        _ = await metricsTask.value
+        await metrics.stop(metricsTask)
         context.terminate()
         logger.info("submitter stopped")
     }
