@@ -23,6 +23,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
     ],
     targets: [
         .systemLibrary(
@@ -113,6 +114,16 @@ let package = Package(
             name: "paypipe-zmq-bench",
             dependencies: ["ZeroMQ", "CZeroMQ"],
             path: "bench/zmq",
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "paypipe-bench",
+            dependencies: [
+                "PaypipeCore", "ZeroMQ",
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "bench/driver",
             swiftSettings: strict
         ),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"], swiftSettings: strict),
