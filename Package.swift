@@ -57,6 +57,7 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -98,10 +99,12 @@ let package = Package(
         .executableTarget(name: "paypipe-ledger", dependencies: ["Pipeline", "PaypipeCore", .product(name: "ArgumentParser", package: "swift-argument-parser")], swiftSettings: strict),
         .executableTarget(name: "paypipe-signer", dependencies: ["Pipeline", "PaypipeCore", .product(name: "ArgumentParser", package: "swift-argument-parser")], swiftSettings: strict),
         .executableTarget(name: "paypipe-submitter", dependencies: ["Pipeline", "PaypipeCore", .product(name: "ArgumentParser", package: "swift-argument-parser")], swiftSettings: strict),
+        .executableTarget(name: "paypipe-callbacks", dependencies: ["Pipeline", "PaypipeCore", .product(name: "ArgumentParser", package: "swift-argument-parser")], swiftSettings: strict),
+        .executableTarget(name: "paypipe-cleeng-poller", dependencies: ["Pipeline", "PaypipeCore", .product(name: "ArgumentParser", package: "swift-argument-parser")], swiftSettings: strict),
         .executableTarget(name: "paypipe", dependencies: ["Pipeline", "PaypipeCore", "ZeroMQ", .product(name: "ArgumentParser", package: "swift-argument-parser")], swiftSettings: strict),
         .testTarget(
             name: "PipelineTests",
-            dependencies: ["Pipeline", "PaypipeCore", "ZeroMQ", "Sandbox", "PhonePe", "TrustPayments", "NetsEasy", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Pipeline", "PaypipeCore", "ZeroMQ", "Sandbox", "PhonePe", "TrustPayments", "NetsEasy", "Cleeng", "Viva", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
         .executableTarget(

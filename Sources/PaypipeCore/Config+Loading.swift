@@ -108,6 +108,8 @@ extension PaypipeConfig {
             config.endpoints.signedOut = try e.optionalString("signedOut") ?? config.endpoints.signedOut
             config.endpoints.results = try e.optionalString("results") ?? config.endpoints.results
             config.endpoints.ledgerMetrics = try e.optionalString("ledgerMetrics") ?? config.endpoints.ledgerMetrics
+            config.endpoints.ledgerRPC = try e.optionalString("ledgerRPC") ?? config.endpoints.ledgerRPC
+            config.endpoints.pollQueue = try e.optionalString("pollQueue") ?? config.endpoints.pollQueue
             try e.finish()
         }
         if var t = try root.optionalObject("timers") {

@@ -24,6 +24,11 @@ public struct PaypipeConfig: Sendable {
         public var signedOut = "tcp://127.0.0.1:5553"
         /// Outcomes from every stage back to the ledger (stages PUSH → ledger PULL).
         public var results = "tcp://127.0.0.1:5554"
+        /// Order lookups and durable callback hand-off (callback validators and pollers DEALER →
+        /// ledger ROUTER): the pipeline's store, reached without sharing a disk.
+        public var ledgerRPC = "tcp://127.0.0.1:5555"
+        /// Accepted Cleeng receipts for the pollers (ledger PUSH → pollers PULL).
+        public var pollQueue = "tcp://127.0.0.1:5556"
         /// HTTP address of the ledger's /metrics and /healthz.
         public var ledgerMetrics = "127.0.0.1:9090"
         public init() {}

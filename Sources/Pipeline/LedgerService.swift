@@ -9,15 +9,16 @@ import ZeroMQ
 /// signers and submitters.
 public final class LedgerService: Sendable {
     public struct BoundEndpoints: Sendable, Equatable {
-        public var intake, outcomes, signQueue, signedIn, signedOut, results: String
+        public var intake, outcomes, signQueue, signedIn, signedOut, results, ledgerRPC, pollQueue: String
     }
 
     actor Core {
         var core: LedgerCore
         init(core: LedgerCore) { self.core = core }
         func intake(_ frames: [[UInt8]]) throws -> [LedgerCore.Effect] { try core.intake(frames, now: milliseconds()) }
-        func results(_ frames: [[UInt8]]) throws -> [LedgerCore.Effect] { try core.results(frames) }
+        func results(_ frames: [[UInt8]]) throws -> [LedgerCore.Effect] { try core.results(frames, now: milliseconds()) }
         func redeliver() throws -> [LedgerCore.Effect] { try core.redeliver(now: milliseconds()) }
+        func handle(_ request: LedgerRequest) -> (LedgerReply, [LedgerCore.Effect]) { core.handle(request, now: milliseconds()) }
         var counters: LedgerCore.Counters { core.counters }
         func depth() throws -> (open: Int, pending: Int) {
             let counts = try core.store.counts()
@@ -32,6 +33,7 @@ public final class LedgerService: Sendable {
     public let metrics = StageMetrics()
     private let stopFlag = StopFlag()
     private let receivers = Mutex<[ZMQReceiver]>([])
+    private let rpcChannel = Mutex<ZMQDuplex?>(nil)
 
     public init(config: PaypipeConfig, storePath: String, redeliverAfterMilliseconds: Int64 = 60_000, logger: Logger) {
         self.config = config
@@ -43,7 +45,8 @@ public final class LedgerService: Sendable {
     /// Runs until `stop()`; calls `ready` once every socket is bound.
     public func run(ready: @Sendable (BoundEndpoints) -> Void) async throws {
         let store = try LedgerStore(path: storePath)
-        let core = Core(core: LedgerCore(store: store, redeliverAfterMilliseconds: redeliverAfterMilliseconds))
+        let core = Core(core: LedgerCore(
+            store: store, redeliverAfterMilliseconds: redeliverAfterMilliseconds, timers: LedgerCore.AsyncTimers(config.timers)))
         let context = try ZMQContext()
         let e = config.endpoints
 
@@ -55,10 +58,15 @@ public final class LedgerService: Sendable {
         let resultsSocket = try context.socket(.pull, options: stageOptions())
         let signedInSocket = try context.socket(.pull, options: stageOptions())
         let signedOutSocket = try context.socket(.push, options: workQueueOptions())
+        let rpcSocket = try context.socket(.router, options: stageOptions())
+        let pollSocket = try context.socket(.push, options: stageOptions(highWaterMark: 10_000))
         let bound = BoundEndpoints(
             intake: try intakeSocket.bind(e.intake), outcomes: try outcomesSocket.bind(e.outcomes),
             signQueue: try signSocket.bind(e.signQueue), signedIn: try signedInSocket.bind(e.signedIn),
-            signedOut: try signedOutSocket.bind(e.signedOut), results: try resultsSocket.bind(e.results))
+            signedOut: try signedOutSocket.bind(e.signedOut), results: try resultsSocket.bind(e.results),
+            ledgerRPC: try rpcSocket.bind(e.ledgerRPC), pollQueue: try pollSocket.bind(e.pollQueue))
+        let rpc = try ZMQDuplex(socket: rpcSocket)
+        let polls = try ZMQSender(socket: pollSocket)
 
         let proxy = try ZMQProxy(context: context, frontend: signedInSocket, backend: signedOutSocket)
         let intake = try ZMQReceiver(socket: intakeSocket)
@@ -66,7 +74,8 @@ public final class LedgerService: Sendable {
         let outcomes = try ZMQSender(socket: outcomesSocket)
         let dispatch = try ZMQSender(socket: signSocket)
         receivers.withLock { $0 = [intake, results] }
-        if stopFlag.isStopped { intake.stop(); results.stop() }
+        rpcChannel.withLock { $0 = rpc }
+        if stopFlag.isStopped { intake.stop(); results.stop(); rpc.stop() }
         ready(bound)
         logger.info("ledger ready", metadata: ["intake": "\(bound.intake)", "outcomes": "\(bound.outcomes)"])
 
@@ -78,6 +87,10 @@ public final class LedgerService: Sendable {
                 switch effect {
                 case .dispatch(let frame): try await dispatch.send(frame)
                 case .emit(let frame): try await outcomes.send(frame)
+                case .poll(let frame):
+                    // With no poller connected the receipt waits in the store: a (re)starting
+                    // poller asks for every pending receipt, and lost ones are swept up later.
+                    if polls.queuedCount < 4096 { try await polls.send(frame) }
                 case .drop(let rejection):
                     logger.warning("dropped an intake frame", metadata: ["code": "\(rejection.code)", "reason": "\(rejection.message.prefix(120))"])
                 }
@@ -98,6 +111,22 @@ public final class LedgerService: Sendable {
                 }
             }
             group.addTask {
+                while let batch = try await rpc.nextBatch() {
+                    for message in batch {
+                        // [client identity, request id, request]
+                        guard message.frames.count == 3 else { continue }
+                        let reply: LedgerReply, effects: [LedgerCore.Effect]
+                        do {
+                            (reply, effects) = await core.handle(try LedgerRequest.parse(message.frames[2]))
+                        } catch {
+                            (reply, effects) = (.failure("\(error)"), [])
+                        }
+                        try await perform(effects)
+                        rpc.send(ZMQMessage(frames: [message.frames[0], message.frames[1], Array(reply.json.serialized.utf8)]))
+                    }
+                }
+            }
+            group.addTask {
                 let open = metrics.gauge("paypipe_orders_open", help: "Accepted orders with no outcome yet, or an unknown one (the work queue depth)")
                 let pending = metrics.gauge("paypipe_orders_pending", help: "Orders waiting on the customer or an asynchronous provider step")
                 while !stopFlag.isStopped {
@@ -115,7 +144,9 @@ public final class LedgerService: Sendable {
         let counters = await core.counters
         logger.info("ledger stopping", metadata: ["ordersIn": "\(counters.ordersIn)", "duplicates": "\(counters.duplicates)"])
         _ = await dispatch.finish()
+        _ = await polls.finish(drainTimeoutMilliseconds: 500)
         _ = await outcomes.finish()
+        await rpc.waitUntilClosed()
         await metrics.stop(metricsTask)
         proxy.stop()
         context.terminate()
@@ -125,6 +156,7 @@ public final class LedgerService: Sendable {
     public func stop() {
         stopFlag.stop()
         for receiver in receivers.withLock({ $0 }) { receiver.stop() }
+        rpcChannel.withLock { $0 }?.stop()
     }
 }
 

@@ -30,6 +30,22 @@ public final class LedgerStore {
               PRIMARY KEY(merchant, order_id)) WITHOUT ROWID
             """)
         try db.execute("CREATE INDEX IF NOT EXISTS orders_redelivery ON orders(state, dispatched_at)")
+        // Added with the callback validator and the Cleeng poller; older ledgers gain the columns.
+        let columns = Set(try db.query("PRAGMA table_info(orders)").compactMap { $0[1].text })
+        for (name, type) in [("provider", "TEXT"), ("operation", "TEXT"), ("pending_at", "INTEGER")] where !columns.contains(name) {
+            try db.execute("ALTER TABLE orders ADD COLUMN \(name) \(type)")
+        }
+        try db.execute("CREATE INDEX IF NOT EXISTS orders_async ON orders(provider, state, pending_at)")
+        // Provider references that callbacks name instead of the orderId (PhonePe authRequestId, Nets paymentId).
+        try db.execute("""
+            CREATE TABLE IF NOT EXISTS refs(provider TEXT NOT NULL, ref TEXT NOT NULL, merchant TEXT NOT NULL,
+              order_id TEXT NOT NULL, PRIMARY KEY(provider, ref)) WITHOUT ROWID
+            """)
+        // Every authentic callback event already handed on: a provider's redelivery changes nothing.
+        try db.execute("""
+            CREATE TABLE IF NOT EXISTS callback_events(event TEXT PRIMARY KEY, merchant TEXT NOT NULL,
+              order_id TEXT NOT NULL, at INTEGER NOT NULL) WITHOUT ROWID
+            """)
     }
 
     public func transaction<T>(_ body: () throws -> T) throws -> T { try db.transaction(body) }
@@ -37,8 +53,9 @@ public final class LedgerStore {
     /// Records a valid order unless its key is known. Call inside `transaction`.
     public func admit(_ order: Order, json: String, now: Int64) throws -> Admission {
         try db.query(
-            "INSERT OR IGNORE INTO orders(merchant, order_id, order_json, state, accepted_at, dispatched_at, dispatches) VALUES(?,?,?,'open',?,?,1)",
-            [.text(order.merchant), .text(order.orderId), .text(json), .integer(now), .integer(now)])
+            "INSERT OR IGNORE INTO orders(merchant, order_id, order_json, state, accepted_at, dispatched_at, dispatches, provider, operation) VALUES(?,?,?,'open',?,?,1,?,?)",
+            [.text(order.merchant), .text(order.orderId), .text(json), .integer(now), .integer(now),
+             .text(order.provider.rawValue), .text(order.operation.rawValue)])
         if db.changes == 1 { return .new }
         return try existing(merchant: order.merchant, orderId: order.orderId)
     }
@@ -58,22 +75,52 @@ public final class LedgerStore {
         return .duplicateInFlight
     }
 
-    /// Applies a stage's outcome. Returns the bytes to send upstream, or nil when the order is
-    /// already terminal (a second terminal outcome from a redelivery is dropped: the first one
-    /// stands, so every copy upstream sees is identical).
-    public func record(_ outcome: Outcome, serialized: String) throws -> String? {
+    /// What recording an outcome led to.
+    public struct Recorded: Sendable, Equatable {
+        /// The bytes to send upstream, or nil when the order was already terminal (a second
+        /// terminal outcome from a redelivery is dropped: the first one stands, so every copy
+        /// upstream sees is identical).
+        public var emit: String?
+        /// Set when the order has just become pending: (order JSON, pending since).
+        public var becamePending: (json: String, since: Int64)?
+
+        public static func == (a: Recorded, b: Recorded) -> Bool {
+            a.emit == b.emit && a.becamePending?.json == b.becamePending?.json && a.becamePending?.since == b.becamePending?.since
+        }
+    }
+
+    /// Applies a stage's outcome. Call inside `transaction`.
+    public func record(_ outcome: Outcome, serialized: String, now: Int64) throws -> Recorded {
         let merchant = SQLiteValue.text(outcome.merchant), orderId = SQLiteValue.text(outcome.orderId)
         if outcome.status.isTerminal {
             try db.query(
                 "UPDATE orders SET state='terminal', outcome=? WHERE merchant=? AND order_id=? AND state!='terminal'",
                 [.text(serialized), merchant, orderId])
-            return db.changes == 1 ? serialized : nil
+            return Recorded(emit: db.changes == 1 ? serialized : nil)
         }
-        let state: State = outcome.status == .unknown ? .unknown : .pending
+        if outcome.status == .unknown {
+            try db.query(
+                "UPDATE orders SET state='unknown', outcome=? WHERE merchant=? AND order_id=? AND state!='terminal'",
+                [.text(serialized), merchant, orderId])
+            return Recorded(emit: db.changes == 1 ? serialized : nil)
+        }
         try db.query(
-            "UPDATE orders SET state=?, outcome=? WHERE merchant=? AND order_id=? AND state!='terminal'",
-            [.text(state.rawValue), .text(serialized), merchant, orderId])
-        return db.changes == 1 ? serialized : nil
+            "UPDATE orders SET state='pending', outcome=?, pending_at=?, dispatched_at=? WHERE merchant=? AND order_id=? AND state IN ('open','unknown')",
+            [.text(serialized), .integer(now), .integer(now), merchant, orderId])
+        guard db.changes == 1 else {
+            // Already pending (a redelivered order's second pending outcome): forwarded, nothing else changes.
+            try db.query("UPDATE orders SET outcome=? WHERE merchant=? AND order_id=? AND state='pending'", [.text(serialized), merchant, orderId])
+            return Recorded(emit: db.changes == 1 ? serialized : nil)
+        }
+        for (provider, key) in [(Provider.phonepe, "authRequestId"), (.nets, "paymentId")] where outcome.provider == provider.rawValue {
+            if let ref = outcome.result?[key]?.stringValue {
+                try db.query(
+                    "INSERT OR IGNORE INTO refs(provider, ref, merchant, order_id) VALUES(?,?,?,?)",
+                    [.text(provider.rawValue), .text(ref), merchant, orderId])
+            }
+        }
+        let rows = try db.query("SELECT order_json FROM orders WHERE merchant=? AND order_id=?", [merchant, orderId])
+        return Recorded(emit: serialized, becamePending: rows.first?[0].text.map { ($0, now) })
     }
 
     /// Orders without a terminal or pending outcome whose last dispatch is older than `cutoff`:

@@ -27,14 +27,30 @@ public struct SignerCore: Sendable {
         checksums = config.merchants.compactMapValues { $0.phonepe.map(PhonePeChecksum.init(config:)) }
     }
 
-    public func sign(_ order: Order, acceptedAt: Int64, nowSeconds: Int64, attempts: Int = 1) -> SignerOutput {
+    /// `statusCheck`: the order was submitted before and its confirmation never came, so the
+    /// work is the provider's status call alone (PhonePe auth status after a missed callback).
+    public func sign(_ order: Order, acceptedAt: Int64, nowSeconds: Int64, attempts: Int = 1, statusCheck: Bool = false) -> SignerOutput {
         do {
+            if statusCheck { return try statusCheckWork(order, acceptedAt: acceptedAt) }
             return try signOrThrow(order, acceptedAt: acceptedAt, nowSeconds: nowSeconds, attempts: attempts)
         } catch {
             let rejection = Outcome(
                 order: order, status: .rejected, error: .init(code: error.code.rawValue, message: error.message), attempts: 0)
             return .outcome(rejection)
         }
+    }
+
+    private func statusCheckWork(_ order: Order, acceptedAt: Int64) throws(Rejection) -> SignerOutput {
+        guard order.operation == .authInit else {
+            throw Rejection(.unknownOperation, field: "operation", "only a phonepe authInit has a status check")
+        }
+        let phonepe = try config.merchant(order.merchant).require(\.phonepe, .phonepe)
+        let checksum = checksums[order.merchant] ?? PhonePeChecksum(config: phonepe)
+        let authInit = try PhonePeAuthInit(order: order, config: phonepe, checksum: checksum)
+        return .submit(SubmitWork(
+            order: order, request: authInit.statusRequest, resolve: authInit.statusRequest,
+            context: ["authRequestId": authInit.authRequestId, "merchantId": phonepe.merchantId, SubmitWork.statusCheckKey: "true"],
+            acceptedAt: acceptedAt))
     }
 
     private func signOrThrow(_ order: Order, acceptedAt: Int64, nowSeconds: Int64, attempts: Int) throws(Rejection) -> SignerOutput {

@@ -44,12 +44,12 @@ public final class SignerService: Sendable {
         let rejectedCount = metrics.counter("paypipe_signer_orders_total", [("result", "rejected")], help: "Orders handled by the signer, by result")
 
         for try await message in orders {
-            guard let (order, acceptedAt) = LedgerCore.readDispatch(message.body) else {
+            guard let dispatch = LedgerCore.readDispatch(message.body) else {
                 logger.warning("unreadable dispatch frame", metadata: ["bytes": "\(message.body.count)"])
                 continue
             }
             let now = milliseconds()
-            switch core.sign(order, acceptedAt: acceptedAt, nowSeconds: now / 1000) {
+            switch core.sign(dispatch.order, acceptedAt: dispatch.acceptedAt, nowSeconds: now / 1000, statusCheck: dispatch.statusCheck) {
             case .submit(let work):
                 signedCount.increment()
                 try await signed.send(work.frame)

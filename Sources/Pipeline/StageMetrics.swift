@@ -30,7 +30,11 @@ public final class StageMetrics: Sendable {
     }
 
     /// Serves until `stop()`. `address` is `host:port`; port 0 picks a free one, reported to `onListening`.
-    public func serve(address: String, logger: Logger, onListening: @escaping @Sendable (Int) -> Void = { _ in }) async throws {
+    /// `routes` adds a stage's own endpoints next to /metrics and /healthz.
+    public func serve(
+        address: String, logger: Logger, routes: (Router<BasicRequestContext>) -> Void = { _ in },
+        onListening: @escaping @Sendable (Int) -> Void = { _ in }
+    ) async throws {
         let parts = address.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count >= 2, let port = Int(parts.last!) else { throw EnvelopeError("metrics address must be host:port, got \(address)") }
         let host = parts.dropLast().joined(separator: ":")
@@ -42,6 +46,7 @@ public final class StageMetrics: Sendable {
                 body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
         }
         router.get("/healthz") { _, _ -> String in "ok\n" }
+        routes(router)
         let app = Application(
             router: router, configuration: .init(address: .hostname(host, port: port)),
             onServerRunning: { channel in onListening(channel.localAddress?.port ?? port) }, logger: logger)
@@ -58,9 +63,9 @@ public final class StageMetrics: Sendable {
     public func start(address: String, role: String, logger: Logger) -> Task<Void, Never> {
         Task {
             do {
-                try await serve(address: address, logger: logger) { port in
+                try await serve(address: address, logger: logger, onListening: { port in
                     logger.info("\(role) metrics", metadata: ["port": "\(port)"])
-                }
+                })
             } catch {
                 logger.error("metrics server failed", metadata: ["error": "\(error)"])
             }

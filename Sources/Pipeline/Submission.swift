@@ -55,6 +55,7 @@ public struct Submission: Sendable {
         self.work = work
         self.policy = policy
         current = work.request
+        if work.isStatusCheck { phase = .resolving }
     }
 
     public mutating func start() -> Action {
@@ -81,7 +82,12 @@ public struct Submission: Sendable {
     private mutating func apply(_ verdict: ProviderVerdict, jitter: Double) -> Action {
         switch verdict {
         case .succeeded(let result): return finish(.succeeded, result: result)
-        case .pending(let result): return finish(.pending, result: result)
+        case .pending(let result):
+            if work.isStatusCheck {
+                // PROTOCOL.md: a missed callback is resolved by the status call, terminal either way.
+                return finish(.failed, error: .init(code: "AUTH_NOT_COMPLETED", message: "no callback arrived and the provider's status is still pending"))
+            }
+            return finish(.pending, result: result)
         case .failed(let code, let message): return finish(.failed, error: .init(code: code, message: message))
         case .retry(let reason):
             retriesInPhase += 1

@@ -22,6 +22,11 @@ public struct SubmitWork: Sendable, Equatable {
         self.acceptedAt = acceptedAt
     }
 
+    /// Set in `context` when the work is a status check alone: the order was submitted earlier
+    /// and its asynchronous confirmation never came, so a still-pending status ends it `failed`.
+    public static let statusCheckKey = "statusCheck"
+    public var isStatusCheck: Bool { context[SubmitWork.statusCheckKey] == "true" }
+
     public var json: JSONValue {
         var object: [String: JSONValue] = [
             "order": order.json, "request": SubmitWork.encode(request),

@@ -29,6 +29,9 @@ public struct SandboxConfiguration: Sendable {
     /// Time after an accepted Cleeng receipt from which getAccessStatus reports access granted.
     /// Default 10000. nil (or negative) never grants, to exercise the poller's give-up path.
     public var cleengGrantAfterMilliseconds: Int?
+    /// When set, access is granted from this getAccessStatus call on (counted per customer
+    /// token), whatever the time; `cleengGrantAfterMilliseconds` is then ignored. Default nil.
+    public var cleengGrantOnPoll: Int?
     /// Where to POST Nets webhooks after checkout completion. Default nil: deliveries go to the
     /// URLs the create request registered (none registered, none sent). When set, every
     /// delivery goes here instead, and a payment that registered no webhooks still gets a
@@ -55,6 +58,7 @@ public struct SandboxConfiguration: Sendable {
         outboundAttempts: Int = 4,
         outboundRetryBaseMilliseconds: Int = 200,
         cleengGrantAfterMilliseconds: Int? = 10000,
+        cleengGrantOnPoll: Int? = nil,
         netsWebhookURL: String? = nil,
         netsCompleteCheckoutAfterMilliseconds: Int? = 2000,
         ledgerKeyLimit: Int = 2_000_000,
@@ -70,6 +74,7 @@ public struct SandboxConfiguration: Sendable {
         self.outboundAttempts = outboundAttempts
         self.outboundRetryBaseMilliseconds = outboundRetryBaseMilliseconds
         self.cleengGrantAfterMilliseconds = cleengGrantAfterMilliseconds
+        self.cleengGrantOnPoll = cleengGrantOnPoll
         self.netsWebhookURL = netsWebhookURL
         self.netsCompleteCheckoutAfterMilliseconds = netsCompleteCheckoutAfterMilliseconds
         self.ledgerKeyLimit = ledgerKeyLimit

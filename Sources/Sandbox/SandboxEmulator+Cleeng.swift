@@ -60,8 +60,15 @@ final class CleengEmulation: Sendable {
             let key = Self.receiptKey(customerToken: query.customerToken, offerId: query.offerId)
             let acceptedAt = receipts.withLock { $0[key] }
             var granted = false
-            if let acceptedAt, let after = emulator.configuration.cleengGrantAfterMilliseconds, after >= 0 {
-                granted = ContinuousClock.now - acceptedAt >= .milliseconds(after)
+            if let acceptedAt {
+                let elapsed = ContinuousClock.now - acceptedAt
+                let milliseconds = elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
+                let polls = emulator.ledger.cleengPolled(customerToken: query.customerToken, millisecondsAfterReceipt: milliseconds)
+                if let onPoll = emulator.configuration.cleengGrantOnPoll {
+                    granted = polls >= onPoll
+                } else if let after = emulator.configuration.cleengGrantAfterMilliseconds, after >= 0 {
+                    granted = elapsed >= .milliseconds(after)
+                }
             }
             let grant = granted ? CleengAccessGrant(grantType: "purchase", expiresAt: nil, purchasedDirectly: true) : nil
             return CleengSandbox.accessStatusResponse(id: query.id, grant: grant)

@@ -31,6 +31,8 @@ public final class SandboxLedger: Sendable {
         var total = 0
         var injectedErrors = 0
         var untrackedKeys = 0
+        /// Per Cleeng customer token: when each getAccessStatus arrived, in ms after its receipt.
+        var cleengPolls: [String: [Int64]] = [:]
     }
 
     private let state = Mutex(State())
@@ -54,6 +56,20 @@ public final class SandboxLedger: Sendable {
             }
         }
     }
+
+    /// Records a getAccessStatus arrival; returns how many this customer token has made.
+    func cleengPolled(customerToken: String, millisecondsAfterReceipt: Int64) -> Int {
+        state.withLock { state in
+            guard state.cleengPolls[customerToken] != nil || state.cleengPolls.count < keyLimit else { return 0 }
+            var times = state.cleengPolls[customerToken, default: []]
+            if times.count < 64 { times.append(millisecondsAfterReceipt) }
+            state.cleengPolls[customerToken] = times
+            return times.count
+        }
+    }
+
+    /// When each getAccessStatus for `customerToken` arrived, in ms after the receipt was accepted.
+    public func cleengPollTimes(customerToken: String) -> [Int64] { state.withLock { $0.cleengPolls[customerToken] ?? [] } }
 
     func injectedError() {
         state.withLock { $0.injectedErrors += 1 }

@@ -30,7 +30,7 @@ struct LedgerCommand: AsyncParsableCommand {
             run: {
                 try await service.run { bound in
                     StageProcess.printLine(
-                        "paypipe-ledger ready intake=\(bound.intake) outcomes=\(bound.outcomes) signQueue=\(bound.signQueue) signedIn=\(bound.signedIn) signedOut=\(bound.signedOut) results=\(bound.results)")
+                        "paypipe-ledger ready intake=\(bound.intake) outcomes=\(bound.outcomes) signQueue=\(bound.signQueue) signedIn=\(bound.signedIn) signedOut=\(bound.signedOut) results=\(bound.results) ledgerRPC=\(bound.ledgerRPC) pollQueue=\(bound.pollQueue)")
                 }
             }, stop: { service.stop() })
         await StageProcess.run(stage, logger: service.logger)

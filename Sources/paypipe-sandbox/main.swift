@@ -45,6 +45,9 @@ struct SandboxCommand: AsyncParsableCommand {
     @Option(name: .customLong("cleeng-grant-after-ms"), help: "Time after a Cleeng receipt until access is granted (-1 = never).")
     var cleengGrantAfterMilliseconds = 10000
 
+    @Option(name: .customLong("cleeng-grant-on-poll"), help: "Grant Cleeng access from this getAccessStatus call on, per customer (overrides --cleeng-grant-after-ms).")
+    var cleengGrantOnPoll: Int?
+
     @Option(name: .customLong("nets-webhook-url"), help: "Send Nets webhooks here after checkout completion (default: the URLs the payment registered).")
     var netsWebhookURL: String?
 
@@ -90,6 +93,7 @@ struct SandboxCommand: AsyncParsableCommand {
             phonePeCallbackDelayMilliseconds: phonePeCallbackDelayMilliseconds,
             phonePeCallbackVariant: phonePeCallbackVariant.sandboxVariant,
             cleengGrantAfterMilliseconds: cleengGrantAfterMilliseconds < 0 ? nil : cleengGrantAfterMilliseconds,
+            cleengGrantOnPoll: cleengGrantOnPoll,
             netsWebhookURL: netsWebhookURL,
             netsCompleteCheckoutAfterMilliseconds: netsCompleteCheckoutAfterMilliseconds < 0 ? nil : netsCompleteCheckoutAfterMilliseconds)
         let server: SandboxServer

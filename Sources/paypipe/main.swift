@@ -45,7 +45,7 @@ struct Up: AsyncParsableCommand {
         StageProcess.onTerminationSignal { supervisor.stopAll(reason: "signal") }
 
         if config == nil || sandbox {
-            var args = ["--config", path, "--port", String(sandboxPort)]
+            var args = ["--config", path, "--port", String(sandboxPort), "--nets-webhook-url", "http://\(loaded.endpoints.callbacks)/callbacks/nets"]
             args += sandboxArgs.split(separator: " ").map(String.init)
             try supervisor.start("paypipe-sandbox", args, waitFor: "listening")
         }
@@ -55,8 +55,10 @@ struct Up: AsyncParsableCommand {
         for _ in 0..<submitters {
             try supervisor.start("paypipe-submitter", ["--config", path, "--concurrency", String(concurrency)], waitFor: nil)
         }
+        try supervisor.start("paypipe-callbacks", ["--config", path], waitFor: "paypipe-callbacks listening")
+        try supervisor.start("paypipe-cleeng-poller", ["--config", path], waitFor: nil)
         StageProcess.printLine("""
-            paypipe is up (\(signers) signer(s), \(submitters) submitter(s)\(config == nil || sandbox ? ", sandbox on :\(sandboxPort)" : "")).
+            paypipe is up (\(signers) signer(s), \(submitters) submitter(s), callbacks on \(loaded.endpoints.callbacks), 1 cleeng poller\(config == nil || sandbox ? ", sandbox on :\(sandboxPort)" : "")).
               orders in:    PUSH to  \(loaded.endpoints.intake)
               outcomes out: PULL from \(loaded.endpoints.outcomes)
               config:       \(path)

@@ -34,12 +34,13 @@ struct LedgerCoreTests {
         var core = LedgerCore(store: try temporaryStore())
         let first = try core.intake([Array(vivaOrder.utf8)], now: 1000)
         #expect(first.count == 1)
-        guard case .dispatch(let frame) = first[0], let (dispatched, acceptedAt) = LedgerCore.readDispatch(frame) else {
+        guard case .dispatch(let frame) = first[0], let dispatch = LedgerCore.readDispatch(frame) else {
             Issue.record("expected a dispatch")
             return
         }
-        #expect(dispatched.orderId == "viva-1")
-        #expect(acceptedAt == 1000)
+        #expect(dispatch.order.orderId == "viva-1")
+        #expect(dispatch.acceptedAt == 1000)
+        #expect(!dispatch.statusCheck)
         #expect(try core.intake([Array(vivaOrder.utf8)], now: 2000) == [])
         #expect(core.counters.duplicates == 1)
     }
@@ -51,13 +52,13 @@ struct LedgerCoreTests {
         let pending = Outcome(order: o, status: .pending, result: ["redirectURL": "ppe://x"], at: "2026-11-21T05:00:00.000Z")
         let succeeded = Outcome(order: o, status: .succeeded, result: ["state": "COMPLETED"], at: "2026-11-21T05:00:01.000Z")
         let lateFailure = Outcome(order: o, status: .failed, error: .init(code: "X", message: "late"), at: "2026-11-21T05:00:02.000Z")
-        #expect(try core.results([Array(pending.serialized.utf8)]) == [.emit(Array(pending.serialized.utf8))])
+        #expect(try core.results([Array(pending.serialized.utf8)], now: 1000) == [.emit(Array(pending.serialized.utf8))])
         // While pending, a repeat gets the pending outcome again (duplicates of non-terminal outcomes are allowed).
         #expect(try core.intake([Array(phonePeOrder.utf8)], now: 1500) == [.emit(Array(pending.serialized.utf8))])
-        #expect(try core.results([Array(succeeded.serialized.utf8)]) == [.emit(Array(succeeded.serialized.utf8))])
-        #expect(try core.results([Array(lateFailure.serialized.utf8)]) == [])
+        #expect(try core.results([Array(succeeded.serialized.utf8)], now: 1000) == [.emit(Array(succeeded.serialized.utf8))])
+        #expect(try core.results([Array(lateFailure.serialized.utf8)], now: 1000) == [])
         let pendingAfterTerminal = Outcome(order: o, status: .pending, at: "2026-11-21T05:00:03.000Z")
-        #expect(try core.results([Array(pendingAfterTerminal.serialized.utf8)]) == [])
+        #expect(try core.results([Array(pendingAfterTerminal.serialized.utf8)], now: 1000) == [])
         for _ in 0..<3 {
             #expect(try core.intake([Array(phonePeOrder.utf8)], now: 3000) == [.emit(Array(succeeded.serialized.utf8))])
         }
@@ -86,11 +87,11 @@ struct LedgerCoreTests {
         _ = try core.intake([Array(vivaOrder.utf8), Array(phonePeOrder.utf8), Array(tpQueryOrder.utf8)], now: 1000)
         let pending = Outcome(order: try order(phonePeOrder), status: .pending)
         let done = Outcome(order: try order(tpQueryOrder), status: .succeeded)
-        _ = try core.results([Array(pending.serialized.utf8), Array(done.serialized.utf8)])
+        _ = try core.results([Array(pending.serialized.utf8), Array(done.serialized.utf8)], now: 1000)
         #expect(try core.redeliver(now: 1050) == [])
         let again = try core.redeliver(now: 1200)
         #expect(again.count == 1)
-        if case .dispatch(let frame) = again.first { #expect(LedgerCore.readDispatch(frame)?.0.orderId == "viva-1") }
+        if case .dispatch(let frame) = again.first { #expect(LedgerCore.readDispatch(frame)?.order.orderId == "viva-1") }
         #expect(try core.redeliver(now: 1250) == [])  // re-dispatched at 1200, not stalled again yet
     }
 

@@ -27,12 +27,23 @@ final class PipelineHarness: @unchecked Sendable {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
     }
 
-    init(sandboxConfiguration: SandboxConfiguration = SandboxConfiguration(port: 0, phonePeCallbackDelayMilliseconds: 3_600_000)) async throws {
+    /// Where the callback validator listens (chosen before the config is written, because the
+    /// sandbox sends PhonePe callbacks and Nets webhooks there).
+    let callbacksPort: Int
+
+    /// `timers`: a JSON object for the config's "timers" (e.g. fast Cleeng polling).
+    init(
+        sandboxConfiguration: SandboxConfiguration = SandboxConfiguration(port: 0, phonePeCallbackDelayMilliseconds: 3_600_000),
+        timers: String? = nil
+    ) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-e2e-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        callbacksPort = try freeLoopbackPort()
+        let callbacks = "127.0.0.1:\(callbacksPort)"
         var sandboxConfiguration = sandboxConfiguration
         sandboxConfiguration.port = 0
-        let credentials = try PaypipeConfig.parse(Array(DemoConfig.text(sandboxURL: "http://127.0.0.1:9").utf8))
+        if sandboxConfiguration.netsWebhookURL == nil { sandboxConfiguration.netsWebhookURL = "http://\(callbacks)/callbacks/nets" }
+        let credentials = try PaypipeConfig.parse(Array(DemoConfig.text(sandboxURL: "http://127.0.0.1:9", callbacks: callbacks).utf8))
         var logger = Logger(label: "e2e-sandbox")
         logger.logLevel = .critical
         sandbox = try SandboxServer(configuration: sandboxConfiguration, config: credentials, logger: logger)
@@ -44,10 +55,11 @@ final class PipelineHarness: @unchecked Sendable {
         sandboxPort = bound
 
         // Every stable address on an ephemeral port: a fixed port could reach a leftover process.
-        var text = DemoConfig.text(sandboxURL: "http://127.0.0.1:\(bound)")
+        var text = DemoConfig.text(sandboxURL: "http://127.0.0.1:\(bound)", callbacks: callbacks)
         text = text.replacingOccurrences(
-            of: #""endpoints": { "callbacks": "127.0.0.1:8080" }"#,
-            with: #""endpoints": { "callbacks": "127.0.0.1:8080", "intake": "tcp://127.0.0.1:*", "outcomes": "tcp://127.0.0.1:*", "signQueue": "tcp://127.0.0.1:*", "signedIn": "tcp://127.0.0.1:*", "signedOut": "tcp://127.0.0.1:*", "results": "tcp://127.0.0.1:*", "ledgerMetrics": "127.0.0.1:0" }"#)
+            of: #""endpoints": { "callbacks": "\#(callbacks)" }"#,
+            with: #""endpoints": { "callbacks": "\#(callbacks)", "intake": "tcp://127.0.0.1:*", "outcomes": "tcp://127.0.0.1:*", "signQueue": "tcp://127.0.0.1:*", "signedIn": "tcp://127.0.0.1:*", "signedOut": "tcp://127.0.0.1:*", "results": "tcp://127.0.0.1:*", "ledgerRPC": "tcp://127.0.0.1:*", "pollQueue": "tcp://127.0.0.1:*", "ledgerMetrics": "127.0.0.1:0" }"#)
+        if let timers { text = text.replacingOccurrences(of: #""endpoints": {"#, with: #""timers": \#(timers), "endpoints": {"#) }
         configPath = directory.appendingPathComponent("config.json").path
         try text.write(toFile: configPath, atomically: true, encoding: .utf8)
 
@@ -78,6 +90,21 @@ final class PipelineHarness: @unchecked Sendable {
     @discardableResult
     func startSubmitter(concurrency: Int = 64) throws -> Process {
         try spawn("paypipe-submitter", ["--config", configPath, "--concurrency", String(concurrency), "--signed-out", ledgerEndpoints["signedOut"]!, "--results", ledgerEndpoints["results"]!], waitForLine: nil).0
+    }
+
+    @discardableResult
+    func startCallbacks() throws -> Process {
+        try spawn("paypipe-callbacks", ["--config", configPath, "--ledger-rpc", ledgerEndpoints["ledgerRPC"]!], waitForLine: "paypipe-callbacks listening").0
+    }
+
+    @discardableResult
+    func startPoller() throws -> Process {
+        try spawn("paypipe-cleeng-poller", ["--config", configPath, "--poll-queue", ledgerEndpoints["pollQueue"]!, "--results", ledgerEndpoints["results"]!, "--ledger-rpc", ledgerEndpoints["ledgerRPC"]!], waitForLine: nil).0
+    }
+
+    /// POSTs to the callback validator; (status, body).
+    func postCallback(_ path: String, headers: [(String, String)] = [], body: [UInt8]) -> (Int, String)? {
+        httpPost(port: callbacksPort, path: path, headers: headers, body: body)
     }
 
     func spawn(_ name: String, _ arguments: [String], waitForLine marker: String?) throws -> (Process, String?) {
@@ -180,6 +207,73 @@ final class PipelineHarness: @unchecked Sendable {
 struct HarnessError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
+}
+
+/// A port nothing listens on right now (the OS picks it; it is not reused for a while).
+func freeLoopbackPort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw HarnessError("socket failed") }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = 0
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Bool in
+            bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
+        }
+    }
+    guard bound else { throw HarnessError("bind failed") }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+/// A plain HTTP/1.0 POST over a loopback socket: (status, body).
+func httpPost(port: Int, path: String, headers: [(String, String)], body: [UInt8]) -> (Int, String)? {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard connected == 0 else { return nil }
+    var timeout = timeval(tv_sec: 10, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    var head = "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: \(body.count)\r\n"
+    for (name, value) in headers { head += "\(name): \(value)\r\n" }
+    let request = Array((head + "\r\n").utf8) + body
+    var sent = 0
+    while sent < request.count {
+        let n = request[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+        guard n > 0 else { return nil }
+        sent += n
+    }
+    var response: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    // Stop at Content-Length: a server may keep the connection open.
+    func complete() -> Bool {
+        let text = String(decoding: response, as: UTF8.self)
+        guard let end = text.range(of: "\r\n\r\n") else { return false }
+        let head = text[..<end.lowerBound].lowercased()
+        guard let line = head.split(separator: "\r\n").first(where: { $0.hasPrefix("content-length:") }),
+            let length = Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces))
+        else { return false }
+        return text[end.upperBound...].utf8.count >= length
+    }
+    while !complete() {
+        let n = recv(fd, &buffer, buffer.count, 0)
+        if n <= 0 { break }
+        response += buffer[0..<n]
+    }
+    let text = String(decoding: response, as: UTF8.self)
+    guard let statusLine = text.split(separator: "\r\n").first, let code = statusLine.split(separator: " ").dropFirst().first.flatMap({ Int($0) }),
+        let split = text.range(of: "\r\n\r\n")
+    else { return nil }
+    return (code, String(text[split.upperBound...]))
 }
 
 /// A plain HTTP/1.0 GET over a loopback socket, returning the body.

@@ -1,0 +1,154 @@
+import Cleeng
+import Logging
+import PaypipeCore
+import Synchronization
+import ZeroMQ
+
+/// `paypipe-cleeng-poller`: takes accepted Cleeng receipts from the ledger's poll queue and asks
+/// getAccessStatus on each one's schedule (every `timers.cleengPollIntervalMs`, giving up after
+/// `timers.cleengGiveUpMs`), all on one scheduler with a bounded number of requests in flight.
+/// It holds no secrets: getAccessStatus is authorised by the customer token in the order.
+public final class CleengPollerService: Sendable {
+    let config: PaypipeConfig
+    let concurrency: Int
+    let metricsAddress: String
+    public let logger: Logger
+    public let metrics = StageMetrics()
+    private let stopFlag = StopFlag()
+    private let receiver = Mutex<ZMQReceiver?>(nil)
+
+    /// The scheduler's state, shared by the receive loop, the timer loop and the workers.
+    actor Scheduler {
+        var core: CleengPollerCore
+        var maxDriftMs: Int64 = 0
+        init(core: CleengPollerCore) { self.core = core }
+        func add(_ order: Order, acceptedAt: Int64) -> [CleengPollerCore.Action] { core.add(order, acceptedAt: acceptedAt, now: milliseconds()) }
+        func due() -> [CleengPollerCore.Action] { core.due(now: milliseconds()) }
+        func receive(_ key: OrderKey, requestId: Int, status: CleengAccessStatus) -> [CleengPollerCore.Action] {
+            core.receive(key, requestId: requestId, status: status, now: milliseconds())
+        }
+        func noteDrift(_ drift: Int64) { maxDriftMs = max(maxDriftMs, drift) }
+        var count: Int { core.count }
+    }
+
+    public init(config: PaypipeConfig, concurrency: Int = 256, metricsAddress: String = "127.0.0.1:0", logger: Logger) {
+        self.config = config
+        self.concurrency = max(1, concurrency)
+        self.metricsAddress = metricsAddress
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        let context = try ZMQContext()
+        let e = config.endpoints
+        let pull = try context.socket(.pull, options: stageOptions(highWaterMark: 10_000))
+        try pull.connect(e.pollQueue)
+        let resultsSocket = try context.socket(.push, options: stageOptions())
+        try resultsSocket.connect(e.results)
+        let receipts = try ZMQReceiver(socket: pull)
+        let results = try ZMQSender(socket: resultsSocket)
+        let ledger = try LedgerClient(context: context, endpoint: e.ledgerRPC)
+        receiver.withLock { $0 = receipts }
+        if stopFlag.isStopped { receipts.stop() }
+        let http = ProviderHTTPClient(
+            connectTimeoutMilliseconds: config.timers.httpConnectTimeoutMs,
+            requestTimeoutMilliseconds: min(config.timers.httpRequestTimeoutMs, config.timers.cleengPollIntervalMs))
+        let scheduler = Scheduler(core: CleengPollerCore(policy: CleengPollingPolicy(timers: config.timers), config: config))
+        let logger = self.logger, metrics = self.metrics, stopFlag = self.stopFlag
+        let metricsTask = metrics.start(address: metricsAddress, role: "cleeng-poller", logger: logger)
+        let held = metrics.gauge("paypipe_cleeng_receipts_polling", help: "Accepted receipts this poller is polling")
+        let pollsSent = metrics.counter("paypipe_cleeng_polls_total", help: "getAccessStatus calls sent")
+        let maxDrift = metrics.gauge("paypipe_cleeng_poll_drift_max_ms", help: "Largest lateness of a poll against its schedule, in ms")
+        let drift = metrics.latency("paypipe_cleeng_poll_drift_seconds", help: "Lateness of each poll against its schedule")
+        logger.info("cleeng poller ready", metadata: ["pollQueue": "\(e.pollQueue)", "interval_ms": "\(config.timers.cleengPollIntervalMs)"])
+
+        let (polls, pollQueue) = AsyncStream.makeStream(of: (OrderKey, Int, HTTPRequestSpec, Int64).self)
+        @Sendable func perform(_ actions: [CleengPollerCore.Action]) async {
+            for action in actions {
+                switch action {
+                case .poll(let key, let requestId, let request, let slot): pollQueue.yield((key, requestId, request, slot))
+                case .emit(let outcome):
+                    metrics.counter("paypipe_cleeng_outcomes_total", [("status", outcome.status.rawValue)], help: "Receipts ended, by status").increment()
+                    try? await results.send(Array(outcome.serialized.utf8))
+                }
+            }
+        }
+
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                // Receipts the ledger already holds as pending (this poller may be a restart).
+                for attempt in 0..<60 where !stopFlag.isStopped {
+                    if case .resumed(let count)? = try? await ledger.call(.resumePolls) {
+                        logger.info("asked the ledger for pending receipts", metadata: ["count": "\(count)"])
+                        break
+                    }
+                    try? await Task.sleep(for: .milliseconds(min(5000, 250 << min(attempt, 4))))
+                }
+            }
+            group.addTask {
+                while let batch = try? await receipts.nextBatch() {
+                    for message in batch {
+                        guard let dispatch = LedgerCore.readDispatch(message.body) else {
+                            logger.warning("unreadable poll frame", metadata: ["bytes": "\(message.body.count)"])
+                            continue
+                        }
+                        await perform(await scheduler.add(dispatch.order, acceptedAt: dispatch.acceptedAt))
+                    }
+                }
+                pollQueue.finish()
+            }
+            group.addTask {
+                // One timer for every receipt: wake often enough that no poll is late by more than a tick.
+                while !stopFlag.isStopped {
+                    try? await Task.sleep(for: .milliseconds(10))
+                    await perform(await scheduler.due())
+                    held.set(Double(await scheduler.count))
+                    maxDrift.set(Double(await scheduler.maxDriftMs))
+                }
+            }
+            let limit = concurrency
+            group.addTask {
+                await withTaskGroup(of: Void.self) { pool in
+                    var inFlight = 0
+                    for await (key, requestId, request, slot) in polls {
+                        if inFlight >= limit {
+                            await pool.next()
+                            inFlight -= 1
+                        }
+                        inFlight += 1
+                        pool.addTask {
+                            let lateness = max(0, milliseconds() - slot)
+                            drift.recordNanoseconds(lateness * 1_000_000)
+                            await scheduler.noteDrift(lateness)
+                            pollsSent.increment()
+                            let status: CleengAccessStatus =
+                                switch await http.execute(request) {
+                                case .success(let response): CleengAccessStatusCall.classify(response, expectedId: requestId)
+                                case .failure(let failure): CleengAccessStatusCall.classifyTransportFailure(reason: "\(failure)")
+                                }
+                            await perform(await scheduler.receive(key, requestId: requestId, status: status))
+                        }
+                    }
+                }
+            }
+            await group.next()  // the resume request
+            await group.next()  // the receive loop: stopped
+            stopFlag.stop()
+            await group.waitForAll()
+        }
+        let (remaining, worstDrift) = (await scheduler.count, await scheduler.maxDriftMs)
+        logger.info("cleeng poller stopping", metadata: ["receipts": "\(remaining)", "max_drift_ms": "\(worstDrift)"])
+        await http.shutdown()
+        await ledger.close()
+        _ = await results.finish()
+        await metrics.stop(metricsTask)
+        context.terminate()
+    }
+
+    /// Stops taking receipts. Receipts held are not ended: they stay pending in the ledger, and
+    /// the next poller to start asks for them and continues on their original deadlines.
+    public func stop() {
+        stopFlag.stop()
+        receiver.withLock { $0 }?.stop()
+    }
+}
