@@ -114,6 +114,12 @@ let package = Package(
             swiftSettings: strict
         ),
         .executableTarget(
+            name: "paypipe-poller-bench",
+            dependencies: ["Pipeline", "PaypipeCore", "ZeroMQ"],
+            path: "bench/poller",
+            swiftSettings: strict
+        ),
+        .executableTarget(
             name: "paypipe-zmq-bench",
             dependencies: ["ZeroMQ", "CZeroMQ"],
             path: "bench/zmq",

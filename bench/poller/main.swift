@@ -1,0 +1,197 @@
+// paypipe-poller-bench: one paypipe-cleeng-poller holding N pending receipts against the
+// sandbox (which never grants access), with this process standing in for the ledger. Prints
+// polls/s, the poller's peak RSS and the worst lateness of a poll against its schedule.
+import Foundation
+import PaypipeCore
+import Pipeline
+import ZeroMQ
+
+func argument(_ name: String, _ fallback: Int) -> Int {
+    guard let index = CommandLine.arguments.firstIndex(of: name), index + 1 < CommandLine.arguments.count else { return fallback }
+    return Int(CommandLine.arguments[index + 1]) ?? fallback
+}
+
+let receipts = argument("--receipts", 100_000)
+let intervalMs = argument("--interval-ms", 5000)
+let giveUpMs = argument("--give-up-ms", 60000)
+let binaries = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+let directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-poller-bench-\(UUID().uuidString)")
+try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+
+func freePort() -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+func httpGet(port: Int, path: String) -> String {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard connected == 0 else { return "" }
+    let request = Array("GET \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+    _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+    var response: [UInt8] = [], buffer = [UInt8](repeating: 0, count: 65536)
+    var timeout = timeval(tv_sec: 5, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    while true {
+        let n = recv(fd, &buffer, buffer.count, 0)
+        if n <= 0 { break }
+        response += buffer[0..<n]
+    }
+    return String(decoding: response, as: UTF8.self)
+}
+
+func metric(_ text: String, _ name: String) -> Double {
+    for line in text.split(separator: "\n") where line.hasPrefix(name + " ") {
+        return Double(line.split(separator: " ").last ?? "") ?? 0
+    }
+    return 0
+}
+
+func peakRSSKiB(_ pid: Int32) -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
+    for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
+    return 0
+}
+
+func cpuSeconds(_ pid: Int32) -> Double {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let end = stat.lastIndex(of: ")") else { return 0 }
+    let fields = stat[stat.index(after: end)...].split(separator: " ")
+    return (Double(fields[11]) ?? 0) / 100 + (Double(fields[12]) ?? 0) / 100  // utime, stime at 100 Hz
+}
+
+var children: [Process] = []
+@MainActor func start(_ name: String, _ arguments: [String], waitFor marker: String?) throws -> Process {
+    let process = Process()
+    process.executableURL = binaries.appendingPathComponent(name)
+    process.arguments = arguments
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+    var environment = ProcessInfo.processInfo.environment
+    environment["PAYPIPE_LOG_LEVEL"] = "error"
+    process.environment = environment
+    try process.run()
+    children.append(process)
+    if let marker {
+        var seen = Data()
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, !String(decoding: seen, as: UTF8.self).contains(marker) {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            seen.append(chunk)
+        }
+    }
+    return process
+}
+@MainActor func stopChildren() {
+    for child in children.reversed() where child.isRunning { kill(child.processIdentifier, SIGTERM) }
+    let deadline = Date().addingTimeInterval(10)
+    for child in children.reversed() {
+        while child.isRunning && Date() < deadline { usleep(20_000) }
+        if child.isRunning { kill(child.processIdentifier, SIGKILL) }
+    }
+    try? FileManager.default.removeItem(at: directory)
+}
+
+// This process is the ledger: it binds the poll queue, the results and the RPC endpoint.
+let context = try ZMQContext()
+let pollSocket = try context.socket(.push, options: { var o = ZMQSocketOptions(); o.sendHighWaterMark = 200_000; return o }())
+let pollEndpoint = try pollSocket.bind("tcp://127.0.0.1:*")
+let resultsSocket = try context.socket(.pull)
+let resultsEndpoint = try resultsSocket.bind("tcp://127.0.0.1:*")
+let rpcSocket = try context.socket(.router)
+let rpcEndpoint = try rpcSocket.bind("tcp://127.0.0.1:*")
+let rpc = try ZMQDuplex(socket: rpcSocket)
+let results = try ZMQReceiver(socket: resultsSocket)
+let polls = try ZMQSender(socket: pollSocket)
+let rpcTask = Task {
+    while let batch = try? await rpc.nextBatch() {
+        for message in batch where message.frames.count == 3 {
+            rpc.send(ZMQMessage(frames: [message.frames[0], message.frames[1], Array(#"{"ok":true,"count":0}"#.utf8)]))
+        }
+    }
+}
+
+let sandboxPort = freePort(), metricsPort = freePort()
+let configPath = directory.appendingPathComponent("config.json").path
+var config = DemoConfig.text(sandboxURL: "http://127.0.0.1:\(sandboxPort)")
+config = config.replacingOccurrences(
+    of: #""endpoints": {"#,
+    with: #""timers": {"cleengPollIntervalMs": \#(intervalMs), "cleengGiveUpMs": \#(giveUpMs)}, "endpoints": { "pollQueue": "\#(pollEndpoint)", "results": "\#(resultsEndpoint)", "ledgerRPC": "\#(rpcEndpoint)","#)
+try config.write(toFile: configPath, atomically: true, encoding: .utf8)
+do {
+    _ = try start("paypipe-sandbox", ["--config", configPath, "--port", String(sandboxPort), "--cleeng-grant-after-ms", "-1", "--log-level", "error"], waitFor: "listening")
+    let poller = try start("paypipe-cleeng-poller", ["--config", configPath, "--metrics", "127.0.0.1:\(metricsPort)"], waitFor: nil)
+    try await Task.sleep(for: .seconds(1))
+
+    print("nproc: \(ProcessInfo.processInfo.activeProcessorCount); receipts: \(receipts); interval \(intervalMs) ms, give up \(giveUpMs) ms")
+    let clock = ContinuousClock(), began = clock.now
+    let acceptedAt = Timestamp.nowMilliseconds()
+    for n in 0..<receipts {
+        let order = #"{"v":1,"orderId":"pb-\#(n)","merchant":"default","provider":"cleeng","operation":"appleReceipt","params":{"customerToken":"tok-\#(n)","offerId":"S123456789_US","receiptData":"ZGVtbw==","transactionId":"tx-\#(n)"}}"#
+        try await polls.send(Array(#"{"acceptedAt":\#(acceptedAt),"order":\#(order)}"#.utf8))
+    }
+    print(String(format: "queued %d receipts in %.2f s", receipts, Double((clock.now - began).components.attoseconds) / 1e18 + Double((clock.now - began).components.seconds)))
+
+    var ended = 0
+    let deadline = clock.now + .milliseconds(giveUpMs + 3 * intervalMs + 15_000)
+    var lastReport = clock.now
+    let cpuBefore = cpuSeconds(poller.processIdentifier)
+    while ended < receipts, clock.now < deadline {
+        let batch = try await withThrowingTaskGroup(of: [ZMQMessage]?.self) { group in
+            group.addTask { try await results.nextBatch() }
+            group.addTask {
+                try await Task.sleep(for: .milliseconds(500))
+                return []
+            }
+            let first = try await group.next()!
+            group.cancelAll()
+            return first
+        }
+        ended += batch?.count ?? 0
+        if clock.now - lastReport >= .seconds(5) {
+            lastReport = clock.now
+            let text = httpGet(port: metricsPort, path: "/metrics")
+            print(String(format: "t=%5.1f s  polls=%8.0f  holding=%6.0f  ended=%6d  maxDrift=%6.0f ms  rss=%d MiB",
+                         Double((clock.now - began).components.seconds), metric(text, "paypipe_cleeng_polls_total"),
+                         metric(text, "paypipe_cleeng_receipts_polling"), ended, metric(text, "paypipe_cleeng_poll_drift_max_ms"),
+                         peakRSSKiB(poller.processIdentifier) / 1024))
+        }
+    }
+    let elapsed = clock.now - began
+    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    let text = httpGet(port: metricsPort, path: "/metrics")
+    let pollCount = metric(text, "paypipe_cleeng_polls_total")
+    let drift = metric(text, "paypipe_cleeng_poll_drift_max_ms")
+    let rss = peakRSSKiB(poller.processIdentifier)
+    let cpu = cpuSeconds(poller.processIdentifier) - cpuBefore
+    print("")
+    print("| receipts | ended | polls | polls/s | poller peak RSS | worst drift | poller CPU |")
+    print("|---|---|---|---|---|---|---|")
+    print(String(format: "| %d | %d | %.0f | %.0f | %d MiB | %.0f ms | %.1f s |", receipts, ended, pollCount, pollCount / seconds, rss / 1024, drift, cpu))
+    print(ended == receipts ? "every receipt ended (failed: access never granted)" : "MISSING: \(receipts - ended) receipts did not end")
+} catch {
+    print("bench failed: \(error)")
+}
+stopChildren()
+rpc.stop()
+results.stop()
+rpcTask.cancel()
+_ = await polls.finish(drainTimeoutMilliseconds: 100)
