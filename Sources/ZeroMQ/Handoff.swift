@@ -5,6 +5,8 @@ final class Handoff<Element: Sendable>: @unchecked Sendable {
         var batches: [[Element]] = []
         var buffered = 0
         var waiter: CheckedContinuation<[Element]?, any Error>?
+        /// Identifies the registered waiter, so a timeout only ever releases its own.
+        var waiterToken: UInt64 = 0
         var stopping = false
         var finished = false
         var failure: ZMQError?
@@ -40,8 +42,10 @@ final class Handoff<Element: Sendable>: @unchecked Sendable {
     /// Called by a consumer: the next batch, or nil when finished and drained. A cancelled
     /// consumer gets nil too; nothing is lost, since a batch is only handed to a waiter that is
     /// still registered.
-    func take() async throws(ZMQError) -> [Element]? {
+    func take(timeoutMilliseconds: Int64? = nil) async throws(ZMQError) -> [Element]? {
         if let ready = takeReady() { return ready.isEmpty ? nil : ready }
+        var timer: Task<Void, Never>?
+        defer { timer?.cancel() }
         do {
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { continuation in
@@ -54,6 +58,14 @@ final class Handoff<Element: Sendable>: @unchecked Sendable {
                         if s.finished { return s.failure.map { .failure($0) } ?? .success(nil) }
                         if Task.isCancelled { return .success(nil) }
                         s.waiter = continuation
+                        s.waiterToken &+= 1
+                        if let timeoutMilliseconds {
+                            let token = s.waiterToken
+                            timer = Task { [self] in
+                                try? await Task.sleep(for: .milliseconds(timeoutMilliseconds))
+                                releaseWaiter(token: token)
+                            }
+                        }
                         return nil
                     }
                     if let immediate {
@@ -73,6 +85,17 @@ final class Handoff<Element: Sendable>: @unchecked Sendable {
         } catch {
             return nil
         }
+    }
+
+    /// A timed-out waiter gets an empty batch, unless a batch or the end reached it first:
+    /// both happen under the lock, so a batch is never handed to a waiter that has gone.
+    private func releaseWaiter(token: UInt64) {
+        let waiter = state.withLock { s -> CheckedContinuation<[Element]?, any Error>? in
+            guard s.waiterToken == token, let waiter = s.waiter else { return nil }
+            s.waiter = nil
+            return waiter
+        }
+        waiter?.resume(returning: [])
     }
 
     /// A batch if one is ready, an empty array when finished, nil when the caller must wait.

@@ -70,6 +70,13 @@ public final class ZMQReceiver: AsyncSequence, Sendable {
     /// do not mix with iterating the sequence.
     public func nextBatch() async throws(ZMQError) -> [ZMQMessage]? { try await handoff.take() }
 
+    /// The same, but gives up after `timeoutMilliseconds` with an empty batch. Use this rather
+    /// than racing `nextBatch()` against a sleep in a task group: a batch that reaches the losing
+    /// child task would be thrown away with it.
+    public func nextBatch(timeoutMilliseconds: Int64) async throws(ZMQError) -> [ZMQMessage]? {
+        try await handoff.take(timeoutMilliseconds: timeoutMilliseconds)
+    }
+
     public struct Iterator: AsyncIteratorProtocol {
         let handoff: Handoff<ZMQMessage>
         var batch: [ZMQMessage] = []

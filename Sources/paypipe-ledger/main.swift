@@ -15,6 +15,8 @@ struct LedgerCommand: AsyncParsableCommand {
     @Option(help: "Override endpoints.signedIn.") var signedIn: String?
     @Option(help: "Override endpoints.signedOut.") var signedOut: String?
     @Option(help: "Override endpoints.results.") var results: String?
+    @Option(help: "Override endpoints.ledgerRPC.") var ledgerRpc: String?
+    @Option(help: "Override endpoints.pollQueue.") var pollQueue: String?
     @Option(help: "Override endpoints.ledgerMetrics (host:port for GET /metrics and /healthz; port 0: any free port).") var metrics: String?
 
     func run() async throws {
@@ -23,6 +25,8 @@ struct LedgerCommand: AsyncParsableCommand {
         if let signedIn { config.endpoints.signedIn = signedIn }
         if let signedOut { config.endpoints.signedOut = signedOut }
         if let results { config.endpoints.results = results }
+        if let ledgerRpc { config.endpoints.ledgerRPC = ledgerRpc }
+        if let pollQueue { config.endpoints.pollQueue = pollQueue }
         if let metrics { config.endpoints.ledgerMetrics = metrics }
         let service = LedgerService(
             config: config, storePath: store, redeliverAfterMilliseconds: redeliverAfterMs, logger: StageProcess.logger("paypipe-ledger"))

@@ -175,6 +175,7 @@ struct Send: AsyncParsableCommand {
     @Option(help: "Outcomes endpoint (default $PAYPIPE_OUTCOMES or tcp://127.0.0.1:5559).") var outcomes: String?
     @Option(help: "Seconds to wait for outcomes after the last order.") var timeout = 30.0
     @Flag(help: "Print only progress and the summary.") var quiet = false
+    @Flag(help: "Wait for every order's terminal outcome (succeeded, failed, rejected), not just pending.") var waitTerminal = false
 
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
@@ -211,22 +212,14 @@ struct Send: AsyncParsableCommand {
         let quiet = self.quiet
         let timeout = self.timeout
         let expectedKeys = expected
+        let waitTerminal = self.waitTerminal
         let collector = Task { () -> [String: Int] in
             var settled = Set<String>()
             var counts: [String: Int] = [:]
             var lastProgress = Date()
             var lastArrival = Date()
             while settled.count < expectedKeys.count {
-                let batch = try await withThrowingTaskGroup(of: [ZMQMessage]?.self) { group in
-                    group.addTask { try await receiver.nextBatch() }
-                    group.addTask {
-                        try await Task.sleep(for: .milliseconds(500))
-                        return []
-                    }
-                    let first = try await group.next()!
-                    group.cancelAll()
-                    return first
-                }
+                let batch = try await receiver.nextBatch(timeoutMilliseconds: 500)
                 guard let batch else { break }
                 if batch.isEmpty {
                     if Date().timeIntervalSince(lastArrival) > timeout { break }
@@ -237,7 +230,7 @@ struct Send: AsyncParsableCommand {
                     guard let outcome = try? Outcome.parse(message.body) else { continue }
                     if !quiet { StageProcess.printLine(String(decoding: message.body, as: UTF8.self)) }
                     let key = "\(outcome.merchant)/\(outcome.orderId)"
-                    let settles = outcome.status.isTerminal || outcome.status == .pending
+                    let settles = outcome.status.isTerminal || (outcome.status == .pending && !waitTerminal)
                     if settles, expectedKeys.contains(key), settled.insert(key).inserted {
                         counts[outcome.status.rawValue, default: 0] += 1
                     }

@@ -168,16 +168,7 @@ final class PipelineHarness: @unchecked Sendable {
         let clock = ContinuousClock()
         let deadline = clock.now + timeout
         while !done(outcomes), clock.now < deadline {
-            let batch = try await withThrowingTaskGroup(of: [ZMQMessage]?.self) { group in
-                group.addTask { try await self.receiver.nextBatch() }
-                group.addTask {
-                    try await Task.sleep(for: .milliseconds(200))
-                    return []
-                }
-                let first = try await group.next()!
-                group.cancelAll()
-                return first
-            }
+            let batch = try await self.receiver.nextBatch(timeoutMilliseconds: 200)
             for message in batch ?? [] {
                 if let outcome = try? Outcome.parse(message.body) { outcomes.append(outcome) }
             }

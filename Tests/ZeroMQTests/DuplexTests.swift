@@ -40,3 +40,38 @@ struct DuplexTests {
         for dealer in dealers { await dealer.waitUntilClosed() }
     }
 }
+
+@Suite("ZMQReceiver timeouts")
+struct ReceiverTimeoutTests {
+    @Test("a receive that times out loses nothing that arrives around the timeout")
+    func timeoutsLoseNothing() async throws {
+        let context = try ZMQContext()
+        defer { context.terminate() }
+        let pull = try context.socket(.pull)
+        let endpoint = try pull.bind("tcp://127.0.0.1:*")
+        let push = try context.socket(.push)
+        _ = try push.connect(endpoint)
+        let receiver = try ZMQReceiver(socket: pull)
+        let sender = try ZMQSender(socket: push)
+        let total = 3000
+        let sending = Task {
+            for n in 0..<total {
+                try await sender.send(Array("m\(n)".utf8))
+                if n % 50 == 0 { try await Task.sleep(for: .milliseconds(1)) }
+            }
+        }
+        var received = 0, timeouts = 0
+        let clock = ContinuousClock(), deadline = clock.now + .seconds(20)
+        while received < total, clock.now < deadline {
+            let batch = try await receiver.nextBatch(timeoutMilliseconds: 1) ?? []
+            if batch.isEmpty { timeouts += 1 }
+            received += batch.count
+        }
+        try await sending.value
+        #expect(received == total)
+        #expect(timeouts > 0)
+        receiver.stop()
+        _ = await sender.finish()
+        await receiver.waitUntilClosed()
+    }
+}

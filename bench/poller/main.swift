@@ -14,6 +14,7 @@ func argument(_ name: String, _ fallback: Int) -> Int {
 let receipts = argument("--receipts", 100_000)
 let intervalMs = argument("--interval-ms", 5000)
 let giveUpMs = argument("--give-up-ms", 60000)
+let concurrency = argument("--concurrency", 256)
 let binaries = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-poller-bench-\(UUID().uuidString)")
 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -83,9 +84,11 @@ var children: [Process] = []
     process.arguments = arguments
     let output = Pipe()
     process.standardOutput = output
-    process.standardError = FileHandle(forWritingAtPath: "/dev/null")
     var environment = ProcessInfo.processInfo.environment
-    environment["PAYPIPE_LOG_LEVEL"] = "error"
+    if environment["PAYPIPE_LOG_LEVEL"] == nil {
+        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        environment["PAYPIPE_LOG_LEVEL"] = "error"
+    }
     process.environment = environment
     try process.run()
     children.append(process)
@@ -137,8 +140,8 @@ config = config.replacingOccurrences(
     with: #""timers": {"cleengPollIntervalMs": \#(intervalMs), "cleengGiveUpMs": \#(giveUpMs)}, "endpoints": { "pollQueue": "\#(pollEndpoint)", "results": "\#(resultsEndpoint)", "ledgerRPC": "\#(rpcEndpoint)","#)
 try config.write(toFile: configPath, atomically: true, encoding: .utf8)
 do {
-    _ = try start("paypipe-sandbox", ["--config", configPath, "--port", String(sandboxPort), "--cleeng-grant-after-ms", "-1", "--log-level", "error"], waitFor: "listening")
-    let poller = try start("paypipe-cleeng-poller", ["--config", configPath, "--metrics", "127.0.0.1:\(metricsPort)"], waitFor: nil)
+    _ = try start("paypipe-sandbox", ["--config", configPath, "--port", String(sandboxPort), "--cleeng-grant-after-ms=-1", "--log-level", "error"], waitFor: "listening")
+    let poller = try start("paypipe-cleeng-poller", ["--config", configPath, "--metrics", "127.0.0.1:\(metricsPort)", "--concurrency", String(concurrency)], waitFor: nil)
     try await Task.sleep(for: .seconds(1))
 
     print("nproc: \(ProcessInfo.processInfo.activeProcessorCount); receipts: \(receipts); interval \(intervalMs) ms, give up \(giveUpMs) ms")
@@ -155,16 +158,7 @@ do {
     var lastReport = clock.now
     let cpuBefore = cpuSeconds(poller.processIdentifier)
     while ended < receipts, clock.now < deadline {
-        let batch = try await withThrowingTaskGroup(of: [ZMQMessage]?.self) { group in
-            group.addTask { try await results.nextBatch() }
-            group.addTask {
-                try await Task.sleep(for: .milliseconds(500))
-                return []
-            }
-            let first = try await group.next()!
-            group.cancelAll()
-            return first
-        }
+        let batch = try await results.nextBatch(timeoutMilliseconds: 500)
         ended += batch?.count ?? 0
         if clock.now - lastReport >= .seconds(5) {
             lastReport = clock.now
