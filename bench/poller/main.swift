@@ -43,7 +43,7 @@ func httpGet(port: Int, path: String) -> String {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
     }
     guard connected == 0 else { return "" }
-    let request = Array("GET \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n".utf8)
+    let request = Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
     _ = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
     var response: [UInt8] = [], buffer = [UInt8](repeating: 0, count: 65536)
     var timeout = timeval(tv_sec: 5, tv_usec: 0)
@@ -180,6 +180,7 @@ do {
     print("| receipts | ended | polls | polls/s | poller peak RSS | worst drift | poller CPU |")
     print("|---|---|---|---|---|---|---|")
     print(String(format: "| %d | %d | %.0f | %.0f | %d MiB | %.0f ms | %.1f s |", receipts, ended, pollCount, pollCount / seconds, rss / 1024, drift, cpu))
+    print("poller says: \(text.split(separator: "\n").filter { $0.hasPrefix("paypipe_cleeng_outcomes_total") }.joined(separator: "; "))")
     print(ended == receipts ? "every receipt ended (failed: access never granted)" : "MISSING: \(receipts - ended) receipts did not end")
 } catch {
     print("bench failed: \(error)")
