@@ -12,8 +12,10 @@ public struct CleengPollerCore: Sendable {
         case emit(Outcome)
     }
 
+    /// Only what a poll and the final outcome need: a receipt's data (up to 60 KB) is not
+    /// kept, so one poller can hold 100,000 receipts.
     struct Receipt: Sendable {
-        var order: Order
+        var order: PolledOrder
         var machine: CleengReceiptPoller
         /// The receipt arrived after its deadline (a poller was down): one poll decides it.
         var lastCheck: Bool
@@ -38,13 +40,14 @@ public struct CleengPollerCore: Sendable {
     public mutating func add(_ order: Order, acceptedAt: Int64, now: Int64) -> [Action] {
         guard receipts[order.key] == nil else { return [] }
         guard apiURLs[order.merchant] != nil, order.operation == .appleReceipt else {
-            return [.emit(Outcome(order: order, status: .failed, error: .init(code: "MISSING_CREDENTIALS", message: "merchant \(order.merchant) has no cleeng apiURL")))]
+            return [.emit(Self.outcome(PolledOrder(order), .failed(code: "MISSING_CREDENTIALS", message: "merchant \(order.merchant) has no cleeng apiURL")))]
         }
-        var receipt = Receipt(order: order, machine: CleengReceiptPoller(acceptedAt: acceptedAt, policy: policy), lastCheck: false)
+        let polled = PolledOrder(order)
+        var receipt = Receipt(order: polled, machine: CleengReceiptPoller(acceptedAt: acceptedAt, policy: policy), lastCheck: false)
         if now > policy.deadline(acceptedAt: acceptedAt) {
             receipt.lastCheck = true
             receipts[order.key] = receipt
-            return [poll(order, requestId: 1, slot: now)]
+            return [poll(polled, requestId: 1, slot: now)]
         }
         receipts[order.key] = receipt
         return step(order.key, now: now) { $0.tick(at: now) }
@@ -106,21 +109,40 @@ public struct CleengPollerCore: Sendable {
         return []
     }
 
-    private func poll(_ order: Order, requestId: Int, slot: Int64) -> Action {
-        let apiURL = apiURLs[order.merchant] ?? ""
+    private func poll(_ order: PolledOrder, requestId: Int, slot: Int64) -> Action {
         let request = CleengAccessStatusCall.request(
-            customerToken: order.params["customerToken"]?.stringValue ?? "", offerId: order.params["offerId"]?.stringValue ?? "",
-            ipAddress: order.params["ipAddress"]?.stringValue, apiURL: apiURL, requestId: requestId)
+            customerToken: order.customerToken, offerId: order.offerId, ipAddress: order.ipAddress,
+            apiURL: apiURLs[order.key.merchant] ?? "", requestId: requestId)
         return .poll(order.key, requestId: requestId, request: request, slot: slot)
     }
 
-    static func outcome(_ order: Order, _ verdict: ProviderVerdict) -> Outcome {
-        switch verdict {
-        case .succeeded(let result): Outcome(order: order, status: .succeeded, result: result)
-        case .failed(let code, let message): Outcome(order: order, status: .failed, error: .init(code: code, message: message))
-        case .pending(let result): Outcome(order: order, status: .pending, result: result)
-        case .retry(let reason), .unknown(let reason): Outcome(order: order, status: .failed, error: .init(code: "ACCESS_NOT_GRANTED", message: reason))
+    static func outcome(_ order: PolledOrder, _ verdict: ProviderVerdict) -> Outcome {
+        func make(_ status: Outcome.Status, result: [String: JSONValue]? = nil, error: Outcome.ErrorInfo? = nil) -> Outcome {
+            Outcome(
+                orderId: order.key.orderId, merchant: order.key.merchant, provider: Provider.cleeng.rawValue,
+                operation: Operation.appleReceipt.rawValue, status: status, result: result, error: error)
         }
+        return switch verdict {
+        case .succeeded(let result): make(.succeeded, result: result)
+        case .failed(let code, let message): make(.failed, error: .init(code: code, message: message))
+        case .pending(let result): make(.pending, result: result)
+        case .retry(let reason), .unknown(let reason): make(.failed, error: .init(code: "ACCESS_NOT_GRANTED", message: reason))
+        }
+    }
+}
+
+/// The parts of an appleReceipt order that polling uses.
+struct PolledOrder: Sendable {
+    var key: OrderKey
+    var customerToken: String
+    var offerId: String
+    var ipAddress: String?
+
+    init(_ order: Order) {
+        key = order.key
+        customerToken = order.params["customerToken"]?.stringValue ?? ""
+        offerId = order.params["offerId"]?.stringValue ?? ""
+        ipAddress = order.params["ipAddress"]?.stringValue
     }
 }
 

@@ -15,6 +15,9 @@ let receipts = argument("--receipts", 100_000)
 let intervalMs = argument("--interval-ms", 5000)
 let giveUpMs = argument("--give-up-ms", 60000)
 let concurrency = argument("--concurrency", 256)
+/// 1: acceptance times spread evenly over one interval (receipts arriving over time, polls
+/// spread out); 0: every receipt accepted at the same instant (a burst of N polls per interval).
+let spread = argument("--spread", 1)
 let binaries = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-poller-bench-\(UUID().uuidString)")
 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -144,12 +147,13 @@ do {
     let poller = try start("paypipe-cleeng-poller", ["--config", configPath, "--metrics", "127.0.0.1:\(metricsPort)", "--concurrency", String(concurrency)], waitFor: nil)
     try await Task.sleep(for: .seconds(1))
 
-    print("nproc: \(ProcessInfo.processInfo.activeProcessorCount); receipts: \(receipts); interval \(intervalMs) ms, give up \(giveUpMs) ms")
+    print("nproc: \(ProcessInfo.processInfo.activeProcessorCount); receipts: \(receipts) (\(spread == 1 ? "accepted evenly over one interval" : "all accepted at once")); interval \(intervalMs) ms, give up \(giveUpMs) ms")
     let clock = ContinuousClock(), began = clock.now
     let acceptedAt = Timestamp.nowMilliseconds()
     for n in 0..<receipts {
         let order = #"{"v":1,"orderId":"pb-\#(n)","merchant":"default","provider":"cleeng","operation":"appleReceipt","params":{"customerToken":"tok-\#(n)","offerId":"S123456789_US","receiptData":"ZGVtbw==","transactionId":"tx-\#(n)"}}"#
-        try await polls.send(Array(#"{"acceptedAt":\#(acceptedAt),"order":\#(order)}"#.utf8))
+        let accepted = acceptedAt + (spread == 1 ? Int64(n) * Int64(intervalMs) / Int64(receipts) : 0)
+        try await polls.send(Array(#"{"acceptedAt":\#(accepted),"order":\#(order)}"#.utf8))
     }
     print(String(format: "queued %d receipts in %.2f s", receipts, Double((clock.now - began).components.attoseconds) / 1e18 + Double((clock.now - began).components.seconds)))
 
@@ -180,6 +184,9 @@ do {
     print("| receipts | ended | polls | polls/s | poller peak RSS | worst drift | poller CPU |")
     print("|---|---|---|---|---|---|---|")
     print(String(format: "| %d | %d | %.0f | %.0f | %d MiB | %.0f ms | %.1f s |", receipts, ended, pollCount, pollCount / seconds, rss / 1024, drift, cpu))
+    let onTime = metric(text, #"paypipe_cleeng_poll_drift_seconds_bucket{le="0.1"}"#)
+    let late = metric(text, #"paypipe_cleeng_poll_drift_seconds_bucket{le="1.0"}"#)
+    print(String(format: "polls within 100 ms of their slot: %.2f %%; within 1 s: %.2f %%", 100 * onTime / max(pollCount, 1), 100 * late / max(pollCount, 1)))
     print("poller says: \(text.split(separator: "\n").filter { $0.hasPrefix("paypipe_cleeng_outcomes_total") }.joined(separator: "; "))")
     print(ended == receipts ? "every receipt ended (failed: access never granted)" : "MISSING: \(receipts - ended) receipts did not end")
 } catch {
