@@ -1,5 +1,11 @@
 import PhonePe
 
+public enum NetsWebhookVariant: String, Sendable, CaseIterable {
+    case genuine
+    case wrongAuthorization = "wrong-authorization"
+    case wrongAmount = "wrong-amount"
+}
+
 /// How the sandbox behaves. Every default is the one `paypipe-sandbox` uses without flags.
 public struct SandboxConfiguration: Sendable {
     /// Interface to bind. Default "127.0.0.1": the sandbox accepts forged payments, so it is not
@@ -37,6 +43,9 @@ public struct SandboxConfiguration: Sendable {
     /// delivery goes here instead, and a payment that registered no webhooks still gets a
     /// `payment.checkout.completed` one signed with the merchant's `nets.webhookAuthorization`.
     public var netsWebhookURL: String?
+    /// How the checkout webhook sent to `netsWebhookURL` is made: `.genuine` (default),
+    /// `.wrongAuthorization` (→ 401) or `.wrongAmount` (authentic, → AMOUNT_MISMATCH).
+    public var netsWebhookVariant: NetsWebhookVariant
     /// Time after a Nets create until the emulated customer completes the hosted payment page
     /// (the subscription then exists and webhooks are delivered). Default 2000; nil (or
     /// negative) never completes.
@@ -60,6 +69,7 @@ public struct SandboxConfiguration: Sendable {
         cleengGrantAfterMilliseconds: Int? = 10000,
         cleengGrantOnPoll: Int? = nil,
         netsWebhookURL: String? = nil,
+        netsWebhookVariant: NetsWebhookVariant = .genuine,
         netsCompleteCheckoutAfterMilliseconds: Int? = 2000,
         ledgerKeyLimit: Int = 2_000_000,
         maxBodyBytes: Int = 1 << 20
@@ -76,6 +86,7 @@ public struct SandboxConfiguration: Sendable {
         self.cleengGrantAfterMilliseconds = cleengGrantAfterMilliseconds
         self.cleengGrantOnPoll = cleengGrantOnPoll
         self.netsWebhookURL = netsWebhookURL
+        self.netsWebhookVariant = netsWebhookVariant
         self.netsCompleteCheckoutAfterMilliseconds = netsCompleteCheckoutAfterMilliseconds
         self.ledgerKeyLimit = ledgerKeyLimit
         self.maxBodyBytes = maxBodyBytes

@@ -72,7 +72,13 @@ final class NetsEmulation: Sendable {
                     kind: .checkoutCompleted, eventId: "sbx" + Digest.sha256Hex(Array("checkout\u{0}\(paymentId)".utf8)).prefix(29),
                     paymentId: paymentId, amount: payment.amount, currency: payment.currency, reference: payment.reference,
                     timestampMilliseconds: now)
-                deliveries = [NetsSandbox.webhookDelivery(content, config: merchant.config, url: override)]
+                let tampering: NetsWebhookTampering =
+                    switch emulator.configuration.netsWebhookVariant {
+                    case .genuine: .none
+                    case .wrongAuthorization: .authorization("sandbox-forged-authorization")
+                    case .wrongAmount: .amount(payment.amount + 1)
+                    }
+                deliveries = [NetsSandbox.webhookDelivery(content, config: merchant.config, url: override, tampering: tampering)]
             }
         }
         for delivery in deliveries {

@@ -51,6 +51,9 @@ struct SandboxCommand: AsyncParsableCommand {
     @Option(name: .customLong("nets-webhook-url"), help: "Send Nets webhooks here after checkout completion (default: the URLs the payment registered).")
     var netsWebhookURL: String?
 
+    @Option(name: .customLong("nets-webhook-variant"), help: "How the Nets checkout webhook is made: genuine, wrong-authorization or wrong-amount.")
+    var netsWebhookVariant: String = "genuine"
+
     @Option(name: .customLong("nets-complete-checkout-after-ms"), help: "Time after a Nets create until the customer completes the hosted page (-1 = never).")
     var netsCompleteCheckoutAfterMilliseconds = 2000
 
@@ -95,6 +98,7 @@ struct SandboxCommand: AsyncParsableCommand {
             cleengGrantAfterMilliseconds: cleengGrantAfterMilliseconds < 0 ? nil : cleengGrantAfterMilliseconds,
             cleengGrantOnPoll: cleengGrantOnPoll,
             netsWebhookURL: netsWebhookURL,
+            netsWebhookVariant: NetsWebhookVariant(rawValue: netsWebhookVariant) ?? { Self.fail("--nets-webhook-variant must be genuine, wrong-authorization or wrong-amount") }(),
             netsCompleteCheckoutAfterMilliseconds: netsCompleteCheckoutAfterMilliseconds < 0 ? nil : netsCompleteCheckoutAfterMilliseconds)
         let server: SandboxServer
         do {

@@ -231,6 +231,28 @@ struct AsyncFlowTests {
         await h.shutdown()
     }
 
+    @Test func theSandboxsForgedAndMismatchedNetsWebhooksAreRefusedOrFailTheOrder() async throws {
+        func run(_ variant: NetsWebhookVariant, _ id: String) async throws -> (PipelineHarness, [Outcome]) {
+            let h = try await PipelineHarness(sandboxConfiguration: SandboxConfiguration(
+                port: 0, phonePeCallbackDelayMilliseconds: 3_600_000, outboundAttempts: 1, netsWebhookVariant: variant,
+                netsCompleteCheckoutAfterMilliseconds: 200))
+            try h.startSigner()
+            try h.startSubmitter()
+            try h.startCallbacks()
+            try await h.send(#"{"v":1,"orderId":"\#(id)","provider":"nets","operation":"createSubscription","amount":9900,"currency":"SEK","params":{"endDate":"2030-12-31T23:59:59+01:00","interval":30,"reference":"ref-\#(id)"}}"#)
+            return (h, try await h.collect(timeout: .seconds(4)) { $0.contains { $0.status.isTerminal } })
+        }
+        let (forged, forgedOutcomes) = try await run(.wrongAuthorization, "nets-forged-1")
+        #expect(forgedOutcomes.map(\.status) == [.pending])
+        let metrics = httpGet("http://127.0.0.1:\(forged.callbacksPort)/metrics") ?? ""
+        #expect(metrics.contains(#"paypipe_callbacks_total{route="nets",result="BAD_AUTHORIZATION"} 1"#))
+        await forged.shutdown()
+        let (mismatched, mismatchedOutcomes) = try await run(.wrongAmount, "nets-mismatch-1")
+        #expect(mismatchedOutcomes.last?.status == .failed)
+        #expect(mismatchedOutcomes.last?.error?.code == "AMOUNT_MISMATCH")
+        await mismatched.shutdown()
+    }
+
     // MARK: - Viva
 
     @Test func vivaForwardedCallbacksAreMatchedToTheOrder() async throws {
