@@ -81,7 +81,7 @@ public final class LedgerStore {
         /// terminal outcome from a redelivery is dropped: the first one stands, so every copy
         /// upstream sees is identical).
         public var emit: String?
-        /// Set when the order has just become pending: (order JSON, pending since).
+        /// Set when a Cleeng order has just become pending: (order JSON, pending since).
         public var becamePending: (json: String, since: Int64)?
 
         public static func == (a: Recorded, b: Recorded) -> Bool {
@@ -119,6 +119,8 @@ public final class LedgerStore {
                     [.text(provider.rawValue), .text(ref), merchant, orderId])
             }
         }
+        // Only the pollers need the order itself when it becomes pending.
+        guard outcome.provider == Provider.cleeng.rawValue else { return Recorded(emit: serialized) }
         let rows = try db.query("SELECT order_json FROM orders WHERE merchant=? AND order_id=?", [merchant, orderId])
         return Recorded(emit: serialized, becamePending: rows.first?[0].text.map { ($0, now) })
     }
