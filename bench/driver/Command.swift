@@ -10,15 +10,18 @@ struct PaypipeBench: ParsableCommand {
             Each scenario starts a fresh pipeline (sandbox, ledger, signers, submitters) as child processes on free \
             loopback ports with a fresh ledger database, warms it up, pushes orders into the intake, reads the outcomes, \
             and stops every child by PID. Scenarios: w1 (PhonePe authInit, sandbox answering at once), w2 (the same with \
-            sandbox latency), scale (w1 with 1, 2, 4 submitter copies), w3 (every example order type). Results go to \
+            sandbox latency), scale (w1 with 1, 2, 4 submitter copies), w3 (every example order type), w1rate (w1 at a \
+            fixed rate below saturation, for latency without queueing). Results go to \
             bench/results/<timestamp>/ (results.json, summary.md, throughput.svg, latency.svg, logs/).
             """)
 
-    @Option(help: "Scenarios to run, comma separated, in order: w1, w2, scale, w3.") var scenarios = "w1,w2,scale,w3"
+    @Option(help: "Scenarios to run, comma separated, in order: w1, w2, scale, w3, w1rate.") var scenarios = "w1,w2,scale,w3,w1rate"
     @Option(help: "Orders per measured run (W1 and scale-out).") var orders = 50_000
     @Option(help: "Orders for W2 (default: --orders).") var w2Orders: Int?
     @Option(help: "Orders for W3 (default: --orders).") var w3Orders: Int?
-    @Option(help: "Send at this many orders/s instead of as fast as the pipeline takes them.") var rate: Double?
+    @Option(help: "Send at this many orders/s instead of as fast as the pipeline takes them (every scenario but w1rate).") var rate: Double?
+    @Option(help: "The fixed rate of the w1rate scenario (W1 below saturation, for service latency), orders/s; it sends 10 s worth.")
+    var w1Rate = 1000.0
     @Option(help: "Signer copies.") var signers = 1
     @Option(help: "Submitter copies for W1, W2 and W3.") var submitters = 1
     @Option(help: "Submitter copies of the scale-out series, comma separated.") var scaleCopies = "1,2,4"
@@ -42,7 +45,7 @@ struct PaypipeBench: ParsableCommand {
     func validate() throws {
         guard orders > 0, (w2Orders ?? 1) > 0, (w3Orders ?? 1) > 0 else { throw ValidationError("order counts must be positive") }
         guard signers > 0, submitters > 0, concurrency > 0 else { throw ValidationError("--signers, --submitters and --concurrency must be positive") }
-        guard rate.map({ $0 > 0 }) ?? true else { throw ValidationError("--rate must be positive") }
+        guard rate.map({ $0 > 0 }) ?? true, w1Rate > 0 else { throw ValidationError("--rate and --w1-rate must be positive") }
         guard warmup >= 0, drainTimeout > 0, maxSeconds > 0 else { throw ValidationError("--warmup, --drain-timeout, --max-seconds out of range") }
         _ = try scenarioList()
     }
@@ -55,7 +58,9 @@ struct PaypipeBench: ParsableCommand {
 
     func scenarioList() throws -> [ScenarioSpec] {
         var list: [ScenarioSpec] = []
-        func spec(_ name: String, _ workload: Workload, _ series: String, submitters: Int, orders: Int, latency: Int = 0) -> ScenarioSpec {
+        func spec(_ name: String, _ workload: Workload, _ series: String, submitters: Int, orders: Int, latency: Int = 0, rate: Double? = rate)
+            -> ScenarioSpec
+        {
             ScenarioSpec(
                 name: name, workload: workload, series: series, submitters: submitters, signers: signers, concurrency: concurrency,
                 orders: orders, sandboxLatencyMs: providerURL == nil ? latency : 0, rate: rate, providerURL: providerURL)
@@ -65,9 +70,11 @@ struct PaypipeBench: ParsableCommand {
             case "w1": list.append(spec("W1", .w1, "W1", submitters: submitters, orders: orders))
             case "w2": list.append(spec("W2", .w2, "W2", submitters: submitters, orders: w2Orders ?? orders, latency: latencyMs))
             case "w3": list.append(spec("W3", .w3, "W3", submitters: submitters, orders: w3Orders ?? orders))
+            case "w1rate":
+                list.append(spec("W1@\(Int(w1Rate))", .w1, "W1-rate", submitters: submitters, orders: max(1, Int(w1Rate * 10)), rate: w1Rate))
             case "scale":
                 for copies in try scaleList() { list.append(spec("scale-\(copies)", .w1, "scale-out", submitters: copies, orders: orders)) }
-            default: throw ValidationError("unknown scenario \(item) (w1, w2, scale, w3)")
+            default: throw ValidationError("unknown scenario \(item) (w1, w2, scale, w3, w1rate)")
             }
         }
         guard !list.isEmpty else { throw ValidationError("no scenario") }

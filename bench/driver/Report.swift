@@ -87,7 +87,7 @@ private let palette = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#
 /// Throughput against submitter copies for the scale-out series, with the ideal linear line
 /// (copies × the 1-copy throughput).
 func throughputSVG(_ run: RunResult) -> String {
-    let width = 640.0, height = 420.0, left = 80.0, right = 30.0, top = 50.0, bottom = 60.0
+    let width = 640.0, height = 420.0, left = 80.0, right = 60.0, top = 50.0, bottom = 60.0
     var points = run.scenarios.filter { $0.spec.series == "scale-out" && $0.error == nil }.map { (Double($0.spec.submitters), $0.ordersPerSecond) }
     points.sort { $0.0 < $1.0 }
     var svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(width))\" height=\"\(Int(height))\" font-family=\"sans-serif\" font-size=\"12\">\n"
