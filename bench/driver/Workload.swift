@@ -1,0 +1,112 @@
+import Foundation
+import PaypipeCore
+
+/// An order with its orderId cut out: `parts.joined(separator: orderId)` is the frame.
+struct OrderTemplate: Sendable {
+    /// provider/operation (the example's orderId), e.g. "viva/sale (demo-viva-1)".
+    let label: String
+    let provider: String
+    let operation: String
+    let parts: [[UInt8]]
+
+    init(order: [String: JSONValue]) throws {
+        guard let provider = order["provider"]?.stringValue, let operation = order["operation"]?.stringValue else {
+            throw BenchError("an example order without provider/operation")
+        }
+        self.provider = provider
+        self.operation = operation
+        label = "\(provider)/\(operation) (\(order["orderId"]?.stringValue ?? "?"))"
+        var order = order
+        let placeholder = "PAYPIPEBENCHORDERID"
+        order["orderId"] = .string(placeholder)
+        let text = JSONValue.object(order).serialized
+        parts = text.components(separatedBy: placeholder).map { Array($0.utf8) }
+    }
+
+    /// Writes the frame for `orderId` into `buffer` (reused between orders).
+    func frame(orderId: [UInt8], into buffer: inout [UInt8]) {
+        buffer.removeAll(keepingCapacity: true)
+        for (index, part) in parts.enumerated() {
+            if index > 0 { buffer.append(contentsOf: orderId) }
+            buffer.append(contentsOf: part)
+        }
+    }
+}
+
+enum Workload: String, Codable, Sendable {
+    case w1 = "W1", w2 = "W2", w3 = "W3"
+}
+
+/// The example orders (examples/orders.jsonl) as templates, in file order.
+func loadExampleTemplates(path: String) throws -> [OrderTemplate] {
+    guard let data = FileManager.default.contents(atPath: path) else {
+        throw BenchError("cannot read \(path) (run from the repository root or pass --examples)")
+    }
+    var templates: [OrderTemplate] = []
+    for line in data.split(separator: UInt8(ascii: "\n")) where !line.allSatisfy({ $0 == 32 || $0 == 9 || $0 == 13 }) {
+        guard case .object(let order) = try JSONValue.parse(line) else { throw BenchError("\(path): a line that is not a JSON object") }
+        templates.append(try OrderTemplate(order: order))
+    }
+    return templates
+}
+
+/// The W1/W2 order: the example file's PhonePe authInit.
+func phonePeTemplate(_ templates: [OrderTemplate]) throws -> OrderTemplate {
+    guard let t = templates.first(where: { $0.provider == "phonepe" && $0.operation == "authInit" }) else {
+        throw BenchError("the examples have no phonepe authInit order")
+    }
+    return t
+}
+
+/// Endpoints of one scenario's pipeline, on ports nobody else uses.
+struct BenchEndpoints: Codable, Sendable {
+    var intake, outcomes, signQueue, signedIn, signedOut, results: String
+    var callbacks: String
+    var sandboxPort: Int
+
+    static func allocate() throws -> BenchEndpoints {
+        let p = try freePorts(8)
+        let tcp = { (port: Int) in "tcp://127.0.0.1:\(port)" }
+        return BenchEndpoints(
+            intake: tcp(p[0]), outcomes: tcp(p[1]), signQueue: tcp(p[2]), signedIn: tcp(p[3]), signedOut: tcp(p[4]),
+            results: tcp(p[5]), callbacks: "127.0.0.1:\(p[6])", sandboxPort: p[7])
+    }
+}
+
+/// The pipeline config of a scenario: the demo credentials (the sandbox reads the same file, so
+/// both sides agree), every provider at the sandbox or at `providerURL`, and the scenario's
+/// own endpoints.
+func configText(endpoints e: BenchEndpoints, providerURL: String?) -> String {
+    let sandbox = "http://127.0.0.1:\(e.sandboxPort)"
+    let tp = providerURL ?? "\(sandbox)/trustpayments"
+    let nets = providerURL ?? "\(sandbox)/nets"
+    let phonepe = providerURL ?? "\(sandbox)/phonepe"
+    let cleengReceipt = providerURL ?? "\(sandbox)/cleeng/checkout/apple_inapp.php"
+    let cleengAPI = providerURL ?? "\(sandbox)/cleeng/3.0/json-rpc"
+    return """
+        {
+          "merchants": {
+            "default": {
+              "trustpayments": { "baseURL": "\(tp)", "siteReference": "test_site12345",
+                                 "jwtIssuer": "jwt.user", "jwtSecret": "demo-jwt-secret-0123456789abcdef0123456789",
+                                 "webservicesUser": "ws@example.com", "webservicesPassword": "demo-ws-password",
+                                 "notificationPassword": "demo-notify-password" },
+              "nets":     { "baseURL": "\(nets)", "secretKey": "demo-nets-secret-key",
+                            "webhookAuthorization": "demoWebhookAuth123" },
+              "phonepe":  { "baseURL": "\(phonepe)", "merchantId": "MERCHANTUAT",
+                            "saltKey": "demo-salt-099eb0cd-02cf-4e2a-8aca-3e6c6aff0399", "saltIndex": "1",
+                            "callbackURL": "http://\(e.callbacks)/callbacks/phonepe" },
+              "cleeng":   { "receiptURL": "\(cleengReceipt)",
+                            "apiURL": "\(cleengAPI)",
+                            "username": "publisher", "password": "demo-cleeng-password" },
+              "viva":     { "merchantKey": "SG23323424EXS3", "appId": "com.example.app", "callback": "interapp-callback" }
+            }
+          },
+          "endpoints": {
+            "intake": "\(e.intake)", "outcomes": "\(e.outcomes)", "callbacks": "\(e.callbacks)",
+            "signQueue": "\(e.signQueue)", "signedIn": "\(e.signedIn)", "signedOut": "\(e.signedOut)",
+            "results": "\(e.results)", "ledgerMetrics": "127.0.0.1:0"
+          }
+        }
+        """
+}
