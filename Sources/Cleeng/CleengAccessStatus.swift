@@ -89,7 +89,7 @@ public enum CleengAccessStatusCall {
         return HTTPRequestSpec(
             method: .POST, url: apiURL,
             headers: [HTTPHeader("Content-Type", "application/json"), HTTPHeader("Accept", "application/json")],
-            body: Array(body.serialized.utf8))
+            body: body.bytes)
     }
 
     /// Reads an HTTP answer. `expectedId`, when given, must match the response's `id`; a mismatch

@@ -21,7 +21,7 @@ extension CleengReceipt {
                 HTTPHeader("Content-Type", "application/json"),
                 HTTPHeader("Accept", "application/json"),
             ],
-            body: Array(body.serialized.utf8))
+            body: body.bytes)
     }
 }
 

@@ -111,6 +111,6 @@ public enum CleengSandbox {
 
     static func jsonResponse(_ status: Int, _ body: JSONValue, headers: [HTTPHeader] = []) -> HTTPResponseSpec {
         HTTPResponseSpec(status: status, headers: [HTTPHeader("Content-Type", "application/json")] + headers,
-                         body: Array(body.serialized.utf8))
+                         body: body.bytes)
     }
 }

@@ -158,6 +158,6 @@ public enum NetsPayments {
         headers.append(HTTPHeader("Content-Type", "application/json"))
         headers.append(HTTPHeader("Accept", "application/json"))
         headers.append(HTTPHeader("Idempotency-Key", idempotencyKey))
-        return HTTPRequestSpec(method: .POST, url: try baseURL(config) + path, headers: headers, body: Array(body.serialized.utf8))
+        return HTTPRequestSpec(method: .POST, url: try baseURL(config) + path, headers: headers, body: body.bytes)
     }
 }

@@ -181,6 +181,6 @@ extension NetsSandbox {
     }
 
     static func json(_ status: Int, _ body: JSONValue) -> HTTPResponseSpec {
-        HTTPResponseSpec(status: status, headers: [HTTPHeader("Content-Type", "application/json")], body: Array(body.serialized.utf8))
+        HTTPResponseSpec(status: status, headers: [HTTPHeader("Content-Type", "application/json")], body: body.bytes)
     }
 }

@@ -93,7 +93,7 @@ extension NetsSandbox {
         return NetsWebhookDelivery(
             url: url,
             headers: [HTTPHeader("Content-Type", "application/json"), HTTPHeader("Authorization", sentAuthorization)],
-            body: Array(body.serialized.utf8))
+            body: body.bytes)
     }
 
     /// The same, with the merchant's configured webhook secret as the registered value.

@@ -1,63 +1,85 @@
 extension JSONValue {
     /// Compact JSON text. Object keys are written in sorted order so that equal values give
     /// identical bytes (outcome copies must be identical).
-    public var serialized: String {
-        var out = ""
-        out.reserveCapacity(128)
-        write(to: &out)
+    public var serialized: String { String(decoding: bytes, as: UTF8.self) }
+
+    /// The same text as UTF-8 bytes, without going through `String` (the hot path of every stage).
+    public var bytes: [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        write(into: &out)
         return out
     }
 
-    public func write(to out: inout String) {
+    public func write(into out: inout [UInt8]) {
         switch self {
-        case .null: out += "null"
-        case .bool(let b): out += b ? "true" : "false"
-        case .integer(let i): out += String(i)
-        case .fraction(let d): out += d.isFinite ? "\(d)" : "null"
-        case .string(let s): JSONValue.writeString(s, to: &out)
+        case .null: out += "null".utf8
+        case .bool(let b): out += (b ? "true" : "false").utf8
+        case .integer(let i): JSONValue.writeInteger(i, into: &out)
+        case .fraction(let d): out += (d.isFinite ? "\(d)" : "null").utf8
+        case .string(let s): JSONValue.writeString(s, into: &out)
         case .array(let a):
-            out += "["
+            out.append(UInt8(ascii: "["))
             for (i, element) in a.enumerated() {
-                if i > 0 { out += "," }
-                element.write(to: &out)
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                element.write(into: &out)
             }
-            out += "]"
+            out.append(UInt8(ascii: "]"))
         case .object(let o):
-            out += "{"
-            for (i, key) in o.keys.sorted().enumerated() {
-                if i > 0 { out += "," }
-                JSONValue.writeString(key, to: &out)
-                out += ":"
-                o[key]!.write(to: &out)
+            out.append(UInt8(ascii: "{"))
+            for (i, pair) in o.sorted(by: { $0.key < $1.key }).enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                JSONValue.writeString(pair.key, into: &out)
+                out.append(UInt8(ascii: ":"))
+                pair.value.write(into: &out)
             }
-            out += "}"
+            out.append(UInt8(ascii: "}"))
         }
     }
 
-    public static func writeString(_ s: String, to out: inout String) {
-        out += "\""
-        var needsEscaping = false
-        for byte in s.utf8 where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
-            needsEscaping = true
-            break
+    static func writeInteger(_ value: Int64, into out: inout [UInt8]) {
+        if value == 0 {
+            out.append(UInt8(ascii: "0"))
+            return
         }
-        if !needsEscaping {
-            out += s
+        if value < 0 { out.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var count = 0
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            while magnitude > 0 {
+                buffer[count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+                count += 1
+            }
+            for index in stride(from: count - 1, through: 0, by: -1) { out.append(buffer[index]) }
+        }
+    }
+
+    public static func writeString(_ s: String, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        let utf8 = s.utf8
+        if !utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            out += utf8
         } else {
-            for scalar in s.unicodeScalars {
-                switch scalar {
-                case "\"": out += "\\\""
-                case "\\": out += "\\\\"
-                case "\n": out += "\\n"
-                case "\r": out += "\\r"
-                case "\t": out += "\\t"
-                case _ where scalar.value < 0x20:
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                default: out.unicodeScalars.append(scalar)
+            for byte in utf8 {
+                switch byte {
+                case UInt8(ascii: "\""): out += #"\""#.utf8
+                case UInt8(ascii: "\\"): out += #"\\"#.utf8
+                case UInt8(ascii: "\n"): out += #"\n"#.utf8
+                case UInt8(ascii: "\r"): out += #"\r"#.utf8
+                case UInt8(ascii: "\t"): out += #"\t"#.utf8
+                case 0..<0x20:
+                    let hex: [UInt8] = Array("0123456789abcdef".utf8)
+                    out += #"\u00"#.utf8
+                    out.append(hex[Int(byte >> 4)])
+                    out.append(hex[Int(byte & 0x0F)])
+                default: out.append(byte)
                 }
             }
         }
-        out += "\""
+        out.append(UInt8(ascii: "\""))
     }
 }

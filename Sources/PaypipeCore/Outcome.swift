@@ -68,6 +68,7 @@ public struct Outcome: Sendable, Equatable {
 
     /// The wire form: one compact JSON object, keys sorted, so equal outcomes are equal bytes.
     public var serialized: String { json.serialized }
+    public var bytes: [UInt8] { json.bytes }
 
     public static func parse(_ bytes: some Collection<UInt8>) throws -> Outcome {
         guard case .object(let o) = try JSONValue.parse(bytes) else { throw OutcomeParseError(field: "outcome") }

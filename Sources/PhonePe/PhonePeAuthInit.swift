@@ -21,7 +21,7 @@ public struct PhonePeAuthInit: Sendable, Equatable {
         }
         let params = try PhonePeAuthInitParams(order: order)
         let payload = Self.payload(params, merchantId: merchantId)
-        let payloadBase64 = Data(payload.serialized.utf8).base64EncodedString()
+        let payloadBase64 = Data(payload.bytes).base64EncodedString()
 
         self.params = params
         self.merchantId = merchantId

@@ -36,7 +36,7 @@ extension PhonePeSandbox {
         let document: JSONValue = [
             "success": true, "code": "SUCCESS", "message": .string(Self.message(for: outcome)), "data": .object(data),
         ]
-        let response = Data(document.serialized.utf8).base64EncodedString()
+        let response = Data(document.bytes).base64EncodedString()
         var xVerify = checksum.xVerify(callbackResponse: response)
         if variant == .wrongChecksum {
             let first = xVerify.removeFirst()

@@ -121,7 +121,7 @@ extension PhonePeSandbox {
         var object: [String: JSONValue] = ["success": .bool(success), "code": .string(code), "message": .string(message)]
         if let data { object["data"] = data }
         return HTTPResponseSpec(
-            status: status, headers: [HTTPHeader("Content-Type", "application/json")], body: Array(JSONValue.object(object).serialized.utf8))
+            status: status, headers: [HTTPHeader("Content-Type", "application/json")], body: JSONValue.object(object).bytes)
     }
 
     static func refusal(_ status: Int, _ code: String, _ message: String) -> HTTPResponseSpec {

@@ -69,7 +69,7 @@ public final class CleengPollerService: Sendable {
                 case .poll(let key, let requestId, let request, let slot): pollQueue.yield((key, requestId, request, slot))
                 case .emit(let outcome):
                     metrics.counter("paypipe_cleeng_outcomes_total", [("status", outcome.status.rawValue)], help: "Receipts ended, by status").increment()
-                    try? await results.send(Array(outcome.serialized.utf8))
+                    try? await results.send(outcome.bytes)
                 }
             }
         }

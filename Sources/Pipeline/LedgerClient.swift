@@ -54,7 +54,7 @@ public final class LedgerClient: OrderDirectory {
 
     public func call(_ request: LedgerRequest) async throws(LedgerUnavailable) -> LedgerReply {
         let id = nextId.add(1, ordering: .relaxed).oldValue
-        let payload = Array(request.json.serialized.utf8)
+        let payload = request.json.bytes
         let idFrame = withUnsafeBytes(of: id) { Array($0) }
         let timeout = timeoutMilliseconds
         let waiting = self.waiting

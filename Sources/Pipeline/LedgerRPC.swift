@@ -48,7 +48,7 @@ public enum LedgerRequest: Sendable, Equatable {
         case "settle":
             var outcome: Outcome?
             if let value = o["outcome"], value != .null {
-                guard let parsed = try? Outcome.parse(Array(value.serialized.utf8)) else { throw EnvelopeError("settle.outcome is not an outcome") }
+                guard let parsed = try? Outcome.parse(value.bytes) else { throw EnvelopeError("settle.outcome is not an outcome") }
                 outcome = parsed
             }
             return .settle(try key(), event: o["event"]?.stringValue, outcome: outcome)

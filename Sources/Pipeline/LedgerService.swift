@@ -122,7 +122,7 @@ public final class LedgerService: Sendable {
                             (reply, effects) = (.failure("\(error)"), [])
                         }
                         try await perform(effects)
-                        rpc.send(ZMQMessage(frames: [message.frames[0], message.frames[1], Array(reply.json.serialized.utf8)]))
+                        rpc.send(ZMQMessage(frames: [message.frames[0], message.frames[1], reply.json.bytes]))
                     }
                 }
             }

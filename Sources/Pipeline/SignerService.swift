@@ -55,7 +55,7 @@ public final class SignerService: Sendable {
                 try await signed.send(work.frame)
             case .outcome(let outcome):
                 (outcome.status == .rejected ? rejectedCount : directCount).increment()
-                try await results.send(Array(outcome.serialized.utf8))
+                try await results.send(outcome.bytes)
             }
         }
         _ = await signed.finish()

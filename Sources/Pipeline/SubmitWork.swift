@@ -36,7 +36,7 @@ public struct SubmitWork: Sendable, Equatable {
         return .object(object)
     }
 
-    public var frame: [UInt8] { Array(json.serialized.utf8) }
+    public var frame: [UInt8] { json.bytes }
 
     public static func decode(_ frame: [UInt8]) throws -> SubmitWork {
         guard case .object(let object) = try JSONValue.parse(frame) else { throw EnvelopeError("work is not an object") }

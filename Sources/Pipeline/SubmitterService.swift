@@ -70,7 +70,7 @@ public final class SubmitterService: Sendable {
                         metrics.counter("paypipe_submitter_outcomes_total", [("status", outcome.status.rawValue)], help: "Outcomes from the submitter, by status")
                             .increment()
                         if item.acceptedAt > 0 { latency.recordNanoseconds(max(0, milliseconds() - item.acceptedAt) * 1_000_000) }
-                        try? await results.send(Array(outcome.serialized.utf8))
+                        try? await results.send(outcome.bytes)
                     }
                 }
             } catch {

@@ -87,12 +87,12 @@ final class PhonePeEmulation: Sendable {
         }
         emulator.ledger.tookEffect("phonepe:" + mandate.authRequestId.prefix(128))
         if let outcome = mandate.scheduledOutcome {
-            var callback = merchant.sandbox.callback(for: mandate, outcome: outcome, variant: emulator.configuration.phonePeCallbackVariant)
-            callback.url = merchant.config.callbackURL
-            let request = callback.request
-            let label = "phonepe callback for \(mandate.authRequestId)"
+            // Built when due, not now: under load most callbacks are still far in the future.
+            let sandbox = merchant.sandbox, callbackURL = merchant.config.callbackURL
             emulator.scheduler.schedule(afterMilliseconds: emulator.configuration.phonePeCallbackDelayMilliseconds) { [emulator] in
-                await emulator.outbound.deliver(request, label: label)
+                var callback = sandbox.callback(for: mandate, outcome: outcome, variant: emulator.configuration.phonePeCallbackVariant)
+                callback.url = callbackURL
+                await emulator.outbound.deliver(callback.request, label: "phonepe callback for \(mandate.authRequestId)")
             }
         }
         return reply.response

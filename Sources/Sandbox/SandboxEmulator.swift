@@ -61,7 +61,7 @@ final class SandboxEmulator: Sendable {
             guard method == "GET" else { return Self.json(405, ["error": "use GET"]) }
             let parameters = Self.queryParameters(query)
             let document = ledger.document(key: parameters["key"], summary: parameters["summary"] == "1")
-            return HTTPResponseSpec(status: 200, headers: [HTTPHeader("Content-Type", "application/json")], body: Array(document.serialized.utf8))
+            return HTTPResponseSpec(status: 200, headers: [HTTPHeader("Content-Type", "application/json")], body: document.bytes)
         case .notFound:
             return Self.json(404, ["error": "no such route"])
         case .provider(let provider, let subpath):
@@ -108,7 +108,7 @@ final class SandboxEmulator: Sendable {
     // MARK: Helpers
 
     static func json(_ status: Int, _ body: JSONValue) -> HTTPResponseSpec {
-        HTTPResponseSpec(status: status, headers: [HTTPHeader("Content-Type", "application/json")], body: Array(body.serialized.utf8))
+        HTTPResponseSpec(status: status, headers: [HTTPHeader("Content-Type", "application/json")], body: body.bytes)
     }
 
     static func queryParameters(_ query: String?) -> [String: String] {

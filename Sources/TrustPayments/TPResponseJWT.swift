@@ -38,7 +38,7 @@ public struct TPResponseJWT: Sendable, Equatable {
             ],
         ]
         if let issuer { claims["iss"] = .string(issuer) }
-        return TPHS256.sign(claims: Array(JSONValue.object(claims).serialized.utf8), secret: secret)
+        return TPHS256.sign(claims: JSONValue.object(claims).bytes, secret: secret)
     }
 }
 

@@ -47,7 +47,7 @@ public enum TPSandbox {
             "requestreference": .string(reference), "version": .string(TPWebServices.version),
             "response": .array(entries), "secrand": .string(String(Digest.sha256Hex(body + [1]).prefix(16))),
         ]
-        return HTTPResponseSpec(status: 200, headers: [HTTPHeader("Content-Type", "application/json")], body: Array(response.serialized.utf8))
+        return HTTPResponseSpec(status: 200, headers: [HTTPHeader("Content-Type", "application/json")], body: response.bytes)
     }
 
     static func isAuthorized(_ header: String, config: TrustPaymentsConfig) -> Bool {

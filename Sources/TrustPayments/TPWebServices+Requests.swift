@@ -121,7 +121,7 @@ public enum TPWebServices {
                 HTTPHeader("Content-Type", "application/json"),
                 HTTPHeader("Accept", "application/json"),
             ],
-            body: Array(envelope.serialized.utf8))
+            body: envelope.bytes)
     }
 
     static func basicAuthorization(user: String, password: Secret) -> String {
