@@ -87,10 +87,11 @@ public struct CleengPollerCore: Sendable {
         let action = event(&receipt.machine)
         switch action {
         case .sendPoll(let requestId):
+            // No wake-up while the poll is out: the edge always reports an answer or a transport
+            // failure (its HTTP timeout is at most one interval), and that reschedules the receipt.
+            // One heap entry per receipt at a time keeps 100,000 receipts small.
             receipts[key] = receipt
-            // The machine waits for this answer, and gives up on it at its deadline plus grace.
-            let giveUp = policy.deadline(acceptedAt: receipt.machine.acceptedAt) + policy.intervalMs + 1
-            return [poll(receipt.order, requestId: requestId, slot: slot)] + schedule(key, at: giveUp)
+            return [poll(receipt.order, requestId: requestId, slot: slot)]
         case .wait(let until):
             receipts[key] = receipt
             return schedule(key, at: until)
