@@ -58,15 +58,19 @@ public final class LedgerClient: OrderDirectory {
         let idFrame = withUnsafeBytes(of: id) { Array($0) }
         let timeout = timeoutMilliseconds
         let waiting = self.waiting
-        let timer = Task {
-            try? await Task.sleep(for: .milliseconds(timeout))
-            waiting.resume(id, with: nil)
-        }
+        let timer = Mutex<Task<Void, Never>?>(nil)
         let answer: [UInt8]? = await withCheckedContinuation { continuation in
+            // Registered before the timer starts, so the timeout always finds the caller.
             waiting.add(id, continuation)
+            timer.withLock {
+                $0 = Task {
+                    try? await Task.sleep(for: .milliseconds(timeout))
+                    waiting.resume(id, with: nil)
+                }
+            }
             if !duplex.send(ZMQMessage(frames: [idFrame, payload])) { waiting.resume(id, with: nil) }
         }
-        timer.cancel()
+        timer.withLock { $0 }?.cancel()
         guard let answer else { throw LedgerUnavailable("the ledger did not answer within \(timeout) ms") }
         do {
             let reply = try LedgerReply.parse(answer, for: request)
