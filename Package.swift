@@ -128,7 +128,7 @@ let package = Package(
         .executableTarget(
             name: "paypipe-bench",
             dependencies: [
-                "PaypipeCore", "ZeroMQ",
+                "PaypipeCore", "ZeroMQ", "Pipeline",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],

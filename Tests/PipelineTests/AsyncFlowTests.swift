@@ -112,7 +112,7 @@ struct AsyncFlowTests {
         // ledger has the order's status checked, and the status call ends it.
         let missed = try await PipelineHarness(
             sandboxConfiguration: SandboxConfiguration(port: 0, phonePeCallbackDelayMilliseconds: 300, phonePeCallbackVariant: .wrongChecksum, outboundAttempts: 1),
-            timers: #"{"phonepeCallbackWaitMs": 1500}"#)
+            timers: ["phonepeCallbackWaitMs": 1500])
         try missed.startSigner()
         try missed.startSubmitter()
         try missed.startCallbacks()
@@ -293,7 +293,7 @@ struct AsyncFlowTests {
     @Test func cleengAccessGrantedOnTheThirdPollSucceedsOnCadence() async throws {
         let h = try await PipelineHarness(
             sandboxConfiguration: SandboxConfiguration(port: 0, phonePeCallbackDelayMilliseconds: 3_600_000, cleengGrantOnPoll: 3),
-            timers: #"{"cleengPollIntervalMs": 400, "cleengGiveUpMs": 3000}"#)
+            timers: ["cleengPollIntervalMs": 400, "cleengGiveUpMs": 3000])
         defer { Task { await h.shutdown() } }
         try h.startSigner()
         try h.startSubmitter()
@@ -313,7 +313,7 @@ struct AsyncFlowTests {
     @Test func cleengAccessNeverGrantedFailsAtTheDeadlineAndARestartedPollerKeepsTheDeadline() async throws {
         let h = try await PipelineHarness(
             sandboxConfiguration: SandboxConfiguration(port: 0, phonePeCallbackDelayMilliseconds: 3_600_000, cleengGrantAfterMilliseconds: nil),
-            timers: #"{"cleengPollIntervalMs": 300, "cleengGiveUpMs": 2400}"#)
+            timers: ["cleengPollIntervalMs": 300, "cleengGiveUpMs": 2400])
         defer { Task { await h.shutdown() } }
         try h.startSigner()
         try h.startSubmitter()

@@ -31,10 +31,10 @@ final class PipelineHarness: @unchecked Sendable {
     /// sandbox sends PhonePe callbacks and Nets webhooks there).
     let callbacksPort: Int
 
-    /// `timers`: a JSON object for the config's "timers" (e.g. fast Cleeng polling).
+    /// `timers`: the config's "timers" (e.g. fast Cleeng polling).
     init(
         sandboxConfiguration: SandboxConfiguration = SandboxConfiguration(port: 0, phonePeCallbackDelayMilliseconds: 3_600_000),
-        timers: String? = nil
+        timers: [String: Int64] = [:]
     ) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-e2e-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -55,11 +55,14 @@ final class PipelineHarness: @unchecked Sendable {
         sandboxPort = bound
 
         // Every stable address on an ephemeral port: a fixed port could reach a leftover process.
-        var text = DemoConfig.text(sandboxURL: "http://127.0.0.1:\(bound)", callbacks: callbacks)
-        text = text.replacingOccurrences(
-            of: #""endpoints": { "callbacks": "\#(callbacks)" }"#,
-            with: #""endpoints": { "callbacks": "\#(callbacks)", "intake": "tcp://127.0.0.1:*", "outcomes": "tcp://127.0.0.1:*", "signQueue": "tcp://127.0.0.1:*", "signedIn": "tcp://127.0.0.1:*", "signedOut": "tcp://127.0.0.1:*", "results": "tcp://127.0.0.1:*", "ledgerRPC": "tcp://127.0.0.1:*", "pollQueue": "tcp://127.0.0.1:*", "ledgerMetrics": "127.0.0.1:0" }"#)
-        if let timers { text = text.replacingOccurrences(of: #""endpoints": {"#, with: #""timers": \#(timers), "endpoints": {"#) }
+        let any = "tcp://127.0.0.1:*"
+        let text = DemoConfig.text(
+            sandboxURL: "http://127.0.0.1:\(bound)", callbacks: callbacks,
+            endpoints: [
+                "intake": any, "outcomes": any, "signQueue": any, "signedIn": any, "signedOut": any, "results": any,
+                "ledgerRPC": any, "pollQueue": any, "ledgerMetrics": "127.0.0.1:0",
+            ],
+            timers: timers)
         configPath = directory.appendingPathComponent("config.json").path
         try text.write(toFile: configPath, atomically: true, encoding: .utf8)
 

@@ -1,5 +1,6 @@
 import Foundation
 import PaypipeCore
+import Pipeline
 
 /// An order with its orderId cut out: `parts.joined(separator: orderId)` is the frame.
 struct OrderTemplate: Sendable {
@@ -60,16 +61,16 @@ func phonePeTemplate(_ templates: [OrderTemplate]) throws -> OrderTemplate {
 
 /// Endpoints of one scenario's pipeline, on ports nobody else uses.
 struct BenchEndpoints: Codable, Sendable {
-    var intake, outcomes, signQueue, signedIn, signedOut, results: String
+    var intake, outcomes, signQueue, signedIn, signedOut, results, ledgerRPC, pollQueue: String
     var callbacks: String
     var sandboxPort: Int
 
     static func allocate() throws -> BenchEndpoints {
-        let p = try freePorts(8)
+        let p = try freePorts(10)
         let tcp = { (port: Int) in "tcp://127.0.0.1:\(port)" }
         return BenchEndpoints(
             intake: tcp(p[0]), outcomes: tcp(p[1]), signQueue: tcp(p[2]), signedIn: tcp(p[3]), signedOut: tcp(p[4]),
-            results: tcp(p[5]), callbacks: "127.0.0.1:\(p[6])", sandboxPort: p[7])
+            results: tcp(p[5]), ledgerRPC: tcp(p[8]), pollQueue: tcp(p[9]), callbacks: "127.0.0.1:\(p[6])", sandboxPort: p[7])
     }
 }
 
@@ -77,36 +78,10 @@ struct BenchEndpoints: Codable, Sendable {
 /// both sides agree), every provider at the sandbox or at `providerURL`, and the scenario's
 /// own endpoints.
 func configText(endpoints e: BenchEndpoints, providerURL: String?) -> String {
-    let sandbox = "http://127.0.0.1:\(e.sandboxPort)"
-    let tp = providerURL ?? "\(sandbox)/trustpayments"
-    let nets = providerURL ?? "\(sandbox)/nets"
-    let phonepe = providerURL ?? "\(sandbox)/phonepe"
-    let cleengReceipt = providerURL ?? "\(sandbox)/cleeng/checkout/apple_inapp.php"
-    let cleengAPI = providerURL ?? "\(sandbox)/cleeng/3.0/json-rpc"
-    return """
-        {
-          "merchants": {
-            "default": {
-              "trustpayments": { "baseURL": "\(tp)", "siteReference": "test_site12345",
-                                 "jwtIssuer": "jwt.user", "jwtSecret": "demo-jwt-secret-0123456789abcdef0123456789",
-                                 "webservicesUser": "ws@example.com", "webservicesPassword": "demo-ws-password",
-                                 "notificationPassword": "demo-notify-password" },
-              "nets":     { "baseURL": "\(nets)", "secretKey": "demo-nets-secret-key",
-                            "webhookAuthorization": "demoWebhookAuth123" },
-              "phonepe":  { "baseURL": "\(phonepe)", "merchantId": "MERCHANTUAT",
-                            "saltKey": "demo-salt-099eb0cd-02cf-4e2a-8aca-3e6c6aff0399", "saltIndex": "1",
-                            "callbackURL": "http://\(e.callbacks)/callbacks/phonepe" },
-              "cleeng":   { "receiptURL": "\(cleengReceipt)",
-                            "apiURL": "\(cleengAPI)",
-                            "username": "publisher", "password": "demo-cleeng-password" },
-              "viva":     { "merchantKey": "SG23323424EXS3", "appId": "com.example.app", "callback": "interapp-callback" }
-            }
-          },
-          "endpoints": {
-            "intake": "\(e.intake)", "outcomes": "\(e.outcomes)", "callbacks": "\(e.callbacks)",
-            "signQueue": "\(e.signQueue)", "signedIn": "\(e.signedIn)", "signedOut": "\(e.signedOut)",
-            "results": "\(e.results)", "ledgerMetrics": "127.0.0.1:0"
-          }
-        }
-        """
+    DemoConfig.text(
+        sandboxURL: "http://127.0.0.1:\(e.sandboxPort)", callbacks: e.callbacks, providerURL: providerURL,
+        endpoints: [
+            "intake": e.intake, "outcomes": e.outcomes, "signQueue": e.signQueue, "signedIn": e.signedIn, "signedOut": e.signedOut,
+            "results": e.results, "ledgerRPC": e.ledgerRPC, "pollQueue": e.pollQueue, "ledgerMetrics": "127.0.0.1:0",
+        ])
 }

@@ -137,10 +137,10 @@ let rpcTask = Task {
 
 let sandboxPort = freePort(), metricsPort = freePort()
 let configPath = directory.appendingPathComponent("config.json").path
-var config = DemoConfig.text(sandboxURL: "http://127.0.0.1:\(sandboxPort)")
-config = config.replacingOccurrences(
-    of: #""endpoints": {"#,
-    with: #""timers": {"cleengPollIntervalMs": \#(intervalMs), "cleengGiveUpMs": \#(giveUpMs)}, "endpoints": { "pollQueue": "\#(pollEndpoint)", "results": "\#(resultsEndpoint)", "ledgerRPC": "\#(rpcEndpoint)","#)
+let config = DemoConfig.text(
+    sandboxURL: "http://127.0.0.1:\(sandboxPort)",
+    endpoints: ["pollQueue": pollEndpoint, "results": resultsEndpoint, "ledgerRPC": rpcEndpoint],
+    timers: ["cleengPollIntervalMs": Int64(intervalMs), "cleengGiveUpMs": Int64(giveUpMs)])
 try config.write(toFile: configPath, atomically: true, encoding: .utf8)
 do {
     _ = try start("paypipe-sandbox", ["--config", configPath, "--port", String(sandboxPort), "--cleeng-grant-after-ms=-1", "--log-level", "error"], waitFor: "listening")
