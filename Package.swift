@@ -115,7 +115,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "paypipe-poller-bench",
-            dependencies: ["Pipeline", "PaypipeCore", "ZeroMQ"],
+            dependencies: ["BenchSupport", "Pipeline", "PaypipeCore", "ZeroMQ"],
             path: "bench/poller",
             swiftSettings: strict
         ),
@@ -125,10 +125,11 @@ let package = Package(
             path: "bench/zmq",
             swiftSettings: strict
         ),
+        .target(name: "BenchSupport", path: "bench/support", swiftSettings: strict),
         .executableTarget(
             name: "paypipe-bench",
             dependencies: [
-                "PaypipeCore", "ZeroMQ", "Pipeline",
+                "BenchSupport", "PaypipeCore", "ZeroMQ", "Pipeline",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],

@@ -1,3 +1,4 @@
+import BenchSupport
 import ArgumentParser
 import Dispatch
 import Foundation

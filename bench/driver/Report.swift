@@ -1,3 +1,4 @@
+import BenchSupport
 import Foundation
 
 struct RunResult: Codable, Sendable {

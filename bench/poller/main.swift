@@ -1,6 +1,7 @@
 // paypipe-poller-bench: one paypipe-cleeng-poller holding N pending receipts against the
 // sandbox (which never grants access), with this process standing in for the ledger. Prints
 // polls/s, the poller's peak RSS and the worst lateness of a poll against its schedule.
+import BenchSupport
 import Foundation
 import PaypipeCore
 import Pipeline
@@ -21,19 +22,6 @@ let spread = argument("--spread", 1)
 let binaries = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-poller-bench-\(UUID().uuidString)")
 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-
-func freePort() -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-    }
-    return Int(UInt16(bigEndian: address.sin_port))
-}
 
 func httpGet(port: Int, path: String) -> String {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -66,54 +54,16 @@ func metric(_ text: String, _ name: String) -> Double {
     return 0
 }
 
-func peakRSSKiB(_ pid: Int32) -> Int {
-    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
-    for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
-        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
-    }
-    return 0
-}
+func peakRSSKiB(_ pid: pid_t) -> Int { statusKilobytes(pid, "VmHWM") ?? 0 }
 
-func cpuSeconds(_ pid: Int32) -> Double {
-    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), let end = stat.lastIndex(of: ")") else { return 0 }
-    let fields = stat[stat.index(after: end)...].split(separator: " ")
-    return (Double(fields[11]) ?? 0) / 100 + (Double(fields[12]) ?? 0) / 100  // utime, stime at 100 Hz
-}
-
-var children: [Process] = []
-@MainActor func start(_ name: String, _ arguments: [String], waitFor marker: String?) throws -> Process {
-    let process = Process()
-    process.executableURL = binaries.appendingPathComponent(name)
-    process.arguments = arguments
-    let output = Pipe()
-    process.standardOutput = output
-    var environment = ProcessInfo.processInfo.environment
-    if environment["PAYPIPE_LOG_LEVEL"] == nil {
-        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        environment["PAYPIPE_LOG_LEVEL"] = "error"
-    }
-    process.environment = environment
-    try process.run()
-    children.append(process)
-    if let marker {
-        var seen = Data()
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline, !String(decoding: seen, as: UTF8.self).contains(marker) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            seen.append(chunk)
-        }
-    }
-    return process
-}
-@MainActor func stopChildren() {
-    for child in children.reversed() where child.isRunning { kill(child.processIdentifier, SIGTERM) }
-    let deadline = Date().addingTimeInterval(10)
-    for child in children.reversed() {
-        while child.isRunning && Date() < deadline { usleep(20_000) }
-        if child.isRunning { kill(child.processIdentifier, SIGKILL) }
-    }
-    try? FileManager.default.removeItem(at: directory)
+/// A child with its output in the temp directory; PAYPIPE_LOG_LEVEL from our environment, else errors only.
+func start(_ name: String, _ arguments: [String], waitFor marker: String?) throws -> Child {
+    let environment = childEnvironment(logLevel: ProcessInfo.processInfo.environment["PAYPIPE_LOG_LEVEL"] ?? "error")
+    let child = try spawnChild(
+        role: name, name: name, executable: binaries.appendingPathComponent(name).path, arguments: arguments,
+        environment: environment, logDirectory: directory.path)
+    if let marker { try waitForMarker(child, marker) }
+    return child
 }
 
 // This process is the ledger: it binds the poll queue, the results and the RPC endpoint.
@@ -135,7 +85,8 @@ let rpcTask = Task {
     }
 }
 
-let sandboxPort = freePort(), metricsPort = freePort()
+let ports = try freePorts(2)
+let (sandboxPort, metricsPort) = (ports[0], ports[1])
 let configPath = directory.appendingPathComponent("config.json").path
 let config = DemoConfig.text(
     sandboxURL: "http://127.0.0.1:\(sandboxPort)",
@@ -160,7 +111,7 @@ do {
     var ended = 0
     let deadline = clock.now + .milliseconds(giveUpMs + 3 * intervalMs + 15_000)
     var lastReport = clock.now
-    let cpuBefore = cpuSeconds(poller.processIdentifier)
+    let cpuBefore = cpuSeconds(poller.pid) ?? 0
     while ended < receipts, clock.now < deadline {
         let batch = try await results.nextBatch(timeoutMilliseconds: 500)
         ended += batch?.count ?? 0
@@ -170,7 +121,7 @@ do {
             print(String(format: "t=%5.1f s  polls=%8.0f  holding=%6.0f  ended=%6d  maxDrift=%6.0f ms  rss=%d MiB",
                          Double((clock.now - began).components.seconds), metric(text, "paypipe_cleeng_polls_total"),
                          metric(text, "paypipe_cleeng_receipts_polling"), ended, metric(text, "paypipe_cleeng_poll_drift_max_ms"),
-                         peakRSSKiB(poller.processIdentifier) / 1024))
+                         peakRSSKiB(poller.pid) / 1024))
         }
     }
     let elapsed = clock.now - began
@@ -178,8 +129,8 @@ do {
     let text = httpGet(port: metricsPort, path: "/metrics")
     let pollCount = metric(text, "paypipe_cleeng_polls_total")
     let drift = metric(text, "paypipe_cleeng_poll_drift_max_ms")
-    let rss = peakRSSKiB(poller.processIdentifier)
-    let cpu = cpuSeconds(poller.processIdentifier) - cpuBefore
+    let rss = peakRSSKiB(poller.pid)
+    let cpu = (cpuSeconds(poller.pid) ?? cpuBefore) - cpuBefore
     print("")
     print("| receipts | ended | polls | polls/s | poller peak RSS | worst drift | poller CPU |")
     print("|---|---|---|---|---|---|---|")
@@ -192,7 +143,8 @@ do {
 } catch {
     print("bench failed: \(error)")
 }
-stopChildren()
+ChildRegistry.shared.stopAll()
+try? FileManager.default.removeItem(at: directory)
 rpc.stop()
 results.stop()
 rpcTask.cancel()

@@ -5,45 +5,46 @@ import Foundation
 import Synchronization
 
 /// Monotonic clock in nanoseconds (CLOCK_MONOTONIC).
-func monotonicNanoseconds() -> UInt64 {
+public func monotonicNanoseconds() -> UInt64 {
     var t = timespec()
     clock_gettime(CLOCK_MONOTONIC, &t)
     return UInt64(t.tv_sec) * 1_000_000_000 + UInt64(t.tv_nsec)
 }
 
-func log(_ text: String) {
-    FileHandle.standardError.write(Data("paypipe-bench: \(text)\n".utf8))
+public func log(_ text: String) {
+    let program = (CommandLine.arguments.first.map { ($0 as NSString).lastPathComponent }) ?? "bench"
+    FileHandle.standardError.write(Data("\(program): \(text)\n".utf8))
 }
 
-struct BenchError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
+public struct BenchError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
 }
 
 /// One child process of a scenario: a pipeline stage or the sandbox.
-struct Child: Sendable {
-    let role: String
-    let name: String
-    let pid: pid_t
-    let stdoutPath: String
-    let stderrPath: String
+public struct Child: Sendable {
+    public let role: String
+    public let name: String
+    public let pid: pid_t
+    public let stdoutPath: String
+    public let stderrPath: String
 }
 
 /// Every child process the driver started and has not yet reaped, so that an error or a signal
 /// can stop them all. Stops only these PIDs, never anything found by name.
-final class ChildRegistry: Sendable {
-    static let shared = ChildRegistry()
+public final class ChildRegistry: Sendable {
+    public static let shared = ChildRegistry()
 
     private struct State {
-        var running: [Child] = []
+        public var running: [Child] = []
         var exitStatus: [pid_t: Int32] = [:]
     }
     private let state = Mutex(State())
 
-    func add(_ child: Child) { state.withLock { $0.running.append(child) } }
+    public func add(_ child: Child) { state.withLock { $0.running.append(child) } }
 
     /// Reaps `pid` without blocking; returns its wait status once it has exited.
-    func poll(_ pid: pid_t) -> Int32? {
+    public func poll(_ pid: pid_t) -> Int32? {
         if let status = state.withLock({ $0.exitStatus[pid] }) { return status }
         var status: Int32 = 0
         let result = waitpid(pid, &status, WNOHANG)
@@ -58,11 +59,11 @@ final class ChildRegistry: Sendable {
         return nil
     }
 
-    var running: [Child] { state.withLock { $0.running } }
+    public var running: [Child] { state.withLock { $0.running } }
 
     /// Stops `children` role by role in the given order: SIGTERM to every copy of a role, wait up
     /// to `timeout` seconds, then SIGKILL what is left and reap it.
-    func stop(_ children: [Child], timeout: Double = 10) {
+    public func stop(_ children: [Child], timeout: Double = 10) {
         var roles: [[Child]] = []
         for child in children {
             if let last = roles.last?.last, last.role == child.role {
@@ -85,13 +86,13 @@ final class ChildRegistry: Sendable {
     }
 
     /// Stops every child still running, newest first.
-    func stopAll(timeout: Double = 10) { stop(running.reversed(), timeout: timeout) }
+    public func stopAll(timeout: Double = 10) { stop(running.reversed(), timeout: timeout) }
 }
 
 /// Starts `executable` with stdin from /dev/null and stdout/stderr into files. Through
 /// `setpriv --pdeathsig TERM` when available, so a child also stops if the driver is killed
 /// outright (the death signal follows the spawning thread: call this from the main thread).
-func spawnChild(
+public func spawnChild(
     role: String, name: String, executable: String, arguments: [String], environment: [String: String], logDirectory: String
 ) throws -> Child {
     guard FileManager.default.isExecutableFile(atPath: executable) else { throw BenchError("no executable at \(executable) (build first, or pass --bin-dir)") }
@@ -127,21 +128,21 @@ func spawnChild(
 
 /// The environment for children: ours, without the variables that would override the generated
 /// config's endpoints.
-func childEnvironment(logLevel: String?) -> [String: String] {
+public func childEnvironment(logLevel: String?) -> [String: String] {
     var environment = ProcessInfo.processInfo.environment
     for key in ["PAYPIPE_INTAKE", "PAYPIPE_OUTCOMES", "PAYPIPE_CALLBACK_ADDR", "PAYPIPE_CONFIG"] { environment[key] = nil }
     if let logLevel { environment["PAYPIPE_LOG_LEVEL"] = logLevel }
     return environment
 }
 
-func lastLines(_ path: String, _ count: Int = 5) -> String {
+public func lastLines(_ path: String, _ count: Int = 5) -> String {
     guard let data = FileManager.default.contents(atPath: path) else { return "" }
     return String(decoding: data, as: UTF8.self).split(separator: "\n").suffix(count).joined(separator: "\n")
 }
 
 /// Waits until `marker` appears in one of the child's output files; fails if the child exits
 /// or `timeout` seconds pass.
-func waitForMarker(_ child: Child, _ marker: String, timeout: Double = 30) throws {
+public func waitForMarker(_ child: Child, _ marker: String, timeout: Double = 30) throws {
     let deadline = monotonicNanoseconds() + UInt64(timeout * 1e9)
     while true {
         for path in [child.stdoutPath, child.stderrPath] {
@@ -158,7 +159,7 @@ func waitForMarker(_ child: Child, _ marker: String, timeout: Double = 30) throw
 }
 
 /// `count` distinct free TCP ports on 127.0.0.1 (bound to port 0 together, then released).
-func freePorts(_ count: Int) throws -> [Int] {
+public func freePorts(_ count: Int) throws -> [Int] {
     var sockets: [Int32] = []
     defer { for s in sockets { close(s) } }
     var ports: [Int] = []
@@ -185,10 +186,10 @@ func freePorts(_ count: Int) throws -> [Int] {
 
 // MARK: - /proc
 
-let clockTicksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
+public let clockTicksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
 
 /// utime + stime of a process in seconds (all its threads), from /proc/PID/stat.
-func cpuSeconds(_ pid: pid_t) -> Double? {
+public func cpuSeconds(_ pid: pid_t) -> Double? {
     guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/stat") else { return nil }
     let text = String(decoding: data, as: UTF8.self)
     guard let close = text.lastIndex(of: ")") else { return nil }
@@ -199,7 +200,7 @@ func cpuSeconds(_ pid: pid_t) -> Double? {
 }
 
 /// A field of /proc/PID/status in kB (e.g. VmHWM, the peak resident set size).
-func statusKilobytes(_ pid: pid_t, _ field: String) -> Int? {
+public func statusKilobytes(_ pid: pid_t, _ field: String) -> Int? {
     guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/status") else { return nil }
     for line in String(decoding: data, as: UTF8.self).split(separator: "\n") where line.hasPrefix(field + ":") {
         return Int(line.dropFirst(field.count + 1).split(whereSeparator: { $0 == " " || $0 == "\t" }).first ?? "")
@@ -208,7 +209,7 @@ func statusKilobytes(_ pid: pid_t, _ field: String) -> Int? {
 }
 
 /// Busy and total CPU seconds of the whole machine since boot, from /proc/stat.
-func machineCPU() -> (busy: Double, total: Double)? {
+public func machineCPU() -> (busy: Double, total: Double)? {
     guard let data = FileManager.default.contents(atPath: "/proc/stat") else { return nil }
     guard let line = String(decoding: data, as: UTF8.self).split(separator: "\n").first(where: { $0.hasPrefix("cpu ") }) else { return nil }
     let values = line.split(separator: " ").dropFirst().compactMap { Double($0) }
