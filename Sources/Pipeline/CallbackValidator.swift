@@ -81,8 +81,8 @@ public struct CallbackValidator: Sendable {
         guard let callback, let merchantId = config.merchants[merchantName]?.phonepe?.merchantId else {
             return .rejected(lastError.httpStatus, lastError.code, lastError.message)
         }
-        let found = await order(.lookupRef(.phonepe, callback.authRequestId), merchant: merchantName, provider: .phonepe)
-        guard case .found(let order) = found else { return found.answer }
+        let order: Order
+        do { order = try await self.order(.lookupRef(.phonepe, callback.authRequestId), merchant: merchantName, provider: .phonepe) } catch { return error.answer }
         switch callback.effect(order: order, merchantId: merchantId) {
         case .ignored: return await settle(order, event: "phonepe|\(callback.dedupeKey)", verdict: nil)
         case .verdict(let verdict): return await settle(order, event: "phonepe|\(callback.dedupeKey)", verdict: verdict)
@@ -105,8 +105,8 @@ public struct CallbackValidator: Sendable {
             if authentic != nil { break }
         }
         guard let (merchantName, event) = authentic else { return .rejected(rejection.status, rejection.reason.rawValue, rejection.message) }
-        let found = await order(.lookupRef(.nets, event.paymentId), merchant: merchantName, provider: .nets)
-        guard case .found(let order) = found else { return found.answer }
+        let order: Order
+        do { order = try await self.order(.lookupRef(.nets, event.paymentId), merchant: merchantName, provider: .nets) } catch { return error.answer }
         switch NetsWebhook.interpret(event, for: order) {
         case .apply(let verdict): return await settle(order, event: "nets|\(event.id)", verdict: verdict)
         case .noChange: return await settle(order, event: "nets|\(event.id)", verdict: nil)
@@ -140,8 +140,12 @@ public struct CallbackValidator: Sendable {
         guard Order.isValidOrderId(event.orderReference) else {
             return .rejected(400, "INVALID_FIELD", "orderreference is not an orderId this pipeline issues")
         }
-        let found = await order(.lookup(OrderKey(merchant: merchantName, orderId: event.orderReference)), merchant: merchantName, provider: .trustpayments)
-        guard case .found(let order) = found else { return found.answer }
+        let order: Order
+        do {
+            order = try await self.order(.lookup(OrderKey(merchant: merchantName, orderId: event.orderReference)), merchant: merchantName, provider: .trustpayments)
+        } catch {
+            return error.answer
+        }
         let verdict = event.verdict(for: TPExpectedOrder(order: order, config: tp))
         return await settle(order, event: "trustpayments|\(event.dedupeKey)", verdict: verdict)
     }
@@ -149,10 +153,7 @@ public struct CallbackValidator: Sendable {
     /// `POST /callbacks/trustpayments/jwt` from the app's backend: `{"orderId","jwt","merchant"?}`.
     public func trustPaymentsJWT(body: [UInt8]) async -> CallbackAnswer {
         let forwarded: Forwarded
-        switch Forwarded.parse(body, field: "jwt") {
-        case .success(let value): forwarded = value
-        case .failure(let error): return error.answer
-        }
+        do { forwarded = try Forwarded(body, field: "jwt") } catch { return error.answer }
         guard let tp = config.merchants[forwarded.merchant]?.trustpayments, let verifier = jwtVerifiers[forwarded.merchant] else {
             return .rejected(404, "UNKNOWN_MERCHANT", "merchant \(forwarded.merchant) has no trustpayments configuration")
         }
@@ -162,8 +163,8 @@ public struct CallbackValidator: Sendable {
         } catch {
             return .rejected(error.httpStatus, error.reason.rawValue, error.message)
         }
-        let found = await order(.lookup(forwarded.key), merchant: forwarded.merchant, provider: .trustpayments)
-        guard case .found(let order) = found else { return found.answer }
+        let order: Order
+        do { order = try await self.order(.lookup(forwarded.key), merchant: forwarded.merchant, provider: .trustpayments) } catch { return error.answer }
         let payment = response.entries.first { $0["requesttypedescription"]?.stringValue == "AUTH" } ?? response.entries.first
         let reference = payment?["transactionreference"]?.stringValue ?? "jwt:\(Digest.sha256Hex(Array(forwarded.value.utf8)))"
         return await settle(order, event: "trustpayments|\(reference)", verdict: response.verdict(for: TPExpectedOrder(order: order, config: tp)))
@@ -172,15 +173,12 @@ public struct CallbackValidator: Sendable {
     /// `POST /callbacks/viva` from the app's backend: `{"orderId","uri","merchant"?}`.
     public func viva(body: [UInt8]) async -> CallbackAnswer {
         let forwarded: Forwarded
-        switch Forwarded.parse(body, field: "uri") {
-        case .success(let value): forwarded = value
-        case .failure(let error): return error.answer
-        }
+        do { forwarded = try Forwarded(body, field: "uri") } catch { return error.answer }
         guard let vivaConfig = config.merchants[forwarded.merchant]?.viva else {
             return .rejected(404, "UNKNOWN_MERCHANT", "merchant \(forwarded.merchant) has no viva configuration")
         }
-        let found = await order(.lookup(forwarded.key), merchant: forwarded.merchant, provider: .viva)
-        guard case .found(let order) = found else { return found.answer }
+        let order: Order
+        do { order = try await self.order(.lookup(forwarded.key), merchant: forwarded.merchant, provider: .viva) } catch { return error.answer }
         let validation: VivaCallbackValidation
         do {
             validation = try VivaSaleCallback.validate(uri: forwarded.value, order: order, config: vivaConfig)
@@ -193,30 +191,20 @@ public struct CallbackValidator: Sendable {
 
     // MARK: - Shared steps
 
-    enum Lookup {
-        case found(Order)
-        case answer(CallbackAnswer)
-
-        var answer: CallbackAnswer {
-            if case .answer(let answer) = self { return answer }
-            return .rejected(500, "INTERNAL", "lookup succeeded")
-        }
-    }
-
     /// The stored order, which must belong to `merchant` and `provider`.
-    func order(_ request: LedgerRequest, merchant: String, provider: Provider) async -> Lookup {
+    func order(_ request: LedgerRequest, merchant: String, provider: Provider) async throws(AnswerError) -> Order {
         let reply: LedgerReply
         do {
             reply = try await directory.call(request)
         } catch {
-            return .answer(.rejected(503, "LEDGER_UNAVAILABLE", "the order store did not answer; retry later"))
+            throw AnswerError(.rejected(503, "LEDGER_UNAVAILABLE", "the order store did not answer; retry later"))
         }
         guard case .order(let stored?) = reply, stored.key.merchant == merchant,
             case .order(let order) = Order.decode(frame: Array(stored.orderJSON.utf8)), order.provider == provider
         else {
-            return .answer(.rejected(404, "ORDER_NOT_FOUND", "no \(provider.rawValue) order of merchant \(merchant) matches this callback"))
+            throw AnswerError(.rejected(404, "ORDER_NOT_FOUND", "no \(provider.rawValue) order of merchant \(merchant) matches this callback"))
         }
-        return .found(order)
+        return order
     }
 
     /// Hands an authentic callback to the ledger: terminal verdicts become the order's outcome;
@@ -242,32 +230,33 @@ public struct CallbackValidator: Sendable {
 
 /// A body forwarded by the app's backend: `{"orderId", <field>, "merchant"?}`.
 struct Forwarded {
-    var merchant: String
-    var orderId: String
-    var value: String
+    let merchant: String
+    let orderId: String
+    let value: String
     var key: OrderKey { OrderKey(merchant: merchant, orderId: orderId) }
 
-    static func parse(_ body: [UInt8], field: String) -> Result<Forwarded, AnswerError> {
-        guard body.count <= 64 * 1024 else { return .failure(AnswerError(.rejected(413, "TOO_LARGE", "the body is larger than 64 KiB"))) }
+    init(_ body: [UInt8], field: String) throws(AnswerError) {
+        guard body.count <= 64 * 1024 else { throw AnswerError(.rejected(413, "TOO_LARGE", "the body is larger than 64 KiB")) }
         guard case .object(let object)? = try? JSONValue.parse(body) else {
-            return .failure(AnswerError(.rejected(400, "MALFORMED", "the body is not a JSON object")))
+            throw AnswerError(.rejected(400, "MALFORMED", "the body is not a JSON object"))
         }
         guard let orderId = object["orderId"]?.stringValue, Order.isValidOrderId(orderId) else {
-            return .failure(AnswerError(.rejected(400, "INVALID_FIELD", "orderId must be 1-64 characters of [A-Za-z0-9._:-]")))
+            throw AnswerError(.rejected(400, "INVALID_FIELD", "orderId must be 1-64 characters of [A-Za-z0-9._:-]"))
         }
-        let merchant: String
         switch object["merchant"] {
         case nil, .null?: merchant = "default"
         case .string(let name)? where !name.isEmpty && name.utf8.count <= 64: merchant = name
-        default: return .failure(AnswerError(.rejected(400, "INVALID_FIELD", "merchant must be a string of 1-64 characters")))
+        default: throw AnswerError(.rejected(400, "INVALID_FIELD", "merchant must be a string of 1-64 characters"))
         }
         guard let value = object[field]?.stringValue, !value.isEmpty else {
-            return .failure(AnswerError(.rejected(400, "MISSING_FIELD", "\(field) must be a non-empty string")))
+            throw AnswerError(.rejected(400, "MISSING_FIELD", "\(field) must be a non-empty string"))
         }
-        return .success(Forwarded(merchant: merchant, orderId: orderId, value: value))
+        self.orderId = orderId
+        self.value = value
     }
 }
 
+/// A callback refused before it could be handed on; `answer` is what the endpoint says.
 struct AnswerError: Error {
     let answer: CallbackAnswer
     init(_ answer: CallbackAnswer) { self.answer = answer }

@@ -50,9 +50,7 @@ extension LedgerStore {
         var result: [(json: String, pendingAt: Int64)] = []
         for row in rows {
             guard let merchant = row[0].text, let orderId = row[1].text, let json = row[2].text, let pendingAt = row[3].integer else { continue }
-            try db.query(
-                "UPDATE orders SET dispatched_at=?, dispatches=dispatches+1 WHERE merchant=? AND order_id=?",
-                [.integer(now), .text(merchant), .text(orderId)])
+            try markDispatched(merchant: merchant, orderId: orderId, now: now)
             result.append((json, pendingAt))
         }
         return result

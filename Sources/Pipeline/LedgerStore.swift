@@ -81,12 +81,13 @@ public final class LedgerStore {
         /// terminal outcome from a redelivery is dropped: the first one stands, so every copy
         /// upstream sees is identical).
         public var emit: String?
-        /// Set when a Cleeng order has just become pending: (order JSON, pending since).
-        public var becamePending: (json: String, since: Int64)?
+        /// Set when a Cleeng order has just become pending.
+        public var becamePending: Pending?
+    }
 
-        public static func == (a: Recorded, b: Recorded) -> Bool {
-            a.emit == b.emit && a.becamePending?.json == b.becamePending?.json && a.becamePending?.since == b.becamePending?.since
-        }
+    public struct Pending: Sendable, Equatable {
+        public var json: String
+        public var since: Int64
     }
 
     /// Applies a stage's outcome. Call inside `transaction`.
@@ -122,7 +123,7 @@ public final class LedgerStore {
         // Only the pollers need the order itself when it becomes pending.
         guard outcome.provider == Provider.cleeng.rawValue else { return Recorded(emit: serialized) }
         let rows = try db.query("SELECT order_json FROM orders WHERE merchant=? AND order_id=?", [merchant, orderId])
-        return Recorded(emit: serialized, becamePending: rows.first?[0].text.map { ($0, now) })
+        return Recorded(emit: serialized, becamePending: rows.first?[0].text.map { Pending(json: $0, since: now) })
     }
 
     /// Orders without a terminal or pending outcome whose last dispatch is older than `cutoff`:
@@ -134,12 +135,16 @@ public final class LedgerStore {
         var result: [(String, Int64)] = []
         for row in rows {
             guard let merchant = row[0].text, let orderId = row[1].text, let json = row[2].text, let acceptedAt = row[3].integer else { continue }
-            try db.query(
-                "UPDATE orders SET dispatched_at=?, dispatches=dispatches+1 WHERE merchant=? AND order_id=?",
-                [.integer(now), .text(merchant), .text(orderId)])
+            try markDispatched(merchant: merchant, orderId: orderId, now: now)
             result.append((json, acceptedAt))
         }
         return result
+    }
+
+    func markDispatched(merchant: String, orderId: String, now: Int64) throws {
+        try db.query(
+            "UPDATE orders SET dispatched_at=?, dispatches=dispatches+1 WHERE merchant=? AND order_id=?",
+            [.integer(now), .text(merchant), .text(orderId)])
     }
 
     /// How many orders are in each state.

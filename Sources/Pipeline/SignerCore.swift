@@ -44,13 +44,18 @@ public struct SignerCore: Sendable {
         guard order.operation == .authInit else {
             throw Rejection(.unknownOperation, field: "operation", "only a phonepe authInit has a status check")
         }
-        let phonepe = try config.merchant(order.merchant).require(\.phonepe, .phonepe)
-        let checksum = checksums[order.merchant] ?? PhonePeChecksum(config: phonepe)
-        let authInit = try PhonePeAuthInit(order: order, config: phonepe, checksum: checksum)
+        let (authInit, context) = try phonePeAuthInit(order, merchant: try config.merchant(order.merchant))
         return .submit(SubmitWork(
             order: order, request: authInit.statusRequest, resolve: authInit.statusRequest,
-            context: ["authRequestId": authInit.authRequestId, "merchantId": phonepe.merchantId, SubmitWork.statusCheckKey: "true"],
-            acceptedAt: acceptedAt))
+            context: context.merging([SubmitWork.statusCheckKey: "true"]) { $1 }, acceptedAt: acceptedAt))
+    }
+
+    /// The signed auth/init and the values its classification needs (`SubmitWork.context`).
+    private func phonePeAuthInit(_ order: Order, merchant: MerchantConfig) throws(Rejection) -> (PhonePeAuthInit, [String: String]) {
+        let phonepe = try merchant.require(\.phonepe, .phonepe)
+        let checksum = checksums[order.merchant] ?? PhonePeChecksum(config: phonepe)
+        let authInit = try PhonePeAuthInit(order: order, config: phonepe, checksum: checksum)
+        return (authInit, ["authRequestId": authInit.authRequestId, "merchantId": phonepe.merchantId])
     }
 
     private func signOrThrow(_ order: Order, acceptedAt: Int64, nowSeconds: Int64, attempts: Int) throws(Rejection) -> SignerOutput {
@@ -74,12 +79,8 @@ public struct SignerCore: Sendable {
             let request = try NetsPayments.sign(order, config: nets, now: nowSeconds)
             return .submit(SubmitWork(order: order, request: request, acceptedAt: acceptedAt))
         case .authInit:
-            let phonepe = try merchant.require(\.phonepe, .phonepe)
-            let checksum = checksums[order.merchant] ?? PhonePeChecksum(config: phonepe)
-            let authInit = try PhonePeAuthInit(order: order, config: phonepe, checksum: checksum)
-            return .submit(SubmitWork(
-                order: order, request: authInit.request, resolve: authInit.statusRequest,
-                context: ["authRequestId": authInit.authRequestId, "merchantId": phonepe.merchantId], acceptedAt: acceptedAt))
+            let (authInit, context) = try phonePeAuthInit(order, merchant: merchant)
+            return .submit(SubmitWork(order: order, request: authInit.request, resolve: authInit.statusRequest, context: context, acceptedAt: acceptedAt))
         case .appleReceipt:
             let cleeng = try merchant.require(\.cleeng, .cleeng)
             let request = try CleengReceipt.request(order: order, config: cleeng)

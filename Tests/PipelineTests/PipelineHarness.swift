@@ -222,8 +222,9 @@ func freeLoopbackPort() throws -> Int {
     return Int(UInt16(bigEndian: address.sin_port))
 }
 
-/// A plain HTTP/1.0 POST over a loopback socket: (status, body).
-func httpPost(port: Int, path: String, headers: [(String, String)], body: [UInt8]) -> (Int, String)? {
+/// One HTTP/1.1 exchange on a fresh loopback connection (`Connection: close`): (status, body).
+/// Reads up to Content-Length, since a server may keep the connection open anyway.
+func httpExchange(port: Int, method: String, path: String, headers: [(String, String)] = [], body: [UInt8] = []) -> (Int, String)? {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { return nil }
     defer { close(fd) }
@@ -237,7 +238,7 @@ func httpPost(port: Int, path: String, headers: [(String, String)], body: [UInt8
     guard connected == 0 else { return nil }
     var timeout = timeval(tv_sec: 10, tv_usec: 0)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    var head = "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: \(body.count)\r\n"
+    var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: \(body.count)\r\n"
     for (name, value) in headers { head += "\(name): \(value)\r\n" }
     let request = Array((head + "\r\n").utf8) + body
     var sent = 0
@@ -248,7 +249,6 @@ func httpPost(port: Int, path: String, headers: [(String, String)], body: [UInt8
     }
     var response: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 65536)
-    // Stop at Content-Length: a server may keep the connection open.
     func complete() -> Bool {
         let text = String(decoding: response, as: UTF8.self)
         guard let end = text.range(of: "\r\n\r\n") else { return false }
@@ -270,32 +270,12 @@ func httpPost(port: Int, path: String, headers: [(String, String)], body: [UInt8
     return (code, String(text[split.upperBound...]))
 }
 
-/// A plain HTTP/1.0 GET over a loopback socket, returning the body.
+func httpPost(port: Int, path: String, headers: [(String, String)], body: [UInt8]) -> (Int, String)? {
+    httpExchange(port: port, method: "POST", path: path, headers: headers, body: body)
+}
+
+/// GET on a loopback URL, returning the body.
 func httpGet(_ url: String) -> String? {
     guard let parsed = URL(string: url), let port = parsed.port, parsed.host == "127.0.0.1" else { return nil }
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = in_port_t(UInt16(port).bigEndian)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-    }
-    guard connected == 0 else { return nil }
-    var timeout = timeval(tv_sec: 5, tv_usec: 0)
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    let request = Array("GET \(parsed.path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8)
-    guard send(fd, request, request.count, 0) == request.count else { return nil }
-    var response: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 65536)
-    while true {
-        let n = recv(fd, &chunk, chunk.count, 0)
-        if n <= 0 { break }
-        response.append(contentsOf: chunk[0..<n])
-    }
-    let text = String(decoding: response, as: UTF8.self)
-    guard let split = text.range(of: "\r\n\r\n") else { return nil }
-    return String(text[split.upperBound...])
+    return httpExchange(port: port, method: "GET", path: parsed.path)?.1
 }
