@@ -16,18 +16,18 @@ public final class CleengPollerService: Sendable {
     public let metrics = StageMetrics()
     private let stopFlag = StopFlag()
     private let receiver = Mutex<ZMQReceiver?>(nil)
+    /// Kept outside the scheduler actor: every poll updates it, and it needs no ordering.
+    private let worstDriftMs = Atomic<Int64>(0)
 
     /// The scheduler's state, shared by the receive loop, the timer loop and the workers.
     actor Scheduler {
         var core: CleengPollerCore
-        var maxDriftMs: Int64 = 0
         init(core: CleengPollerCore) { self.core = core }
         func add(_ order: Order, acceptedAt: Int64) -> [CleengPollerCore.Action] { core.add(order, acceptedAt: acceptedAt, now: milliseconds()) }
         func due() -> [CleengPollerCore.Action] { core.due(now: milliseconds()) }
         func receive(_ key: OrderKey, requestId: Int, status: CleengAccessStatus) -> [CleengPollerCore.Action] {
             core.receive(key, requestId: requestId, status: status, now: milliseconds())
         }
-        func noteDrift(_ drift: Int64) { maxDriftMs = max(maxDriftMs, drift) }
         var count: Int { core.count }
     }
 
@@ -103,7 +103,7 @@ public final class CleengPollerService: Sendable {
                     try? await Task.sleep(for: .milliseconds(10))
                     await perform(await scheduler.due())
                     held.set(Double(await scheduler.count))
-                    maxDrift.set(Double(await scheduler.maxDriftMs))
+                    maxDrift.set(Double(self.worstDriftMs.load(ordering: .relaxed)))
                 }
             }
             let limit = concurrency
@@ -119,7 +119,7 @@ public final class CleengPollerService: Sendable {
                         pool.addTask {
                             let lateness = max(0, milliseconds() - slot)
                             drift.recordNanoseconds(lateness * 1_000_000)
-                            await scheduler.noteDrift(lateness)
+                            self.worstDriftMs.max(lateness, ordering: .relaxed)
                             pollsSent.increment()
                             let status: CleengAccessStatus =
                                 switch await http.execute(request) {
@@ -136,7 +136,7 @@ public final class CleengPollerService: Sendable {
             stopFlag.stop()
             await group.waitForAll()
         }
-        let (remaining, worstDrift) = (await scheduler.count, await scheduler.maxDriftMs)
+        let (remaining, worstDrift) = (await scheduler.count, worstDriftMs.load(ordering: .relaxed))
         logger.info("cleeng poller stopping", metadata: ["receipts": "\(remaining)", "max_drift_ms": "\(worstDrift)"])
         await http.shutdown()
         await ledger.close()
