@@ -4,6 +4,35 @@ import PackageDescription
 let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 
 let providers = ["TrustPayments", "NetsEasy", "PhonePe", "Cleeng", "Viva"]
+let stageModules = ["LedgerStage", "SignerStage", "SubmitterStage", "CallbacksStage", "CleengPollerStage"]
+
+/// One module per stage, under Sources/Stages: its core, its store or client, its `Service`.
+func stage(_ name: String, path: String, _ extra: [Target.Dependency] = []) -> Target {
+    .target(
+        name: name,
+        dependencies: [
+            "PaypipeCore", "StageWire", "StageRuntime", "ZeroMQ",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ] + extra,
+        path: "Sources/Stages/\(path)",
+        swiftSettings: strict
+    )
+}
+
+/// A stage executable only wires its stage to the standard connectors and the shared options.
+func stageExecutable(_ name: String, _ stage: String) -> Target {
+    .executableTarget(
+        name: name,
+        dependencies: [
+            .target(name: stage), "Connectors", "StageRuntime", "PaypipeCore",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ],
+        swiftSettings: strict
+    )
+}
 
 let package = Package(
     name: "paypipe",
@@ -50,20 +79,42 @@ let package = Package(
         .target(name: "Cleeng", dependencies: ["PaypipeCore"], swiftSettings: strict),
         .target(name: "Viva", dependencies: ["PaypipeCore"], swiftSettings: strict),
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
+        // The registry: one line per provider.
+        .target(name: "Connectors", dependencies: ["PaypipeCore"] + providers.map { .target(name: $0) }, swiftSettings: strict),
+        // What the stages say to each other: work items, dispatch frames, the ledger RPC.
+        .target(name: "StageWire", dependencies: ["PaypipeCore"], swiftSettings: strict),
+        // What every stage process shares: options, config loading, metrics server, sockets.
         .target(
-            name: "Pipeline",
+            name: "StageRuntime",
             dependencies: [
-                "PaypipeCore", "ZeroMQ", "CSQLite", "TrustPayments", "NetsEasy", "PhonePe", "Cleeng", "Viva",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                "PaypipeCore", "StageWire", "ZeroMQ",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),
+        .target(
+            name: "HTTPTransport",
+            dependencies: [
+                "PaypipeCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
+        stage("LedgerStage", path: "Ledger", ["CSQLite"]),
+        stage("SignerStage", path: "Signer"),
+        stage("SubmitterStage", path: "Submitter", ["HTTPTransport"]),
+        stage("CallbacksStage", path: "Callbacks", [
+            .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HTTPTypes", package: "swift-http-types"),
+            .product(name: "NIOCore", package: "swift-nio"),
+        ]),
+        stage("CleengPollerStage", path: "CleengPoller", ["Cleeng", "HTTPTransport"]),
         .target(
             name: "Sandbox",
             dependencies: [
@@ -96,15 +147,33 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .executableTarget(name: "paypipe-ledger", dependencies: ["Pipeline", "PaypipeCore", .product(name: "ArgumentParser", package: "swift-argument-parser")], swiftSettings: strict),
-        .executableTarget(name: "paypipe-signer", dependencies: ["Pipeline", "PaypipeCore", .product(name: "ArgumentParser", package: "swift-argument-parser")], swiftSettings: strict),
-        .executableTarget(name: "paypipe-submitter", dependencies: ["Pipeline", "PaypipeCore", .product(name: "ArgumentParser", package: "swift-argument-parser")], swiftSettings: strict),
-        .executableTarget(name: "paypipe-callbacks", dependencies: ["Pipeline", "PaypipeCore", .product(name: "ArgumentParser", package: "swift-argument-parser")], swiftSettings: strict),
-        .executableTarget(name: "paypipe-cleeng-poller", dependencies: ["Pipeline", "PaypipeCore", .product(name: "ArgumentParser", package: "swift-argument-parser")], swiftSettings: strict),
-        .executableTarget(name: "paypipe", dependencies: ["Pipeline", "PaypipeCore", "ZeroMQ", .product(name: "ArgumentParser", package: "swift-argument-parser")], swiftSettings: strict),
+        stageExecutable("paypipe-ledger", "LedgerStage"),
+        stageExecutable("paypipe-signer", "SignerStage"),
+        stageExecutable("paypipe-submitter", "SubmitterStage"),
+        stageExecutable("paypipe-callbacks", "CallbacksStage"),
+        stageExecutable("paypipe-cleeng-poller", "CleengPollerStage"),
+        .executableTarget(
+            name: "paypipe",
+            dependencies: ["StageRuntime", "PaypipeCore", "ZeroMQ", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: strict
+        ),
+        // A made-up provider that exists only for the tests: it proves that a connector module
+        // plus a registry line is all a provider takes, through the real stage processes.
+        .target(name: "ExampleConnector", dependencies: ["PaypipeCore"], path: "Tests/ExampleConnector", swiftSettings: strict),
+        .executableTarget(
+            name: "paypipe-example-stages",
+            dependencies: ["ExampleConnector", "Connectors", "StageRuntime"] + stageModules.map { .target(name: $0) }
+                + [.product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Tests/ExampleStages",
+            swiftSettings: strict
+        ),
         .testTarget(
-            name: "PipelineTests",
-            dependencies: ["Pipeline", "PaypipeCore", "ZeroMQ", "Sandbox", "PhonePe", "TrustPayments", "NetsEasy", "Cleeng", "Viva", .product(name: "Logging", package: "swift-log")],
+            name: "StageTests",
+            dependencies: [
+                "PaypipeCore", "ZeroMQ", "Sandbox", "Connectors", "StageWire", "StageRuntime", "ExampleConnector",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ] + stageModules.map { .target(name: $0) } + providers.map { .target(name: $0) },
             swiftSettings: strict
         ),
         .executableTarget(
@@ -115,7 +184,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "paypipe-poller-bench",
-            dependencies: ["BenchSupport", "Pipeline", "PaypipeCore", "ZeroMQ"],
+            dependencies: ["BenchSupport", "StageRuntime", "PaypipeCore", "ZeroMQ"],
             path: "bench/poller",
             swiftSettings: strict
         ),
@@ -129,7 +198,7 @@ let package = Package(
         .executableTarget(
             name: "paypipe-bench",
             dependencies: [
-                "BenchSupport", "PaypipeCore", "ZeroMQ", "Pipeline",
+                "BenchSupport", "PaypipeCore", "ZeroMQ", "StageRuntime",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -137,11 +206,11 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"], swiftSettings: strict),
-        .testTarget(name: "PaypipeCoreTests", dependencies: ["PaypipeCore"], swiftSettings: strict),
+        .testTarget(name: "PaypipeCoreTests", dependencies: ["PaypipeCore", "Connectors"], swiftSettings: strict),
     ] + providers.map { name in
         .testTarget(
             name: "\(name)Tests",
-            dependencies: [.target(name: name), "PaypipeCore"],
+            dependencies: [.target(name: name), "PaypipeCore", "Connectors"],
             swiftSettings: strict
         )
     }

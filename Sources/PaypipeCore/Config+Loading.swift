@@ -42,14 +42,16 @@ extension PaypipeConfig {
 
     /// Loads the file at `path`, then applies the PAYPIPE_INTAKE, PAYPIPE_OUTCOMES and
     /// PAYPIPE_CALLBACK_ADDR overrides.
-    public static func load(path: String, sources: Sources = .process) throws(ConfigError) -> PaypipeConfig {
+    /// `schemas`: the settings sections of providers whose connectors bring their own (see
+    /// `ProviderSettings`), by section name.
+    public static func load(path: String, sources: Sources = .process, schemas: [ProviderSettings.Schema] = []) throws(ConfigError) -> PaypipeConfig {
         guard let bytes = sources.readFile(path) else {
             throw ConfigError(path: "", reason: "cannot read config file \(path)")
         }
-        return try parse(bytes, sources: sources)
+        return try parse(bytes, sources: sources, schemas: schemas)
     }
 
-    public static func parse(_ bytes: [UInt8], sources: Sources = .process) throws(ConfigError) -> PaypipeConfig {
+    public static func parse(_ bytes: [UInt8], sources: Sources = .process, schemas: [ProviderSettings.Schema] = []) throws(ConfigError) -> PaypipeConfig {
         let document: JSONValue
         do {
             document = try JSONValue.parse(bytes)
@@ -92,6 +94,15 @@ extension PaypipeConfig {
                 merchant.viva = VivaConfig(
                     merchantKey: try r.string("merchantKey"), appId: try r.string("appId"), callback: try r.string("callback"))
                 try r.finish()
+            }
+            for schema in schemas {
+                guard var r = try m.optionalObject(schema.provider.rawValue) else { continue }
+                var settings = ProviderSettings()
+                for key in schema.required { settings.values[key] = try r.string(key) }
+                for key in schema.optional { settings.values[key] = try r.optionalString(key) }
+                for key in schema.secrets { settings.secrets[key] = try r.secret(key) }
+                try r.finish()
+                merchant.settings[schema.provider] = settings
             }
             try m.finish()
             config.merchants[name] = merchant

@@ -59,6 +59,8 @@ public struct MerchantConfig: Sendable {
     public var phonepe: PhonePeConfig?
     public var cleeng: CleengConfig?
     public var viva: VivaConfig?
+    /// The sections of providers whose connectors declare their own settings.
+    public var settings: [Provider: ProviderSettings] = [:]
 
     public init(
         trustpayments: TrustPaymentsConfig? = nil, nets: NetsConfig? = nil, phonepe: PhonePeConfig? = nil,
@@ -69,6 +71,14 @@ public struct MerchantConfig: Sendable {
         self.phonepe = phonepe
         self.cleeng = cleeng
         self.viva = viva
+    }
+
+    /// A declared-settings provider's section, or `MISSING_CREDENTIALS` when this merchant lacks it.
+    public func settings(for provider: Provider) throws(Rejection) -> ProviderSettings {
+        guard let section = settings[provider] else {
+            throw Rejection(.missingCredentials, field: "provider", "this merchant has no \(provider.rawValue) credentials configured")
+        }
+        return section
     }
 
     /// Each provider's settings, or `MISSING_CREDENTIALS` when this merchant lacks the provider.
@@ -154,5 +164,29 @@ public struct VivaConfig: Sendable {
         self.merchantKey = merchantKey
         self.appId = appId
         self.callback = callback
+    }
+}
+
+/// A merchant's settings for a provider whose connector declares them itself (a provider added
+/// after the five above needs no change here): plain values and secrets, each `env:`/`file:`
+/// indirection resolved like every other config value.
+public struct ProviderSettings: Sendable {
+    public var values: [String: String] = [:]
+    public var secrets: [String: Secret] = [:]
+    public init() {}
+
+    /// The keys a connector's section takes; any other key is a config error.
+    public struct Schema: Sendable {
+        public var provider: Provider
+        public var required: [String]
+        public var optional: [String]
+        public var secrets: [String]
+
+        public init(provider: Provider, required: [String], optional: [String] = [], secrets: [String] = []) {
+            self.provider = provider
+            self.required = required
+            self.optional = optional
+            self.secrets = secrets
+        }
     }
 }

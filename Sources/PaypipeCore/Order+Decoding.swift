@@ -30,7 +30,7 @@ extension Order {
     /// Echoed identity fields are cut to this length so a hostile frame cannot inflate outcomes.
     static let maxEchoLength = 128
 
-    public static func decode(frame: some Collection<UInt8>) -> OrderDecoding {
+    public static func decode(frame: some Collection<UInt8>, catalog: OrderCatalog) -> OrderDecoding {
         guard frame.count <= maxFrameBytes else {
             return .dropped(Rejection(.frameTooLarge, field: "frame", "frame of \(frame.count) bytes exceeds the \(maxFrameBytes)-byte limit"))
         }
@@ -50,17 +50,17 @@ extension Order {
             orderId: echo(object["orderId"]), merchant: echo(object["merchant"]) .ifEmpty("default"),
             provider: echo(object["provider"]), operation: echo(object["operation"]))
         do {
-            return .order(try validate(object))
+            return .order(try validate(object, catalog: catalog))
         } catch {
             return .rejected(error, identity: identity)
         }
     }
 
-    public static func decode(json: String) -> OrderDecoding { decode(frame: Array(json.utf8)) }
+    public static func decode(json: String, catalog: OrderCatalog) -> OrderDecoding { decode(frame: Array(json.utf8), catalog: catalog) }
 
     /// Validates an already-parsed order object (e.g. one embedded in an internal envelope).
-    public init(validating object: [String: JSONValue]) throws(Rejection) {
-        self = try Order.validate(object)
+    public init(validating object: [String: JSONValue], catalog: OrderCatalog) throws(Rejection) {
+        self = try Order.validate(object, catalog: catalog)
     }
 
     private static func echo(_ value: JSONValue?) -> String {
@@ -68,7 +68,7 @@ extension Order {
         return string.count <= maxEchoLength ? string : String(string.prefix(maxEchoLength))
     }
 
-    static func validate(_ object: [String: JSONValue]) throws(Rejection) -> Order {
+    static func validate(_ object: [String: JSONValue], catalog: OrderCatalog) throws(Rejection) -> Order {
         if let unknown = object.keys.filter({ !topLevelKeys.contains($0) }).sorted().first {
             throw Rejection(.unknownField, field: unknown, "\(unknown.prefix(64)) is not an order field (allowed: \(topLevelKeys.sorted().joined(separator: ", ")))")
         }
@@ -91,16 +91,17 @@ extension Order {
             merchant = string
         }
         let providerName = try requiredString(object, "provider")
-        guard let provider = Provider(rawValue: providerName) else {
+        guard let provider = catalog.provider(named: providerName) else {
             throw Rejection(.unknownProvider, field: "provider",
-                "provider \"\(providerName.prefix(32))\" is not one of \(Provider.allCases.map(\.rawValue).joined(separator: ", "))")
+                "provider \"\(providerName.prefix(32))\" is not one of \(catalog.providers.map(\.rawValue).joined(separator: ", "))")
         }
         let operationName = try requiredString(object, "operation")
-        guard let operation = Operation(rawValue: operationName), operation.provider == provider else {
-            let allowed = Operation.operations(of: provider).map(\.rawValue).joined(separator: ", ")
+        guard let spec = catalog.operation(named: operationName, of: provider) else {
+            let allowed = catalog.operations(of: provider).map(\.operation.rawValue).joined(separator: ", ")
             throw Rejection(.unknownOperation, field: "operation",
                 "operation \"\(operationName.prefix(32))\" is not one of \(provider.rawValue)'s: \(allowed)")
         }
+        let operation = spec.operation
         guard let paramsValue = object["params"] else {
             throw Rejection(.missingField, field: "params", "params is required (an object of the operation's parameters)")
         }
@@ -123,7 +124,7 @@ extension Order {
             }
             order.currency = currency
         }
-        if order.movesMoney {
+        if spec.movesMoney(params) {
             guard order.amount != nil else {
                 throw Rejection(.missingField, field: "amount", "amount is required for \(provider.rawValue) \(operation.rawValue)")
             }

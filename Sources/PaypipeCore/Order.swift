@@ -1,26 +1,31 @@
-public enum Provider: String, Sendable, CaseIterable, Hashable {
-    case trustpayments, nets, phonepe, cleeng, viva
+/// A payment provider, by the name orders use (`"nets"`). Open, not an enum: each provider
+/// module declares its own (`extension Provider { static let nets = ... }`) and registers a
+/// connector, so adding a provider changes no shared type.
+public struct Provider: RawRepresentable, Sendable, Hashable, Comparable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(_ rawValue: String) { self.rawValue = rawValue }
+    public var description: String { rawValue }
+    public static func < (a: Provider, b: Provider) -> Bool { a.rawValue < b.rawValue }
+    // Byte for byte: Swift's String `==` would also match canonically equivalent spellings.
+    public static func == (a: Provider, b: Provider) -> Bool { a.rawValue.utf8.elementsEqual(b.rawValue.utf8) }
+    public func hash(into hasher: inout Hasher) { for byte in rawValue.utf8 { hasher.combine(byte) } }
 }
 
-public enum Operation: String, Sendable, CaseIterable, Hashable {
-    case subscriptionJwt, transactionUpdate, transactionQuery
-    case createSubscription, getSubscription, chargeSubscription
-    case authInit
-    case appleReceipt
-    case sale
-
-    public var provider: Provider {
-        switch self {
-        case .subscriptionJwt, .transactionUpdate, .transactionQuery: .trustpayments
-        case .createSubscription, .getSubscription, .chargeSubscription: .nets
-        case .authInit: .phonepe
-        case .appleReceipt: .cleeng
-        case .sale: .viva
-        }
+/// One operation of one provider (`nets` `createSubscription`). Declared by the provider
+/// module next to its `Provider`; the order catalog says which ones exist.
+public struct Operation: Sendable, Hashable, CustomStringConvertible {
+    public let provider: Provider
+    public let rawValue: String
+    public init(_ provider: Provider, _ name: String) {
+        self.provider = provider
+        self.rawValue = name
     }
-
-    public static func operations(of provider: Provider) -> [Operation] {
-        allCases.filter { $0.provider == provider }
+    public var description: String { "\(provider.rawValue) \(rawValue)" }
+    public static func == (a: Operation, b: Operation) -> Bool { a.provider == b.provider && a.rawValue.utf8.elementsEqual(b.rawValue.utf8) }
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(provider)
+        for byte in rawValue.utf8 { hasher.combine(byte) }
     }
 }
 
@@ -54,15 +59,6 @@ public struct Order: Sendable, Equatable {
 
     /// The idempotency key at the edge (DESIGN.md): every provider reference is derived from it.
     public var key: OrderKey { OrderKey(merchant: merchant, orderId: orderId) }
-
-    /// Whether the operation moves money, so amount and currency are required (PROTOCOL.md §1).
-    public var movesMoney: Bool {
-        switch operation {
-        case .subscriptionJwt, .createSubscription, .chargeSubscription, .sale: true
-        case .authInit: (params["authWorkflowType"]?.stringValue ?? "TRANSACTION") == "TRANSACTION"
-        case .transactionUpdate, .transactionQuery, .getSubscription, .appleReceipt: false
-        }
-    }
 
     public var json: JSONValue {
         var object: [String: JSONValue] = [

@@ -41,6 +41,8 @@ public struct Rejection: Error, Sendable, Equatable, CustomStringConvertible {
         public static let invalidParam = Code(rawValue: "INVALID_PARAM")
         public static let unknownMerchant = Code(rawValue: "UNKNOWN_MERCHANT")
         public static let missingCredentials = Code(rawValue: "MISSING_CREDENTIALS")
+        /// An internal work item the pipeline itself could not read (a bug or a corrupt frame).
+        public static let unreadableWork = Code(rawValue: "UNREADABLE_WORK")
     }
 }
 

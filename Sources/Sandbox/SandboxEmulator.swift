@@ -1,6 +1,11 @@
 import Foundation
 import Logging
+import Cleeng
+import NetsEasy
 import PaypipeCore
+import PhonePe
+import TrustPayments
+import Viva
 
 /// The provider emulation behind the HTTP server: routing by path prefix, ledger counting,
 /// latency and error injection, then the provider modules' own sandbox APIs. Shared state lives
@@ -45,7 +50,7 @@ final class SandboxEmulator: Sendable {
     static func route(_ path: String) -> Route {
         if path == "/healthz" { return .health }
         if path == "/_sandbox/ledger" || path == "/_sandbox/ledger/" { return .ledger }
-        for provider in Provider.allCases {
+        for provider in [Provider.trustpayments, .nets, .phonepe, .cleeng, .viva] {
             let prefix = "/" + provider.rawValue
             if path.hasPrefix(prefix + "/") { return .provider(provider, subpath: String(path.dropFirst(prefix.count))) }
         }
@@ -89,6 +94,7 @@ final class SandboxEmulator: Sendable {
         case .phonepe: return phonePe.handle(request, emulator: self)
         case .cleeng: return cleeng.handle(request, emulator: self)
         case .viva: return VivaEmulation.handle(request)
+        default: return HTTPResponseSpec(status: 404)
         }
     }
 
@@ -100,7 +106,7 @@ final class SandboxEmulator: Sendable {
             case .nets: request.method == .POST ? request.header("Idempotency-Key") : nil
             case .phonepe: PhonePeEmulation.peekPayload(request)?.authRequestId
             case .cleeng: CleengEmulation.transactionId(request)
-            case .viva: nil
+            default: nil
             }
         return key.map { provider.rawValue + ":" + $0.prefix(128) }
     }

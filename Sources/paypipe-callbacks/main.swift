@@ -1,25 +1,24 @@
 import ArgumentParser
-import Pipeline
-import PaypipeCore
+import CallbacksStage
+import Connectors
+import StageRuntime
 
 @main
 struct CallbacksCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "paypipe-callbacks",
-        abstract: "The callback validator: HTTP ingress for provider callbacks (PROTOCOL.md §3), plus /metrics and /healthz.")
+        abstract: "The callback validator: HTTP ingress for provider callbacks (PROTOCOL.md §3), plus /metrics and /healthz on the same address.")
 
-    @Option(help: "Config file (PROTOCOL.md §4); default $PAYPIPE_CONFIG.") var config: String?
+    @OptionGroup var options: StageOptions
     @Option(help: "Override endpoints.callbacks (host:port; port 0: any free port, logged).") var listen: String?
-    @Option(help: "Override endpoints.ledgerRPC.") var ledgerRpc: String?
 
     func run() async throws {
-        var config = StageProcess.loadConfig(path: config)
+        var config = options.loadConfig(secrets: true, connectors: StandardConnectors.all)
         if let listen { config.endpoints.callbacks = listen }
-        if let ledgerRpc { config.endpoints.ledgerRPC = ledgerRpc }
-        let service = CallbacksService(config: config, logger: StageProcess.logger("paypipe-callbacks"))
-        await StageProcess.run(
-            StageService(run: { try await service.run { port in StageProcess.printLine("paypipe-callbacks listening port=\(port)") } },
-                         stop: { Task { await service.stop() } }),
-            logger: service.logger)
+        let logger = options.logger("paypipe-callbacks")
+        let callbacks = CallbacksService(config: config, registry: await StandardConnectors.registry(config: config), logger: logger) { port in
+            StageProcess.printLine("paypipe-callbacks listening port=\(port)")
+        }
+        await StageProcess.run([callbacks], logger: logger)
     }
 }

@@ -1,25 +1,20 @@
 import ArgumentParser
-import Pipeline
-import PaypipeCore
+import Connectors
+import SignerStage
+import StageRuntime
 
 @main
 struct SignerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "paypipe-signer",
-        abstract: "Builds and signs provider requests; the only stage with signing secrets.")
+        abstract: "Builds and signs provider requests; the only pipeline stage with signing secrets.")
 
-    @Option(help: "Config file (PROTOCOL.md §4); default $PAYPIPE_CONFIG.") var config: String?
-    @Option(help: "Override endpoints.signQueue.") var signQueue: String?
-    @Option(help: "Override endpoints.signedIn.") var signedIn: String?
-    @Option(help: "Override endpoints.results.") var results: String?
-    @Option(help: "host:port for GET /metrics and /healthz (port 0: any free port, logged).") var metrics = "127.0.0.1:0"
+    @OptionGroup var options: StageOptions
 
     func run() async throws {
-        var config = StageProcess.loadConfig(path: config)
-        if let signQueue { config.endpoints.signQueue = signQueue }
-        if let signedIn { config.endpoints.signedIn = signedIn }
-        if let results { config.endpoints.results = results }
-        let service = SignerService(config: config, metricsAddress: metrics, logger: StageProcess.logger("paypipe-signer"))
-        await StageProcess.run(StageService(run: { try await service.run() }, stop: { service.stop() }), logger: service.logger)
+        let config = options.loadConfig(secrets: true, connectors: StandardConnectors.all)
+        let logger = options.logger("paypipe-signer")
+        let signer = SignerService(config: config, registry: await StandardConnectors.registry(config: config), logger: logger)
+        await StageProcess.run(stage: signer, metricsAddress: options.metrics ?? "127.0.0.1:0", role: "signer", logger: logger)
     }
 }

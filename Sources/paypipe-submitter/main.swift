@@ -1,6 +1,7 @@
 import ArgumentParser
-import Pipeline
-import PaypipeCore
+import Connectors
+import StageRuntime
+import SubmitterStage
 
 @main
 struct SubmitterCommand: AsyncParsableCommand {
@@ -8,17 +9,14 @@ struct SubmitterCommand: AsyncParsableCommand {
         commandName: "paypipe-submitter",
         abstract: "Sends signed requests to providers over HTTP: retries, timeouts, unknown-outcome resolution. Holds no secrets.")
 
-    @Option(help: "Config file (PROTOCOL.md §4); default $PAYPIPE_CONFIG. Secrets in it are not read.") var config: String?
+    @OptionGroup var options: StageOptions
     @Option(help: "Requests in flight at once.") var concurrency = 256
-    @Option(help: "Override endpoints.signedOut.") var signedOut: String?
-    @Option(help: "Override endpoints.results.") var results: String?
-    @Option(help: "host:port for GET /metrics and /healthz (port 0: any free port, logged).") var metrics = "127.0.0.1:0"
 
     func run() async throws {
-        var config = StageProcess.loadConfig(path: config, secrets: false)
-        if let signedOut { config.endpoints.signedOut = signedOut }
-        if let results { config.endpoints.results = results }
-        let service = SubmitterService(config: config, concurrency: concurrency, metricsAddress: metrics, logger: StageProcess.logger("paypipe-submitter"))
-        await StageProcess.run(StageService(run: { try await service.run() }, stop: { service.stop() }), logger: service.logger)
+        let config = options.loadConfig(secrets: false, connectors: StandardConnectors.all)
+        let logger = options.logger("paypipe-submitter")
+        let submitter = SubmitterService(
+            config: config, registry: await StandardConnectors.registry(config: config), concurrency: concurrency, logger: logger)
+        await StageProcess.run(stage: submitter, metricsAddress: options.metrics ?? "127.0.0.1:0", role: "submitter", logger: logger)
     }
 }

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import Pipeline
+import StageRuntime
 import PaypipeCore
 import ZeroMQ
 
@@ -40,9 +40,14 @@ struct Up: AsyncParsableCommand {
             try DemoConfig.text(sandboxURL: "http://127.0.0.1:\(sandboxPort)").write(toFile: configPath!, atomically: true, encoding: .utf8)
         }
         let path = configPath!
-        let loaded = StageProcess.loadConfig(path: path, secrets: false)
+        let loaded: PaypipeConfig
+        do {
+            loaded = try PaypipeConfig.load(path: path, sources: PaypipeConfig.Sources.process.withoutSecrets)
+        } catch {
+            StageProcess.fail("bad config \(path): \(error)")
+        }
         let supervisor = Supervisor()
-        StageProcess.onTerminationSignal { supervisor.stopAll(reason: "signal") }
+        onTerminationSignal { supervisor.stopAll(reason: "signal") }
 
         if config == nil || sandbox {
             var args = ["--config", path, "--port", String(sandboxPort), "--nets-webhook-url", "http://\(loaded.endpoints.callbacks)/callbacks/nets"]
@@ -269,5 +274,33 @@ struct Send: AsyncParsableCommand {
         for (status, n) in counts.sorted(by: { $0.key < $1.key }) where n > 0 { print("  \(status): \(n)") }
         if settled == 0 && expected.count > 0 { throw ExitCode(2) }
         if counts["no outcome", default: 0] > 0 { throw ExitCode(2) }
+    }
+}
+
+/// Calls `stop` on the first SIGTERM or SIGINT; a second one exits at once.
+func onTerminationSignal(_ stop: @escaping @Sendable () -> Void) {
+    let count = SignalCount()
+    for sig in [SIGTERM, SIGINT] {
+        signal(sig, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+        source.setEventHandler {
+            if count.increment() > 1 { exit(130) }
+            stop()
+        }
+        source.resume()
+        signalSources.append(source)
+    }
+}
+
+nonisolated(unsafe) private var signalSources: [any DispatchSourceSignal] = []
+
+private final class SignalCount: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = 0
+    func increment() -> Int {
+        lock.lock()
+        defer { lock.unlock() }
+        value += 1
+        return value
     }
 }

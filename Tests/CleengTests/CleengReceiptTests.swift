@@ -109,7 +109,7 @@ func rejection(_ body: () throws -> Void) -> Rejection? {
     }
 
     @Test func wrongOperationIsRejected() {
-        let order = Order(orderId: "o1", operation: .sale, amount: 100, currency: "EUR", params: receiptOrder().params)
+        let order = Order(orderId: "o1", operation: Operation(Provider("viva"), "sale"), amount: 100, currency: "EUR", params: receiptOrder().params)
         #expect(rejection { _ = try CleengReceipt(order: order) }?.code == .unknownOperation)
     }
 

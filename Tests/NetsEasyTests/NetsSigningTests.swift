@@ -169,7 +169,7 @@ import Testing
         #expect(try NetsPayments.sign(Fixtures.createOrder(), config: Fixtures.config, now: Fixtures.now).url.hasSuffix("/v1/payments"))
         #expect(try NetsPayments.sign(Fixtures.chargeOrder(), config: Fixtures.config, now: Fixtures.now).url.hasSuffix("/charges"))
         #expect(try NetsPayments.sign(Fixtures.getOrder(paymentId: "abc123"), config: Fixtures.config, now: Fixtures.now).method == .GET)
-        let viva = Order(orderId: "x", operation: .sale, amount: 1, currency: "EUR")
+        let viva = Order(orderId: "x", operation: Operation(Provider("viva"), "sale"), amount: 1, currency: "EUR")
         #expect(Rejection.caught { _ = try NetsPayments.sign(viva, config: Fixtures.config, now: Fixtures.now) }?.code == .unknownOperation)
     }
 }

@@ -1,7 +1,8 @@
+import Connectors
 import PaypipeCore
 import Testing
 
-func decode(_ json: String) -> OrderDecoding { Order.decode(json: json) }
+func decode(_ json: String) -> OrderDecoding { Order.decode(json: json, catalog: testCatalog) }
 
 func rejection(_ json: String) -> Rejection? {
     if case .rejected(let rejection, _) = decode(json) { return rejection }
@@ -130,21 +131,21 @@ struct OrderDecodingTests {
 
     @Test func framesThatAreNotJSONObjectsAreDroppedWithTheirReason() {
         let tooLarge = "{\"pad\":\"" + String(repeating: "x", count: Order.maxFrameBytes) + "\"}"
-        #expect(Order.decode(json: tooLarge) == .dropped(Rejection(.frameTooLarge, field: "frame", "frame of \(tooLarge.utf8.count) bytes exceeds the 65536-byte limit")))
-        if case .dropped(let r) = Order.decode(frame: [0x7B, 0x22, 0xFF, 0xFE, 0x22, 0x3A, 0x31, 0x7D]) {
+        #expect(Order.decode(json: tooLarge, catalog: testCatalog) == .dropped(Rejection(.frameTooLarge, field: "frame", "frame of \(tooLarge.utf8.count) bytes exceeds the 65536-byte limit")))
+        if case .dropped(let r) = Order.decode(frame: [0x7B, 0x22, 0xFF, 0xFE, 0x22, 0x3A, 0x31, 0x7D], catalog: testCatalog) {
             #expect(r.code == .invalidUTF8)
         } else {
             Issue.record("invalid UTF-8 must be dropped")
         }
         for bad in ["{", "not json", "{\"a\":1,}", "{\"a\":1,\"a\":2}", "[1,2]", "\"str\"", "", "{\"a\":01}"] {
-            guard case .dropped(let r) = Order.decode(json: bad) else {
+            guard case .dropped(let r) = Order.decode(json: bad, catalog: testCatalog) else {
                 Issue.record("\(bad) must be dropped")
                 continue
             }
             #expect([Rejection.Code.malformedJSON, .notAnObject].contains(r.code), "\(bad)")
         }
         let overlong: [UInt8] = Array(#"{"a":""#.utf8) + [0xC0, 0xAF] + Array(#""}"#.utf8)
-        if case .dropped(let r) = Order.decode(frame: overlong) { #expect(r.code == .invalidUTF8) } else { Issue.record("overlong UTF-8") }
+        if case .dropped(let r) = Order.decode(frame: overlong, catalog: testCatalog) { #expect(r.code == .invalidUTF8) } else { Issue.record("overlong UTF-8") }
     }
 
     @Test func hostileIdentityFieldsAreTruncatedInOutcomes() {
@@ -203,3 +204,6 @@ struct JSONValueTests {
         #expect(JSONValue.string("a\u{01}b").serialized == #""a\u0001b""#)
     }
 }
+
+/// The providers and operations of PROTOCOL.md §1, as the standard connectors declare them.
+let testCatalog = OrderCatalog(StandardConnectors.all.flatMap { $0.operations })

@@ -90,7 +90,7 @@ import Testing
     }
 
     @Test func rejectsOtherOperations() {
-        let order = Order(orderId: "o1", operation: .sale, amount: 1, currency: "INR", params: [:])
+        let order = Order(orderId: "o1", operation: Operation(Provider("viva"), "sale"), amount: 1, currency: "INR", params: [:])
         #expect(rejection(order)?.field == "operation")
     }
 }

@@ -129,7 +129,7 @@ func rejection(_ body: () throws -> Void) -> Rejection? {
         #expect(rejection { _ = try VivaSale(order: saleOrder(), config: noKey) }?.code == .missingCredentials)
         let badScheme = VivaConfig(merchantKey: "k", appId: "a", callback: "cb://result")
         #expect(rejection { _ = try VivaSale(order: saleOrder(), config: badScheme) }?.code == .missingCredentials)
-        let wrongOperation = Order(orderId: "o", operation: .appleReceipt)
+        let wrongOperation = Order(orderId: "o", operation: Operation(Provider("cleeng"), "appleReceipt"))
         #expect(rejection { _ = try VivaSale(order: wrongOperation, config: vivaConfig) }?.code == .unknownOperation)
     }
 

@@ -1,7 +1,7 @@
 import BenchSupport
 import Foundation
 import PaypipeCore
-import Pipeline
+import StageRuntime
 
 /// An order with its orderId cut out: `parts.joined(separator: orderId)` is the frame.
 struct OrderTemplate: Sendable {

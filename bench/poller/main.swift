@@ -4,7 +4,7 @@
 import BenchSupport
 import Foundation
 import PaypipeCore
-import Pipeline
+import StageRuntime
 import ZeroMQ
 
 func argument(_ name: String, _ fallback: Int) -> Int {

@@ -1,0 +1,93 @@
+import PaypipeCore
+
+extension Provider {
+    public static let nets = Provider("nets")
+}
+
+extension Operation {
+    public static let createSubscription = Operation(.nets, "createSubscription")
+    public static let getSubscription = Operation(.nets, "getSubscription")
+    public static let chargeSubscription = Operation(.nets, "chargeSubscription")
+}
+
+/// Nets Easy behind the pipeline's seam: payment (with subscription) creation, subscription
+/// reads and charges, and the checkout webhooks.
+public struct NetsConnector: ProviderConnector {
+    public static let provider = Provider.nets
+    public static let operations = [
+        OperationSpec(.createSubscription, movesMoney: true),
+        OperationSpec(.getSubscription, movesMoney: false),
+        OperationSpec(.chargeSubscription, movesMoney: true),
+    ]
+
+    let config: PaypipeConfig
+
+    public init(config: PaypipeConfig) async { self.config = config }
+
+    public func sign(_ order: Order, purpose: DispatchPurpose, nowSeconds: Int64) throws(Rejection) -> Signed<NoContext> {
+        let nets = try config.merchant(order.merchant).require(\.nets, .nets)
+        return .request(SignedRequest(request: try NetsPayments.sign(order, config: nets, now: nowSeconds)))
+    }
+
+    public func read(_ response: HTTPResponseSpec, to current: HTTPRequestSpec, in exchange: Exchange<NoContext>) -> ProviderReading {
+        switch NetsPayments.handle(response, to: current) {
+        case .finish(let verdict): .verdict(verdict)
+        case .send(let next): .followUp(next)
+        }
+    }
+
+    public func readFailure(_ failure: TransportFailure, of current: HTTPRequestSpec, in exchange: Exchange<NoContext>) -> ProviderVerdict {
+        if exchange.phase == .resolving { return .unknown(reason: failure.reason) }
+        guard let kind = NetsRequestKind(current) else {
+            return failure.mayHaveBeenSent ? .unknown(reason: failure.reason) : .retry(reason: failure.reason)
+        }
+        return NetsPayments.classifyTransportFailure(kind: kind, requestMayHaveBeenSent: failure.mayHaveBeenSent, reason: failure.reason)
+    }
+
+    /// Nets keeps the first result per `Idempotency-Key`, so the same request again is the
+    /// resolution; reads are simply repeated.
+    public func resolution(forUnknown exchange: Exchange<NoContext>) -> HTTPRequestSpec? {
+        switch NetsPayments.resolution(forUnknown: exchange.signed.request) {
+        case .replayWithSameIdempotencyKey(let request), .repeatRead(let request): request
+        case .manualReview: nil
+        }
+    }
+
+    public var callbackRoutes: [CallbackRoute] {
+        [CallbackRoute(path: "/callbacks/nets", label: "nets", headers: ["Authorization"]) { request, orders throws(CallbackRejection) in
+            try await webhook(request, orders: orders)
+        }]
+    }
+
+    /// The merchant is the one whose webhook secret the Authorization equals (constant time);
+    /// the order is found by paymentId; redeliveries dedupe on the event id.
+    func webhook(_ request: CallbackRequest, orders: any CallbackOrderLookup) async throws(CallbackRejection) -> CallbackDecision {
+        var rejection = NetsWebhookRejection(status: 401, reason: .notConfigured, "no merchant has a nets webhookAuthorization")
+        var authentic: (String, NetsWebhookEvent)?
+        for (name, merchant) in config.merchants.sorted(by: { $0.key < $1.key }) {
+            guard let nets = merchant.nets else { continue }
+            switch NetsWebhook.verify(headers: request.headers, body: request.body, config: nets) {
+            case .authentic(let event): authentic = (name, event)
+            case .malformed(let malformed): throw malformed.rejection
+            case .forged(let forged):
+                if rejection.reason == .notConfigured || forged.reason != .notConfigured { rejection = forged }
+            }
+            if authentic != nil { break }
+        }
+        guard let (merchant, event) = authentic else { throw rejection.rejection }
+        let order = try await orders.order(reference: event.paymentId, provider: .nets, merchant: merchant)
+        switch NetsWebhook.interpret(event, for: order) {
+        case .apply(let verdict): return CallbackDecision(order: order, event: event.id, verdict: verdict)
+        case .noChange: return CallbackDecision(order: order, event: event.id, verdict: nil)
+        }
+    }
+
+    /// Webhooks name the payment, which Nets assigns when the payment is created.
+    public func callbackReferences(in outcome: Outcome) -> [String] {
+        outcome.result?["paymentId"]?.stringValue.map { [$0] } ?? []
+    }
+}
+
+extension NetsWebhookRejection {
+    var rejection: CallbackRejection { CallbackRejection(status: status, code: reason.rawValue, message: message) }
+}

@@ -1,0 +1,114 @@
+/// A callback refused before it could be handed on (PROTOCOL.md §3): the HTTP status, a stable
+/// code counted in `/metrics`, and a message that names the rule and never carries a secret.
+public struct CallbackRejection: Error, Sendable, Equatable, CustomStringConvertible {
+    public let status: Int
+    public let code: String
+    public let message: String
+
+    public init(status: Int, code: String, message: String) {
+        self.status = status
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(status) \(code): \(message)" }
+
+    public static func orderNotFound(_ provider: Provider, merchant: String) -> CallbackRejection {
+        CallbackRejection(status: 404, code: "ORDER_NOT_FOUND", message: "no \(provider.rawValue) order of merchant \(merchant) matches this callback")
+    }
+
+    public static func ledgerUnavailable(_ detail: String = "the order store did not answer; retry later") -> CallbackRejection {
+        CallbackRejection(status: 503, code: "LEDGER_UNAVAILABLE", message: detail)
+    }
+}
+
+/// One callback as it arrived over HTTP.
+public struct CallbackRequest: Sendable {
+    public var headers: [HTTPHeader]
+    public var body: [UInt8]
+
+    public init(headers: [HTTPHeader], body: [UInt8]) {
+        self.headers = headers
+        self.body = body
+    }
+
+    public func header(_ name: String) -> String? {
+        headers.first { $0.name.lowercased() == name.lowercased() }?.value
+    }
+}
+
+/// How a connector finds the order a callback names; the callback validator answers it from
+/// the ledger. Both throw 404 when there is no such order of `provider` and `merchant`, and
+/// 503 when the ledger does not answer (so the provider retries).
+public protocol CallbackOrderLookup: Sendable {
+    func order(_ key: OrderKey, provider: Provider) async throws(CallbackRejection) -> Order
+    func order(reference: String, provider: Provider, merchant: String) async throws(CallbackRejection) -> Order
+}
+
+/// An authentic callback's meaning: handed to the ledger, which records `event` (so a
+/// redelivery changes nothing) and the terminal outcome `verdict` leads to, if any.
+public struct CallbackDecision: Sendable, Equatable {
+    public var order: Order
+    /// The provider's event id; nil when the provider gives none worth deduplicating.
+    public var event: String?
+    /// nil: authentic, but nothing changes (e.g. a notification about another operation).
+    public var verdict: ProviderVerdict?
+
+    public init(order: Order, event: String?, verdict: ProviderVerdict?) {
+        self.order = order
+        self.event = event
+        self.verdict = verdict
+    }
+}
+
+/// One HTTP route of PROTOCOL.md §3.
+public struct CallbackRoute: Sendable {
+    /// e.g. `/callbacks/trustpayments/jwt`.
+    public let path: String
+    /// The `route` label in `paypipe_callbacks_total`.
+    public let label: String
+    /// Header names the handler reads (everything else is not passed on).
+    public let headers: [String]
+    public let handle: @Sendable (CallbackRequest, any CallbackOrderLookup) async throws(CallbackRejection) -> CallbackDecision
+
+    public init(
+        path: String, label: String, headers: [String] = [],
+        handle: @escaping @Sendable (CallbackRequest, any CallbackOrderLookup) async throws(CallbackRejection) -> CallbackDecision
+    ) {
+        self.path = path
+        self.label = label
+        self.headers = headers
+        self.handle = handle
+    }
+}
+
+/// A body forwarded by the app's backend (`trustpayments/jwt`, `viva`): `{"orderId", <field>,
+/// "merchant"?}`, merchant defaulting to "default".
+public struct ForwardedCallback: Sendable {
+    public let merchant: String
+    public let orderId: String
+    public let value: String
+    public var key: OrderKey { OrderKey(merchant: merchant, orderId: orderId) }
+
+    public init(_ body: [UInt8], field: String) throws(CallbackRejection) {
+        guard body.count <= Order.maxFrameBytes else {
+            throw CallbackRejection(status: 413, code: "TOO_LARGE", message: "the body is larger than 64 KiB")
+        }
+        guard case .object(let object)? = try? JSONValue.parse(body) else {
+            throw CallbackRejection(status: 400, code: "MALFORMED", message: "the body is not a JSON object")
+        }
+        guard let orderId = object["orderId"]?.stringValue, Order.isValidOrderId(orderId) else {
+            throw CallbackRejection(status: 400, code: "INVALID_FIELD", message: "orderId must be 1-64 characters of [A-Za-z0-9._:-]")
+        }
+        switch object["merchant"] {
+        case nil, .null?: merchant = "default"
+        case .string(let name)? where !name.isEmpty && name.utf8.count <= 64: merchant = name
+        default: throw CallbackRejection(status: 400, code: "INVALID_FIELD", message: "merchant must be a string of 1-64 characters")
+        }
+        guard let value = object[field]?.stringValue, !value.isEmpty else {
+            throw CallbackRejection(status: 400, code: "MISSING_FIELD", message: "\(field) must be a non-empty string")
+        }
+        self.orderId = orderId
+        self.value = value
+    }
+}

@@ -1,0 +1,170 @@
+/// The one seam between the pipeline's stages and a provider (compare hyperswitch's
+/// connectors). Each provider module implements it once; `ConnectorRegistry` maps provider →
+/// connector, and no stage ever branches on the provider.
+///
+/// - the signer calls `sign`;
+/// - the submitter follows `read`, `readFailure` and `resolution` (DESIGN.md: retry, query or fail);
+/// - the callback validator serves `callbackRoutes`;
+/// - the ledger indexes `callbackReferences` and schedules `pendingFollowUp`.
+public protocol ProviderConnector: Sendable {
+    /// What the submitter needs to read this provider's responses beyond the order itself
+    /// (e.g. PhonePe's authRequestId), carried from the signer in the signed work.
+    associatedtype Context: ConnectorContext = NoContext
+
+    static var provider: Provider { get }
+    static var operations: [OperationSpec] { get }
+    /// The merchant config section this connector reads, for a provider the config types
+    /// do not know (nil: one of the five built-in sections).
+    static var settingsSchema: ProviderSettings.Schema? { get }
+
+    /// Built once per stage process from the whole config; a connector keeps per-merchant
+    /// objects that are costly to build (HMAC keys, JWT verifiers). Stages that hold no secrets
+    /// pass a config whose secrets are empty and never call `sign`.
+    init(config: PaypipeConfig) async
+
+    /// Validates and signs an order: the provider request (and the request that resolves an
+    /// unknown outcome), or an outcome when no HTTP call is needed (a JWT or URL for the app).
+    func sign(_ order: Order, purpose: DispatchPurpose, nowSeconds: Int64) throws(Rejection) -> Signed<Context>
+
+    /// Reads a provider response to `current` (the request last sent in `exchange`).
+    func read(_ response: HTTPResponseSpec, to current: HTTPRequestSpec, in exchange: Exchange<Context>) -> ProviderReading
+    /// Reads a transport failure of `current`: `retry` only when the request cannot have had an effect.
+    func readFailure(_ failure: TransportFailure, of current: HTTPRequestSpec, in exchange: Exchange<Context>) -> ProviderVerdict
+    /// The request that resolves an unknown outcome, or nil when nothing can resolve it safely.
+    func resolution(forUnknown exchange: Exchange<Context>) -> HTTPRequestSpec?
+
+    /// The HTTP callbacks this provider sends (PROTOCOL.md §3).
+    var callbackRoutes: [CallbackRoute] { get }
+
+    /// Provider references a callback may name instead of the orderId, known from the order
+    /// alone (before any request leaves), so a callback that races the pending outcome finds it.
+    func callbackReferences(for order: Order) -> [String]
+    /// Provider references the provider assigned, read from a `pending` outcome's result.
+    func callbackReferences(in outcome: Outcome) -> [String]
+
+    /// What the ledger does with an order of `operation` that stays `pending`.
+    func pendingFollowUp(for operation: Operation, timers: PaypipeConfig.Timers) -> PendingFollowUp?
+}
+
+/// Why the signer is asked to sign an order.
+public enum DispatchPurpose: String, Sendable {
+    /// First dispatch, or a redelivery.
+    case submit
+    /// The order was submitted and its confirmation never came: only the provider's status call.
+    case statusCheck
+}
+
+/// What signing an order produced.
+public enum Signed<Context: ConnectorContext>: Sendable {
+    case request(SignedRequest<Context>)
+    /// No HTTP call from the pipeline: this outcome is the order's answer for now.
+    case outcome(Outcome.Status, result: [String: JSONValue])
+}
+
+public struct SignedRequest<Context: ConnectorContext>: Sendable {
+    public var request: HTTPRequestSpec
+    /// The status or query call that resolves an unknown outcome, signed in advance because
+    /// the submitter holds no secrets.
+    public var resolve: HTTPRequestSpec?
+    public var context: Context
+
+    public init(request: HTTPRequestSpec, resolve: HTTPRequestSpec? = nil, context: Context) {
+        self.request = request
+        self.resolve = resolve
+        self.context = context
+    }
+}
+
+extension SignedRequest where Context == NoContext {
+    public init(request: HTTPRequestSpec, resolve: HTTPRequestSpec? = nil) {
+        self.init(request: request, resolve: resolve, context: NoContext())
+    }
+}
+
+/// A connector's own context type, carried as JSON between signer and submitter.
+public protocol ConnectorContext: Sendable, Equatable {
+    var json: JSONValue { get }
+    init?(json: JSONValue)
+}
+
+public struct NoContext: ConnectorContext {
+    public init() {}
+    public init?(json: JSONValue) {}
+    public var json: JSONValue { .null }
+}
+
+/// Which half of a submission a request belongs to.
+public enum ExchangePhase: Sendable, Equatable {
+    case submitting
+    /// Asking the provider's status/query call what became of the submitted request.
+    case resolving
+}
+
+/// One submission as its connector sees it.
+public struct Exchange<Context: ConnectorContext>: Sendable {
+    public var order: Order
+    public var signed: SignedRequest<Context>
+    public var purpose: DispatchPurpose
+    public var phase: ExchangePhase
+
+    public init(order: Order, signed: SignedRequest<Context>, purpose: DispatchPurpose, phase: ExchangePhase) {
+        self.order = order
+        self.signed = signed
+        self.purpose = purpose
+        self.phase = phase
+    }
+}
+
+/// A connector's reading of one response.
+public enum ProviderReading: Sendable, Equatable {
+    case verdict(ProviderVerdict)
+    /// The operation takes another request (Nets getSubscription: payment, then subscription).
+    case followUp(HTTPRequestSpec)
+}
+
+/// What the ledger does with an order that stays `pending`.
+public enum PendingFollowUp: Sendable, Equatable {
+    /// After this long without a callback, the signers sign the provider's status call
+    /// (`DispatchPurpose.statusCheck`) and the submitters ask it.
+    case statusCheck(afterMilliseconds: Int64)
+    /// The pollers own it from the moment it is pending; one still pending this long after was
+    /// lost with a poller and goes to the pollers again.
+    case poll(lostAfterMilliseconds: Int64)
+}
+
+extension ProviderConnector {
+    public var provider: Provider { Self.provider }
+    public static var settingsSchema: ProviderSettings.Schema? { nil }
+
+    public func readFailure(_ failure: TransportFailure, of current: HTTPRequestSpec, in exchange: Exchange<Context>) -> ProviderVerdict {
+        // A status or query call has no effect, so asking again is always safe.
+        if exchange.phase == .resolving { return .unknown(reason: failure.reason) }
+        return failure.mayHaveBeenSent ? .unknown(reason: failure.reason) : .retry(reason: failure.reason)
+    }
+
+    public func resolution(forUnknown exchange: Exchange<Context>) -> HTTPRequestSpec? { exchange.signed.resolve }
+
+    public var callbackRoutes: [CallbackRoute] { [] }
+    public func callbackReferences(for order: Order) -> [String] { [] }
+    public func callbackReferences(in outcome: Outcome) -> [String] { [] }
+    public func pendingFollowUp(for operation: Operation, timers: PaypipeConfig.Timers) -> PendingFollowUp? { nil }
+}
+
+/// Why an HTTP exchange produced no response.
+public enum TransportFailure: Error, Sendable, Equatable {
+    /// The request certainly did not reach the provider (connection refused, connect timeout).
+    case notSent(String)
+    /// It may have reached the provider (timeout or reset after sending).
+    case mayHaveBeenSent(String)
+
+    public var reason: String {
+        switch self {
+        case .notSent(let reason), .mayHaveBeenSent(let reason): reason
+        }
+    }
+
+    public var mayHaveBeenSent: Bool {
+        if case .mayHaveBeenSent = self { return true }
+        return false
+    }
+}

@@ -1,0 +1,125 @@
+import PaypipeCore
+
+extension Provider {
+    public static let phonepe = Provider("phonepe")
+}
+
+extension Operation {
+    public static let authInit = Operation(.phonepe, "authInit")
+}
+
+/// PhonePe recurring auth behind the pipeline's seam: auth/init, the auth status call that
+/// resolves it, and the S2S callback.
+public struct PhonePeConnector: ProviderConnector {
+    public static let provider = Provider.phonepe
+    public static let operations = [
+        // PENNY_DROP authorises without a first debit, so it carries no amount (seed 002).
+        OperationSpec(.authInit, movesMoney: { params in
+            (params["authWorkflowType"]?.stringValue ?? PhonePeAuthWorkflowType.transaction.rawValue) == PhonePeAuthWorkflowType.transaction.rawValue
+        })
+    ]
+
+    /// What reading auth/init and auth status answers needs beyond the order.
+    public struct Context: ConnectorContext {
+        var authRequestId: String
+        var merchantId: String
+
+        public init?(json: JSONValue) {
+            guard let authRequestId = json["authRequestId"]?.stringValue, let merchantId = json["merchantId"]?.stringValue else { return nil }
+            self.authRequestId = authRequestId
+            self.merchantId = merchantId
+        }
+
+        init(authRequestId: String, merchantId: String) {
+            self.authRequestId = authRequestId
+            self.merchantId = merchantId
+        }
+
+        public var json: JSONValue { ["authRequestId": .string(authRequestId), "merchantId": .string(merchantId)] }
+    }
+
+    let config: PaypipeConfig
+    let checksums: [String: PhonePeChecksum]
+
+    public init(config: PaypipeConfig) async {
+        self.config = config
+        checksums = config.merchants.compactMapValues { $0.phonepe.map(PhonePeChecksum.init(config:)) }
+    }
+
+    // MARK: - Signer
+
+    /// A status check (the callback never came) sends only the signed auth status call.
+    public func sign(_ order: Order, purpose: DispatchPurpose, nowSeconds: Int64) throws(Rejection) -> Signed<Context> {
+        let phonepe = try config.merchant(order.merchant).require(\.phonepe, .phonepe)
+        let authInit = try PhonePeAuthInit(order: order, config: phonepe, checksum: checksums[order.merchant] ?? PhonePeChecksum(config: phonepe))
+        let context = Context(authRequestId: authInit.authRequestId, merchantId: phonepe.merchantId)
+        let first = purpose == .statusCheck ? authInit.statusRequest : authInit.request
+        return .request(SignedRequest(request: first, resolve: authInit.statusRequest, context: context))
+    }
+
+    // MARK: - Submitter
+
+    public func read(_ response: HTTPResponseSpec, to current: HTTPRequestSpec, in exchange: Exchange<Context>) -> ProviderReading {
+        let context = exchange.signed.context
+        guard exchange.phase == .resolving else {
+            return .verdict(PhonePeAuthInit.classify(response, authRequestId: context.authRequestId))
+        }
+        let verdict = PhonePeAuthStatus.classify(response, order: exchange.order, merchantId: context.merchantId)
+        if case .pending = verdict, exchange.purpose == .statusCheck {
+            // PROTOCOL.md: a missed callback is resolved by the status call, terminal either way.
+            return .verdict(.failed(code: "AUTH_NOT_COMPLETED", message: "no callback arrived and the provider's status is still pending"))
+        }
+        return .verdict(verdict)
+    }
+
+    // MARK: - Callbacks
+
+    public var callbackRoutes: [CallbackRoute] {
+        [CallbackRoute(path: "/callbacks/phonepe", label: "phonepe", headers: ["X-VERIFY"]) { request, orders throws(CallbackRejection) in
+            try await callback(request, orders: orders)
+        }]
+    }
+
+    /// The checksum with the salt of the merchant the body names, then the order by
+    /// authRequestId; the amount and references are checked against the order.
+    func callback(_ request: CallbackRequest, orders: any CallbackOrderLookup) async throws(CallbackRejection) -> CallbackDecision {
+        let envelope: PhonePeCallbackEnvelope
+        do { envelope = try PhonePeCallbackEnvelope(body: request.body) } catch { throw error.rejection }
+        var lastError = PhonePeCallbackError(.badChecksum, "no merchant is configured with this PhonePe merchantId")
+        var authenticated: (String, String, PhonePeCallback)?
+        for (name, merchant) in config.merchants.sorted(by: { $0.key < $1.key }) where merchant.phonepe?.merchantId == envelope.claimedMerchantId {
+            guard let phonepe = merchant.phonepe, let checksum = checksums[name] else { continue }
+            do {
+                authenticated = (name, phonepe.merchantId, try envelope.authenticate(xVerify: request.header("X-VERIFY"), checksum: checksum))
+                break
+            } catch {
+                lastError = error
+            }
+        }
+        guard let (merchant, merchantId, callback) = authenticated else { throw lastError.rejection }
+        let order = try await orders.order(reference: callback.authRequestId, provider: .phonepe, merchant: merchant)
+        switch callback.effect(order: order, merchantId: merchantId) {
+        case .ignored: return CallbackDecision(order: order, event: callback.dedupeKey, verdict: nil)
+        case .verdict(let verdict): return CallbackDecision(order: order, event: callback.dedupeKey, verdict: verdict)
+        }
+    }
+
+    // MARK: - Ledger
+
+    /// The authRequestId is derived from the order, so it is indexed before auth/init leaves.
+    public func callbackReferences(for order: Order) -> [String] {
+        (try? PhonePeAuthInitParams(order: order)).map { [$0.authRequestId] } ?? []
+    }
+
+    public func callbackReferences(in outcome: Outcome) -> [String] {
+        outcome.result?["authRequestId"]?.stringValue.map { [$0] } ?? []
+    }
+
+    public func pendingFollowUp(for operation: Operation, timers: PaypipeConfig.Timers) -> PendingFollowUp? {
+        operation == .authInit ? .statusCheck(afterMilliseconds: timers.phonepeCallbackWaitMs) : nil
+    }
+}
+
+extension PhonePeCallbackError {
+    var rejection: CallbackRejection { CallbackRejection(status: httpStatus, code: code, message: message) }
+}

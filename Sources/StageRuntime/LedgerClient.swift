@@ -1,0 +1,92 @@
+import PaypipeCore
+import StageWire
+import Synchronization
+import ZeroMQ
+
+/// What the callback validator and the pollers need from the pipeline's store.
+package protocol OrderDirectory: Sendable {
+    func call(_ request: LedgerRequest) async throws(LedgerUnavailable) -> LedgerReply
+}
+
+/// The ledger did not answer in time, or answered with an error: the caller answers 503 so
+/// the provider retries (a settle that did commit is then recognised as a duplicate).
+package struct LedgerUnavailable: Error, Sendable, CustomStringConvertible {
+    package let description: String
+    package init(_ description: String) { self.description = description }
+}
+
+/// Requests to the ledger over one DEALER socket, matched to replies by a request id frame.
+/// Many tasks may call at once; each waits at most `timeoutMilliseconds`.
+package final class LedgerClient: OrderDirectory {
+    private let duplex: ZMQDuplex
+    /// Callers waiting for a reply, by request id.
+    private final class Waiting: Sendable {
+        private let map = Mutex<[UInt64: CheckedContinuation<[UInt8]?, Never>]>([:])
+        func add(_ id: UInt64, _ continuation: CheckedContinuation<[UInt8]?, Never>) { map.withLock { $0[id] = continuation } }
+        func resume(_ id: UInt64, with answer: [UInt8]?) { map.withLock { $0.removeValue(forKey: id) }?.resume(returning: answer) }
+        func resumeAll() {
+            for continuation in map.withLock({ m in defer { m = [:] }; return Array(m.values) }) { continuation.resume(returning: nil) }
+        }
+    }
+
+    private let waiting = Waiting()
+    private let nextId = Atomic<UInt64>(1)
+    private let timeoutMilliseconds: Int64
+    private let reader = Mutex<Task<Void, Never>?>(nil)
+
+    package init(context: ZMQContext, endpoint: String, timeoutMilliseconds: Int64 = 5000) throws(ZMQError) {
+        let socket = try context.socket(.dealer, options: stageOptions())
+        _ = try socket.connect(endpoint)
+        duplex = try ZMQDuplex(socket: socket)
+        self.timeoutMilliseconds = timeoutMilliseconds
+        let duplex = self.duplex, waiting = self.waiting
+        reader.withLock {
+            $0 = Task {
+                while let batch = try? await duplex.nextBatch() {
+                    for message in batch where message.frames.count == 2 {
+                        let id = message.frames[0].withUnsafeBytes { $0.count == 8 ? $0.loadUnaligned(as: UInt64.self) : 0 }
+                        waiting.resume(id, with: message.frames[1])
+                    }
+                }
+                waiting.resumeAll()
+            }
+        }
+    }
+
+    package func call(_ request: LedgerRequest) async throws(LedgerUnavailable) -> LedgerReply {
+        let id = nextId.add(1, ordering: .relaxed).oldValue
+        let payload = request.json.bytes
+        let idFrame = withUnsafeBytes(of: id) { Array($0) }
+        let timeout = timeoutMilliseconds
+        let waiting = self.waiting
+        let timer = Mutex<Task<Void, Never>?>(nil)
+        let answer: [UInt8]? = await withCheckedContinuation { continuation in
+            // Registered before the timer starts, so the timeout always finds the caller.
+            waiting.add(id, continuation)
+            timer.withLock {
+                $0 = Task {
+                    try? await Task.sleep(for: .milliseconds(timeout))
+                    waiting.resume(id, with: nil)
+                }
+            }
+            if !duplex.send(ZMQMessage(frames: [idFrame, payload])) { waiting.resume(id, with: nil) }
+        }
+        timer.withLock { $0 }?.cancel()
+        guard let answer else { throw LedgerUnavailable("the ledger did not answer within \(timeout) ms") }
+        do {
+            let reply = try LedgerReply.parse(answer, for: request)
+            if case .failure(let message) = reply { throw LedgerUnavailable("the ledger failed: \(message)") }
+            return reply
+        } catch let error as LedgerUnavailable {
+            throw error
+        } catch {
+            throw LedgerUnavailable("unreadable ledger reply")
+        }
+    }
+
+    package func close() async {
+        duplex.stop()
+        await duplex.waitUntilClosed()
+        await reader.withLock { $0 }?.value
+    }
+}

@@ -1,0 +1,50 @@
+import Logging
+import PaypipeCore
+import Synchronization
+import ZeroMQ
+
+/// Socket options for the internal hops. A small send HWM keeps little work parked in any one
+/// stage copy's queue, so a copy that leaves takes little with it (the ledger redelivers what it
+/// does take) and a copy that joins late gets work soon.
+package func stageOptions(highWaterMark: Int32 = 1000) -> ZMQSocketOptions {
+    var options = ZMQSocketOptions()
+    options.sendHighWaterMark = highWaterMark
+    options.receiveHighWaterMark = highWaterMark
+    options.maxMessageSize = 4 << 20
+    return options
+}
+
+/// Options for the work queues (ledger → signers, streamer → submitters): every buffer between
+/// the ledger and a stage copy's in-flight work is small, so queued work is not hoarded by the
+/// first copy to connect, and a copy that leaves takes little with it.
+package func workQueueOptions() -> ZMQSocketOptions {
+    var options = stageOptions(highWaterMark: 32)
+    options.sendBufferBytes = 64 * 1024
+    options.receiveBufferBytes = 64 * 1024
+    return options
+}
+
+/// A receiver that holds at most `capacity` messages beyond what the stage is processing.
+package func workReceiver(_ socket: ZMQSocket, capacity: Int) throws(ZMQError) -> ZMQReceiver {
+    var configuration = ZMQReceiver.Configuration()
+    configuration.bufferCapacity = max(1, capacity)
+    configuration.batchSize = max(1, min(64, capacity))
+    return try ZMQReceiver(socket: socket, configuration: configuration)
+}
+
+package func milliseconds() -> Int64 { Timestamp.nowMilliseconds() }
+
+/// A tick every `interval` until the consumer stops iterating (e.g. through
+/// `cancelOnGracefulShutdown()`).
+package func ticks(every interval: Duration) -> AsyncStream<Void> {
+    AsyncStream { continuation in
+        let task = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                if case .terminated = continuation.yield() { break }
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in task.cancel() }
+    }
+}

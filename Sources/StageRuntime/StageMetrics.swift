@@ -1,0 +1,64 @@
+import Hummingbird
+import Logging
+import NIOCore
+import Prometheus
+import ServiceLifecycle
+import Synchronization
+
+/// A stage's Prometheus metrics and the small HTTP server (`GET /metrics`, `GET /healthz`)
+/// that exposes them.
+package final class StageMetrics: Sendable {
+    package let registry = PrometheusCollectorRegistry()
+
+    package init() {}
+
+    package func counter(_ name: String, _ labels: [(String, String)] = [], help: String) -> Counter {
+        registry.makeCounter(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), labels: labels)
+    }
+
+    package func gauge(_ name: String, _ labels: [(String, String)] = [], help: String) -> Gauge {
+        registry.makeGauge(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), labels: labels)
+    }
+
+    package func latency(_ name: String, help: String) -> DurationHistogram {
+        registry.makeDurationHistogram(
+            descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help),
+            buckets: [.milliseconds(1), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
+                      .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10)])
+    }
+
+    /// The `/metrics` and `/healthz` server, as a `Service` for the stage's `ServiceGroup`.
+    /// `address` is `host:port`; port 0 picks a free one, reported to `onListening`. `routes`
+    /// adds a stage's own endpoints next to /metrics and /healthz.
+    package func server(
+        address: String, logger: Logger, routes: (Router<BasicRequestContext>) -> Void = { _ in },
+        onListening: @escaping @Sendable (Int) -> Void = { _ in }
+    ) throws(EndpointError) -> some Service {
+        let parts = address.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count >= 2, let port = Int(parts.last!) else { throw EndpointError("an HTTP address must be host:port, got \(address)") }
+        let host = parts.dropLast().joined(separator: ":")
+        let registry = self.registry
+        let router = Router()
+        router.get("/metrics") { _, _ -> Response in
+            Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
+        }
+        router.get("/healthz") { _, _ -> String in "ok\n" }
+        routes(router)
+        return Application(
+            router: router, configuration: .init(address: .hostname(host, port: port)),
+            onServerRunning: { channel in onListening(channel.localAddress?.port ?? port) }, logger: logger)
+    }
+
+    /// `server` for a stage with no routes of its own, logging its port under `role`.
+    package func server(address: String, role: String, logger: Logger) throws(EndpointError) -> some Service {
+        try server(address: address, logger: logger, onListening: { port in logger.info("\(role) metrics", metadata: ["port": "\(port)"]) })
+    }
+}
+
+/// An address in the config or on the command line that cannot be used.
+package struct EndpointError: Error, Sendable, CustomStringConvertible {
+    package let description: String
+    package init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,105 @@
+import ArgumentParser
+import Foundation
+import Logging
+import PaypipeCore
+import ServiceLifecycle
+
+/// The options every stage executable shares: the config, endpoint overrides, the metrics
+/// address and the log level.
+package struct StageOptions: ParsableArguments {
+    @Option(help: "Config file (PROTOCOL.md §4); default $PAYPIPE_CONFIG.") package var config: String?
+    @Option(help: "Log level (trace, debug, info, notice, warning, error, critical); default $PAYPIPE_LOG_LEVEL or info.")
+    package var logLevel: String?
+    @Option(help: "host:port for GET /metrics and /healthz (port 0: any free port, logged).") package var metrics: String?
+    @Option(help: "Override endpoints.intake.") var intake: String?
+    @Option(help: "Override endpoints.outcomes.") var outcomes: String?
+    @Option(help: "Override endpoints.signQueue.") var signQueue: String?
+    @Option(help: "Override endpoints.signedIn.") var signedIn: String?
+    @Option(help: "Override endpoints.signedOut.") var signedOut: String?
+    @Option(help: "Override endpoints.results.") var results: String?
+    @Option(help: "Override endpoints.ledgerRPC.") var ledgerRpc: String?
+    @Option(help: "Override endpoints.pollQueue.") var pollQueue: String?
+    @Option(help: "Override endpoints.callbacks (host:port the callback validator listens on).") var callbacks: String?
+
+    package init() {}
+
+    /// The config with the endpoint overrides applied; a bad config ends the process with a
+    /// one-line reason. `secrets: false` for stages that must hold none (their values are empty).
+    /// `connectors`: those whose settings sections the config may hold.
+    package func loadConfig(secrets: Bool, connectors: [any ProviderConnector.Type]) -> PaypipeConfig {
+        guard let path = config ?? ProcessInfo.processInfo.environment["PAYPIPE_CONFIG"] else {
+            StageProcess.fail("no config: pass --config PATH or set PAYPIPE_CONFIG")
+        }
+        var loaded: PaypipeConfig
+        do {
+            loaded = try PaypipeConfig.load(
+                path: path, sources: secrets ? .process : PaypipeConfig.Sources.process.withoutSecrets,
+                schemas: connectors.compactMap { $0.settingsSchema })
+        } catch {
+            StageProcess.fail("bad config \(path): \(error)")
+        }
+        let overrides: [(String?, WritableKeyPath<PaypipeConfig.Endpoints, String>)] = [
+            (intake, \.intake), (outcomes, \.outcomes), (signQueue, \.signQueue), (signedIn, \.signedIn),
+            (signedOut, \.signedOut), (results, \.results), (ledgerRpc, \.ledgerRPC), (pollQueue, \.pollQueue),
+            (callbacks, \.callbacks),
+        ]
+        for case (let value?, let keyPath) in overrides { loaded.endpoints[keyPath: keyPath] = value }
+        return loaded
+    }
+
+    /// A logger writing to stderr at `--log-level`.
+    package func logger(_ label: String) -> Logger {
+        _ = StageOptions.logsToStandardError
+        var logger = Logger(label: label)
+        let level = logLevel ?? ProcessInfo.processInfo.environment["PAYPIPE_LOG_LEVEL"]
+        logger.logLevel = level.flatMap(Logger.Level.init(rawValue:)) ?? .info
+        return logger
+    }
+}
+
+extension StageOptions {
+    /// swift-log may be bootstrapped once per process; a global's initializer runs once.
+    private static let logsToStandardError: Void = LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+}
+
+/// What every stage executable shares beyond its options.
+package enum StageProcess {
+    package static func fail(_ reason: String) -> Never {
+        FileHandle.standardError.write(Data("\(CommandLine.arguments.first.map { ($0 as NSString).lastPathComponent } ?? "paypipe"): \(reason)\n".utf8))
+        exit(1)
+    }
+
+    package static func printLine(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+
+    /// Runs a stage's services in one `ServiceGroup` that shuts them down gracefully on SIGTERM
+    /// or SIGINT, in reverse order: list the stage first and its
+    /// servers after it, so the servers stop before the stage finishes its in-flight work.
+    package static func run(_ services: [any Service], logger: Logger) async {
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: services, gracefulShutdownSignals: [.sigterm, .sigint], cancellationSignals: [], logger: logger))
+        do {
+            try await group.run()
+        } catch {
+            fail("\(error)")
+        }
+    }
+}
+
+extension StageProcess {
+    /// Runs a stage with its `/metrics` and `/healthz` server beside it.
+    package static func run(stage: some MeasuredStage, metricsAddress: String, role: String, logger: Logger) async {
+        do {
+            await run([stage, try stage.metrics.server(address: metricsAddress, role: role, logger: logger)], logger: logger)
+        } catch {
+            fail("\(error)")
+        }
+    }
+}
+
+/// A stage that exports metrics.
+package protocol MeasuredStage: Service {
+    var metrics: StageMetrics { get }
+}

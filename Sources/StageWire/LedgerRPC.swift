@@ -1,0 +1,118 @@
+import PaypipeCore
+
+/// The ledger's request/reply messages (DEALER → ROUTER at `endpoints.ledgerRPC`): how callback
+/// validators and pollers reach the pipeline's store without holding any state themselves.
+/// One JSON object per frame; the client puts a request id frame before it.
+package enum LedgerRequest: Sendable, Equatable {
+    /// The order (merchant, orderId), for checking a callback against it.
+    case lookup(OrderKey)
+    /// The order a provider reference names (PhonePe authRequestId, Nets paymentId).
+    case lookupRef(Provider, String)
+    /// Hands on an authentic callback: its event id (nil when the provider gives none worth
+    /// deduplicating) and the terminal outcome it leads to (nil when it changes nothing).
+    /// Answered only after both are committed.
+    case settle(OrderKey, event: String?, outcome: Outcome?)
+    /// A poller (re)started: send it every pending Cleeng receipt again.
+    case resumePolls
+
+    package var json: JSONValue {
+        switch self {
+        case .lookup(let key): ["op": "lookup", "merchant": .string(key.merchant), "orderId": .string(key.orderId)]
+        case .lookupRef(let provider, let ref): ["op": "lookupRef", "provider": .string(provider.rawValue), "ref": .string(ref)]
+        case .settle(let key, let event, let outcome):
+            [
+                "op": "settle", "merchant": .string(key.merchant), "orderId": .string(key.orderId),
+                "event": event.map(JSONValue.string) ?? .null, "outcome": outcome.map { $0.json } ?? .null,
+            ]
+        case .resumePolls: ["op": "resumePolls"]
+        }
+    }
+
+    package static func parse(_ bytes: [UInt8]) throws(EnvelopeError) -> LedgerRequest {
+        guard case .object(let o)? = try? JSONValue.parse(bytes), let op = o["op"]?.stringValue else {
+            throw EnvelopeError("ledger request is not an object with an op")
+        }
+        func key() throws(EnvelopeError) -> OrderKey {
+            guard let merchant = o["merchant"]?.stringValue, let orderId = o["orderId"]?.stringValue else {
+                throw EnvelopeError("ledger request needs merchant and orderId")
+            }
+            return OrderKey(merchant: merchant, orderId: orderId)
+        }
+        switch op {
+        case "lookup": return .lookup(try key())
+        case "lookupRef":
+            guard let provider = o["provider"]?.stringValue.map(Provider.init(rawValue:)), let ref = o["ref"]?.stringValue else {
+                throw EnvelopeError("lookupRef needs provider and ref")
+            }
+            return .lookupRef(provider, ref)
+        case "settle":
+            var outcome: Outcome?
+            if let value = o["outcome"], value != .null {
+                guard let parsed = try? Outcome.parse(value.bytes) else { throw EnvelopeError("settle.outcome is not an outcome") }
+                outcome = parsed
+            }
+            return .settle(try key(), event: o["event"]?.stringValue, outcome: outcome)
+        case "resumePolls": return .resumePolls
+        default: throw EnvelopeError("unknown ledger op")
+        }
+    }
+}
+
+package enum LedgerReply: Sendable, Equatable {
+    case order(StoredOrder?)
+    case settled(applied: Bool, duplicate: Bool)
+    case resumed(count: Int)
+    case failure(String)
+
+    package var json: JSONValue {
+        switch self {
+        case .order(let stored?):
+            [
+                "ok": true, "merchant": .string(stored.key.merchant), "orderId": .string(stored.key.orderId),
+                "order": .string(stored.orderJSON), "state": .string(stored.state.rawValue),
+                "pendingAt": stored.pendingAt.map(JSONValue.integer) ?? .null,
+            ]
+        case .order(nil): ["ok": true, "order": .null]
+        case .settled(let applied, let duplicate): ["ok": true, "applied": .bool(applied), "duplicate": .bool(duplicate)]
+        case .resumed(let count): ["ok": true, "count": .integer(Int64(count))]
+        case .failure(let message): ["ok": false, "error": .string(message)]
+        }
+    }
+
+    /// Reads a reply to `request`.
+    package static func parse(_ bytes: [UInt8], for request: LedgerRequest) throws(EnvelopeError) -> LedgerReply {
+        guard case .object(let o)? = try? JSONValue.parse(bytes), let ok = o["ok"]?.boolValue else {
+            throw EnvelopeError("ledger reply is not an object with ok")
+        }
+        guard ok else { return .failure(o["error"]?.stringValue ?? "ledger error") }
+        switch request {
+        case .lookup, .lookupRef:
+            guard let json = o["order"]?.stringValue else { return .order(nil) }
+            guard let merchant = o["merchant"]?.stringValue, let orderId = o["orderId"]?.stringValue,
+                let state = o["state"]?.stringValue.flatMap(OrderState.init(rawValue:))
+            else { throw EnvelopeError("ledger lookup reply is incomplete") }
+            return .order(StoredOrder(
+                key: OrderKey(merchant: merchant, orderId: orderId), orderJSON: json, state: state, pendingAt: o["pendingAt"]?.integerValue))
+        case .settle: return .settled(applied: o["applied"]?.boolValue ?? false, duplicate: o["duplicate"]?.boolValue ?? false)
+        case .resumePolls: return .resumed(count: Int(o["count"]?.integerValue ?? 0))
+        }
+    }
+}
+
+/// Where an order stands in the ledger.
+package enum OrderState: String, Sendable { case open, pending, unknown, terminal }
+
+/// One stored order as a callback validator sees it.
+package struct StoredOrder: Sendable, Equatable {
+    package var key: OrderKey
+    package var orderJSON: String
+    package var state: OrderState
+    package var pendingAt: Int64?
+
+    package init(key: OrderKey, orderJSON: String, state: OrderState, pendingAt: Int64?) {
+        self.key = key
+        self.orderJSON = orderJSON
+        self.state = state
+        self.pendingAt = pendingAt
+    }
+}

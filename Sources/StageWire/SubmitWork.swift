@@ -1,0 +1,95 @@
+import Foundation
+import PaypipeCore
+
+/// A signed provider request on its way from a signer to a submitter. It carries everything the
+/// submitter needs, so the submitter holds no secrets: the request itself, the request that
+/// resolves an unknown outcome (both already signed), and the connector's own context.
+package struct SubmitWork: Sendable, Equatable {
+    package var order: Order
+    package var request: HTTPRequestSpec
+    package var resolve: HTTPRequestSpec?
+    /// The connector's `Context`, as JSON; only the connector reads it.
+    package var context: JSONValue
+    package var purpose: DispatchPurpose
+    /// When the ledger first accepted the order (ms since epoch), for end-to-end latency.
+    package var acceptedAt: Int64
+
+    package init(
+        order: Order, request: HTTPRequestSpec, resolve: HTTPRequestSpec? = nil, context: JSONValue = .null,
+        purpose: DispatchPurpose = .submit, acceptedAt: Int64
+    ) {
+        self.order = order
+        self.request = request
+        self.resolve = resolve
+        self.context = context
+        self.purpose = purpose
+        self.acceptedAt = acceptedAt
+    }
+
+    package var json: JSONValue {
+        var object: [String: JSONValue] = [
+            "order": order.json, "request": SubmitWork.encode(request), "context": context,
+            "purpose": .string(purpose.rawValue), "acceptedAt": .integer(acceptedAt),
+        ]
+        if let resolve { object["resolve"] = SubmitWork.encode(resolve) }
+        return .object(object)
+    }
+
+    package var frame: [UInt8] { json.bytes }
+
+    package static func decode(_ frame: [UInt8], catalog: OrderCatalog) throws(EnvelopeError) -> SubmitWork {
+        guard case .object(let object)? = try? JSONValue.parse(frame) else { throw EnvelopeError("work is not a JSON object") }
+        guard let orderObject = object["order"]?.objectValue, let order = try? Order(validating: orderObject, catalog: catalog) else {
+            throw EnvelopeError("work.order is not a valid order")
+        }
+        guard let request = object["request"].flatMap(decodeRequest) else { throw EnvelopeError("work.request is invalid") }
+        guard let purpose = object["purpose"]?.stringValue.flatMap(DispatchPurpose.init(rawValue:)) else {
+            throw EnvelopeError("work.purpose is invalid")
+        }
+        return SubmitWork(
+            order: order, request: request, resolve: object["resolve"].flatMap(decodeRequest), context: object["context"] ?? .null,
+            purpose: purpose, acceptedAt: object["acceptedAt"]?.integerValue ?? 0)
+    }
+
+    static func encode(_ request: HTTPRequestSpec) -> JSONValue {
+        [
+            "method": .string(request.method.rawValue), "url": .string(request.url),
+            "headers": .array(request.headers.map { [.string($0.name), .string($0.value)] }),
+            "body": .string(Data(request.body).base64EncodedString()),
+        ]
+    }
+
+    static func decodeRequest(_ value: JSONValue) -> HTTPRequestSpec? {
+        guard let method = value["method"]?.stringValue.flatMap(HTTPRequestSpec.Method.init(rawValue:)),
+            let url = value["url"]?.stringValue,
+            let body = value["body"]?.stringValue.flatMap({ Data(base64Encoded: $0) })
+        else { return nil }
+        var headers: [HTTPHeader] = []
+        for pair in value["headers"]?.arrayValue ?? [] {
+            guard let items = pair.arrayValue, items.count == 2, let name = items[0].stringValue, let v = items[1].stringValue else { return nil }
+            headers.append(HTTPHeader(name, v))
+        }
+        return HTTPRequestSpec(method: method, url: url, headers: headers, body: Array(body))
+    }
+}
+
+/// An internal frame that is not what its socket carries.
+package struct EnvelopeError: Error, Sendable, CustomStringConvertible {
+    package let description: String
+    package init(_ description: String) { self.description = description }
+}
+
+extension Outcome {
+    /// The outcome for an internal frame (dispatch or signed work) that names its order but
+    /// cannot be read otherwise: the order must still end, not be redelivered forever.
+    /// nil when not even the order's identity can be read.
+    package static func unreadableWork(_ frame: [UInt8], reason: String) -> Outcome? {
+        guard case .object(let object)? = try? JSONValue.parse(frame), let order = object["order"]?.objectValue,
+            let orderId = order["orderId"]?.stringValue, Order.isValidOrderId(orderId), let merchant = order["merchant"]?.stringValue
+        else { return nil }
+        let identity = OrderIdentity(
+            orderId: orderId, merchant: merchant, provider: order["provider"]?.stringValue ?? "",
+            operation: order["operation"]?.stringValue ?? "")
+        return Outcome.rejected(Rejection(.unreadableWork, field: "order", "the pipeline could not read its own work item: \(reason)"), identity: identity)
+    }
+}

@@ -1,0 +1,110 @@
+import PaypipeCore
+import StageRuntime
+import StageWire
+
+/// What the callback endpoint answers, and how `/metrics` counts it.
+package struct CallbackAnswer: Sendable, Equatable {
+    package var status: Int
+    /// `applied`, `duplicate`, `no_change`, or the rejection code (e.g. `BAD_CHECKSUM`).
+    package var result: String
+    package var message: String
+
+    static func handedOn(applied: Bool, duplicate: Bool) -> CallbackAnswer {
+        let result = applied ? "applied" : duplicate ? "duplicate" : "no_change"
+        return CallbackAnswer(status: 200, result: result, message: duplicate ? "already processed" : applied ? "order updated" : "nothing to change")
+    }
+
+    static func rejected(_ rejection: CallbackRejection) -> CallbackAnswer {
+        CallbackAnswer(status: rejection.status, result: rejection.code, message: rejection.message)
+    }
+
+    package var isRejection: Bool { status >= 400 }
+
+    /// `{"status":"applied"}` or `{"error":{"code","message"}}`; messages never carry secrets.
+    package var body: String {
+        let json: JSONValue =
+            isRejection
+            ? ["error": ["code": .string(result), "message": .string(message)]]
+            : ["status": .string(result), "message": .string(message)]
+        return json.serialized
+    }
+}
+
+/// The callback validator's core (PROTOCOL.md §3): every authenticity and consistency check is
+/// the route's connector's; this type finds the orders they ask for and hands an authentic
+/// decision to the ledger, answering 2xx only once the ledger has committed it. It keeps no state.
+package struct CallbackValidator: Sendable {
+    let directory: any OrderDirectory
+    let catalog: OrderCatalog
+
+    package init(directory: any OrderDirectory, catalog: OrderCatalog) {
+        self.directory = directory
+        self.catalog = catalog
+    }
+
+    /// Runs one route's connector, then settles what it decided.
+    package func handle(_ route: CallbackRoute, _ request: CallbackRequest) async -> CallbackAnswer {
+        let decision: CallbackDecision
+        do {
+            decision = try await route.handle(request, Orders(directory: directory, catalog: catalog))
+        } catch {
+            return .rejected(error)
+        }
+        return await settle(decision)
+    }
+
+    /// Hands an authentic callback to the ledger: terminal verdicts become the order's outcome;
+    /// others only record the event so a redelivery is recognised.
+    func settle(_ decision: CallbackDecision) async -> CallbackAnswer {
+        let order = decision.order
+        var outcome: Outcome?
+        switch decision.verdict {
+        case .succeeded(let result)?: outcome = Outcome(order: order, status: .succeeded, result: result)
+        case .failed(let code, let message)?: outcome = Outcome(order: order, status: .failed, error: .init(code: code, message: message))
+        case .pending?, .retry?, .unknown?, nil: outcome = nil
+        }
+        // Event ids are namespaced by provider, and long ones are shortened to a digest.
+        let eventKey = decision.event.map { event in
+            let full = "\(order.provider.rawValue)|\(event)"
+            return full.utf8.count <= 300 ? full : "\(full.prefix(40))#\(Digest.sha256Hex(Array(full.utf8)))"
+        }
+        do {
+            guard case .settled(let applied, let duplicate) = try await directory.call(.settle(order.key, event: eventKey, outcome: outcome)) else {
+                return .rejected(.ledgerUnavailable("unexpected answer from the order store; retry later"))
+            }
+            return .handedOn(applied: applied, duplicate: duplicate)
+        } catch {
+            return .rejected(.ledgerUnavailable("the order store did not confirm; retry later"))
+        }
+    }
+}
+
+/// Order lookups for the connectors, answered by the ledger.
+struct Orders: CallbackOrderLookup {
+    let directory: any OrderDirectory
+    let catalog: OrderCatalog
+
+    func order(_ key: OrderKey, provider: Provider) async throws(CallbackRejection) -> Order {
+        try await stored(.lookup(key), merchant: key.merchant, provider: provider)
+    }
+
+    func order(reference: String, provider: Provider, merchant: String) async throws(CallbackRejection) -> Order {
+        try await stored(.lookupRef(provider, reference), merchant: merchant, provider: provider)
+    }
+
+    /// The stored order, which must belong to `merchant` and `provider`.
+    func stored(_ request: LedgerRequest, merchant: String, provider: Provider) async throws(CallbackRejection) -> Order {
+        let reply: LedgerReply
+        do {
+            reply = try await directory.call(request)
+        } catch {
+            throw .ledgerUnavailable()
+        }
+        guard case .order(let stored?) = reply, stored.key.merchant.utf8.elementsEqual(merchant.utf8),
+            case .order(let order) = Order.decode(frame: Array(stored.orderJSON.utf8), catalog: catalog), order.provider == provider
+        else {
+            throw .orderNotFound(provider, merchant: merchant)
+        }
+        return order
+    }
+}

@@ -1,0 +1,68 @@
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import PaypipeCore
+import ServiceLifecycle
+import StageRuntime
+import StageWire
+import ZeroMQ
+
+/// `paypipe-callbacks`: the HTTP ingress of PROTOCOL.md §3, one route per connector route.
+/// Stateless: orders are read from, and verdicts handed to, the ledger; any number of copies
+/// can run behind a load balancer.
+package final class CallbacksService: Service {
+    let config: PaypipeConfig
+    let registry: ConnectorRegistry
+    let logger: Logger
+    let onListening: @Sendable (Int) -> Void
+    package let metrics = StageMetrics()
+
+    /// `onListening` gets the bound port (the address may say port 0).
+    package init(config: PaypipeConfig, registry: ConnectorRegistry, logger: Logger, onListening: @escaping @Sendable (Int) -> Void = { _ in }) {
+        self.config = config
+        self.registry = registry
+        self.logger = logger
+        self.onListening = onListening
+    }
+
+    package func run() async throws {
+        let context = try ZMQContext()
+        defer { context.terminate() }
+        let ledger = try LedgerClient(context: context, endpoint: config.endpoints.ledgerRPC)
+        let validator = CallbackValidator(directory: ledger, catalog: registry.catalog)
+        let (logger, metrics) = (self.logger, self.metrics)
+        logger.info("callbacks ready", metadata: ["address": "\(config.endpoints.callbacks)", "ledgerRPC": "\(config.endpoints.ledgerRPC)"])
+
+        @Sendable func answer(_ route: String, _ result: CallbackAnswer) -> Response {
+            metrics.counter("paypipe_callbacks_total", [("route", route), ("result", result.result)], help: "Callbacks received, by route and result (a rejection code for 4xx)")
+                .increment()
+            if result.isRejection {
+                logger.warning("callback refused", metadata: ["route": "\(route)", "status": "\(result.status)", "code": "\(result.result)", "reason": "\(result.message.prefix(160))"])
+            }
+            return Response(
+                status: HTTPResponse.Status(code: result.status), headers: [.contentType: "application/json"],
+                body: ResponseBody(byteBuffer: ByteBuffer(string: result.body + "\n")))
+        }
+        let tooLarge = CallbackAnswer.rejected(CallbackRejection(status: 413, code: "TOO_LARGE", message: "the body is larger than 64 KiB"))
+        let routes = registry.connectors.flatMap(\.callbackRoutes)
+        let onListening = self.onListening
+        let server = try metrics.server(address: config.endpoints.callbacks, logger: logger, routes: { router in
+            for route in routes {
+                let headerNames = route.headers.compactMap { HTTPField.Name($0) }
+                router.post(RouterPath(route.path)) { request, _ -> Response in
+                    guard let buffer = try? await request.body.collect(upTo: Order.maxFrameBytes) else { return answer(route.label, tooLarge) }
+                    let headers = headerNames.flatMap { name in request.headers[values: name].map { HTTPHeader(name.canonicalName, $0) } }
+                    return answer(route.label, await validator.handle(route, CallbackRequest(headers: headers, body: Array(buffer.readableBytesView))))
+                }
+            }
+        }, onListening: { port in
+            logger.info("callbacks listening", metadata: ["port": "\(port)"])
+            onListening(port)
+        })
+        // The HTTP server is this stage: its own graceful shutdown answers requests in progress first.
+        try await server.run()
+        await ledger.close()
+        logger.info("callbacks stopped")
+    }
+}

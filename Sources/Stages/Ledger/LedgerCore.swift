@@ -1,0 +1,203 @@
+import PaypipeCore
+import StageRuntime
+import StageWire
+
+/// The ledger's core: frames in, effects out. It owns the store (durable dedupe and state) and
+/// nothing else; sockets and clocks stay in the executable.
+package struct LedgerCore {
+    package enum Effect: Sendable, Equatable {
+        /// An order for the signers: `{"order":…,"acceptedAt":ms}`.
+        case dispatch([UInt8])
+        /// An outcome for upstream.
+        case emit([UInt8])
+        /// A frame that was not a JSON object: counted and logged without content, no outcome.
+        case drop(Rejection)
+        /// An accepted Cleeng receipt for the pollers: `{"order":…,"acceptedAt":ms}` with the
+        /// time the receipt was accepted, from which its whole polling schedule derives.
+        case poll([UInt8])
+    }
+
+    package struct Counters: Sendable, Equatable {
+        package var ordersIn = 0
+        package var duplicates = 0
+        package var dropped: [String: Int] = [:]
+        package var outcomesOut: [String: Int] = [:]
+        package var redelivered = 0
+        package var callbacksApplied = 0
+        package var callbacksDuplicate = 0
+        package var statusChecks = 0
+    }
+
+    package let store: LedgerStore
+    let registry: ConnectorRegistry
+    package private(set) var counters = Counters()
+    /// Orders without a terminal or pending outcome are dispatched again after this long.
+    package var redeliverAfterMilliseconds: Int64
+    /// What the connectors want done with each operation's pending orders.
+    let followUps: [(operation: Operation, followUp: PendingFollowUp)]
+
+    package init(
+        store: LedgerStore, registry: ConnectorRegistry, timers: PaypipeConfig.Timers = PaypipeConfig.Timers(),
+        redeliverAfterMilliseconds: Int64 = 60_000
+    ) {
+        self.store = store
+        self.registry = registry
+        self.redeliverAfterMilliseconds = redeliverAfterMilliseconds
+        followUps = registry.connectors.flatMap { connector in
+            type(of: connector).operations.compactMap { spec in
+                connector.pendingFollowUp(for: spec.operation, timers: timers).map { (spec.operation, $0) }
+            }
+        }
+    }
+
+    /// The operations whose pending orders the pollers own.
+    var polledOperations: [Operation] {
+        followUps.compactMap { if case .poll = $0.followUp { $0.operation } else { nil } }
+    }
+
+    /// Upstream orders: validated, deduplicated and recorded in one transaction; dispatched only
+    /// once that transaction has committed (the caller performs effects in order after return).
+    package mutating func intake(_ frames: [[UInt8]], now: Int64) throws -> [Effect] {
+        var effects: [Effect] = []
+        var counters = self.counters
+        /// A first sighting gets `firstTime`; a repeat gets its latest outcome again, if any.
+        func admitted(_ admission: LedgerStore.Admission, firstTime: Effect) {
+            switch admission {
+            case .new: effects.append(firstTime)
+            case .duplicate(let stored):
+                counters.duplicates += 1
+                effects.append(.emit(Array(stored.utf8)))
+            case .duplicateInFlight: counters.duplicates += 1
+            }
+        }
+        try store.transaction {
+            for frame in frames {
+                counters.ordersIn += 1
+                switch Order.decode(frame: frame, catalog: registry.catalog) {
+                case .dropped(let rejection):
+                    counters.dropped[rejection.code.rawValue, default: 0] += 1
+                    effects.append(.drop(rejection))
+                case .rejected(let rejection, let identity):
+                    let outcome = Outcome.rejected(rejection, identity: identity, at: Timestamp.iso8601(milliseconds: now))
+                    let text = outcome.serialized
+                    if Order.isValidOrderId(identity.orderId) {
+                        let admission = try store.admitRejection(OrderKey(merchant: identity.merchant, orderId: identity.orderId), outcome: text, now: now)
+                        admitted(admission, firstTime: .emit(Array(text.utf8)))
+                    } else {
+                        effects.append(.emit(Array(text.utf8)))
+                    }
+                    counters.outcomesOut["rejected", default: 0] += 1
+                case .order(let order):
+                    let json = order.json.serialized
+                    let references = registry.connector(for: order.provider)?.callbackReferences(for: order) ?? []
+                    admitted(
+                        try store.admit(order, json: json, references: references, now: now),
+                        firstTime: .dispatch(DispatchFrame.encode(orderJSON: json, acceptedAt: now)))
+                }
+            }
+        }
+        self.counters = counters
+        return effects
+    }
+
+    /// Outcomes from the stages: recorded, then forwarded upstream unless superseded.
+    package mutating func results(_ frames: [[UInt8]], now: Int64) throws -> [Effect] {
+        var effects: [Effect] = []
+        var counters = self.counters
+        try store.transaction {
+            for frame in frames {
+                guard let outcome = try? Outcome.parse(frame) else { continue }
+                let provider = Provider(outcome.provider)
+                let operation = registry.catalog.operation(named: outcome.operation, of: provider)?.operation
+                let recorded = try store.record(
+                    outcome, serialized: String(decoding: frame, as: UTF8.self),
+                    references: registry.connector(for: provider)?.callbackReferences(in: outcome) ?? [],
+                    readBack: operation.map(polledOperations.contains) ?? false, now: now)
+                if let text = recorded.emit {
+                    counters.outcomesOut[outcome.status.rawValue, default: 0] += 1
+                    effects.append(.emit(Array(text.utf8)))
+                }
+                if let pending = recorded.becamePending {
+                    effects.append(.poll(DispatchFrame.encode(orderJSON: pending.json, acceptedAt: pending.since)))
+                }
+            }
+        }
+        self.counters = counters
+        return effects
+    }
+
+    /// A request from a callback validator or a poller. The reply is sent only after this
+    /// returns, so a `settle` is answered after its transaction has committed.
+    package mutating func handle(_ request: LedgerRequest, now: Int64) -> (LedgerReply, [Effect]) {
+        do {
+            switch request {
+            case .lookup(let key):
+                return (.order(try store.lookup(key)), [])
+            case .lookupRef(let provider, let ref):
+                return (.order(try store.lookup(provider: provider, ref: ref)), [])
+            case .settle(let key, let event, let outcome):
+                if let outcome {
+                    guard outcome.status.isTerminal, outcome.merchant == key.merchant, outcome.orderId == key.orderId else {
+                        return (.failure("settle takes the order's own terminal outcome"), [])
+                    }
+                }
+                var effects: [Effect] = []
+                let (applied, duplicate) = try store.transaction { () throws -> (Bool, Bool) in
+                    if let event, try !store.recordCallbackEvent(event, for: key, now: now) { return (false, true) }
+                    guard let outcome, let text = try store.record(outcome, serialized: outcome.serialized, references: [], readBack: false, now: now).emit
+                    else { return (false, false) }
+                    effects.append(.emit(Array(text.utf8)))
+                    return (true, false)
+                }
+                if applied {
+                    counters.callbacksApplied += 1
+                    counters.outcomesOut[outcome?.status.rawValue ?? "", default: 0] += 1
+                }
+                if duplicate { counters.callbacksDuplicate += 1 }
+                return (.settled(applied: applied, duplicate: duplicate), effects)
+            case .resumePolls:
+                let operations = polledOperations
+                let pending = try store.transaction {
+                    try operations.flatMap { operation in
+                        try store.pendingToDispatch(operation: operation, pendingBefore: .max, dispatchedBefore: .max, now: now, limit: 1_000_000)
+                    }
+                }
+                return (.resumed(count: pending.count), pending.map { .poll(DispatchFrame.encode(orderJSON: $0.json, acceptedAt: $0.pendingAt)) })
+            }
+        } catch {
+            return (.failure("the ledger store failed"), [])
+        }
+    }
+
+    /// Orders that stalled (a stage crashed with them, a TCP reset dropped them, or their
+    /// outcome stayed unknown) go out again; every provider reference is idempotent.
+    /// Pending orders get what their connector asked for: a status check once their callback
+    /// is overdue, or the pollers again once they were lost with a poller.
+    package mutating func redeliver(now: Int64, limit: Int = 1000) throws -> [Effect] {
+        let followUps = self.followUps
+        let cutoff = now - redeliverAfterMilliseconds
+        var redelivered = 0, statusChecks = 0
+        let effects = try store.transaction { () throws -> [Effect] in
+            let stalled = try store.stalled(dispatchedBefore: cutoff, now: now, limit: limit)
+            redelivered += stalled.count
+            var effects = stalled.map { Effect.dispatch(DispatchFrame.encode(orderJSON: $0.0, acceptedAt: $0.1)) }
+            for (operation, followUp) in followUps {
+                switch followUp {
+                case .statusCheck(let wait):
+                    let due = try store.pendingToDispatch(operation: operation, pendingBefore: now - wait, dispatchedBefore: now - wait, now: now, limit: limit)
+                    statusChecks += due.count
+                    effects += due.map { .dispatch(DispatchFrame.encode(orderJSON: $0.json, acceptedAt: $0.pendingAt, purpose: .statusCheck)) }
+                case .poll(let lostAfter):
+                    let lost = try store.pendingToDispatch(
+                        operation: operation, pendingBefore: now - lostAfter, dispatchedBefore: now - lostAfter, now: now, limit: limit)
+                    redelivered += lost.count
+                    effects += lost.map { .poll(DispatchFrame.encode(orderJSON: $0.json, acceptedAt: $0.pendingAt)) }
+                }
+            }
+            return effects
+        }
+        counters.redelivered += redelivered
+        counters.statusChecks += statusChecks
+        return effects
+    }
+}

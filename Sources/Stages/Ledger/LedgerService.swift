@@ -1,0 +1,193 @@
+import Logging
+import PaypipeCore
+import Prometheus
+import ServiceLifecycle
+import StageRuntime
+import StageWire
+import Synchronization
+import ZeroMQ
+
+/// `paypipe-ledger`: binds every stable address of the pipeline, records and deduplicates
+/// orders, forwards outcomes upstream, redelivers stalled orders and runs the streamer between
+/// signers and submitters.
+package final class LedgerService: MeasuredStage {
+    package struct BoundEndpoints: Sendable, Equatable {
+        package var intake, outcomes, signQueue, signedIn, signedOut, results, ledgerRPC, pollQueue: String
+    }
+
+    actor Core {
+        var core: LedgerCore
+        init(core: LedgerCore) { self.core = core }
+        func intake(_ frames: [[UInt8]]) throws -> [LedgerCore.Effect] { try core.intake(frames, now: milliseconds()) }
+        func results(_ frames: [[UInt8]]) throws -> [LedgerCore.Effect] { try core.results(frames, now: milliseconds()) }
+        func redeliver() throws -> [LedgerCore.Effect] { try core.redeliver(now: milliseconds()) }
+        func handle(_ request: LedgerRequest) -> (LedgerReply, [LedgerCore.Effect]) { core.handle(request, now: milliseconds()) }
+        var counters: LedgerCore.Counters { core.counters }
+        func depth() throws -> (open: Int, pending: Int) {
+            let counts = try core.store.counts()
+            return (counts[.open, default: 0] + counts[.unknown, default: 0], counts[.pending, default: 0])
+        }
+    }
+
+    let config: PaypipeConfig
+    let registry: ConnectorRegistry
+    let storePath: String
+    let logger: Logger
+    let redeliverAfterMilliseconds: Int64
+    let onReady: @Sendable (BoundEndpoints) -> Void
+    package let metrics = StageMetrics()
+
+    /// `onReady` is called once every socket is bound.
+    package init(
+        config: PaypipeConfig, registry: ConnectorRegistry, storePath: String, redeliverAfterMilliseconds: Int64 = 60_000, logger: Logger,
+        onReady: @escaping @Sendable (BoundEndpoints) -> Void = { _ in }
+    ) {
+        self.config = config
+        self.registry = registry
+        self.storePath = storePath
+        self.redeliverAfterMilliseconds = redeliverAfterMilliseconds
+        self.logger = logger
+        self.onReady = onReady
+    }
+
+    package func run() async throws {
+        let store = try LedgerStore(path: storePath)
+        let core = Core(core: LedgerCore(
+            store: store, registry: registry, timers: config.timers, redeliverAfterMilliseconds: redeliverAfterMilliseconds))
+        let context = try ZMQContext()
+        let e = config.endpoints
+
+        var intakeOptions = stageOptions()
+        intakeOptions.maxMessageSize = 1 << 20  // frames over 64 KiB are still read, counted and dropped
+        let intakeSocket = try context.socket(.pull, options: intakeOptions)
+        let outcomesSocket = try context.socket(.push, options: stageOptions(highWaterMark: 100_000))
+        let signSocket = try context.socket(.push, options: workQueueOptions())
+        let resultsSocket = try context.socket(.pull, options: stageOptions())
+        let signedInSocket = try context.socket(.pull, options: stageOptions())
+        let signedOutSocket = try context.socket(.push, options: workQueueOptions())
+        let rpcSocket = try context.socket(.router, options: stageOptions())
+        let pollSocket = try context.socket(.push, options: stageOptions(highWaterMark: 10_000))
+        let bound = BoundEndpoints(
+            intake: try intakeSocket.bind(e.intake), outcomes: try outcomesSocket.bind(e.outcomes),
+            signQueue: try signSocket.bind(e.signQueue), signedIn: try signedInSocket.bind(e.signedIn),
+            signedOut: try signedOutSocket.bind(e.signedOut), results: try resultsSocket.bind(e.results),
+            ledgerRPC: try rpcSocket.bind(e.ledgerRPC), pollQueue: try pollSocket.bind(e.pollQueue))
+        let rpc = try ZMQDuplex(socket: rpcSocket)
+        let polls = try ZMQSender(socket: pollSocket)
+
+        let proxy = try ZMQProxy(context: context, frontend: signedInSocket, backend: signedOutSocket)
+        let intake = try ZMQReceiver(socket: intakeSocket)
+        let results = try ZMQReceiver(socket: resultsSocket)
+        let outcomes = try ZMQSender(socket: outcomesSocket)
+        let dispatch = try ZMQSender(socket: signSocket)
+        onReady(bound)
+        logger.info("ledger ready", metadata: ["intake": "\(bound.intake)", "outcomes": "\(bound.outcomes)"])
+
+        let logger = self.logger
+        let exported = LedgerMetrics(metrics)
+        @Sendable func perform(_ effects: [LedgerCore.Effect]) async throws {
+            exported.update(await core.counters)
+            for effect in effects {
+                switch effect {
+                case .dispatch(let frame): try await dispatch.send(frame)
+                case .emit(let frame): try await outcomes.send(frame)
+                case .poll(let frame):
+                    // With no poller connected the receipt waits in the store: a (re)starting
+                    // poller asks for every pending receipt, and lost ones are swept up later.
+                    if polls.queuedCount < 4096 { try await polls.send(frame) }
+                case .drop(let rejection):
+                    logger.warning("dropped an intake frame", metadata: ["code": "\(rejection.code)", "reason": "\(rejection.message.prefix(120))"])
+                }
+            }
+        }
+        let metrics = self.metrics
+        // Graceful shutdown stops taking orders, outcomes and requests; what was received is
+        // still recorded and forwarded.
+        try await withGracefulShutdownHandler {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                while let batch = try await intake.nextBatch() {
+                    try await perform(try await core.intake(batch.map(\.body)))
+                }
+            }
+            group.addTask {
+                while let batch = try await results.nextBatch() {
+                    try await perform(try await core.results(batch.map(\.body)))
+                }
+            }
+            group.addTask {
+                while let batch = try await rpc.nextBatch() {
+                    for message in batch {
+                        // [client identity, request id, request]
+                        guard message.frames.count == 3 else { continue }
+                        let reply: LedgerReply, effects: [LedgerCore.Effect]
+                        do {
+                            (reply, effects) = await core.handle(try LedgerRequest.parse(message.frames[2]))
+                        } catch {
+                            (reply, effects) = (.failure("\(error)"), [])
+                        }
+                        try await perform(effects)
+                        rpc.send(ZMQMessage(frames: [message.frames[0], message.frames[1], reply.json.bytes]))
+                    }
+                }
+            }
+            group.addTask {
+                let open = metrics.gauge("paypipe_orders_open", help: "Accepted orders with no outcome yet, or an unknown one (the work queue depth)")
+                let pending = metrics.gauge("paypipe_orders_pending", help: "Orders waiting on the customer or an asynchronous provider step")
+                for await _ in ticks(every: .milliseconds(500)).cancelOnGracefulShutdown() {
+                    try await perform(try await core.redeliver())
+                    if let depth = try? await core.depth() {
+                        open.set(Double(depth.open))
+                        pending.set(Double(depth.pending))
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        } onGracefulShutdown: {
+            intake.stop()
+            results.stop()
+            rpc.stop()
+        }
+        let counters = await core.counters
+        logger.info("ledger stopping", metadata: ["ordersIn": "\(counters.ordersIn)", "duplicates": "\(counters.duplicates)"])
+        _ = await dispatch.finish()
+        _ = await polls.finish(drainTimeoutMilliseconds: 500)
+        _ = await outcomes.finish()
+        await rpc.waitUntilClosed()
+        proxy.stop()
+        context.terminate()
+    }
+}
+
+/// The ledger's counters exported to Prometheus (deltas since the last update).
+final class LedgerMetrics: Sendable {
+    let metrics: StageMetrics
+    let previous = Mutex(LedgerCore.Counters())
+    let ordersIn, duplicates, redelivered: Counter
+
+    init(_ metrics: StageMetrics) {
+        self.metrics = metrics
+        ordersIn = metrics.counter("paypipe_orders_in_total", help: "Intake frames received")
+        duplicates = metrics.counter("paypipe_orders_duplicate_total", help: "Orders whose (merchant, orderId) was already known")
+        redelivered = metrics.counter("paypipe_orders_redelivered_total", help: "Stalled orders dispatched again")
+    }
+
+    func update(_ now: LedgerCore.Counters) {
+        let before = previous.withLock { old in
+            defer { old = now }
+            return old
+        }
+        if now.ordersIn > before.ordersIn { ordersIn.increment(by: Int64(now.ordersIn - before.ordersIn)) }
+        if now.duplicates > before.duplicates { duplicates.increment(by: Int64(now.duplicates - before.duplicates)) }
+        if now.redelivered > before.redelivered { redelivered.increment(by: Int64(now.redelivered - before.redelivered)) }
+        for (reason, count) in now.dropped where count > before.dropped[reason, default: 0] {
+            metrics.counter("paypipe_frames_dropped_total", [("reason", reason)], help: "Intake frames dropped unparsed, by reason")
+                .increment(by: Int64(count - before.dropped[reason, default: 0]))
+        }
+        for (status, count) in now.outcomesOut where count > before.outcomesOut[status, default: 0] {
+            metrics.counter("paypipe_outcomes_out_total", [("status", status)], help: "Outcomes sent upstream, by status")
+                .increment(by: Int64(count - before.outcomesOut[status, default: 0]))
+        }
+    }
+}

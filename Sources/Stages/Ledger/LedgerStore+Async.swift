@@ -1,0 +1,52 @@
+import PaypipeCore
+import StageRuntime
+import StageWire
+
+/// The store's side of the asynchronous flows: order lookups for the callback validators,
+/// the durable hand-off of callback verdicts, and the orders the Cleeng pollers and the
+/// PhonePe missed-callback check work on.
+extension LedgerStore {
+    package func lookup(_ key: OrderKey) throws -> StoredOrder? {
+        let rows = try db.query(
+            "SELECT order_json, state, pending_at FROM orders WHERE merchant=? AND order_id=?", [.text(key.merchant), .text(key.orderId)])
+        guard let row = rows.first, let json = row[0].text, let state = row[1].text.flatMap(State.init(rawValue:)) else { return nil }
+        return StoredOrder(key: key, orderJSON: json, state: state, pendingAt: row[2].integer)
+    }
+
+    /// The order a provider reference names (PhonePe authRequestId, Nets paymentId).
+    package func lookup(provider: Provider, ref: String) throws -> StoredOrder? {
+        let rows = try db.query("SELECT merchant, order_id FROM refs WHERE provider=? AND ref=?", [.text(provider.rawValue), .text(ref)])
+        guard let row = rows.first, let merchant = row[0].text, let orderId = row[1].text else { return nil }
+        return try lookup(OrderKey(merchant: merchant, orderId: orderId))
+    }
+
+    /// Records a callback event id; false when it was already recorded (a redelivery).
+    /// Call inside `transaction`, together with the outcome it leads to.
+    package func recordCallbackEvent(_ event: String, for key: OrderKey, now: Int64) throws -> Bool {
+        try db.query(
+            "INSERT OR IGNORE INTO callback_events(event, merchant, order_id, at) VALUES(?,?,?,?)",
+            [.text(event), .text(key.merchant), .text(key.orderId), .integer(now)])
+        return db.changes == 1
+    }
+
+    /// Pending orders of one provider and operation whose pending time is before `pendingBefore`
+    /// and whose last dispatch is before `dispatchedBefore`; marked dispatched at `now` and
+    /// returned as (order JSON, pending since). Call inside `transaction`.
+    package func pendingToDispatch(
+        operation: Operation, pendingBefore: Int64, dispatchedBefore: Int64, now: Int64, limit: Int
+    ) throws -> [(json: String, pendingAt: Int64)] {
+        let rows = try db.query(
+            """
+            SELECT merchant, order_id, order_json, pending_at FROM orders
+            WHERE provider=? AND state='pending' AND pending_at < ? AND operation=? AND dispatched_at < ? LIMIT ?
+            """,
+            [.text(operation.provider.rawValue), .integer(pendingBefore), .text(operation.rawValue), .integer(dispatchedBefore), .integer(Int64(limit))])
+        var result: [(json: String, pendingAt: Int64)] = []
+        for row in rows {
+            guard let merchant = row[0].text, let orderId = row[1].text, let json = row[2].text, let pendingAt = row[3].integer else { continue }
+            try markDispatched(merchant: merchant, orderId: orderId, now: now)
+            result.append((json, pendingAt))
+        }
+        return result
+    }
+}

@@ -1,0 +1,168 @@
+import CSQLite
+import PaypipeCore
+import StageRuntime
+import StageWire
+
+/// The durable record of every accepted order (DESIGN.md "a durable record of every accepted
+/// order that has no terminal outcome yet"), in SQLite with WAL. Writes are grouped: one
+/// transaction (one fsync) per batch of frames, not per order.
+package final class LedgerStore {
+    package typealias State = OrderState
+
+    /// What intake found for one order key.
+    package enum Admission: Sendable, Equatable {
+        /// First time seen: now recorded; dispatch it.
+        case new
+        /// Seen before: send its latest outcome again (a terminal one is identical bytes every time).
+        case duplicate(replay: String)
+        /// Seen before, still in progress, no outcome yet: nothing to do.
+        case duplicateInFlight
+    }
+
+    let db: SQLiteConnection
+
+    package init(path: String) throws {
+        db = try SQLiteConnection(path: path)
+        try db.execute("PRAGMA journal_mode=WAL")
+        try db.execute("PRAGMA synchronous=FULL")
+        try db.execute("""
+            CREATE TABLE IF NOT EXISTS orders(
+              merchant TEXT NOT NULL, order_id TEXT NOT NULL, order_json TEXT,
+              state TEXT NOT NULL, outcome TEXT, accepted_at INTEGER NOT NULL,
+              dispatched_at INTEGER NOT NULL, dispatches INTEGER NOT NULL,
+              PRIMARY KEY(merchant, order_id)) WITHOUT ROWID
+            """)
+        try db.execute("CREATE INDEX IF NOT EXISTS orders_redelivery ON orders(state, dispatched_at)")
+        // Added with the callback validator and the Cleeng poller; older ledgers gain the columns.
+        let columns = Set(try db.query("PRAGMA table_info(orders)").compactMap { $0[1].text })
+        for (name, type) in [("provider", "TEXT"), ("operation", "TEXT"), ("pending_at", "INTEGER")] where !columns.contains(name) {
+            try db.execute("ALTER TABLE orders ADD COLUMN \(name) \(type)")
+        }
+        try db.execute("CREATE INDEX IF NOT EXISTS orders_async ON orders(provider, state, pending_at)")
+        // Provider references that callbacks name instead of the orderId (PhonePe authRequestId, Nets paymentId).
+        try db.execute("""
+            CREATE TABLE IF NOT EXISTS refs(provider TEXT NOT NULL, ref TEXT NOT NULL, merchant TEXT NOT NULL,
+              order_id TEXT NOT NULL, PRIMARY KEY(provider, ref)) WITHOUT ROWID
+            """)
+        // Every authentic callback event already handed on: a provider's redelivery changes nothing.
+        try db.execute("""
+            CREATE TABLE IF NOT EXISTS callback_events(event TEXT PRIMARY KEY, merchant TEXT NOT NULL,
+              order_id TEXT NOT NULL, at INTEGER NOT NULL) WITHOUT ROWID
+            """)
+    }
+
+    package func transaction<T>(_ body: () throws -> T) throws -> T { try db.transaction(body) }
+
+    /// Records a valid order unless its key is known, with the provider references a callback
+    /// may name it by (indexed now, before any request leaves). Call inside `transaction`.
+    package func admit(_ order: Order, json: String, references: [String], now: Int64) throws -> Admission {
+        try db.query(
+            "INSERT OR IGNORE INTO orders(merchant, order_id, order_json, state, accepted_at, dispatched_at, dispatches, provider, operation) VALUES(?,?,?,'open',?,?,1,?,?)",
+            [.text(order.merchant), .text(order.orderId), .text(json), .integer(now), .integer(now),
+             .text(order.provider.rawValue), .text(order.operation.rawValue)])
+        guard db.changes == 1 else { return try existing(merchant: order.merchant, orderId: order.orderId) }
+        try index(references, provider: order.provider.rawValue, key: order.key)
+        return .new
+    }
+
+    private func index(_ references: [String], provider: String, key: OrderKey) throws {
+        for reference in references {
+            try db.query(
+                "INSERT OR IGNORE INTO refs(provider, ref, merchant, order_id) VALUES(?,?,?,?)",
+                [.text(provider), .text(reference), .text(key.merchant), .text(key.orderId)])
+        }
+    }
+
+    /// Records an intake rejection as the key's terminal outcome, unless the key already exists.
+    package func admitRejection(_ key: OrderKey, outcome: String, now: Int64) throws -> Admission {
+        try db.query(
+            "INSERT OR IGNORE INTO orders(merchant, order_id, order_json, state, outcome, accepted_at, dispatched_at, dispatches) VALUES(?,?,NULL,'terminal',?,?,?,0)",
+            [.text(key.merchant), .text(key.orderId), .text(outcome), .integer(now), .integer(now)])
+        if db.changes == 1 { return .new }
+        return try existing(merchant: key.merchant, orderId: key.orderId)
+    }
+
+    private func existing(merchant: String, orderId: String) throws -> Admission {
+        let rows = try db.query("SELECT state, outcome FROM orders WHERE merchant=? AND order_id=?", [.text(merchant), .text(orderId)])
+        if let row = rows.first, let outcome = row[1].text { return .duplicate(replay: outcome) }
+        return .duplicateInFlight
+    }
+
+    /// What recording an outcome led to.
+    package struct Recorded: Sendable, Equatable {
+        /// The bytes to send upstream, or nil when the order was already terminal (a second
+        /// terminal outcome from a redelivery is dropped: the first one stands, so every copy
+        /// upstream sees is identical).
+        package var emit: String?
+        /// Set when a Cleeng order has just become pending.
+        package var becamePending: Pending?
+    }
+
+    package struct Pending: Sendable, Equatable {
+        package var json: String
+        package var since: Int64
+    }
+
+    /// Applies a stage's outcome. `references`: provider references the outcome carries, indexed
+    /// when the order becomes pending; `readBack`: return the order when it becomes pending (for
+    /// the pollers). Call inside `transaction`.
+    package func record(_ outcome: Outcome, serialized: String, references: [String], readBack: Bool, now: Int64) throws -> Recorded {
+        let merchant = SQLiteValue.text(outcome.merchant), orderId = SQLiteValue.text(outcome.orderId)
+        if outcome.status.isTerminal {
+            try db.query(
+                "UPDATE orders SET state='terminal', outcome=? WHERE merchant=? AND order_id=? AND state!='terminal'",
+                [.text(serialized), merchant, orderId])
+            return Recorded(emit: db.changes == 1 ? serialized : nil)
+        }
+        if outcome.status == .unknown {
+            // A pending order stays pending: its own resolution (status check, poller) goes on,
+            // and an unknown must not send it back to be submitted again.
+            try db.query(
+                "UPDATE orders SET state='unknown', outcome=? WHERE merchant=? AND order_id=? AND state IN ('open','unknown')",
+                [.text(serialized), merchant, orderId])
+            return Recorded(emit: db.changes == 1 ? serialized : nil)
+        }
+        try db.query(
+            "UPDATE orders SET state='pending', outcome=?, pending_at=?, dispatched_at=? WHERE merchant=? AND order_id=? AND state IN ('open','unknown')",
+            [.text(serialized), .integer(now), .integer(now), merchant, orderId])
+        guard db.changes == 1 else {
+            // Already pending (a redelivered order's second pending outcome): forwarded, nothing else changes.
+            try db.query("UPDATE orders SET outcome=? WHERE merchant=? AND order_id=? AND state='pending'", [.text(serialized), merchant, orderId])
+            return Recorded(emit: db.changes == 1 ? serialized : nil)
+        }
+        try index(references, provider: outcome.provider, key: OrderKey(merchant: outcome.merchant, orderId: outcome.orderId))
+        guard readBack else { return Recorded(emit: serialized) }
+        let rows = try db.query("SELECT order_json FROM orders WHERE merchant=? AND order_id=?", [merchant, orderId])
+        return Recorded(emit: serialized, becamePending: rows.first?[0].text.map { Pending(json: $0, since: now) })
+    }
+
+    /// Orders without a terminal or pending outcome whose last dispatch is older than `cutoff`:
+    /// they are marked re-dispatched and returned as (order JSON, accepted_at).
+    package func stalled(dispatchedBefore cutoff: Int64, now: Int64, limit: Int) throws -> [(String, Int64)] {
+        let rows = try db.query(
+            "SELECT merchant, order_id, order_json, accepted_at FROM orders WHERE state IN ('open','unknown') AND dispatched_at < ? AND order_json IS NOT NULL LIMIT ?",
+            [.integer(cutoff), .integer(Int64(limit))])
+        var result: [(String, Int64)] = []
+        for row in rows {
+            guard let merchant = row[0].text, let orderId = row[1].text, let json = row[2].text, let acceptedAt = row[3].integer else { continue }
+            try markDispatched(merchant: merchant, orderId: orderId, now: now)
+            result.append((json, acceptedAt))
+        }
+        return result
+    }
+
+    func markDispatched(merchant: String, orderId: String, now: Int64) throws {
+        try db.query(
+            "UPDATE orders SET dispatched_at=?, dispatches=dispatches+1 WHERE merchant=? AND order_id=?",
+            [.integer(now), .text(merchant), .text(orderId)])
+    }
+
+    /// How many orders are in each state.
+    package func counts() throws -> [State: Int] {
+        var counts: [State: Int] = [:]
+        for row in try db.query("SELECT state, COUNT(*) FROM orders GROUP BY state") {
+            if let state = row[0].text.flatMap(State.init(rawValue:)), let n = row[1].integer { counts[state] = Int(n) }
+        }
+        return counts
+    }
+}

@@ -1,0 +1,74 @@
+import Logging
+import PaypipeCore
+import Prometheus
+import ServiceLifecycle
+import StageRuntime
+import StageWire
+import ZeroMQ
+
+/// `paypipe-signer`: takes orders from the ledger, signs them through their connectors, and
+/// passes signed requests to the submitters (or outcomes straight back to the ledger).
+package final class SignerService: MeasuredStage {
+    let config: PaypipeConfig
+    let registry: ConnectorRegistry
+    let logger: Logger
+    package let metrics = StageMetrics()
+
+    package init(config: PaypipeConfig, registry: ConnectorRegistry, logger: Logger) {
+        self.config = config
+        self.registry = registry
+        self.logger = logger
+    }
+
+    package func run() async throws {
+        let core = SignerCore(registry: registry)
+        let context = try ZMQContext()
+        defer { context.terminate() }
+        let e = config.endpoints
+        let pull = try context.socket(.pull, options: workQueueOptions())
+        try pull.connect(e.signQueue)
+        let signedSocket = try context.socket(.push, options: stageOptions())
+        try signedSocket.connect(e.signedIn)
+        let resultsSocket = try context.socket(.push, options: stageOptions())
+        try resultsSocket.connect(e.results)
+        let orders = try workReceiver(pull, capacity: 64)
+        let signed = try ZMQSender(socket: signedSocket)
+        let results = try ZMQSender(socket: resultsSocket)
+        logger.info("signer ready", metadata: ["signQueue": "\(e.signQueue)"])
+        let counted = { (result: String) in
+            self.metrics.counter("paypipe_signer_orders_total", [("result", result)], help: "Orders handled by the signer, by result")
+        }
+        let (signedCount, directCount, rejectedCount) = (counted("signed"), counted("outcome"), counted("rejected"))
+        let catalog = registry.catalog, logger = self.logger
+
+        // Graceful shutdown stops taking orders; what was taken is signed and handed on.
+        try await withGracefulShutdownHandler {
+            for try await message in orders {
+                let dispatch: DispatchFrame
+                do throws(EnvelopeError) {
+                    dispatch = try DispatchFrame.decode(message.body, catalog: catalog)
+                } catch {
+                    logger.warning("unreadable dispatch frame", metadata: ["bytes": "\(message.body.count)", "reason": "\(error)"])
+                    if let outcome = Outcome.unreadableWork(message.body, reason: error.description) {
+                        rejectedCount.increment()
+                        try await results.send(outcome.bytes)
+                    }
+                    continue
+                }
+                switch core.sign(dispatch.order, acceptedAt: dispatch.acceptedAt, nowSeconds: milliseconds() / 1000, purpose: dispatch.purpose) {
+                case .submit(let work):
+                    signedCount.increment()
+                    try await signed.send(work.frame)
+                case .outcome(let outcome):
+                    (outcome.status == .rejected ? rejectedCount : directCount).increment()
+                    try await results.send(outcome.bytes)
+                }
+            }
+        } onGracefulShutdown: {
+            orders.stop()
+        }
+        _ = await signed.finish()
+        _ = await results.finish()
+        logger.info("signer stopped")
+    }
+}

@@ -1,0 +1,184 @@
+import PaypipeCore
+
+extension Provider {
+    public static let trustpayments = Provider("trustpayments")
+}
+
+extension Operation {
+    public static let subscriptionJwt = Operation(.trustpayments, "subscriptionJwt")
+    public static let transactionUpdate = Operation(.trustpayments, "transactionUpdate")
+    public static let transactionQuery = Operation(.trustpayments, "transactionQuery")
+}
+
+/// Trust Payments behind the pipeline's seam: the SDK JWT for the app, TRANSACTIONUPDATE /
+/// TRANSACTIONQUERY over the JSON API, and the response JWT and URL notification callbacks.
+public struct TrustPaymentsConnector: ProviderConnector {
+    public static let provider = Provider.trustpayments
+    public static let operations = [
+        OperationSpec(.subscriptionJwt, movesMoney: true),
+        OperationSpec(.transactionUpdate, movesMoney: false),
+        OperationSpec(.transactionQuery, movesMoney: false),
+    ]
+
+    /// The web-services request as the signer built it, so the submitter reads responses
+    /// without parsing the request body again.
+    public struct Context: ConnectorContext {
+        var kind: TPWebServicesRequest.Kind
+        var requestReference: String
+        var transactionReference: String?
+        var updates: [String: String]
+        /// The TRANSACTIONQUERY that resolves an update whose outcome is unknown.
+        var queryReference: String?
+
+        init(_ request: TPWebServicesRequest, query: TPWebServicesRequest?) {
+            kind = request.kind
+            requestReference = request.requestReference
+            transactionReference = request.transactionReference
+            updates = request.updates
+            queryReference = query?.requestReference
+        }
+
+        public init?(json: JSONValue) {
+            guard let kind = json["kind"]?.stringValue.flatMap(TPWebServicesRequest.Kind.init(rawValue:)),
+                let requestReference = json["requestReference"]?.stringValue, let updates = json["updates"]?.objectValue
+            else { return nil }
+            self.kind = kind
+            self.requestReference = requestReference
+            transactionReference = json["transactionReference"]?.stringValue
+            self.updates = updates.compactMapValues(\.stringValue)
+            queryReference = json["queryReference"]?.stringValue
+        }
+
+        public var json: JSONValue {
+            [
+                "kind": .string(kind.rawValue), "requestReference": .string(requestReference),
+                "transactionReference": transactionReference.map(JSONValue.string) ?? .null,
+                "updates": .object(updates.mapValues(JSONValue.string)),
+                "queryReference": queryReference.map(JSONValue.string) ?? .null,
+            ]
+        }
+
+        func request(_ http: HTTPRequestSpec) -> TPWebServicesRequest {
+            TPWebServicesRequest(
+                kind: kind, requestReference: requestReference, transactionReference: transactionReference, updates: updates, http: http)
+        }
+
+        func query(_ http: HTTPRequestSpec) -> TPWebServicesRequest? {
+            queryReference.map {
+                TPWebServicesRequest(kind: .transactionQuery, requestReference: $0, transactionReference: transactionReference, updates: [:], http: http)
+            }
+        }
+    }
+
+    let config: PaypipeConfig
+    let jwtSigners: [String: TPJWTSigner]
+    let jwtVerifiers: [String: TPResponseJWTVerifier]
+
+    public init(config: PaypipeConfig) async {
+        self.config = config
+        jwtSigners = config.merchants.compactMapValues { $0.trustpayments.map(TPJWTSigner.init(config:)) }
+        var verifiers: [String: TPResponseJWTVerifier] = [:]
+        for (name, merchant) in config.merchants {
+            if let tp = merchant.trustpayments { verifiers[name] = await TPResponseJWTVerifier(secret: tp.jwtSecret) }
+        }
+        jwtVerifiers = verifiers
+    }
+
+    func settings(_ merchant: String) throws(Rejection) -> TrustPaymentsConfig {
+        try config.merchant(merchant).require(\.trustpayments, .trustpayments)
+    }
+
+    // MARK: - Signer
+
+    public func sign(_ order: Order, purpose: DispatchPurpose, nowSeconds: Int64) throws(Rejection) -> Signed<Context> {
+        let tp = try settings(order.merchant)
+        if order.operation == .subscriptionJwt {
+            let signer = jwtSigners[order.merchant] ?? TPJWTSigner(config: tp)
+            return .outcome(.pending, result: ["jwt": .string(try signer.sign(order: order, issuedAt: nowSeconds))])
+        }
+        let request = try TPWebServices.request(for: order, config: tp)
+        var query: TPWebServicesRequest?
+        if request.kind == .transactionUpdate, let reference = request.transactionReference {
+            query = TPWebServices.referenceQuery(transactionReference: reference, for: order.key, config: tp)
+        }
+        return .request(SignedRequest(request: request.http, resolve: query?.http, context: Context(request, query: query)))
+    }
+
+    // MARK: - Submitter
+
+    public func read(_ response: HTTPResponseSpec, to current: HTTPRequestSpec, in exchange: Exchange<Context>) -> ProviderReading {
+        let context = exchange.signed.context
+        let request = context.request(exchange.signed.request)
+        if exchange.phase == .resolving, let resolve = exchange.signed.resolve, let query = context.query(resolve) {
+            return .verdict(TPWebServices.resolveUpdate(queryResponse: response, query: query, update: request))
+        }
+        return .verdict(TPWebServices.classify(response, for: request))
+    }
+
+    public func readFailure(_ failure: TransportFailure, of current: HTTPRequestSpec, in exchange: Exchange<Context>) -> ProviderVerdict {
+        if exchange.phase == .resolving { return .unknown(reason: failure.reason) }
+        // A query has no effect, so sending it again is safe even if the first one arrived.
+        let readOnly = exchange.signed.context.kind.isReadOnly
+        return !failure.mayHaveBeenSent || readOnly ? .retry(reason: failure.reason) : .unknown(reason: failure.reason)
+    }
+
+    // MARK: - Callbacks
+
+    public var callbackRoutes: [CallbackRoute] {
+        [
+            CallbackRoute(path: "/callbacks/trustpayments/notification", label: "trustpayments_notification") { request, orders throws(CallbackRejection) in
+                try await notification(request.body, orders: orders)
+            },
+            CallbackRoute(path: "/callbacks/trustpayments/jwt", label: "trustpayments_jwt") { request, orders throws(CallbackRejection) in
+                try await responseJWT(request.body, orders: orders)
+            },
+        ]
+    }
+
+    /// `responsesitesecurity` with the notification password of the merchant whose site the
+    /// form names; `orderreference` names the order.
+    func notification(_ body: [UInt8], orders: any CallbackOrderLookup) async throws(CallbackRejection) -> CallbackDecision {
+        let fields: [TPNotification.Field]
+        do { fields = try TPNotification.parseForm(body) } catch { throw error.rejection }
+        let site = fields.first { $0.name == "sitereference" }?.value
+        var lastError = TPCallbackError(.badSignature, "no merchant is configured for this sitereference")
+        var verified: (String, TrustPaymentsConfig, TPNotificationEvent)?
+        for (name, merchant) in config.merchants.sorted(by: { $0.key < $1.key }) {
+            guard let tp = merchant.trustpayments, site == nil || site == tp.siteReference else { continue }
+            do {
+                verified = (name, tp, try TPNotification.verify(fields: fields, password: tp.notificationPassword))
+                break
+            } catch {
+                lastError = error
+            }
+        }
+        guard let (merchant, tp, event) = verified else { throw lastError.rejection }
+        guard Order.isValidOrderId(event.orderReference) else {
+            throw CallbackRejection(status: 400, code: "INVALID_FIELD", message: "orderreference is not an orderId this pipeline issues")
+        }
+        let order = try await orders.order(OrderKey(merchant: merchant, orderId: event.orderReference), provider: .trustpayments)
+        return CallbackDecision(order: order, event: event.dedupeKey, verdict: event.verdict(for: TPExpectedOrder(order: order, config: tp)))
+    }
+
+    /// The response JWT forwarded by the app's backend: `{"orderId","jwt","merchant"?}`.
+    func responseJWT(_ body: [UInt8], orders: any CallbackOrderLookup) async throws(CallbackRejection) -> CallbackDecision {
+        let forwarded = try ForwardedCallback(body, field: "jwt")
+        guard let tp = config.merchants[forwarded.merchant]?.trustpayments, let verifier = jwtVerifiers[forwarded.merchant] else {
+            throw CallbackRejection(status: 404, code: "UNKNOWN_MERCHANT", message: "merchant \(forwarded.merchant) has no trustpayments configuration")
+        }
+        let response: TPResponseJWT
+        do {
+            response = try await verifier.verify(forwarded.value, now: Timestamp.nowMilliseconds() / 1000, maxAgeSeconds: config.timers.tpResponseMaxAgeS)
+        } catch {
+            throw error.rejection
+        }
+        let order = try await orders.order(forwarded.key, provider: .trustpayments)
+        let payment = response.entries.first { $0["requesttypedescription"]?.stringValue == "AUTH" } ?? response.entries.first
+        let reference = payment?["transactionreference"]?.stringValue ?? "jwt:\(Digest.sha256Hex(Array(forwarded.value.utf8)))"
+        return CallbackDecision(order: order, event: reference, verdict: response.verdict(for: TPExpectedOrder(order: order, config: tp)))
+    }
+}
+
+extension TPCallbackError {
+    var rejection: CallbackRejection { CallbackRejection(status: httpStatus, code: reason.rawValue, message: message) }
+}

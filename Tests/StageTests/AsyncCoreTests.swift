@@ -1,0 +1,179 @@
+import Cleeng
+import PaypipeCore
+@testable import CleengPollerStage
+@testable import LedgerStage
+import SignerStage
+import StageRuntime
+import StageWire
+import SubmitterStage
+import Testing
+
+let cleengOrderJSON = #"{"v":1,"orderId":"cl-1","provider":"cleeng","operation":"appleReceipt","params":{"customerToken":"tok","offerId":"S1_US","receiptData":"ZGVtbw==","transactionId":"tx1"}}"#
+
+@Suite("Cleeng poller core: one scheduler for every receipt")
+struct CleengPollerCoreTests {
+    let config = try! PaypipeConfig.parse(Array(DemoConfig.text(sandboxURL: "http://127.0.0.1:9").utf8))
+    var policy: CleengPollingPolicy { CleengPollingPolicy(intervalMs: 5000, deadlineMs: 60000)! }
+
+    func polls(_ actions: [CleengPollerCore.Action]) -> [(OrderKey, Int, Int64)] {
+        actions.compactMap { if case .poll(let key, let id, _, let slot) = $0 { (key, id, slot) } else { nil } }
+    }
+
+    @Test func pollsFollowTheCadenceFromAcceptanceAndGrantEndsTheReceipt() async throws {
+        var core = CleengPollerCore(policy: policy, config: config)
+        let o = try order(cleengOrderJSON)
+        #expect(core.add(o, acceptedAt: 1_000, now: 1_010).isEmpty)
+        #expect(core.nextWakeUp == 6_000)
+        #expect(core.due(now: 5_999).isEmpty)
+        let first = polls(core.due(now: 6_003))
+        #expect(first.count == 1 && first[0].1 == 1 && first[0].2 == 6_000)
+        #expect(core.receive(o.key, requestId: 1, status: .notGranted, now: 6_050).isEmpty)
+        #expect(core.nextWakeUp == 11_000)
+        let second = polls(core.due(now: 11_000))
+        #expect(second.count == 1 && second[0].1 == 2)
+        // A stale answer (an earlier request id) changes nothing.
+        #expect(core.receive(o.key, requestId: 1, status: .granted(CleengAccessGrant()), now: 11_010).isEmpty)
+        let end = core.receive(o.key, requestId: 2, status: .granted(CleengAccessGrant(grantType: "purchase")), now: 11_020)
+        guard case .emit(let outcome)? = end.first else {
+            Issue.record("expected an outcome")
+            return
+        }
+        #expect(outcome.status == .succeeded)
+        #expect(core.count == 0)
+    }
+
+    @Test func neverGrantedFailsAfterTheDeadlineAndFatalErrorsStopAtOnce() async throws {
+        var core = CleengPollerCore(policy: policy, config: config)
+        let o = try order(cleengOrderJSON)
+        _ = core.add(o, acceptedAt: 0, now: 0)
+        var now: Int64 = 0
+        var sent = 0
+        var outcome: Outcome?
+        for _ in 0..<100 where outcome == nil {
+            now = core.nextWakeUp ?? now
+            for action in core.due(now: now) {
+                if case .poll(let key, let id, _, _) = action {
+                    sent += 1
+                    for next in core.receive(key, requestId: id, status: .transient(reason: "HTTP 503"), now: now + 10) {
+                        if case .emit(let o) = next { outcome = o }
+                    }
+                }
+                if case .emit(let o) = action { outcome = o }
+            }
+        }
+        #expect(sent == 12)  // 5 s, 10 s, ... 60 s: transport errors never shorten the schedule
+        #expect(outcome?.error?.code == "ACCESS_NOT_GRANTED")
+        #expect(now >= 60_000)
+
+        var fatal = CleengPollerCore(policy: policy, config: config)
+        _ = fatal.add(o, acceptedAt: 0, now: 0)
+        let poll = polls(fatal.due(now: 5_000))
+        let end = fatal.receive(o.key, requestId: poll[0].1, status: .fatalError(code: 4, message: "offer not found"), now: 5_010)
+        if case .emit(let o)? = end.first { #expect(o.status == .failed) } else { Issue.record("fatal error must end the receipt") }
+    }
+
+    @Test func aReceiptPastItsDeadlineGetsOneLastCheckAndADuplicateIsIgnored() async throws {
+        var core = CleengPollerCore(policy: policy, config: config)
+        let o = try order(cleengOrderJSON)
+        let check = polls(core.add(o, acceptedAt: 0, now: 70_000))
+        #expect(check.count == 1)
+        #expect(core.add(o, acceptedAt: 0, now: 70_001).isEmpty)
+        let end = core.receive(o.key, requestId: check[0].1, status: .granted(CleengAccessGrant()), now: 70_050)
+        if case .emit(let o)? = end.first { #expect(o.status == .succeeded) } else { Issue.record("the last check decides") }
+    }
+
+    @Test func theHeapWakesReceiptsInTimeOrder() async {
+        var heap = MinHeap()
+        for time in [50, 10, 40, 30, 20, 10] as [Int64] { heap.push(time: time, key: OrderKey(merchant: "m", orderId: "\(time)")) }
+        var popped: [Int64] = []
+        while let entry = heap.pop() { popped.append(entry.time) }
+        #expect(popped == [10, 10, 20, 30, 40, 50])
+    }
+}
+
+@Suite("Ledger core: callbacks, polls and missed callbacks")
+struct LedgerAsyncTests {
+    @Test func aSettledCallbackEndsTheOrderOnceAndItsRedeliveryChangesNothing() async throws {
+        var core = LedgerCore(store: try temporaryStore(), registry: await testRegistry())
+        _ = try core.intake([Array(phonePeOrder.utf8)], now: 1000)
+        let o = try order(phonePeOrder)
+        let pending = Outcome(order: o, status: .pending, result: ["authRequestId": "AR1", "redirectURL": "ppe://x"])
+        _ = try core.results([Array(pending.serialized.utf8)], now: 2000)
+        guard case .order(let stored?) = core.handle(.lookupRef(.phonepe, "AR1"), now: 2100).0 else {
+            Issue.record("the authRequestId finds the order")
+            return
+        }
+        #expect(stored.key == o.key && stored.state == .pending && stored.pendingAt == 2000)
+        let done = Outcome(order: o, status: .succeeded, result: ["state": "COMPLETED"])
+        let (reply, effects) = core.handle(.settle(o.key, event: "phonepe|AR1|COMPLETED", outcome: done), now: 3000)
+        #expect(reply == .settled(applied: true, duplicate: false))
+        #expect(effects == [.emit(Array(done.serialized.utf8))])
+        #expect(core.handle(.settle(o.key, event: "phonepe|AR1|COMPLETED", outcome: done), now: 3100) == (.settled(applied: false, duplicate: true), []))
+        let other = Outcome(order: o, status: .failed, error: .init(code: "X", message: "late"))
+        #expect(core.handle(.settle(o.key, event: "phonepe|AR1|FAILED", outcome: other), now: 3200).0 == .settled(applied: false, duplicate: false))
+        // Only the order's own terminal outcome can be settled.
+        #expect(core.handle(.settle(o.key, event: "e", outcome: pending), now: 3300).0 == .failure("settle takes the order's own terminal outcome"))
+    }
+
+    @Test func aPendingCleengReceiptGoesToThePollersAndAgainOnResume() async throws {
+        var core = LedgerCore(store: try temporaryStore(), registry: await testRegistry())
+        _ = try core.intake([Array(cleengOrderJSON.utf8)], now: 1000)
+        let o = try order(cleengOrderJSON)
+        let accepted = Outcome(order: o, status: .pending, result: ["receiptAccepted": true])
+        let effects = try core.results([Array(accepted.serialized.utf8)], now: 2000)
+        let polls = effects.compactMap { if case .poll(let frame) = $0 { readDispatch(frame) } else { nil } }
+        #expect(polls.count == 1 && polls[0].acceptedAt == 2000 && polls[0].order == o)
+        let (reply, again) = core.handle(.resumePolls, now: 5000)
+        #expect(reply == .resumed(count: 1))
+        #expect(again.count == 1)
+        // Lost with a poller: swept up once well past its deadline.
+        #expect(try core.redeliver(now: 50_000).isEmpty)
+        #expect(try core.redeliver(now: 100_000).count == 1)
+        #expect(try core.redeliver(now: 100_500).isEmpty)
+    }
+
+    @Test func aPhonePeOrderWithoutCallbackGetsOneStatusCheckPerWait() async throws {
+        var core = LedgerCore(store: try temporaryStore(), registry: await testRegistry(), timers: timers(phonepeCallbackWaitMs: 10_000))
+        _ = try core.intake([Array(phonePeOrder.utf8)], now: 1000)
+        let o = try order(phonePeOrder)
+        _ = try core.results([Array(Outcome(order: o, status: .pending, result: ["authRequestId": "AR1"]).serialized.utf8)], now: 2000)
+        #expect(try core.redeliver(now: 11_000).isEmpty)
+        let checks = try core.redeliver(now: 12_500)
+        guard case .dispatch(let frame)? = checks.first, let dispatch = readDispatch(frame) else {
+            Issue.record("expected a status check")
+            return
+        }
+        #expect(dispatch.purpose == .statusCheck && dispatch.order == o)
+        #expect(try core.redeliver(now: 13_000).isEmpty)
+        #expect(core.counters.statusChecks == 1)
+    }
+}
+
+@Suite("Signer and submission: status checks after a missed callback")
+struct StatusCheckTests {
+    @Test func theStatusCheckIsSignedAndAStillPendingStatusEndsTheOrder() async throws {
+        let config = try PaypipeConfig.parse(Array(DemoConfig.text(sandboxURL: "http://127.0.0.1:9").utf8))
+        let o = try order(phonePeOrder)
+        guard case .submit(let work) = SignerCore(registry: await testRegistry(config)).sign(o, acceptedAt: 1, nowSeconds: 1, purpose: .statusCheck) else {
+            Issue.record("expected signed work")
+            return
+        }
+        #expect(work.purpose == .statusCheck)
+        #expect(work.request.method == .GET)
+        var submission = Submission(work: work, connector: await connector(for: work))
+        guard case .send(let request, _) = submission.start() else {
+            Issue.record("expected a send")
+            return
+        }
+        #expect(request == work.request)
+        let stillPending = #"{"success":true,"code":"SUCCESS","data":{"merchantId":"MERCHANTUAT","authRequestId":"\#(work.context["authRequestId"]!.stringValue!)","subscriptionDetails":{"subscriptionId":"SUB1","state":"CREATED"}}}"#
+        let action = submission.receive(HTTPResponseSpec(status: 200, headers: [], body: Array(stillPending.utf8)), jitter: 0)
+        guard case .finish(let outcome) = action else {
+            Issue.record("expected an outcome")
+            return
+        }
+        #expect(outcome.status == .failed)
+        #expect(outcome.error?.code == "AUTH_NOT_COMPLETED")
+        #expect(SignerCore(registry: await testRegistry(config)).sign(try order(vivaOrder), acceptedAt: 1, nowSeconds: 1, purpose: .statusCheck) != .submit(work))
+    }
+}

@@ -1,0 +1,339 @@
+import Foundation
+import NetsEasy
+import PaypipeCore
+import PhonePe
+import StageRuntime
+import StageWire
+import Sandbox
+import Testing
+import TrustPayments
+import Viva
+
+/// The asynchronous flows of issue 5 end to end: real ledger, signer, submitter, callback
+/// validator and Cleeng poller processes, the real sandbox, callbacks over loopback HTTP.
+@Suite("Asynchronous flows through real processes", .serialized)
+struct AsyncFlowTests {
+    static let demo = try! PaypipeConfig.parse(Array(DemoConfig.text(sandboxURL: "http://127.0.0.1:9").utf8))
+    static var merchant: MerchantConfig { demo.merchants["default"]! }
+
+    static func phonePeOrder(_ id: String, amount: Int64 = 39900) -> String {
+        #"{"v":1,"orderId":"\#(id)","provider":"phonepe","operation":"authInit","amount":\#(amount),"currency":"INR","params":{"merchantUserId":"U-\#(id)","subscriptionId":"SUB-\#(id)"}}"#
+    }
+
+    /// Waits for the outcome of `orderId` with `status`.
+    static func outcome(_ h: PipelineHarness, _ orderId: String, _ status: Outcome.Status, timeout: Duration = .seconds(20)) async throws -> Outcome? {
+        try await h.collect(timeout: timeout) { $0.contains { $0.orderId == orderId && $0.status == status } }
+            .first { $0.orderId == orderId && $0.status == status }
+    }
+
+    /// Outcomes for `orderId` arriving within `window` (to show that nothing changed).
+    static func outcomes(_ h: PipelineHarness, _ orderId: String, within window: Duration) async throws -> [Outcome] {
+        try await h.collect(timeout: window) { _ in false }.filter { $0.orderId == orderId }
+    }
+
+    // MARK: - PhonePe
+
+    @Test func phonePeCallbacksAreAuthenticatedCheckedAndDeduplicated() async throws {
+        let h = try await PipelineHarness()
+        defer { Task { await h.shutdown() } }
+        try h.startSigner()
+        try h.startSubmitter()
+        try h.startCallbacks()
+        try await h.send(Self.phonePeOrder("pp-cb-1"))
+        try await h.send(Self.phonePeOrder("pp-cb-2"))
+        let pending = try await h.collect { outcomes in outcomes.filter { $0.status == .pending }.count >= 2 }
+        let ids = Dictionary(pending.map { ($0.orderId, $0.result?["authRequestId"]?.stringValue ?? "") }, uniquingKeysWith: { a, _ in a })
+        let phonepe = PhonePeSandbox(config: Self.merchant.phonepe!)
+        func callback(_ orderId: String, amount: Int64, variant: PhonePeSandboxCallbackVariant = .genuine) -> PhonePeSandboxCallback {
+            let mandate = PhonePeSandboxMandate(
+                merchantId: "MERCHANTUAT", merchantUserId: "U-\(orderId)", subscriptionId: "SUB-\(orderId)", authRequestId: ids[orderId] ?? "",
+                amount: amount, callbackURL: "")
+            return phonepe.callback(for: mandate, outcome: .completed, variant: variant)
+        }
+
+        // Forged: a wrong checksum is refused and changes nothing.
+        let forged = callback("pp-cb-1", amount: 39900, variant: .wrongChecksum)
+        let refused = try #require(h.postCallback("/callbacks/phonepe", headers: [("X-VERIFY", forged.xVerify)], body: forged.body))
+        #expect(refused.0 == 401)
+        #expect(refused.1.contains("BAD_CHECKSUM"))
+        #expect(!refused.1.contains("demo-salt"))
+        let noChecksum = try #require(h.postCallback("/callbacks/phonepe", body: forged.body))
+        #expect(noChecksum.0 == 401)
+        let malformed = try #require(h.postCallback("/callbacks/phonepe", headers: [("X-VERIFY", "x###1")], body: Array("{\"response\":42}".utf8)))
+        #expect(malformed.0 == 400)
+        #expect(try await Self.outcomes(h, "pp-cb-1", within: .milliseconds(500)).isEmpty)
+
+        // Genuine: the order succeeds; its redelivery is acknowledged and changes nothing.
+        let genuine = callback("pp-cb-1", amount: 39900)
+        let accepted = try #require(h.postCallback("/callbacks/phonepe", headers: [("X-VERIFY", genuine.xVerify)], body: genuine.body))
+        #expect(accepted.0 == 200)
+        #expect(accepted.1.contains("applied"))
+        let succeeded = try await Self.outcome(h, "pp-cb-1", .succeeded)
+        #expect(succeeded != nil)
+        let replay = try #require(h.postCallback("/callbacks/phonepe", headers: [("X-VERIFY", genuine.xVerify)], body: genuine.body))
+        #expect(replay.0 == 200)
+        #expect(replay.1.contains("duplicate"))
+        #expect(try await Self.outcomes(h, "pp-cb-1", within: .milliseconds(500)).isEmpty)
+
+        // Authentic but for another amount: acknowledged, and the order ends failed for review (PROTOCOL.md §3).
+        let wrongAmount = callback("pp-cb-2", amount: 100)
+        let mismatch = try #require(h.postCallback("/callbacks/phonepe", headers: [("X-VERIFY", wrongAmount.xVerify)], body: wrongAmount.body))
+        #expect(mismatch.0 == 200)
+        let failed = try await Self.outcome(h, "pp-cb-2", .failed)
+        #expect(failed?.error?.code == "AMOUNT_MISMATCH")
+
+        // An authentic callback for an order the pipeline does not have.
+        var unknownOrder = PhonePeSandboxMandate(
+            merchantId: "MERCHANTUAT", merchantUserId: "U", subscriptionId: "S", authRequestId: "NOSUCHAUTHREQUEST", amount: 1, callbackURL: "")
+        unknownOrder.amount = 1
+        let stray = phonepe.callback(for: unknownOrder, outcome: .completed)
+        #expect(h.postCallback("/callbacks/phonepe", headers: [("X-VERIFY", stray.xVerify)], body: stray.body)?.0 == 404)
+
+        // Every refusal is counted by reason.
+        let metrics = httpGet("http://127.0.0.1:\(h.callbacksPort)/metrics") ?? ""
+        #expect(metrics.contains(#"paypipe_callbacks_total{route="phonepe",result="BAD_CHECKSUM"} 1"#))
+        #expect(metrics.contains(#"result="duplicate"} 1"#))
+        await h.shutdown()
+    }
+
+    @Test func theSandboxsGenuineCallbackEndsTheOrderAndAMissedOneIsResolvedByTheStatusCall() async throws {
+        // The sandbox sends genuine callbacks after 300 ms.
+        let genuine = try await PipelineHarness(sandboxConfiguration: SandboxConfiguration(port: 0, phonePeCallbackDelayMilliseconds: 300))
+        do {
+            try genuine.startSigner()
+            try genuine.startSubmitter()
+            try genuine.startCallbacks()
+            try await genuine.send(Self.phonePeOrder("pp-live-1"))
+            let outcome = try await Self.outcome(genuine, "pp-live-1", .succeeded)
+            #expect(outcome != nil)
+        }
+        await genuine.shutdown()
+
+        // Its callbacks are forged (wrong checksum), so none is accepted: after the wait the
+        // ledger has the order's status checked, and the status call ends it.
+        let missed = try await PipelineHarness(
+            sandboxConfiguration: SandboxConfiguration(port: 0, phonePeCallbackDelayMilliseconds: 300, phonePeCallbackVariant: .wrongChecksum, outboundAttempts: 1),
+            timers: ["phonepeCallbackWaitMs": 1500])
+        try missed.startSigner()
+        try missed.startSubmitter()
+        try missed.startCallbacks()
+        try await missed.send(Self.phonePeOrder("pp-missed-1"))
+        let resolved = try await Self.outcome(missed, "pp-missed-1", .succeeded, timeout: .seconds(20))
+        #expect(resolved != nil)
+        let metrics = httpGet("http://127.0.0.1:\(missed.callbacksPort)/metrics") ?? ""
+        #expect(metrics.contains(#"route="phonepe",result="BAD_CHECKSUM""#))
+        await missed.shutdown()
+    }
+
+    // MARK: - Trust Payments
+
+    static func tpEntries(orderId: String, amount: String = "1050", site: String = "test_site12345") -> [[String: JSONValue]] {
+        [
+            ["requesttypedescription": "THREEDQUERY", "errorcode": "0", "sitereference": .string(site), "orderreference": .string(orderId)],
+            [
+                "requesttypedescription": "AUTH", "errorcode": "0", "sitereference": .string(site), "orderreference": .string(orderId),
+                "baseamount": .string(amount), "currencyiso3a": "GBP", "transactionreference": .string("1-2-\(orderId)"), "settlestatus": "0",
+            ],
+            ["requesttypedescription": "SUBSCRIPTION", "errorcode": "0", "sitereference": .string(site), "orderreference": .string(orderId), "transactionreference": .string("1-3-\(orderId)")],
+        ]
+    }
+
+    static func base64URL(_ bytes: [UInt8]) -> String {
+        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    @Test func trustPaymentsResponseJWTsAndNotificationsAreVerified() async throws {
+        let h = try await PipelineHarness()
+        defer { Task { await h.shutdown() } }
+        try h.startSigner()
+        try h.startCallbacks()
+        let tp = Self.merchant.trustpayments!
+        for id in ["tp-jwt-1", "tp-note-1"] {
+            try await h.send(#"{"v":1,"orderId":"\#(id)","provider":"trustpayments","operation":"subscriptionJwt","amount":1050,"currency":"GBP","params":{"subscriptionType":"RECURRING","unit":"MONTH","frequency":1,"finalNumber":12}}"#)
+        }
+        _ = try await h.collect { $0.filter { $0.status == .pending }.count >= 2 }
+        let now = Int64(Date().timeIntervalSince1970)
+        func post(_ jwt: String, orderId: String = "tp-jwt-1") -> (Int, String)? {
+            h.postCallback("/callbacks/trustpayments/jwt", body: Array(#"{"orderId":"\#(orderId)","jwt":"\#(jwt)"}"#.utf8))
+        }
+
+        let wrongSecret = TPResponseJWT.build(entries: Self.tpEntries(orderId: "tp-jwt-1"), requestReference: "W1", issuedAt: now, secret: Secret("not-the-merchant-secret-0123456789abcdef"))
+        #expect(post(wrongSecret)?.0 == 401)
+        let claims = Array(#"{"iat":\#(now),"payload":{"response":[]}}"#.utf8)
+        let algNone = Self.base64URL(Array(#"{"alg":"none","typ":"JWT"}"#.utf8)) + "." + Self.base64URL(claims) + "."
+        #expect(post(algNone).map { $0.0 / 100 } == 4)
+        let hs512Input = Self.base64URL(Array(#"{"alg":"HS512","typ":"JWT"}"#.utf8)) + "." + Self.base64URL(claims)
+        let algSwitch = hs512Input + "." + Self.base64URL(Array(Digest.sha256Hex(hs512Input).utf8))
+        #expect(post(algSwitch).map { $0.0 / 100 } == 4)
+        let stale = TPResponseJWT.build(entries: Self.tpEntries(orderId: "tp-jwt-1"), requestReference: "W1", issuedAt: now - 7200, secret: tp.jwtSecret)
+        #expect(post(stale)?.0 == 400)
+        #expect(try await Self.outcomes(h, "tp-jwt-1", within: .milliseconds(400)).isEmpty)
+
+        let genuine = TPResponseJWT.build(entries: Self.tpEntries(orderId: "tp-jwt-1"), requestReference: "W1", issuedAt: now, secret: tp.jwtSecret)
+        #expect(post(genuine)?.0 == 200)
+        let succeeded = try await Self.outcome(h, "tp-jwt-1", .succeeded)
+        #expect(succeeded?.result?["transactionReference"]?.stringValue == "1-2-tp-jwt-1")
+        #expect(post(genuine)?.1.contains("duplicate") == true)
+
+        // URL notification: the signature over the fields with the notification password.
+        var fields: [TPNotification.Field] = [
+            ("errorcode", "0"), ("orderreference", "tp-note-1"), ("requesttypedescription", "AUTH"), ("sitereference", "test_site12345"),
+            ("transactionreference", "1-2-tp-note-1"), ("baseamount", "1050"), ("currencyiso3a", "GBP"),
+        ]
+        let form = TPNotification.formBody(fields: fields, password: tp.notificationPassword)
+        var tampered = String(decoding: form, as: UTF8.self)
+        tampered = tampered.replacingOccurrences(of: "baseamount=1050", with: "baseamount=1")
+        let refused = try #require(h.postCallback("/callbacks/trustpayments/notification", headers: [("Content-Type", "application/x-www-form-urlencoded")], body: Array(tampered.utf8)))
+        #expect(refused.0 == 401)
+        #expect(try await Self.outcomes(h, "tp-note-1", within: .milliseconds(400)).isEmpty)
+        #expect(h.postCallback("/callbacks/trustpayments/notification", body: form)?.0 == 200)
+        #expect(try await Self.outcome(h, "tp-note-1", .succeeded) != nil)
+        fields[0] = ("errorcode", "70000")
+        await h.shutdown()
+    }
+
+    // MARK: - Nets
+
+    @Test func netsWebhooksNeedTheRightAuthorizationAndADuplicateEventIsIgnored() async throws {
+        let h = try await PipelineHarness(sandboxConfiguration: SandboxConfiguration(port: 0, phonePeCallbackDelayMilliseconds: 3_600_000, netsCompleteCheckoutAfterMilliseconds: 300))
+        defer { Task { await h.shutdown() } }
+        try h.startSigner()
+        try h.startSubmitter()
+        try h.startCallbacks()
+        func create(_ id: String) -> String {
+            #"{"v":1,"orderId":"\#(id)","provider":"nets","operation":"createSubscription","amount":9900,"currency":"SEK","params":{"endDate":"2030-12-31T23:59:59+01:00","interval":30,"reference":"ref-\#(id)"}}"#
+        }
+        // The sandbox completes the checkout and sends its genuine webhook.
+        try await h.send(create("nets-live-1"))
+        #expect(try await Self.outcome(h, "nets-live-1", .succeeded) != nil)
+
+        // Hand-made deliveries for a second payment, whose checkout the sandbox completes too:
+        // send ours first, before the sandbox's.
+        let h2Order = "nets-hand-1"
+        try await h.send(create(h2Order))
+        let pending = try #require(try await Self.outcome(h, h2Order, .pending))
+        let paymentId = try #require(pending.result?["paymentId"]?.stringValue)
+        let content = NetsWebhookContent(
+            kind: .reservationCreated, eventId: "evt-\(h2Order)", paymentId: paymentId, amount: 9900, currency: "SEK",
+            timestampMilliseconds: Timestamp.nowMilliseconds())
+        let forged = NetsSandbox.webhookDelivery(content, config: Self.merchant.nets!, tampering: .authorization("guess"))
+        let refused = try #require(h.postCallback("/callbacks/nets", headers: forged.headers.map { ($0.name, $0.value) }, body: forged.body))
+        #expect(refused.0 == 401)
+        #expect(!refused.1.contains("demoWebhookAuth123"))
+        let genuine = NetsSandbox.webhookDelivery(content, config: Self.merchant.nets!)
+        let first = try #require(h.postCallback("/callbacks/nets", headers: genuine.headers.map { ($0.name, $0.value) }, body: genuine.body))
+        #expect(first.0 == 200)
+        #expect(first.1.contains("no_change"))
+        let again = try #require(h.postCallback("/callbacks/nets", headers: genuine.headers.map { ($0.name, $0.value) }, body: genuine.body))
+        #expect(again.0 == 200)
+        #expect(again.1.contains("duplicate"))
+        #expect(try await Self.outcome(h, h2Order, .succeeded) != nil)
+        await h.shutdown()
+    }
+
+    @Test func theSandboxsForgedAndMismatchedNetsWebhooksAreRefusedOrFailTheOrder() async throws {
+        func run(_ variant: NetsWebhookVariant, _ id: String) async throws -> (PipelineHarness, [Outcome]) {
+            let h = try await PipelineHarness(sandboxConfiguration: SandboxConfiguration(
+                port: 0, phonePeCallbackDelayMilliseconds: 3_600_000, outboundAttempts: 1, netsWebhookVariant: variant,
+                netsCompleteCheckoutAfterMilliseconds: 200))
+            try h.startSigner()
+            try h.startSubmitter()
+            try h.startCallbacks()
+            try await h.send(#"{"v":1,"orderId":"\#(id)","provider":"nets","operation":"createSubscription","amount":9900,"currency":"SEK","params":{"endDate":"2030-12-31T23:59:59+01:00","interval":30,"reference":"ref-\#(id)"}}"#)
+            return (h, try await h.collect(timeout: .seconds(4)) { $0.contains { $0.status.isTerminal } })
+        }
+        let (forged, forgedOutcomes) = try await run(.wrongAuthorization, "nets-forged-1")
+        #expect(forgedOutcomes.map(\.status) == [.pending])
+        let metrics = httpGet("http://127.0.0.1:\(forged.callbacksPort)/metrics") ?? ""
+        #expect(metrics.contains(#"paypipe_callbacks_total{route="nets",result="BAD_AUTHORIZATION"} 1"#))
+        await forged.shutdown()
+        let (mismatched, mismatchedOutcomes) = try await run(.wrongAmount, "nets-mismatch-1")
+        #expect(mismatchedOutcomes.last?.status == .failed)
+        #expect(mismatchedOutcomes.last?.error?.code == "AMOUNT_MISMATCH")
+        await mismatched.shutdown()
+    }
+
+    // MARK: - Viva
+
+    @Test func vivaForwardedCallbacksAreMatchedToTheOrder() async throws {
+        let h = try await PipelineHarness()
+        defer { Task { await h.shutdown() } }
+        try h.startSigner()
+        try h.startCallbacks()
+        for id in ["viva-ok", "viva-amount", "viva-ref"] {
+            try await h.send(#"{"v":1,"orderId":"\#(id)","provider":"viva","operation":"sale","amount":1050,"currency":"EUR","params":{"tipAmount":100}}"#)
+        }
+        let pending = try await h.collect { $0.filter { $0.status == .pending }.count >= 3 }
+        func forward(_ id: String, _ edit: (inout VivaSaleCallback) -> Void) -> (Int, String)? {
+            guard let url = pending.first(where: { $0.orderId == id })?.result?["url"]?.stringValue, let sale = try? VivaSandbox.readSale(url) else { return nil }
+            var result = VivaSandbox.approved(sale)
+            edit(&result)
+            let body: JSONValue = ["orderId": .string(id), "uri": .string(result.uri)]
+            return h.postCallback("/callbacks/viva", body: Array(body.serialized.utf8))
+        }
+        #expect(forward("viva-ok") { _ in }?.0 == 200)
+        #expect(forward("viva-amount") { $0.amount = 1 }?.0 == 200)
+        #expect(forward("viva-ref") { $0.clientTransactionId = "someone-else" }?.0 == 200)
+        let ends = try await h.collect { o in Set(o.filter { $0.status.isTerminal }.map(\.orderId)).count >= 3 }
+        let byId = Dictionary(ends.filter { $0.status.isTerminal }.map { ($0.orderId, $0) }, uniquingKeysWith: { a, _ in a })
+        #expect(byId["viva-ok"]?.status == .succeeded)
+        #expect(byId["viva-amount"]?.error?.code == "AMOUNT_MISMATCH")
+        #expect(byId["viva-ref"]?.error?.code == "REFERENCE_MISMATCH")
+        #expect(h.postCallback("/callbacks/viva", body: Array(#"{"orderId":"viva-ok"}"#.utf8))?.0 == 400)
+        #expect(h.postCallback("/callbacks/viva", body: Array(#"{"orderId":"no-such-order","uri":"x://result"}"#.utf8))?.0 == 404)
+        await h.shutdown()
+    }
+
+    // MARK: - Cleeng
+
+    static func cleengOrder(_ id: String) -> String {
+        #"{"v":1,"orderId":"\#(id)","provider":"cleeng","operation":"appleReceipt","params":{"customerToken":"tok-\#(id)","offerId":"S123456789_US","receiptData":"ZGVtbw==","transactionId":"tx-\#(id)"}}"#
+    }
+
+    @Test func cleengAccessGrantedOnTheThirdPollSucceedsOnCadence() async throws {
+        let h = try await PipelineHarness(
+            sandboxConfiguration: SandboxConfiguration(port: 0, phonePeCallbackDelayMilliseconds: 3_600_000, cleengGrantOnPoll: 3),
+            timers: ["cleengPollIntervalMs": 400, "cleengGiveUpMs": 3000])
+        defer { Task { await h.shutdown() } }
+        try h.startSigner()
+        try h.startSubmitter()
+        try h.startPoller()
+        try await h.send(Self.cleengOrder("cl-grant-1"))
+        let succeeded = try await Self.outcome(h, "cl-grant-1", .succeeded)
+        #expect(succeeded?.result?["accessGranted"] == .bool(true))
+        let times = h.sandbox.ledger.cleengPollTimes(customerToken: "tok-cl-grant-1")
+        #expect(times.count == 3)
+        for (index, time) in times.enumerated() {
+            // Measured from the sandbox's receipt acceptance; the schedule starts at the ledger's.
+            #expect(abs(time - Int64(index + 1) * 400) <= 100, "poll \(index + 1) at \(time) ms")
+        }
+        await h.shutdown()
+    }
+
+    @Test func cleengAccessNeverGrantedFailsAtTheDeadlineAndARestartedPollerKeepsTheDeadline() async throws {
+        let h = try await PipelineHarness(
+            sandboxConfiguration: SandboxConfiguration(port: 0, phonePeCallbackDelayMilliseconds: 3_600_000, cleengGrantAfterMilliseconds: nil),
+            timers: ["cleengPollIntervalMs": 300, "cleengGiveUpMs": 2400])
+        defer { Task { await h.shutdown() } }
+        try h.startSigner()
+        try h.startSubmitter()
+        let poller = try h.startPoller()
+        try await h.send(Self.cleengOrder("cl-never-1"))
+        let clock = ContinuousClock(), start = clock.now
+        _ = try await Self.outcome(h, "cl-never-1", .pending)
+        // The poller dies mid-schedule; a new one asks the ledger for the pending receipts.
+        try await Task.sleep(for: .milliseconds(700))
+        kill(poller.processIdentifier, SIGKILL)
+        try h.startPoller()
+        let failed = try await Self.outcome(h, "cl-never-1", .failed)
+        let elapsed = clock.now - start
+        #expect(failed?.error?.code == "ACCESS_NOT_GRANTED")
+        #expect(elapsed >= .milliseconds(2300))
+        #expect(elapsed < .milliseconds(5000))
+        let polls = h.sandbox.ledger.cleengPollTimes(customerToken: "tok-cl-never-1")
+        #expect(polls.count >= 6)
+        #expect(polls.allSatisfy { $0 <= 2500 })
+        await h.shutdown()
+    }
+}

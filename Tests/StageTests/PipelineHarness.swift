@@ -1,0 +1,282 @@
+import Foundation
+import Logging
+import PaypipeCore
+import StageRuntime
+import StageWire
+import Sandbox
+import Synchronization
+import ZeroMQ
+
+/// A whole pipeline for end-to-end tests: the real sandbox server on loopback (in-process) and
+/// the ledger, signer and submitter as real child processes, all on ephemeral ports. Children
+/// are stopped by PID.
+final class PipelineHarness: @unchecked Sendable {
+    let directory: URL
+    let sandbox: SandboxServer
+    let sandboxTask: Task<Void, any Error>
+    let sandboxPort: Int
+    let configPath: String
+    var ledgerEndpoints: [String: String] = [:]
+    private var children: [Process] = []
+    var ledgerProcess: Process { children[0] }
+    private var stderrFiles: [URL] = []
+    let context: ZMQContext
+    let sender: ZMQSender
+    let receiver: ZMQReceiver
+
+    static func buildDirectory() -> URL {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    }
+
+    /// Where the callback validator listens (chosen before the config is written, because the
+    /// sandbox sends PhonePe callbacks and Nets webhooks there).
+    let callbacksPort: Int
+
+    /// `timers`: the config's "timers" (e.g. fast Cleeng polling).
+    init(
+        sandboxConfiguration: SandboxConfiguration = SandboxConfiguration(port: 0, phonePeCallbackDelayMilliseconds: 3_600_000),
+        timers: [String: Int64] = [:]
+    ) async throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-e2e-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        callbacksPort = try freeLoopbackPort()
+        let callbacks = "127.0.0.1:\(callbacksPort)"
+        var sandboxConfiguration = sandboxConfiguration
+        sandboxConfiguration.port = 0
+        if sandboxConfiguration.netsWebhookURL == nil { sandboxConfiguration.netsWebhookURL = "http://\(callbacks)/callbacks/nets" }
+        let credentials = try PaypipeConfig.parse(Array(DemoConfig.text(sandboxURL: "http://127.0.0.1:9", callbacks: callbacks).utf8))
+        var logger = Logger(label: "e2e-sandbox")
+        logger.logLevel = .critical
+        sandbox = try SandboxServer(configuration: sandboxConfiguration, config: credentials, logger: logger)
+        let port = Mutex<Int?>(nil)
+        let server = sandbox
+        sandboxTask = Task { try await server.run { p in port.withLock { $0 = p } } }
+        for _ in 0..<500 where port.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(10)) }
+        guard let bound = port.withLock({ $0 }) else { throw HarnessError("sandbox did not start") }
+        sandboxPort = bound
+
+        // Every stable address on an ephemeral port: a fixed port could reach a leftover process.
+        let any = "tcp://127.0.0.1:*"
+        let text = DemoConfig.text(
+            sandboxURL: "http://127.0.0.1:\(bound)", callbacks: callbacks,
+            endpoints: [
+                "intake": any, "outcomes": any, "signQueue": any, "signedIn": any, "signedOut": any, "results": any,
+                "ledgerRPC": any, "pollQueue": any, "ledgerMetrics": "127.0.0.1:0",
+            ],
+            timers: timers)
+        configPath = directory.appendingPathComponent("config.json").path
+        try text.write(toFile: configPath, atomically: true, encoding: .utf8)
+
+        context = try ZMQContext()
+        let (ledger, ready) = try PipelineHarness.spawn(
+            "paypipe-ledger",
+            ["--config", configPath, "--store", directory.appendingPathComponent("ledger.sqlite").path, "--redeliver-after-ms", "60000"],
+            in: directory, index: 0, waitForLine: "paypipe-ledger ready")
+        children.append(ledger.0)
+        stderrFiles.append(ledger.1)
+        for part in (ready ?? "").split(separator: " ").dropFirst(2) {
+            let pair = part.split(separator: "=", maxSplits: 1)
+            if pair.count == 2 { ledgerEndpoints[String(pair[0])] = String(pair[1]) }
+        }
+        let pull = try context.socket(.pull)
+        try pull.connect(ledgerEndpoints["outcomes"]!)
+        let push = try context.socket(.push)
+        try push.connect(ledgerEndpoints["intake"]!)
+        receiver = try ZMQReceiver(socket: pull)
+        sender = try ZMQSender(socket: push)
+    }
+
+    @discardableResult
+    func startSigner() throws -> Process {
+        try spawn("paypipe-signer", ["--config", configPath, "--sign-queue", ledgerEndpoints["signQueue"]!, "--signed-in", ledgerEndpoints["signedIn"]!, "--results", ledgerEndpoints["results"]!], waitForLine: nil).0
+    }
+
+    @discardableResult
+    func startSubmitter(concurrency: Int = 64) throws -> Process {
+        try spawn("paypipe-submitter", ["--config", configPath, "--concurrency", String(concurrency), "--signed-out", ledgerEndpoints["signedOut"]!, "--results", ledgerEndpoints["results"]!], waitForLine: nil).0
+    }
+
+    @discardableResult
+    func startCallbacks() throws -> Process {
+        try spawn("paypipe-callbacks", ["--config", configPath, "--ledger-rpc", ledgerEndpoints["ledgerRPC"]!], waitForLine: "paypipe-callbacks listening").0
+    }
+
+    @discardableResult
+    func startPoller() throws -> Process {
+        try spawn("paypipe-cleeng-poller", ["--config", configPath, "--poll-queue", ledgerEndpoints["pollQueue"]!, "--results", ledgerEndpoints["results"]!, "--ledger-rpc", ledgerEndpoints["ledgerRPC"]!], waitForLine: nil).0
+    }
+
+    /// POSTs to the callback validator; (status, body).
+    func postCallback(_ path: String, headers: [(String, String)] = [], body: [UInt8]) -> (Int, String)? {
+        httpPost(port: callbacksPort, path: path, headers: headers, body: body)
+    }
+
+    func spawn(_ name: String, _ arguments: [String], waitForLine marker: String?) throws -> (Process, String?) {
+        let ((process, errorFile), line) = try PipelineHarness.spawn(name, arguments, in: directory, index: children.count, waitForLine: marker)
+        children.append(process)
+        stderrFiles.append(errorFile)
+        return (process, line)
+    }
+
+    static func spawn(_ name: String, _ arguments: [String], in directory: URL, index: Int, waitForLine marker: String?) throws -> ((Process, URL), String?) {
+        let executable = PipelineHarness.buildDirectory().appendingPathComponent(name)
+        guard FileManager.default.isExecutableFile(atPath: executable.path) else {
+            throw HarnessError("\(executable.path) is missing: run `swift build` before `swift test`")
+        }
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        let stdout = Pipe()
+        process.standardOutput = stdout
+        let errorFile = directory.appendingPathComponent("\(name)-\(index).stderr")
+        _ = FileManager.default.createFile(atPath: errorFile.path, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: errorFile)
+        var environment = ProcessInfo.processInfo.environment
+        environment["PAYPIPE_LOG_LEVEL"] = "info"
+        process.environment = environment
+        try process.run()
+        guard let marker else { return ((process, errorFile), nil) }
+        var buffer = Data()
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            let chunk = stdout.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            buffer.append(chunk)
+            if let line = String(decoding: buffer, as: UTF8.self).split(separator: "\n").first(where: { $0.contains(marker) }) {
+                return ((process, errorFile), String(line))
+            }
+        }
+        kill(process.processIdentifier, SIGKILL)
+        let log = (try? String(contentsOf: errorFile, encoding: .utf8)) ?? ""
+        throw HarnessError("\(name) did not print \(marker): \(String(decoding: buffer, as: UTF8.self)) \(log)")
+    }
+
+    func stderr(of index: Int) -> String {
+        (try? String(contentsOf: stderrFiles[index], encoding: .utf8)) ?? ""
+    }
+
+    /// The port a stage logged for its /metrics server.
+    func metricsPort(of process: Process) -> Int? {
+        guard let index = children.firstIndex(where: { $0 === process }) else { return nil }
+        let text = stderr(of: index)
+        guard let range = text.range(of: #"port=(\d+) \[\w+\] \w+ metrics"#, options: .regularExpression) else { return nil }
+        return Int(text[range].dropFirst(5).prefix(while: \.isNumber))
+    }
+
+    func send(_ json: String) async throws { try await sender.send(Array(json.utf8)) }
+    func send(bytes: [UInt8]) async throws { try await sender.send(bytes) }
+
+    /// Collects outcomes until `done` says so or `timeout` passes.
+    func collect(timeout: Duration = .seconds(30), until done: ([Outcome]) -> Bool) async throws -> [Outcome] {
+        var outcomes: [Outcome] = []
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        while !done(outcomes), clock.now < deadline {
+            let batch = try await self.receiver.nextBatch(timeoutMilliseconds: 200)
+            for message in batch ?? [] {
+                if let outcome = try? Outcome.parse(message.body) { outcomes.append(outcome) }
+            }
+        }
+        return outcomes
+    }
+
+    func shutdown() async {
+        for process in children.reversed() where process.isRunning {
+            kill(process.processIdentifier, SIGTERM)
+        }
+        for process in children.reversed() {
+            let deadline = Date().addingTimeInterval(10)
+            while process.isRunning && Date() < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        }
+        receiver.stop()
+        _ = await sender.finish(drainTimeoutMilliseconds: 500)
+        await receiver.waitUntilClosed()
+        context.terminate()
+        await sandbox.shutdown()
+        _ = try? await sandboxTask.value
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+struct HarnessError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A port nothing listens on right now (the OS picks it; it is not reused for a while).
+func freeLoopbackPort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw HarnessError("socket failed") }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = 0
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Bool in
+            bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
+        }
+    }
+    guard bound else { throw HarnessError("bind failed") }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+/// One HTTP/1.1 exchange on a fresh loopback connection (`Connection: close`): (status, body).
+/// Reads up to Content-Length, since a server may keep the connection open anyway.
+func httpExchange(port: Int, method: String, path: String, headers: [(String, String)] = [], body: [UInt8] = []) -> (Int, String)? {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard connected == 0 else { return nil }
+    var timeout = timeval(tv_sec: 10, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: \(body.count)\r\n"
+    for (name, value) in headers { head += "\(name): \(value)\r\n" }
+    let request = Array((head + "\r\n").utf8) + body
+    var sent = 0
+    while sent < request.count {
+        let n = request[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+        guard n > 0 else { return nil }
+        sent += n
+    }
+    var response: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    func complete() -> Bool {
+        let text = String(decoding: response, as: UTF8.self)
+        guard let end = text.range(of: "\r\n\r\n") else { return false }
+        let head = text[..<end.lowerBound].lowercased()
+        guard let line = head.split(separator: "\r\n").first(where: { $0.hasPrefix("content-length:") }),
+            let length = Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces))
+        else { return false }
+        return text[end.upperBound...].utf8.count >= length
+    }
+    while !complete() {
+        let n = recv(fd, &buffer, buffer.count, 0)
+        if n <= 0 { break }
+        response += buffer[0..<n]
+    }
+    let text = String(decoding: response, as: UTF8.self)
+    guard let statusLine = text.split(separator: "\r\n").first, let code = statusLine.split(separator: " ").dropFirst().first.flatMap({ Int($0) }),
+        let split = text.range(of: "\r\n\r\n")
+    else { return nil }
+    return (code, String(text[split.upperBound...]))
+}
+
+func httpPost(port: Int, path: String, headers: [(String, String)], body: [UInt8]) -> (Int, String)? {
+    httpExchange(port: port, method: "POST", path: path, headers: headers, body: body)
+}
+
+/// GET on a loopback URL, returning the body.
+func httpGet(_ url: String) -> String? {
+    guard let parsed = URL(string: url), let port = parsed.port, parsed.host == "127.0.0.1" else { return nil }
+    return httpExchange(port: port, method: "GET", path: parsed.path)?.1
+}
