@@ -2,6 +2,7 @@ import Foundation
 import PaypipeCore
 import PhonePe
 import Pipeline
+import Sandbox
 import Testing
 import TrustPayments
 
