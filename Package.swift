@@ -119,6 +119,7 @@ let package = Package(
             name: "Sandbox",
             dependencies: [
                 "PaypipeCore", "TrustPayments", "NetsEasy", "PhonePe", "Cleeng", "Viva",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),

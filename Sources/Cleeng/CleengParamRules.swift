@@ -7,7 +7,7 @@ import PaypipeCore
 
 /// Parameter rules shared by the Cleeng request builders. Messages name the field and the rule,
 /// never the value (receipts and customer tokens must not leak into outcomes or logs).
-enum CleengParamRules {
+package enum CleengParamRules {
     static func rejectUnknown(_ params: [String: JSONValue], known: Set<String>, operation: String) throws(Rejection) {
         for key in params.keys.sorted() where !known.contains(key) {
             let shown = printable(key, limit: 64)
@@ -66,7 +66,7 @@ enum CleengParamRules {
     }
 
     /// IPv4 dotted quad (no leading zeros) or IPv6 text form, without zone ids or brackets.
-    static func isIPAddress(_ text: String) -> Bool {
+    package static func isIPAddress(_ text: String) -> Bool {
         guard !text.isEmpty, text.utf8.count <= 45 else { return false }
         var v4 = in_addr()
         if inet_pton(AF_INET, text, &v4) == 1 { return true }

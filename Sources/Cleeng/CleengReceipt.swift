@@ -44,7 +44,7 @@ public struct CleengReceipt: Sendable, Equatable, CustomStringConvertible, Custo
     }
 
     /// The field rules alone, shared with the sandbox's reading of a receipt body.
-    init(fields params: [String: JSONValue]) throws(Rejection) {
+    package init(fields params: [String: JSONValue]) throws(Rejection) {
         customerToken = try CleengParamRules.token(params, "customerToken", maxLength: Limits.customerTokenMaxLength)
         offerId = try CleengParamRules.identifier(params, "offerId", maxLength: Limits.offerIdMaxLength)
         receiptData = try CleengParamRules.base64(params, "receiptData", maxLength: Limits.receiptDataMaxLength)

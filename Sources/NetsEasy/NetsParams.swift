@@ -1,7 +1,7 @@
 import PaypipeCore
 
 /// Reads an order's `params` for one operation: every problem names the field and the rule.
-struct NetsParams {
+package struct NetsParams {
     let values: [String: JSONValue]
 
     /// Refuses parameters the operation does not know, so a typo in an optional name
@@ -73,7 +73,7 @@ struct NetsParams {
         return number
     }
 
-    static func isHTTPURL(_ text: String) -> Bool {
+    package static func isHTTPURL(_ text: String) -> Bool {
         let lower = text.lowercased()
         let rest: Substring
         if lower.hasPrefix("https://") {

@@ -35,7 +35,7 @@ public enum NetsRequestKind: String, Sendable, Equatable, CaseIterable {
     }
 
     /// The path's segments, without scheme, host, query or fragment.
-    static func pathSegments(_ url: String) -> [Substring] {
+    package static func pathSegments(_ url: String) -> [Substring] {
         var rest = Substring(url)
         let bytes = Array(rest.utf8.prefix(16))
         if let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon + 2 < bytes.count,
@@ -289,7 +289,7 @@ extension NetsPayments {
         return cleaned.count <= maxMessageLength ? cleaned : String(cleaned.prefix(maxMessageLength)) + "…"
     }
 
-    static func pathOnly(_ url: String) -> String {
+    package static func pathOnly(_ url: String) -> String {
         "/" + NetsRequestKind.pathSegments(url).prefix(6).joined(separator: "/")
     }
 }

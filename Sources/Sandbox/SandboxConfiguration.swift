@@ -1,5 +1,3 @@
-import PhonePe
-
 public enum NetsWebhookVariant: String, Sendable, CaseIterable {
     case genuine
     case wrongAuthorization = "wrong-authorization"

@@ -29,8 +29,7 @@ final class NetsEmulation: Sendable {
     /// time), else the default one, whose sandbox then refuses the request with 401.
     func merchant(for request: HTTPRequestSpec) -> Merchant? {
         if merchants.count > 1, let authorization = request.header("Authorization") {
-            let bytes = Array(authorization.utf8)
-            if let match = merchants.first(where: { $0.config.secretKey.matches(bytes) }) { return match }
+            if let match = merchants.first(where: { NetsSandbox.isSecretKey(authorization, $0.config.secretKey) }) { return match }
         }
         return merchants.first
     }

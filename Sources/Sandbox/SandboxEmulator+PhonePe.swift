@@ -46,7 +46,7 @@ final class PhonePeEmulation: Sendable {
     /// merchantId and authRequestId of an auth/init body, read without verifying anything
     /// (for routing and the ledger; the sandbox verifies the request afterwards).
     static func peekPayload(_ request: HTTPRequestSpec) -> (merchantId: String?, authRequestId: String?)? {
-        guard request.method == .POST, request.url == PhonePeRules.authInitPath,
+        guard request.method == .POST, request.url == PhonePeSandbox.authInitPath,
             let encoded = (try? JSONValue.parse(request.body))?["request"]?.stringValue,
             let decoded = Data(base64Encoded: encoded), let payload = try? JSONValue.parse(Array(decoded))
         else { return nil }
@@ -59,12 +59,12 @@ final class PhonePeEmulation: Sendable {
         guard let fallback = merchants.first else {
             return SandboxEmulator.json(404, ["error": "no merchant with phonepe is configured"])
         }
-        if request.method == .POST, request.url == PhonePeRules.authInitPath {
+        if request.method == .POST, request.url == PhonePeSandbox.authInitPath {
             let named = Self.peekPayload(request)?.merchantId.flatMap { byMerchantId[$0] }
             return authInit(request, merchant: named ?? fallback, emulator: emulator)
         }
-        if request.method == .GET, request.url.hasPrefix(PhonePeRules.authStatusPathPrefix) {
-            let merchantId = request.url.dropFirst(PhonePeRules.authStatusPathPrefix.count).split(separator: "/").first.map(String.init)
+        if request.method == .GET, request.url.hasPrefix(PhonePeSandbox.authStatusPathPrefix) {
+            let merchantId = request.url.dropFirst(PhonePeSandbox.authStatusPathPrefix.count).split(separator: "/").first.map(String.init)
             return authStatus(request, merchant: merchantId.flatMap { byMerchantId[$0] } ?? fallback, emulator: emulator)
         }
         return SandboxEmulator.json(404, ["success": false, "code": "NOT_FOUND", "message": "No such PhonePe API"])
@@ -83,7 +83,7 @@ final class PhonePeEmulation: Sendable {
         if let existing {
             // A replay: the same mandate gets the same answer; a different payload under a used
             // authRequestId gets the answer its first request got.
-            return existing == mandate ? reply.response : firstAnswer(for: existing, merchant: merchant) ?? reply.response
+            return existing == mandate ? reply.response : merchant.sandbox.answer(for: existing).response
         }
         emulator.ledger.tookEffect("phonepe:" + mandate.authRequestId.prefix(128))
         if let outcome = mandate.scheduledOutcome {
@@ -96,24 +96,6 @@ final class PhonePeEmulation: Sendable {
             }
         }
         return reply.response
-    }
-
-    /// Rebuilds the answer a stored mandate's request got, by having the PhonePe module sign
-    /// that request again and the sandbox answer it (the answer does not depend on anything
-    /// the mandate does not hold).
-    func firstAnswer(for mandate: PhonePeSandboxMandate, merchant: Merchant) -> HTTPResponseSpec? {
-        var params: [String: JSONValue] = [
-            "merchantUserId": .string(mandate.merchantUserId), "subscriptionId": .string(mandate.subscriptionId),
-            "authRequestId": .string(mandate.authRequestId), "authWorkflowType": .string(mandate.workflow.rawValue),
-        ]
-        if let scheme = mandate.merchantCallBackScheme { params["merchantCallBackScheme"] = .string(scheme) }
-        let order = Order(
-            orderId: "replay", operation: .authInit, amount: mandate.amount, currency: mandate.amount == nil ? nil : PhonePeRules.currency,
-            params: params)
-        guard let request = try? PhonePeAuthInit(order: order, config: merchant.config).request else { return nil }
-        return merchant.sandbox.handleAuthInit(
-            path: PhonePeRules.authInitPath, headers: request.headers, body: request.body, authWorkflowType: mandate.workflow
-        ).response
     }
 
     func authStatus(_ request: HTTPRequestSpec, merchant: Merchant, emulator: SandboxEmulator) -> HTTPResponseSpec {

@@ -8,7 +8,7 @@ import TrustPayments
 import Viva
 
 /// The provider emulation behind the HTTP server: routing by path prefix, ledger counting,
-/// latency and error injection, then the provider modules' own sandbox APIs. Shared state lives
+/// latency and error injection, then the emulators (one folder per provider). Shared state lives
 /// in per-provider `Mutex`es with short critical sections, so concurrent requests (and their
 /// injected latency) never queue behind each other.
 final class SandboxEmulator: Sendable {

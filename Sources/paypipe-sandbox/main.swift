@@ -2,7 +2,6 @@ import ArgumentParser
 import Foundation
 import Logging
 import PaypipeCore
-import PhonePe
 import Sandbox
 
 /// `paypipe-sandbox`: wires command-line flags to `SandboxServer` (all behaviour lives in the

@@ -106,3 +106,250 @@ import Testing
         }
     }
 }
+
+// MARK: The emulator on its own, without the server
+
+extension NetsSandboxTests {
+    static func sandbox() -> NetsSandbox { NetsSandbox(secretKey: Secret(NetsFixtures.secretKey)) }
+
+    static func errorFields(_ response: HTTPResponseSpec) -> [String] {
+        (try? JSONValue.parse(response.body))?["errors"]?.objectValue?.keys.sorted() ?? []
+    }
+
+    static func withBody(_ request: HTTPRequestSpec, _ change: (inout [String: JSONValue]) -> Void) throws -> HTTPRequestSpec {
+        var body = try #require(try JSONValue.parse(request.body).objectValue)
+        change(&body)
+        var copy = request
+        copy.body = Array(JSONValue.object(body).serialized.utf8)
+        return copy
+    }
+
+    @Test func createIsAcceptedAndReplaysGiveTheFirstAnswer() throws {
+        var sandbox = Self.sandbox()
+        let request = try NetsPayments.createSubscription(NetsFixtures.createOrder(), config: NetsFixtures.config, now: NetsFixtures.now, webhookURL: NetsFixtures.webhookURL)
+        let first = sandbox.handle(request, now: NetsFixtures.now)
+        #expect(first.status == 201)
+        guard case .pending(let result) = NetsPayments.classifyCreate(first) else {
+            Issue.record("expected pending")
+            return
+        }
+        #expect(result["paymentId"]?.stringValue?.count == 32)
+        let replay = sandbox.handle(request, now: NetsFixtures.now + 5)
+        #expect(replay == first)
+        #expect(sandbox.payments.count == 1)
+
+        let second = sandbox.handle(try NetsPayments.createSubscription(NetsFixtures.createOrder(orderId: "ord-2"), config: NetsFixtures.config, now: NetsFixtures.now), now: NetsFixtures.now)
+        #expect(second.status == 201 && second.body != first.body)
+    }
+
+    @Test func wrongKeyIsUnauthorizedWithoutBody() throws {
+        var sandbox = Self.sandbox()
+        var config = NetsFixtures.config
+        config.secretKey = Secret("another-key")
+        let response = sandbox.handle(try NetsPayments.createSubscription(NetsFixtures.createOrder(), config: config, now: NetsFixtures.now), now: NetsFixtures.now)
+        #expect(response.status == 401)
+        #expect(response.body.isEmpty)
+        var bearer = try NetsPayments.createSubscription(NetsFixtures.createOrder(), config: NetsFixtures.config, now: NetsFixtures.now)
+        bearer.headers = bearer.headers.map { $0.name == "Authorization" ? HTTPHeader("Authorization", "Bearer " + NetsFixtures.secretKey) : $0 }
+        #expect(sandbox.handle(bearer, now: NetsFixtures.now).status == 401)
+    }
+
+    @Test func headersAreCheckedLikeNets() throws {
+        let request = try NetsPayments.createSubscription(NetsFixtures.createOrder(), config: NetsFixtures.config, now: NetsFixtures.now)
+        #expect(NetsSandbox.check(request, secretKey: Secret(NetsFixtures.secretKey), now: NetsFixtures.now) == nil)
+
+        var noTag = request
+        noTag.headers.removeAll { $0.name == "commercePlatformTag" }
+        let tagResponse = try #require(NetsSandbox.check(noTag, secretKey: Secret(NetsFixtures.secretKey), now: NetsFixtures.now))
+        #expect(tagResponse.status == 400)
+        #expect(Self.errorFields(tagResponse) == ["commercePlatformTag"])
+
+        var longKey = request
+        longKey.headers = longKey.headers.map { $0.name == "Idempotency-Key" ? HTTPHeader("Idempotency-Key", String(repeating: "k", count: 65)) : $0 }
+        #expect(Self.errorFields(try #require(NetsSandbox.check(longKey, secretKey: Secret(NetsFixtures.secretKey), now: NetsFixtures.now))) == ["Idempotency-Key"])
+
+        var noKey = request
+        noKey.headers.removeAll { $0.name == "Idempotency-Key" }
+        #expect(Self.errorFields(try #require(NetsSandbox.check(noKey, secretKey: Secret(NetsFixtures.secretKey), now: NetsFixtures.now))) == ["Idempotency-Key"])
+
+        var textBody = request
+        textBody.headers = textBody.headers.map { $0.name == "Content-Type" ? HTTPHeader("Content-Type", "text/plain") : $0 }
+        #expect(NetsSandbox.check(textBody, secretKey: Secret(NetsFixtures.secretKey), now: NetsFixtures.now)?.status == 415)
+    }
+
+    @Test func bodyIsCheckedLikeNets() throws {
+        let request = try NetsPayments.createSubscription(NetsFixtures.createOrder(), config: NetsFixtures.config, now: NetsFixtures.now)
+        let key = Secret(NetsFixtures.secretKey)
+        // The signer accepted it; ten years later Nets would refuse the same end date.
+        let late = try #require(NetsSandbox.check(request, secretKey: key, now: NetsFixtures.now + 10 * 365 * 86_400))
+        #expect(Self.errorFields(late) == ["subscription.endDate"])
+
+        let zulu = try Self.withBody(request) { $0["subscription"] = ["endDate": "2029-07-18T00:00:00Z", "interval": 0] }
+        #expect(Self.errorFields(try #require(NetsSandbox.check(zulu, secretKey: key, now: NetsFixtures.now))) == ["subscription.endDate"])
+
+        let mismatch = try Self.withBody(request) { body in
+            var order = body["order"]?.objectValue ?? [:]
+            order["amount"] = 999
+            body["order"] = .object(order)
+        }
+        #expect(Self.errorFields(try #require(NetsSandbox.check(mismatch, secretKey: key, now: NetsFixtures.now))) == ["order.amount"])
+
+        let embedded = try Self.withBody(request) { $0["checkout"] = ["integrationType": "EmbeddedCheckout"] }
+        #expect(Self.errorFields(try #require(NetsSandbox.check(embedded, secretKey: key, now: NetsFixtures.now))) == ["checkout.integrationType"])
+
+        let negative = try Self.withBody(request) { $0["subscription"] = ["endDate": "2029-07-18T00:00:00+01:00", "interval": -1] }
+        #expect(Self.errorFields(try #require(NetsSandbox.check(negative, secretKey: key, now: NetsFixtures.now))) == ["subscription.interval"])
+
+        var garbage = request
+        garbage.body = Array("{not json".utf8)
+        #expect(Self.errorFields(try #require(NetsSandbox.check(garbage, secretKey: key, now: NetsFixtures.now))) == ["body"])
+
+        // The sandbox's 400 is understood by the classifier.
+        guard case .failed("NETS_BAD_REQUEST", let message) = NetsPayments.classifyCreate(late) else {
+            Issue.record("expected NETS_BAD_REQUEST")
+            return
+        }
+        #expect(message.contains("subscription.endDate"))
+    }
+
+    @Test func fullSubscriptionLifecycle() throws {
+        var sandbox = Self.sandbox()
+        let create = try NetsPayments.createSubscription(NetsFixtures.createOrder(), config: NetsFixtures.config, now: NetsFixtures.now, webhookURL: NetsFixtures.webhookURL)
+        guard case .pending(let created) = NetsPayments.classifyCreate(sandbox.handle(create, now: NetsFixtures.now)),
+            let paymentId = created["paymentId"]?.stringValue
+        else {
+            Issue.record("create failed")
+            return
+        }
+
+        // Before the customer completes the page there is no subscription yet.
+        let lookup = try NetsPayments.sign(NetsFixtures.getOrder(paymentId: .string(paymentId)), config: NetsFixtures.config, now: NetsFixtures.now)
+        guard case .finish(.failed("NETS_SUBSCRIPTION_NOT_FOUND", _)) = NetsPayments.handle(sandbox.handle(lookup, now: NetsFixtures.now), to: lookup) else {
+            Issue.record("expected no subscription yet")
+            return
+        }
+
+        let deliveries = sandbox.completeCheckout(paymentId: paymentId, timestampMilliseconds: NetsFixtures.now * 1000 + 123)
+        #expect(deliveries.count == 1)
+        let delivery = try #require(deliveries.first)
+        #expect(delivery.url == NetsFixtures.webhookURL)
+        guard case .authentic(let event) = NetsWebhook.verify(headers: delivery.headers, body: delivery.body, config: NetsFixtures.config) else {
+            Issue.record("the sandbox's delivery must verify")
+            return
+        }
+        #expect(event.paymentId == paymentId)
+        #expect(NetsWebhook.interpret(event, for: NetsFixtures.createOrder()) == .apply(.succeeded(["paymentId": .string(paymentId), "amount": 1050])))
+        #expect(sandbox.completeCheckout(paymentId: paymentId, timestampMilliseconds: 0).first?.body.count ?? 0 > 0)  // redelivery
+        #expect(sandbox.subscriptions.count == 1)
+
+        guard case .send(let second) = NetsPayments.handle(sandbox.handle(lookup, now: NetsFixtures.now), to: lookup) else {
+            Issue.record("expected step 2")
+            return
+        }
+        guard case .finish(.succeeded(let details)) = NetsPayments.handle(sandbox.handle(second, now: NetsFixtures.now), to: second),
+            let subscriptionId = details["subscriptionId"]?.stringValue
+        else {
+            Issue.record("expected subscription details")
+            return
+        }
+        #expect(details["interval"] == 30)
+        #expect(details["endDate"] == "2029-07-18T00:00:00+01:00")
+
+        let charge = try NetsPayments.chargeSubscription(NetsFixtures.chargeOrder(subscriptionId: .string(subscriptionId)), config: NetsFixtures.config)
+        let charged = sandbox.handle(charge, now: NetsFixtures.now)
+        guard case .succeeded(let ids) = NetsPayments.classifyCharge(charged) else {
+            Issue.record("expected a charge")
+            return
+        }
+        #expect(ids["chargeId"] != nil)
+        #expect(sandbox.handle(charge, now: NetsFixtures.now + 60) == charged)  // replay: same charge, not a second one
+
+        let reused = try Self.withBody(charge) { body in
+            var order = body["order"]?.objectValue ?? [:]
+            order["reference"] = "different"
+            body["order"] = .object(order)
+        }
+        #expect(Self.errorFields(sandbox.handle(reused, now: NetsFixtures.now)) == ["Idempotency-Key"])
+
+        let expired = try NetsPayments.chargeSubscription(NetsFixtures.chargeOrder(orderId: "ord-late", subscriptionId: .string(subscriptionId)), config: NetsFixtures.config)
+        #expect(Self.errorFields(sandbox.handle(expired, now: NetsFixtures.now + 10 * 365 * 86_400)) == ["subscriptionId"])
+    }
+
+    @Test func unknownIdsAndRoutesAreNotFound() throws {
+        var sandbox = Self.sandbox()
+        let charge = try NetsPayments.chargeSubscription(NetsFixtures.chargeOrder(), config: NetsFixtures.config)
+        let response = sandbox.handle(charge, now: NetsFixtures.now)
+        #expect(response.status == 404)
+        #expect(NetsPayments.classifyCharge(response) == .failed(code: "NETS_NOT_FOUND", message: "Nets does not know this subscription"))
+        let auth = [HTTPHeader("Authorization", NetsFixtures.secretKey)]
+        #expect(sandbox.handle(HTTPRequestSpec(method: .GET, url: "/v1/payments/..%2Fsubscriptions", headers: auth), now: 0).status == 404)
+        #expect(sandbox.handle(HTTPRequestSpec(method: .GET, url: "/v1/refunds/abc", headers: auth), now: 0).status == 404)
+        #expect(sandbox.handle(HTTPRequestSpec(method: .GET, url: "/v1/payments/abc"), now: 0).status == 401)
+    }
+
+    @Test func failedReservationDelivery() throws {
+        var sandbox = Self.sandbox()
+        let create = try NetsPayments.createSubscription(NetsFixtures.createOrder(), config: NetsFixtures.config, now: NetsFixtures.now, webhookURL: NetsFixtures.webhookURL)
+        guard case .pending(let created) = NetsPayments.classifyCreate(sandbox.handle(create, now: NetsFixtures.now)),
+            let paymentId = created["paymentId"]?.stringValue
+        else {
+            Issue.record("create failed")
+            return
+        }
+        let delivery = try #require(sandbox.failReservation(paymentId: paymentId, timestampMilliseconds: 0).first)
+        guard case .authentic(let event) = NetsWebhook.verify(headers: delivery.headers, body: delivery.body, config: NetsFixtures.config) else {
+            Issue.record("expected authentic")
+            return
+        }
+        guard case .apply(.failed("NETS_RESERVATION_FAILED", _)) = NetsWebhook.interpret(event, for: NetsFixtures.createOrder()) else {
+            Issue.record("expected failed")
+            return
+        }
+        #expect(sandbox.failReservation(paymentId: "unknown", timestampMilliseconds: 0).isEmpty)
+    }
+
+    @Test func tamperedDeliveries() throws {
+        let content = NetsWebhookContent(
+            kind: .checkoutCompleted, eventId: "e1", paymentId: "p1", amount: 1050, currency: "SEK", reference: "sub-42", timestampMilliseconds: 0)
+        let genuine = NetsSandbox.webhookDelivery(content, config: NetsFixtures.config)
+        #expect(genuine.authorization == NetsFixtures.webhookSecret)
+        guard case .authentic(let event) = NetsWebhook.verify(headers: genuine.headers, body: genuine.body, config: NetsFixtures.config) else {
+            Issue.record("genuine")
+            return
+        }
+        #expect(NetsWebhook.interpret(event, for: NetsFixtures.createOrder()) == .apply(.succeeded(["paymentId": "p1", "amount": 1050])))
+
+        let forged = NetsSandbox.webhookDelivery(content, config: NetsFixtures.config, tampering: .authorization("guess"))
+        guard case .forged = NetsWebhook.verify(headers: forged.headers, body: forged.body, config: NetsFixtures.config) else {
+            Issue.record("forged")
+            return
+        }
+        let cheap = NetsSandbox.webhookDelivery(content, config: NetsFixtures.config, tampering: .amount(1))
+        guard case .authentic(let cheapEvent) = NetsWebhook.verify(headers: cheap.headers, body: cheap.body, config: NetsFixtures.config),
+            case .apply(.failed("AMOUNT_MISMATCH", _)) = NetsWebhook.interpret(cheapEvent, for: NetsFixtures.createOrder())
+        else {
+            Issue.record("amount tampering must give AMOUNT_MISMATCH")
+            return
+        }
+        let renamed = NetsSandbox.webhookDelivery(content, config: NetsFixtures.config, tampering: .reference("other"))
+        guard case .authentic(let renamedEvent) = NetsWebhook.verify(headers: renamed.headers, body: renamed.body, config: NetsFixtures.config),
+            case .apply(.failed("REFERENCE_MISMATCH", _)) = NetsWebhook.interpret(renamedEvent, for: NetsFixtures.createOrder())
+        else {
+            Issue.record("reference tampering must give REFERENCE_MISMATCH")
+            return
+        }
+    }
+
+    @Test(arguments: [NetsWebhookEvent.Kind.reservationCreated, .reservationFailed, .chargeCreated, .chargeFailed, .other("payment.cancel.created")])
+    func everyBuiltEventParses(kind: NetsWebhookEvent.Kind) {
+        let content = NetsWebhookContent(kind: kind, eventId: "e1", paymentId: "p1", amount: 1050, currency: "SEK", timestampMilliseconds: 1)
+        let delivery = NetsSandbox.webhookDelivery(content, config: NetsFixtures.config)
+        guard case .authentic(let event) = NetsWebhook.verify(headers: delivery.headers, body: delivery.body, config: NetsFixtures.config) else {
+            Issue.record("\(kind) must parse")
+            return
+        }
+        #expect(event.kind == kind)
+        #expect(event.amount == (kind == .other("payment.cancel.created") ? nil : 1050))
+        #expect(event.timestamp == "1970-01-01T00:00:00.001Z")
+    }
+}

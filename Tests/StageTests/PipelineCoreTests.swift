@@ -7,6 +7,7 @@ import SignerStage
 import StageRuntime
 import StageWire
 import SubmitterStage
+import Sandbox
 import Testing
 import TrustPayments
 

@@ -133,24 +133,7 @@ func uriError(_ uri: String, order: Order = seedOrder) -> VivaURIError? {
     }
 }
 
-@Suite struct VivaSandboxTests {
-    @Test func sandboxCallbacksValidateAgainstTheOrder() throws {
-        let order = saleOrder(amount: 2500, ["clientTransactionId": "ref & co=1 ü", "tipAmount": 300, "installments": ["preferred": 3]])
-        let url = try VivaSale.url(order: order, config: vivaConfig)
-        let sale = try VivaSandbox.readSale(url)
-        let approved = VivaSandbox.approved(sale)
-        #expect(try VivaSaleCallback(uri: approved.uri) == approved)
-        let validation = try VivaSaleCallback.validate(uri: approved.uri, order: order, config: vivaConfig)
-        guard case .succeeded(let result) = validation.verdict else { Issue.record("expected success"); return }
-        #expect(result["tipAmount"] == 300 && result["amount"] == 2500 && result["installments"] == 3)
-        #expect(VivaSandbox.approved(sale) == approved)
-
-        let declined = VivaSandbox.declined(sale, message: "Insufficient funds")
-        guard case .failed("VIVA_SALE_FAILED", _) = try VivaSaleCallback.validate(uri: declined.uri, order: order, config: vivaConfig).verdict else {
-            Issue.record("expected failure"); return
-        }
-    }
-
+@Suite struct VivaQueryTests {
     @Test func percentEncodingIsRFC3986() {
         #expect(VivaQuery.percentEncode("AZaz09-._~") == "AZaz09-._~")
         #expect(VivaQuery.percentEncode("a b+c&d=e/é") == "a%20b%2Bc%26d%3De%2F%C3%A9")

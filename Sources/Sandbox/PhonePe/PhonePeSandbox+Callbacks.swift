@@ -1,5 +1,6 @@
 import Foundation
 import PaypipeCore
+import PhonePe
 
 /// How a sandbox S2S callback is made: genuinely, or broken in one way for negative tests.
 public enum PhonePeSandboxCallbackVariant: String, Sendable, Equatable, CaseIterable {
@@ -37,7 +38,7 @@ extension PhonePeSandbox {
             "success": true, "code": "SUCCESS", "message": .string(Self.message(for: outcome)), "data": .object(data),
         ]
         let response = Data(document.bytes).base64EncodedString()
-        var xVerify = checksum.xVerify(callbackResponse: response)
+        var xVerify = checksum(for: response)
         if variant == .wrongChecksum {
             let first = xVerify.removeFirst()
             xVerify = (first == "0" ? "1" : "0") + xVerify

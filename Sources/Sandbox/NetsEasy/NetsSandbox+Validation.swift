@@ -1,3 +1,4 @@
+import NetsEasy
 import PaypipeCore
 
 extension NetsSandbox {
@@ -18,7 +19,7 @@ extension NetsSandbox {
     /// when the request is acceptable. Stateless, so a sandbox can run it anywhere.
     public static func check(_ request: HTTPRequestSpec, secretKey: Secret, now: Int64) -> HTTPResponseSpec? {
         let authorizations = request.headers.filter { $0.name.lowercased() == "authorization" }
-        guard !secretKey.isEmpty, authorizations.count == 1, secretKey.matches(Array(authorizations[0].value.utf8)) else {
+        guard !secretKey.isEmpty, authorizations.count == 1, isSecretKey(authorizations[0].value, secretKey) else {
             return HTTPResponseSpec(status: 401)
         }
         guard let kind = NetsRequestKind(request) else { return HTTPResponseSpec(status: 404) }
@@ -49,6 +50,12 @@ extension NetsSandbox {
             validateNotifications(body["notifications"], into: &errors)
         }
         return errors.isEmpty ? nil : errors.response
+    }
+
+    /// PROVIDERS.md: `Authorization: <secret key>`, the raw key with no scheme. A plain string
+    /// comparison of the sandbox's own, in constant time; no client code decides what passes.
+    static func isSecretKey(_ authorization: String, _ secretKey: Secret) -> Bool {
+        SandboxCrypto.constantTimeEquals(Array(authorization.utf8), secretKey.utf8)
     }
 
     static func validateOrder(_ value: JSONValue?, into errors: inout ValidationErrors) {

@@ -1,3 +1,4 @@
+import NetsEasy
 import PaypipeCore
 
 /// An emulator of Nets' subscription API for demos, tests and benchmarks: a plain value the

@@ -1,4 +1,5 @@
 import PaypipeCore
+import Viva
 
 /// What the provider sandbox needs to stand in for the Viva app: read a sale URL as the app would
 /// and answer with the callback URI the app would open. Deterministic: identifiers derive from the

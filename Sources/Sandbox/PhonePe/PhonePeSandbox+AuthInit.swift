@@ -1,5 +1,6 @@
 import Foundation
 import PaypipeCore
+import PhonePe
 
 /// The sandbox's answer to an auth/init: the HTTP response, and the mandate it created (nil
 /// when it refused the request; set for an INTERNAL_SERVER_ERROR scenario, where it was created).
@@ -25,15 +26,21 @@ extension PhonePeSandbox {
         case .failure(let refusal):
             return PhonePeSandboxAuthInitReply(response: refusal.response, mandate: nil)
         case .success(let mandate):
-            if let (status, code, message) = mandate.scenario.refusal {
-                let created = mandate.scenario == .internalServerError ? mandate : nil
-                return PhonePeSandboxAuthInitReply(response: Self.refusal(status, code, message), mandate: created)
-            }
-            let data: JSONValue = ["redirectType": "INTENT", "redirectURL": .string(redirectURL(for: mandate))]
-            return PhonePeSandboxAuthInitReply(
-                response: Self.envelope(status: 200, success: true, code: "SUCCESS", message: "Your request has been successfully completed.", data: data),
-                mandate: mandate)
+            return answer(for: mandate)
         }
+    }
+
+    /// The answer to an authentic auth/init for `mandate`. It depends on the mandate alone, so
+    /// a replayed authRequestId can be given its first answer again without re-signing anything.
+    func answer(for mandate: PhonePeSandboxMandate) -> PhonePeSandboxAuthInitReply {
+        if let (status, code, message) = mandate.scenario.refusal {
+            let created = mandate.scenario == .internalServerError ? mandate : nil
+            return PhonePeSandboxAuthInitReply(response: Self.refusal(status, code, message), mandate: created)
+        }
+        let data: JSONValue = ["redirectType": "INTENT", "redirectURL": .string(redirectURL(for: mandate))]
+        return PhonePeSandboxAuthInitReply(
+            response: Self.envelope(status: 200, success: true, code: "SUCCESS", message: "Your request has been successfully completed.", data: data),
+            mandate: mandate)
     }
 
     struct Refusal: Error {
@@ -45,7 +52,7 @@ extension PhonePeSandbox {
         path: String, headers: [HTTPHeader], body: [UInt8], authWorkflowType: PhonePeAuthWorkflowType?
     ) -> Result<PhonePeSandboxMandate, Refusal> {
         let path = path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? path
-        guard path == PhonePeRules.authInitPath else {
+        guard path == Self.authInitPath else {
             return .failure(Refusal(response: Self.refusal(404, "NOT_FOUND", "No API at \(path.prefix(100))")))
         }
         guard let contentType = Self.header("Content-Type", in: headers), contentType.lowercased().hasPrefix("application/json") else {
@@ -62,7 +69,7 @@ extension PhonePeSandbox {
         guard let xVerify = Self.header("X-VERIFY", in: headers) else {
             return .failure(Refusal(response: Self.refusal(401, "AUTHORIZATION_FAILED", "X-VERIFY header is missing")))
         }
-        guard checksum.verify(xVerify, payloadBase64: request, apiPath: PhonePeRules.authInitPath) else {
+        guard checksumMatches(xVerify, message: request + Self.authInitPath) else {
             return .failure(Refusal(response: Self.refusal(401, "AUTHORIZATION_FAILED", "X-VERIFY checksum mismatch")))
         }
         guard let decoded = Data(base64Encoded: request), let payloadValue = try? JSONValue.parse(Array(decoded)),

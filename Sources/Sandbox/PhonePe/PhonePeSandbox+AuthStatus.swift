@@ -1,4 +1,5 @@
 import PaypipeCore
+import PhonePe
 
 /// An incoming auth-status call after verification.
 public enum PhonePeSandboxStatusQuery: Sendable, Equatable {
@@ -17,16 +18,16 @@ extension PhonePeSandbox {
     /// (sha256hex(path + saltKey) + "###" + saltIndex).
     public func verifyAuthStatus(path: String, headers: [HTTPHeader]) -> PhonePeSandboxStatusQuery {
         let path = path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? path
-        guard path.hasPrefix(PhonePeRules.authStatusPathPrefix) else {
+        guard path.hasPrefix(Self.authStatusPathPrefix) else {
             return .rejected(Self.refusal(404, "NOT_FOUND", "No API at \(path.prefix(100))"))
         }
-        let ids = path.dropFirst(PhonePeRules.authStatusPathPrefix.count).split(separator: "/", omittingEmptySubsequences: false)
+        let ids = path.dropFirst(Self.authStatusPathPrefix.count).split(separator: "/", omittingEmptySubsequences: false)
         guard ids.count == 2, PhonePeRules.isIdentifier(String(ids[0]), maxLength: PhonePeRules.merchantIdMaxLength),
             PhonePeRules.isIdentifier(String(ids[1]), maxLength: 64)
         else {
             return .rejected(Self.refusal(400, "BAD_REQUEST", "path must be /v3/recurring/auth/status/{merchantId}/{authRequestId}"))
         }
-        guard let xVerify = Self.header("X-VERIFY", in: headers), checksum.verify(xVerify, path: path) else {
+        guard let xVerify = Self.header("X-VERIFY", in: headers), checksumMatches(xVerify, message: path) else {
             return .rejected(Self.refusal(401, "AUTHORIZATION_FAILED", "X-VERIFY checksum mismatch"))
         }
         guard ids[0] == merchantId else {

@@ -1,20 +1,28 @@
 import Crypto
 import PaypipeCore
+import PhonePe
 
 /// Emulates PhonePe's recurring v3 endpoints for demos, tests and benchmarks: it verifies
 /// incoming requests the way PhonePe does and builds realistic responses and S2S callbacks.
 /// Pure: the sandbox stage owns the HTTP server, the mandate store and the clock.
 public struct PhonePeSandbox: Sendable {
-    public let merchantId: String
-    public let checksum: PhonePeChecksum
+    /// PROVIDERS.md's paths, kept apart from the client's constants: both go into X-VERIFY.
+    public static let authInitPath = "/v3/recurring/auth/init"
+    public static let authStatusPathPrefix = "/v3/recurring/auth/status/"
 
-    public init(merchantId: String, checksum: PhonePeChecksum) {
+    public let merchantId: String
+    /// A `Secret`, so printing or dumping the sandbox never shows the salt.
+    let saltKey: Secret
+    public let saltIndex: String
+
+    public init(merchantId: String, saltKey: Secret, saltIndex: String) {
         self.merchantId = merchantId
-        self.checksum = checksum
+        self.saltKey = saltKey
+        self.saltIndex = saltIndex
     }
 
     public init(config: PhonePeConfig) {
-        self.init(merchantId: config.merchantId, checksum: PhonePeChecksum(config: config))
+        self.init(merchantId: config.merchantId, saltKey: config.saltKey, saltIndex: config.saltIndex)
     }
 }
 

@@ -1,3 +1,4 @@
+import Cleeng
 import PaypipeCore
 
 /// What the provider sandbox needs to stand in for Cleeng: the receipt endpoint's checks and
@@ -17,7 +18,7 @@ public enum CleengSandbox {
         guard request.method == .POST else {
             return ReceiptCheck(response: jsonResponse(405, ["error": "method not allowed"], headers: [HTTPHeader("Allow", "POST")]), receipt: nil)
         }
-        guard CleengBasicAuth.matches(request.header("Authorization"), username: username, password: password) else {
+        guard isAuthorized(request.header("Authorization"), username: username, password: password) else {
             return ReceiptCheck(
                 response: jsonResponse(401, ["error": "unauthorized"], headers: [HTTPHeader("WWW-Authenticate", "Basic realm=\"Cleeng\"")]),
                 receipt: nil)
@@ -33,6 +34,15 @@ public enum CleengSandbox {
             let message = error.message.hasPrefix("params.") ? String(error.message.dropFirst("params.".count)) : error.message
             return ReceiptCheck(response: jsonResponse(400, ["error": .string(message)]), receipt: nil)
         }
+    }
+
+    /// HTTP Basic (RFC 7617) checked by the sandbox's own decoding, not the client's
+    /// `CleengBasicAuth`, in constant time.
+    static func isAuthorized(_ header: String?, username: String, password: Secret) -> Bool {
+        guard let credentials = SandboxCrypto.basicCredentials(header, lenient: true) else { return false }
+        let userMatches = SandboxCrypto.constantTimeEquals(credentials.user, Array(username.utf8))
+        let passwordMatches = SandboxCrypto.constantTimeEquals(credentials.password, password.utf8)
+        return userMatches && passwordMatches
     }
 
     /// A getAccessStatus call as the sandbox received it.

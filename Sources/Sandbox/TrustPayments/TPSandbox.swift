@@ -1,6 +1,6 @@
-import Crypto
 import Foundation
 import PaypipeCore
+import TrustPayments
 
 /// The provider side of Trust Payments, for the sandbox emulator: checks incoming requests the
 /// way the gateway would and builds its answers. Pure: state (known transactions) comes in as
@@ -54,8 +54,8 @@ public enum TPSandbox {
         guard header.hasPrefix("Basic "), let decoded = Data(base64Encoded: String(header.dropFirst(6))) else { return false }
         let bytes = Array(decoded)
         guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")) else { return false }
-        let userMatches = ConstantTime.equals(Array(bytes[..<colon]), Array(config.webservicesUser.utf8))
-        let passwordMatches = config.webservicesPassword.matches(bytes[(colon + 1)...])
+        let userMatches = SandboxCrypto.constantTimeEquals(bytes[..<colon], Array(config.webservicesUser.utf8))
+        let passwordMatches = SandboxCrypto.constantTimeEquals(bytes[(colon + 1)...], config.webservicesPassword.utf8)
         return userMatches && passwordMatches
     }
 
@@ -175,20 +175,13 @@ public enum TPSandbox {
     /// for the merchant's site, with the seed's subscription fields. Outcomes follow the test
     /// amounts; the AUTH settles immediately only in the sense that `settlestatus` starts at "0".
     public static func processPayment(jwt: String, config: TrustPaymentsConfig, now: Int64) throws(RequestError) -> Payment {
-        let claims: [String: JSONValue]
+        let claimsBytes: [UInt8]
         do {
-            let parts = try TPHS256.split(Array(jwt.utf8))
-            guard HMAC<SHA256>.isValidAuthenticationCode(parts.signature, authenticating: parts.signingInput, using: SymmetricKey(data: config.jwtSecret.utf8))
-            else { throw RequestError(reason: "invalid JWT signature") }
-            guard case .object(let object)? = try? JSONValue.parse(parts.claimsBytes) else { throw RequestError(reason: "JWT claims are not a JSON object") }
-            claims = object
-        } catch let error as TPCallbackError {
-            throw RequestError(reason: error.message)
-        } catch let error as RequestError {
-            throw error
+            claimsBytes = try TPSandboxJWT.verifiedClaims(jwt, key: config.jwtSecret.utf8)
         } catch {
-            throw RequestError(reason: "invalid JWT")
+            throw RequestError(reason: error.reason)
         }
+        guard case .object(let claims)? = try? JSONValue.parse(claimsBytes) else { throw RequestError(reason: "JWT claims are not a JSON object") }
         guard claims["iss"]?.stringValue == config.jwtIssuer else { throw RequestError(reason: "iss is not the configured JWT user") }
         guard claims["iat"]?.integerValue != nil || claims["iat"]?.stringValue != nil else { throw RequestError(reason: "iat is missing") }
         guard case .object(let payload)? = claims["payload"] else { throw RequestError(reason: "payload is missing") }
@@ -246,15 +239,22 @@ public enum TPSandbox {
             entries.append(subscription)
         }
 
-        let responseJWT = TPResponseJWT.build(entries: entries, requestReference: requestReference, issuedAt: now, issuer: config.jwtIssuer, secret: config.jwtSecret)
-        var notification: [TPNotification.Field] = []
+        let responseClaims: JSONValue = [
+            "iat": .integer(now), "iss": .string(config.jwtIssuer),
+            "payload": [
+                "requestreference": .string(requestReference), "version": .string(TPWebServices.version),
+                "response": .array(entries.map(JSONValue.object)),
+            ],
+        ]
+        let responseJWT = TPSandboxJWT.sign(claims: responseClaims.bytes, key: config.jwtSecret.utf8)
+        var notification: [TPSandboxNotification.Field] = []
         for name in ["baseamount", "currencyiso3a", "errorcode", "orderreference", "paymenttypedescription", "requestreference", "requesttypedescription", "settlestatus", "sitereference", "transactionreference"] {
             if let value = payment[name]?.stringValue { notification.append((name, value)) }
         }
         notification.append(("notificationreference", "N" + String(Digest.sha256Hex(Array(requestReference.utf8)).prefix(10))))
         return Payment(
             responseJWT: responseJWT,
-            notificationBody: TPNotification.formBody(fields: notification, password: config.notificationPassword),
+            notificationBody: TPSandboxNotification.formBody(fields: notification, password: config.notificationPassword),
             records: entries)
     }
 }

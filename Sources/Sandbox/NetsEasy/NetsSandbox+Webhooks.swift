@@ -1,3 +1,4 @@
+import NetsEasy
 import PaypipeCore
 
 /// The facts a webhook delivery reports.
