@@ -9,7 +9,9 @@ public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertibl
 
 extension JSONValue {
     /// Parses strictly per RFC 8259: no trailing commas, no comments, no duplicate keys,
-    /// valid UTF-8 only, and at most `maxDepth` nested containers.
+    /// valid UTF-8 only, and at most `maxDepth` nested containers. Where the RFC leaves the choice
+    /// open: no byte order mark, no unpaired surrogate escapes, integers beyond Int64 become the
+    /// nearest `.fraction`, and numbers beyond Double's range are refused (JSONParserTests has each case).
     public static func parse(_ bytes: some Collection<UInt8>, maxDepth: Int = 64) throws(JSONParseError) -> JSONValue {
         let array = Array(bytes)
         return try array.withUnsafeBufferPointer { buffer throws(JSONParseError) in
@@ -168,6 +170,11 @@ private struct JSONParser {
         let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
         if isInteger, let value = Int64(text) { return .integer(value) }
         guard let value = Double(text) else { throw fail(.syntax, "invalid number") }
+        // Double(text) rounds an overflow to ±infinity, which JSON cannot express (it would be
+        // written back as null), so refuse the number rather than change its value.
+        guard value.isFinite else {
+            throw JSONParseError(kind: .syntax, offset: start, reason: "number out of range (beyond ±1.8e308)")
+        }
         return .fraction(value)
     }
 
