@@ -63,11 +63,11 @@ public struct CallbackValidator: Sendable {
         do {
             envelope = try PhonePeCallbackEnvelope(body: body)
         } catch {
-            return .rejected(error.httpStatus, error.code, error.message)
+            return .rejected(error.status, error.code, error.message)
         }
         var callback: PhonePeCallback?
         var merchantName = ""
-        var lastError = PhonePeCallbackError(.badChecksum, "no merchant is configured with this PhonePe merchantId")
+        var lastError = CallbackRejection.forged(CallbackRejection.Code.badChecksum, "no merchant is configured with this PhonePe merchantId")
         for (name, merchant) in config.merchants.sorted(by: { $0.key < $1.key }) where merchant.phonepe?.merchantId == envelope.claimedMerchantId {
             guard let checksum = checksums[name] else { continue }
             do {
@@ -79,7 +79,7 @@ public struct CallbackValidator: Sendable {
             }
         }
         guard let callback, let merchantId = config.merchants[merchantName]?.phonepe?.merchantId else {
-            return .rejected(lastError.httpStatus, lastError.code, lastError.message)
+            return .rejected(lastError.status, lastError.code, lastError.message)
         }
         let order: Order
         do { order = try await self.order(.lookupRef(.phonepe, callback.authRequestId), merchant: merchantName, provider: .phonepe) } catch { return error.answer }
@@ -92,19 +92,21 @@ public struct CallbackValidator: Sendable {
     /// `POST /callbacks/nets`: the merchant is the one whose webhook secret the Authorization
     /// equals (constant time); the order is found by paymentId; redeliveries dedupe on event id.
     public func nets(headers: [HTTPHeader], body: [UInt8]) async -> CallbackAnswer {
-        var rejection = NetsWebhookRejection(status: 401, reason: .notConfigured, "no merchant has a nets webhookAuthorization")
+        let notConfigured = CallbackRejection.Code.webhookNotConfigured
+        var rejection = CallbackRejection.forged(notConfigured, "no merchant has a nets webhookAuthorization")
         var authentic: (String, NetsWebhookEvent)?
         for (name, merchant) in config.merchants.sorted(by: { $0.key < $1.key }) {
             guard let nets = merchant.nets else { continue }
-            switch NetsWebhook.verify(headers: headers, body: body, config: nets) {
-            case .authentic(let event): authentic = (name, event)
-            case .malformed(let malformed): return .rejected(malformed.status, malformed.reason.rawValue, malformed.message)
-            case .forged(let forged):
-                if rejection.reason == .notConfigured || forged.reason != .notConfigured { rejection = forged }
+            do {
+                authentic = (name, try NetsWebhook.verify(headers: headers, body: body, config: nets))
+                break
+            } catch let error where error.isForged {
+                if rejection.code == notConfigured || error.code != notConfigured { rejection = error }
+            } catch {
+                return .rejected(error.status, error.code, error.message)
             }
-            if authentic != nil { break }
         }
-        guard let (merchantName, event) = authentic else { return .rejected(rejection.status, rejection.reason.rawValue, rejection.message) }
+        guard let (merchantName, event) = authentic else { return .rejected(rejection.status, rejection.code, rejection.message) }
         let order: Order
         do { order = try await self.order(.lookupRef(.nets, event.paymentId), merchant: merchantName, provider: .nets) } catch { return error.answer }
         switch NetsWebhook.interpret(event, for: order) {
@@ -120,10 +122,10 @@ public struct CallbackValidator: Sendable {
         do {
             fields = try TPNotification.parseForm(body)
         } catch {
-            return .rejected(error.httpStatus, error.reason.rawValue, error.message)
+            return .rejected(error.status, error.code, error.message)
         }
         let site = fields.first { $0.name == "sitereference" }?.value
-        var lastError = TPCallbackError(.badSignature, "no merchant is configured for this sitereference")
+        var lastError = CallbackRejection.forged(CallbackRejection.Code.badSignature, "no merchant is configured for this sitereference")
         var verified: (String, TPNotificationEvent)?
         for (name, merchant) in config.merchants.sorted(by: { $0.key < $1.key }) {
             guard let tp = merchant.trustpayments, site == nil || site == tp.siteReference else { continue }
@@ -135,7 +137,7 @@ public struct CallbackValidator: Sendable {
             }
         }
         guard let (merchantName, event) = verified, let tp = config.merchants[merchantName]?.trustpayments else {
-            return .rejected(lastError.httpStatus, lastError.reason.rawValue, lastError.message)
+            return .rejected(lastError.status, lastError.code, lastError.message)
         }
         guard Order.isValidOrderId(event.orderReference) else {
             return .rejected(400, "INVALID_FIELD", "orderreference is not an orderId this pipeline issues")
@@ -161,7 +163,7 @@ public struct CallbackValidator: Sendable {
         do {
             response = try await verifier.verify(forwarded.value, now: now() / 1000, maxAgeSeconds: config.timers.tpResponseMaxAgeS)
         } catch {
-            return .rejected(error.httpStatus, error.reason.rawValue, error.message)
+            return .rejected(error.status, error.code, error.message)
         }
         let order: Order
         do { order = try await self.order(.lookup(forwarded.key), merchant: forwarded.merchant, provider: .trustpayments) } catch { return error.answer }
@@ -183,7 +185,7 @@ public struct CallbackValidator: Sendable {
         do {
             validation = try VivaSaleCallback.validate(uri: forwarded.value, order: order, config: vivaConfig)
         } catch {
-            return .rejected(400, error.reason.rawValue, error.message)
+            return .rejected(error.status, error.code, error.message)
         }
         let event = "viva|\(order.orderId)|\(validation.callback.transactionId ?? validation.callback.clientTransactionId)"
         return await settle(order, event: event, verdict: validation.verdict)

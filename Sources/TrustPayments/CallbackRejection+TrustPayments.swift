@@ -1,30 +1,12 @@
-/// Why a callback was refused as forged, malformed or stale: the callback validator answers
-/// 4xx and counts `reason` in `/metrics`. Messages never carry secrets or signatures.
-public struct TPCallbackError: Error, Sendable, Equatable, CustomStringConvertible {
-    public struct Reason: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
-        public let rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
+import PaypipeCore
 
-        public static let malformed = Reason(rawValue: "MALFORMED")
-        public static let algorithmNotAllowed = Reason(rawValue: "ALG_NOT_ALLOWED")
-        public static let badSignature = Reason(rawValue: "BAD_SIGNATURE")
-        public static let missingSignature = Reason(rawValue: "MISSING_SIGNATURE")
-        public static let missingIssuedAt = Reason(rawValue: "MISSING_IAT")
-        public static let stale = Reason(rawValue: "STALE")
-        public static let issuedInFuture = Reason(rawValue: "IAT_IN_FUTURE")
-    }
-
-    public let reason: Reason
-    public let message: String
-
-    public init(_ reason: Reason, _ message: String) {
-        self.reason = reason
-        self.message = message
-    }
-
-    /// The HTTP status the validator answers with.
-    public var httpStatus: Int { reason == .badSignature || reason == .missingSignature || reason == .algorithmNotAllowed ? 401 : 400 }
-
-    public var description: String { "\(reason.rawValue): \(message)" }
+/// Trust Payments' own reasons for refusing a response JWT (the callback validator answers
+/// them like every other `CallbackRejection`: 401 for ALG_NOT_ALLOWED, 400 for the others).
+extension CallbackRejection.Code {
+    /// An `alg` other than HS256 (none, HS384, RS256...): refused before any signature is read.
+    public static let algorithmNotAllowed = "ALG_NOT_ALLOWED"
+    /// No `iat` claim, so the token's age cannot be checked.
+    public static let missingIssuedAt = "MISSING_IAT"
+    /// `iat` further ahead of the validator's clock than the allowed skew.
+    public static let issuedInFuture = "IAT_IN_FUTURE"
 }

@@ -182,7 +182,7 @@ public enum TPSandbox {
             else { throw RequestError(reason: "invalid JWT signature") }
             guard case .object(let object)? = try? JSONValue.parse(parts.claimsBytes) else { throw RequestError(reason: "JWT claims are not a JSON object") }
             claims = object
-        } catch let error as TPCallbackError {
+        } catch let error as CallbackRejection {
             throw RequestError(reason: error.message)
         } catch let error as RequestError {
             throw error

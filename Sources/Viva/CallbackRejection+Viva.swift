@@ -1,8 +1,9 @@
-/// Why a Viva URI (a sale request URL or a sale callback URI) was refused. The callback validator
-/// answers these with `httpStatus` (4xx) and counts them by `reason`. Messages name the field and
-/// the rule; they never quote card numbers or other values that could carry card data.
-public struct VivaURIError: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Reason: String, Sendable, CaseIterable {
+import PaypipeCore
+
+extension CallbackRejection {
+    /// Viva's reasons for refusing a URI (a sale callback, or a sale request URL the sandbox reads
+    /// as the app would), as the rejection's `code`.
+    enum VivaReason: String {
         case malformedURI = "MALFORMED_URI"
         case invalidEncoding = "INVALID_ENCODING"
         case duplicateParameter = "DUPLICATE_PARAMETER"
@@ -14,17 +15,9 @@ public struct VivaURIError: Error, Sendable, Equatable, CustomStringConvertible 
         case unmaskedPAN = "UNMASKED_PAN"
     }
 
-    public let reason: Reason
-    /// The query key at fault, or "uri" for the URI as a whole.
-    public let field: String
-    public let message: String
-
-    public init(_ reason: Reason, field: String, _ message: String) {
-        self.reason = reason
-        self.field = field
-        self.message = message
+    /// Every refused Viva URI is answered 400. Messages name the query key at fault (or "the
+    /// URI") and never quote card numbers or other values that could carry card data.
+    static func viva(_ reason: VivaReason, _ message: String) -> CallbackRejection {
+        .malformed(message, code: reason.rawValue)
     }
-
-    public var httpStatus: Int { 400 }
-    public var description: String { "\(reason.rawValue): \(message)" }
 }

@@ -114,7 +114,7 @@ import Testing
         let checksum = PhonePeChecksum(config: config)
 
         let forged = sandbox.callback(for: mandate, outcome: .completed, variant: .wrongChecksum)
-        #expect(throws: PhonePeCallbackError(.badChecksum, "X-VERIFY does not match the response and the configured salt index")) {
+        #expect(throws: CallbackRejection.forged("BAD_CHECKSUM", "X-VERIFY does not match the response and the configured salt index")) {
             try PhonePeCallback.authenticate(body: forged.body, xVerify: forged.xVerify, checksum: checksum)
         }
 

@@ -61,7 +61,7 @@ import Testing
                 let deliveries = try await receiver.wait(for: 1)
                 let delivery = try #require(deliveries.first)
                 #expect(delivery.path == "/callbacks/nets")
-                guard case .authentic(let event) = NetsWebhook.verify(headers: delivery.headers, body: delivery.body, config: config) else {
+                guard let event = try? NetsWebhook.verify(headers: delivery.headers, body: delivery.body, config: config) else {
                     Issue.record("webhook was not authentic")
                     return
                 }

@@ -122,7 +122,7 @@ import Testing
                 let authInit = try PhonePeAuthInit(order: Self.order("pp-forged"), config: config)
                 _ = try await sandbox.send(authInit.request)
                 let callback = try #require(try await receiver.wait(for: 1).first)
-                #expect(throws: PhonePeCallbackError.self) {
+                #expect(throws: CallbackRejection.self) {
                     try PhonePeCallback.authenticate(
                         body: callback.body, xVerify: callback.header("X-VERIFY"), checksum: PhonePeChecksum(config: config))
                 }
