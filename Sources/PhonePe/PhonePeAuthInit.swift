@@ -1,4 +1,3 @@
-import Foundation
 import PaypipeCore
 
 /// A signed `POST /v3/recurring/auth/init` (seed 002) and, built with it, the signed auth-status
@@ -21,7 +20,7 @@ public struct PhonePeAuthInit: Sendable, Equatable {
         }
         let params = try PhonePeAuthInitParams(order: order)
         let payload = Self.payload(params, merchantId: merchantId)
-        let payloadBase64 = Data(payload.bytes).base64EncodedString()
+        let payloadBase64 = Base64.encodeToString(payload.bytes, .standard)
 
         self.params = params
         self.merchantId = merchantId

@@ -83,9 +83,8 @@ public struct PhonePeConnector: ProviderConnector {
     /// The checksum with the salt of the merchant the body names, then the order by
     /// authRequestId; the amount and references are checked against the order.
     func callback(_ request: CallbackRequest, orders: any CallbackOrderLookup) async throws(CallbackRejection) -> CallbackDecision {
-        let envelope: PhonePeCallbackEnvelope
-        do { envelope = try PhonePeCallbackEnvelope(body: request.body) } catch { throw error.rejection }
-        var lastError = PhonePeCallbackError(.badChecksum, "no merchant is configured with this PhonePe merchantId")
+        let envelope = try PhonePeCallbackEnvelope(body: request.body)
+        var lastError = CallbackRejection.forged(CallbackRejection.Code.badChecksum, "no merchant is configured with this PhonePe merchantId")
         var authenticated: (String, String, PhonePeCallback)?
         for (name, merchant) in config.merchants.sorted(by: { $0.key < $1.key }) where merchant.phonepe?.merchantId == envelope.claimedMerchantId {
             guard let phonepe = merchant.phonepe, let checksum = checksums[name] else { continue }
@@ -96,7 +95,7 @@ public struct PhonePeConnector: ProviderConnector {
                 lastError = error
             }
         }
-        guard let (merchant, merchantId, callback) = authenticated else { throw lastError.rejection }
+        guard let (merchant, merchantId, callback) = authenticated else { throw lastError }
         let order = try await orders.order(reference: callback.authRequestId, provider: .phonepe, merchant: merchant)
         switch callback.effect(order: order, merchantId: merchantId) {
         case .ignored: return CallbackDecision(order: order, event: callback.dedupeKey, verdict: nil)
@@ -118,8 +117,4 @@ public struct PhonePeConnector: ProviderConnector {
     public func pendingFollowUp(for operation: Operation, timers: PaypipeConfig.Timers) -> PendingFollowUp? {
         operation == .authInit ? .statusCheck(afterMilliseconds: timers.phonepeCallbackWaitMs) : nil
     }
-}
-
-extension PhonePeCallbackError {
-    var rejection: CallbackRejection { CallbackRejection(status: httpStatus, code: code, message: message) }
 }

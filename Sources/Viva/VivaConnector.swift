@@ -38,15 +38,10 @@ public struct VivaConnector: ProviderConnector {
     func forwardedResult(_ body: [UInt8], orders: any CallbackOrderLookup) async throws(CallbackRejection) -> CallbackDecision {
         let forwarded = try ForwardedCallback(body, field: "uri")
         guard let viva = config.merchants[forwarded.merchant]?.viva else {
-            throw CallbackRejection(status: 404, code: "UNKNOWN_MERCHANT", message: "merchant \(forwarded.merchant) has no viva configuration")
+            throw .unknownMerchant(forwarded.merchant, .viva)
         }
         let order = try await orders.order(forwarded.key, provider: .viva)
-        let validation: VivaCallbackValidation
-        do {
-            validation = try VivaSaleCallback.validate(uri: forwarded.value, order: order, config: viva)
-        } catch {
-            throw CallbackRejection(status: 400, code: error.reason.rawValue, message: error.message)
-        }
+        let validation = try VivaSaleCallback.validate(uri: forwarded.value, order: order, config: viva)
         let event = "\(order.orderId)|\(validation.callback.transactionId ?? validation.callback.clientTransactionId)"
         return CallbackDecision(order: order, event: event, verdict: validation.verdict)
     }

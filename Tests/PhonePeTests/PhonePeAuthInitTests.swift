@@ -56,25 +56,33 @@ import Testing
         #expect(rejection(Fixtures.orderWith(["merchantUserId": .string(String(repeating: "u", count: 37))]))?.field == "params.merchantUserId")
         #expect(rejection(Fixtures.orderWith(["subscriptionId": 42]))?.field == "params.subscriptionId")
         #expect(rejection(Fixtures.orderWith(["subscriptionId": "OMS/../admin"]))?.field == "params.subscriptionId")
-        #expect(rejection(Fixtures.orderWith(["subscriptionId": "OMS?x=1"]))?.message.contains("[A-Za-z0-9_-]") == true)
+        #expect(rejection(Fixtures.orderWith(["subscriptionId": "OMS?x=1"]))?.message == "params.subscriptionId must be 1-64 characters of [A-Za-z0-9_-]")
+        #expect(rejection(Fixtures.orderWith(["authRequestId": .null]))?.message == "params.authRequestId must be a string, got null")
     }
 
     @Test func checksTheWorkflowType() throws {
         #expect(try PhonePeAuthInitParams(order: Fixtures.orderWith(["authWorkflowType": "PENNY_DROP"])).authWorkflowType == .pennyDrop)
         #expect(rejection(Fixtures.orderWith(["authWorkflowType": "penny_drop"]))?.field == "params.authWorkflowType")
         #expect(rejection(Fixtures.orderWith(["authWorkflowType": true]))?.field == "params.authWorkflowType")
+        // A wrong type names the types (was: must be "TRANSACTION" or "PENNY_DROP"); null is a wrong type, not the default.
+        #expect(rejection(Fixtures.orderWith(["authWorkflowType": true]))?.message == "params.authWorkflowType must be a string, got a boolean")
+        #expect(rejection(Fixtures.orderWith(["authWorkflowType": .null]))?.message == "params.authWorkflowType must be a string, got null")
     }
 
     @Test func checksTheCallBackScheme() {
         #expect(rejection(Fixtures.orderWith(["merchantCallBackScheme": "my.app+v2"])) == nil)
         #expect(rejection(Fixtures.orderWith(["merchantCallBackScheme": "1app"]))?.field == "params.merchantCallBackScheme")
         #expect(rejection(Fixtures.orderWith(["merchantCallBackScheme": "app://x"]))?.field == "params.merchantCallBackScheme")
+        #expect(rejection(Fixtures.orderWith(["merchantCallBackScheme": .string(String(repeating: "a", count: 65))]))?.message
+            == "params.merchantCallBackScheme must be 1-64 characters")
+        #expect(rejection(Fixtures.orderWith(["merchantCallBackScheme": .null]))?.message == "params.merchantCallBackScheme must be a string, got null")
     }
 
     @Test func rejectsUnknownParamsByName() {
         let r = rejection(Fixtures.orderWith(["authWorkflowtype": "PENNY_DROP"]))
         #expect(r?.code == .unknownField)
         #expect(r?.field == "params.authWorkflowtype")
+        #expect(r?.message == "params.authWorkflowtype is not a parameter of phonepe authInit (allowed: authRequestId, authWorkflowType, merchantCallBackScheme, merchantUserId, subscriptionId)")
     }
 
     @Test func transactionNeedsAPositiveINRAmount() {

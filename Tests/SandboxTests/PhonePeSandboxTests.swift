@@ -123,7 +123,7 @@ import Testing
                 let authInit = try PhonePeAuthInit(order: Self.order("pp-forged"), config: config)
                 _ = try await sandbox.send(authInit.request)
                 let callback = try #require(try await receiver.wait(for: 1).first)
-                #expect(throws: PhonePeCallbackError.self) {
+                #expect(throws: CallbackRejection.self) {
                     try PhonePeCallback.authenticate(
                         body: callback.body, xVerify: callback.header("X-VERIFY"), checksum: PhonePeChecksum(config: config))
                 }
@@ -259,7 +259,7 @@ extension PhonePeSandboxTests {
         let checksum = PhonePeChecksum(config: config)
 
         let forged = sandbox.callback(for: mandate, outcome: .completed, variant: .wrongChecksum)
-        #expect(throws: PhonePeCallbackError(.badChecksum, "X-VERIFY does not match the response and the configured salt index")) {
+        #expect(throws: CallbackRejection.forged("BAD_CHECKSUM", "X-VERIFY does not match the response and the configured salt index")) {
             try PhonePeCallback.authenticate(body: forged.body, xVerify: forged.xVerify, checksum: checksum)
         }
 
