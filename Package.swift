@@ -101,7 +101,15 @@ let package = Package(
         .executableTarget(name: "paypipe-submitter", dependencies: ["Pipeline", "PaypipeCore", .product(name: "ArgumentParser", package: "swift-argument-parser")], swiftSettings: strict),
         .executableTarget(name: "paypipe-callbacks", dependencies: ["Pipeline", "PaypipeCore", .product(name: "ArgumentParser", package: "swift-argument-parser")], swiftSettings: strict),
         .executableTarget(name: "paypipe-cleeng-poller", dependencies: ["Pipeline", "PaypipeCore", .product(name: "ArgumentParser", package: "swift-argument-parser")], swiftSettings: strict),
-        .executableTarget(name: "paypipe", dependencies: ["Pipeline", "PaypipeCore", "ZeroMQ", .product(name: "ArgumentParser", package: "swift-argument-parser")], swiftSettings: strict),
+        .executableTarget(
+            name: "paypipe",
+            dependencies: [
+                "Pipeline", "PaypipeCore", "ZeroMQ",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "PipelineTests",
             dependencies: ["Pipeline", "PaypipeCore", "ZeroMQ", "Sandbox", "PhonePe", "TrustPayments", "NetsEasy", "Cleeng", "Viva", .product(name: "Logging", package: "swift-log")],
