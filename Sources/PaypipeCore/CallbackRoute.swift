@@ -45,11 +45,22 @@ public struct CallbackDecision: Sendable, Equatable {
     public var event: String?
     /// nil: authentic, but nothing changes (e.g. a notification about another operation).
     public var verdict: ProviderVerdict?
+    /// The `result` of the outcome a `failed` verdict leads to, when something was taken
+    /// all the same (a Trust Payments payment whose subscription was not scheduled).
+    public var failureResult: [String: JSONValue]?
+    /// Why an authentic callback without a verdict changes no order, as a short label (e.g.
+    /// `recorded_notify`): counted in `paypipe_callbacks_total` instead of `no_change` when its
+    /// event is newly recorded. Keep the set of values small (it is a metrics label).
+    public var recordedAs: String?
 
-    public init(order: Order, event: String?, verdict: ProviderVerdict?) {
+    public init(
+        order: Order, event: String?, verdict: ProviderVerdict?, failureResult: [String: JSONValue]? = nil, recordedAs: String? = nil
+    ) {
         self.order = order
         self.event = event
         self.verdict = verdict
+        self.failureResult = failureResult
+        self.recordedAs = recordedAs
     }
 }
 

@@ -81,7 +81,8 @@ extension PaypipeConfig {
             if var r = try m.optionalObject("phonepe") {
                 merchant.phonepe = PhonePeConfig(
                     baseURL: try r.url("baseURL"), merchantId: try r.string("merchantId"), saltKey: try r.secret("saltKey"),
-                    saltIndex: try r.string("saltIndex"), callbackURL: try r.url("callbackURL"))
+                    saltIndex: try r.string("saltIndex"), callbackURL: try r.url("callbackURL"),
+                    callbackScheme: try r.optionalString("callbackScheme"))
                 try r.finish()
             }
             if var r = try m.optionalObject("cleeng") {

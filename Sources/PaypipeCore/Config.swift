@@ -131,13 +131,16 @@ public struct PhonePeConfig: Sendable {
     public var saltKey: Secret
     public var saltIndex: String
     public var callbackURL: String
+    /// `deviceContext.merchantCallBackScheme` for orders that name none (seed 002 makes it mandatory).
+    public var callbackScheme: String?
 
-    public init(baseURL: String, merchantId: String, saltKey: Secret, saltIndex: String, callbackURL: String) {
+    public init(baseURL: String, merchantId: String, saltKey: Secret, saltIndex: String, callbackURL: String, callbackScheme: String? = nil) {
         self.baseURL = baseURL
         self.merchantId = merchantId
         self.saltKey = saltKey
         self.saltIndex = saltIndex
         self.callbackURL = callbackURL
+        self.callbackScheme = callbackScheme
     }
 }
 

@@ -25,6 +25,11 @@ public struct TPResponseJWT: Sendable, Equatable {
         TPResponseCheck.evaluate(entries, expected: expected)
     }
 
+    /// The verdict with the payment's `result` for a failure after the payment was taken.
+    public func reading(for expected: TPExpectedOrder) -> TPResponseCheck.Reading {
+        TPResponseCheck.read(entries, expected: expected)
+    }
+
     /// Builds a response JWT as Trust Payments would (for the sandbox and tests): header
     /// `{"alg":"HS256","typ":"JWT"}`, claims `{"iat","iss"?,"payload":{"requestreference","version","response":[…]}}`.
     public static func build(

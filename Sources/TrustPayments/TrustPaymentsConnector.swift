@@ -157,7 +157,8 @@ public struct TrustPaymentsConnector: ProviderConnector {
             throw .malformed("orderreference is not an orderId this pipeline issues", code: CallbackRejection.Code.invalidField)
         }
         let order = try await orders.order(OrderKey(merchant: merchant, orderId: event.orderReference), provider: .trustpayments)
-        return CallbackDecision(order: order, event: event.dedupeKey, verdict: event.verdict(for: TPExpectedOrder(order: order, config: tp)))
+        let verdict = event.verdict(for: try TPExpectedOrder.forCallback(order: order, config: tp))
+        return CallbackDecision(order: order, event: Self.eventKey(event.dedupeKey, unlessUndecided: verdict), verdict: verdict)
     }
 
     /// The response JWT forwarded by the app's backend: `{"orderId","jwt","merchant"?}`.
@@ -168,8 +169,22 @@ public struct TrustPaymentsConnector: ProviderConnector {
         }
         let response = try await verifier.verify(forwarded.value, now: Timestamp.nowMilliseconds() / 1000, maxAgeSeconds: config.timers.tpResponseMaxAgeS)
         let order = try await orders.order(forwarded.key, provider: .trustpayments)
+        let expected = try TPExpectedOrder.forCallback(order: order, config: tp)
+        try expected.checkOrderReference(in: response.entries)
         let payment = response.entries.first { $0["requesttypedescription"]?.stringValue == "AUTH" } ?? response.entries.first
         let reference = payment?["transactionreference"]?.stringValue ?? "jwt:\(Digest.sha256Hex(Array(forwarded.value.utf8)))"
-        return CallbackDecision(order: order, event: reference, verdict: response.verdict(for: TPExpectedOrder(order: order, config: tp)))
+        let reading = response.reading(for: expected)
+        return CallbackDecision(
+            order: order, event: Self.eventKey(reference, unlessUndecided: reading.verdict), verdict: reading.verdict,
+            failureResult: reading.failureResult)
+    }
+
+    /// An undecided verdict (AUTH errorcode 70001) records no event: the notification that later
+    /// carries the final result names the same transactionreference and must not be a duplicate.
+    static func eventKey(_ key: String, unlessUndecided verdict: ProviderVerdict?) -> String? {
+        switch verdict {
+        case .unknown?, .retry?, .pending?: nil
+        case .succeeded?, .failed?, nil: key
+        }
     }
 }

@@ -129,6 +129,30 @@ import Testing
         }
     }
 
+    /// NOTIFY and DEBIT callbacks are recorded (their event, so a redelivery is a duplicate)
+    /// under their own metrics label, not answered as a plain `no_change`.
+    @Test func notifyAndDebitCallbacksAreRecordedUnderTheirOwnLabel() async throws {
+        struct OneOrder: CallbackOrderLookup {
+            let stored: Order
+            func order(_ key: OrderKey, provider: Provider) async throws(CallbackRejection) -> Order { stored }
+            func order(reference: String, provider: Provider, merchant: String) async throws(CallbackRejection) -> Order {
+                guard reference == "TX123456789", merchant == "default" else { throw .orderNotFound(provider, merchant: merchant) }
+                return stored
+            }
+        }
+        let config = PaypipeConfig(merchants: ["default": MerchantConfig(phonepe: Fixtures.config(merchantId: "MID12345"))])
+        let connector = await PhonePeConnector(config: config)
+        let order = Fixtures.seedCallbackOrder()
+        for (type, label) in [("NOTIFY", "recorded_notify"), ("DEBIT", "recorded_debit")] {
+            let json = #"{"success":true,"code":"SUCCESS","data":{"callbackType":"\#(type)","merchantId":"MID12345","authRequestId":"TX123456789","transactionDetails":{"amount":39900,"state":"COMPLETED"}}}"#
+            let (bytes, xVerify) = signed(body(decoded: json))
+            let decision = try await connector.callback(CallbackRequest(headers: [HTTPHeader("X-VERIFY", xVerify)], body: bytes), orders: OneOrder(stored: order))
+            #expect(decision.verdict == nil, "\(type)")
+            #expect(decision.event == "TX123456789|\(type)|COMPLETED|-")
+            #expect(decision.recordedAs == label)
+        }
+    }
+
     @Test func envelopeGivesLookupIdsThenAuthenticates() throws {
         let (bytes, xVerify) = signed(Fixtures.seedActiveCallbackBody)
         let envelope = try PhonePeCallbackEnvelope(body: bytes)
