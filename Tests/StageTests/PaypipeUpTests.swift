@@ -3,8 +3,8 @@ import Testing
 
 /// `paypipe up` as a real process supervising stand-in children (small shell scripts named like
 /// the stages, found through the hidden `--executables-dir`). Each stand-in writes its PID next
-/// to itself, so the tests can check that every child is gone, and appends its name to
-/// `stops.log` when it is asked to stop, so they can check the order.
+/// to itself once its SIGTERM trap is set, so the tests can check that every child is gone, and
+/// appends its name to `stops.log` when it is asked to stop, so they can check the order.
 @Suite("paypipe up supervising stand-in children", .serialized)
 struct PaypipeUpTests {
     @Test func aChildThatNeverPrintsItsReadyLineTimesTheStartOut() async throws {
@@ -38,7 +38,7 @@ struct PaypipeUpTests {
         ])
         defer { up.remove() }
         let process = try up.run(startTimeoutSeconds: 20)
-        let isUp = await eventually(within: .seconds(20)) { up.stdout.contains("paypipe is up") }
+        let isUp = await eventually(within: .seconds(20)) { up.stdout.contains("paypipe is up") && up.allTrapsSet }
         #expect(isUp, "\(up.stdout)\n\(up.stderr)")
         // The stand-ins' ready lines are passed through.
         #expect(up.stdout.contains("paypipe-ledger ready intake=tcp://127.0.0.1:9"))
@@ -48,7 +48,7 @@ struct PaypipeUpTests {
         #expect(exited)
         #expect(process.terminationStatus == 0, "\(up.stderr)")
         #expect(up.stderr.contains("paypipe: stopped (signal)"))
-        let names = ["paypipe-sandbox", "paypipe-ledger", "paypipe-signer", "paypipe-submitter", "paypipe-callbacks", "paypipe-cleeng-poller"]
+        let names = StandInPipeline.names
         for name in names {
             let pid = try #require(up.pid(name), "\(name) never ran")
             #expect(!isAlive(pid), "\(name) (pid \(pid)) is still running")
@@ -66,7 +66,7 @@ struct PaypipeUpTests {
             ignoringSIGTERM: ["paypipe-ledger"])
         defer { up.remove() }
         let process = try up.run(startTimeoutSeconds: 20)
-        let isUp = await eventually(within: .seconds(20)) { up.stdout.contains("paypipe is up") }
+        let isUp = await eventually(within: .seconds(20)) { up.stdout.contains("paypipe is up") && up.allTrapsSet }
         #expect(isUp, "\(up.stdout)\n\(up.stderr)")
 
         kill(process.processIdentifier, SIGTERM)
@@ -87,6 +87,7 @@ struct PaypipeUpTests {
 
 /// A directory of stand-in stage executables and a state directory for one `paypipe up`.
 private struct StandInPipeline {
+    static let names = ["paypipe-sandbox", "paypipe-ledger", "paypipe-signer", "paypipe-submitter", "paypipe-callbacks", "paypipe-cleeng-poller"]
     let directory: URL
     var bin: URL { directory.appendingPathComponent("bin") }
     private var stdoutFile: URL { directory.appendingPathComponent("up.stdout") }
@@ -96,7 +97,7 @@ private struct StandInPipeline {
     init(printing: [String: String], ignoringSIGTERM: Set<String> = []) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-up-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory.appendingPathComponent("bin"), withIntermediateDirectories: true)
-        for name in ["paypipe-sandbox", "paypipe-ledger", "paypipe-signer", "paypipe-submitter", "paypipe-callbacks", "paypipe-cleeng-poller"] {
+        for name in Self.names {
             // `sleep` runs in the background so the trap runs as soon as the signal arrives.
             let onTerm = ignoringSIGTERM.contains(name)
                 ? "trap 'echo \(name) >> \"$dir/stops.log\"' TERM"
@@ -104,10 +105,10 @@ private struct StandInPipeline {
             let script = """
                 #!/bin/sh
                 dir="$(dirname "$0")/.."
-                echo $$ > "$0.pid"
                 sleep 300 & sleeper=$!
                 echo $sleeper > "$0.sleeper"
                 \(onTerm)
+                echo $$ > "$0.pid"
                 \(printing[name].map { "echo '\($0)'" } ?? ":")
                 while kill -0 $sleeper 2>/dev/null; do wait $sleeper; done
                 """
@@ -141,6 +142,10 @@ private struct StandInPipeline {
 
     func pid(_ name: String) -> Int32? { number(in: "\(name).pid") }
 
+    /// Every stand-in has started and will notice SIGTERM: "paypipe is up" comes right after the
+    /// last spawn, possibly before that script has run a line.
+    var allTrapsSet: Bool { Self.names.allSatisfy { pid($0) != nil } }
+
     private func number(in file: String) -> Int32? {
         (try? String(contentsOf: bin.appendingPathComponent(file), encoding: .utf8))
             .flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
@@ -155,7 +160,7 @@ private struct StandInPipeline {
     func remove() {
         // Stand-ins that outlived a failing test, and the sleeps of killed ones: stopped by the
         // PIDs they wrote.
-        for name in ["paypipe-sandbox", "paypipe-ledger", "paypipe-signer", "paypipe-submitter", "paypipe-callbacks", "paypipe-cleeng-poller"] {
+        for name in Self.names {
             for pid in [pid(name), number(in: "\(name).sleeper")].compactMap({ $0 }) where isAlive(pid) { kill(pid, SIGKILL) }
         }
         try? FileManager.default.removeItem(at: directory)
