@@ -114,6 +114,7 @@ extension PaypipeConfig {
         if var e = try root.optionalObject("endpoints") {
             config.endpoints.intake = try e.optionalString("intake") ?? config.endpoints.intake
             config.endpoints.outcomes = try e.optionalString("outcomes") ?? config.endpoints.outcomes
+            config.endpoints.outcomesReplay = try e.optionalString("outcomesReplay") ?? config.endpoints.outcomesReplay
             config.endpoints.callbacks = try e.optionalString("callbacks") ?? config.endpoints.callbacks
             config.endpoints.signQueue = try e.optionalString("signQueue") ?? config.endpoints.signQueue
             config.endpoints.signedIn = try e.optionalString("signedIn") ?? config.endpoints.signedIn
@@ -133,6 +134,10 @@ extension PaypipeConfig {
             config.timers.phonepeCallbackWaitMs = try t.positiveInteger("phonepeCallbackWaitMs") ?? d.phonepeCallbackWaitMs
             config.timers.tpResponseMaxAgeS = try t.positiveInteger("tpResponseMaxAgeS") ?? d.tpResponseMaxAgeS
             try t.finish()
+        }
+        if var r = try root.optionalObject("retention") {
+            config.retention.outcomesDays = try r.positiveInteger("outcomesDays") ?? config.retention.outcomesDays
+            try r.finish()
         }
         try root.finish()
 

@@ -164,7 +164,7 @@ public struct TrustPaymentsConnector: ProviderConnector {
     /// The response JWT forwarded by the app's backend: `{"orderId","jwt","merchant"?}`.
     func responseJWT(_ body: [UInt8], orders: any CallbackOrderLookup) async throws(CallbackRejection) -> CallbackDecision {
         let forwarded = try ForwardedCallback(body, field: "jwt")
-        guard let tp = config.merchants[forwarded.merchant]?.trustpayments, let verifier = jwtVerifiers[forwarded.merchant] else {
+        guard let tp = (try? config.merchant(forwarded.merchant))?.trustpayments, let verifier = jwtVerifiers[forwarded.merchant] else {
             throw .unknownMerchant(forwarded.merchant, .trustpayments)
         }
         let response = try await verifier.verify(forwarded.value, now: Timestamp.nowMilliseconds() / 1000, maxAgeSeconds: config.timers.tpResponseMaxAgeS)

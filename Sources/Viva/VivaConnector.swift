@@ -37,7 +37,7 @@ public struct VivaConnector: ProviderConnector {
     /// The result URI forwarded by the app's backend: `{"orderId","uri","merchant"?}`.
     func forwardedResult(_ body: [UInt8], orders: any CallbackOrderLookup) async throws(CallbackRejection) -> CallbackDecision {
         let forwarded = try ForwardedCallback(body, field: "uri")
-        guard let viva = config.merchants[forwarded.merchant]?.viva else {
+        guard let viva = (try? config.merchant(forwarded.merchant))?.viva else {
             throw .unknownMerchant(forwarded.merchant, .viva)
         }
         let order = try await orders.order(forwarded.key, provider: .viva)
