@@ -223,23 +223,33 @@ struct HarnessError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// A port nothing listens on right now (the OS picks it; it is not reused for a while).
+/// A loopback port nothing listens on right now, for an address that must be known before the
+/// process that binds it starts. It is taken below the kernel's ephemeral range, because a port
+/// the kernel handed out could be handed out again, e.g. to a ZeroMQ `tcp://127.0.0.1:*` bind in
+/// between.
 func freeLoopbackPort() throws -> Int {
+    let range = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8))?
+        .split(whereSeparator: \.isWhitespace).compactMap { Int($0) } ?? []
+    let ephemeralStart = range.first ?? 32768
+    let candidates = 10_000..<max(10_001, min(ephemeralStart, 65_536))
+    for _ in 0..<200 {
+        let port = Int.random(in: candidates)
+        if try loopbackPortIsFree(port) { return port }
+    }
+    throw HarnessError("no free loopback port below \(ephemeralStart) after 200 tries")
+}
+
+private func loopbackPortIsFree(_ port: Int) throws -> Bool {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw HarnessError("socket failed") }
     defer { close(fd) }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = 0
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer -> Bool in
-            bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
-        }
+    return withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
     }
-    guard bound else { throw HarnessError("bind failed") }
-    return Int(UInt16(bigEndian: address.sin_port))
 }
 
 /// One HTTP/1.1 exchange on a fresh loopback connection (`Connection: close`): (status, body).
