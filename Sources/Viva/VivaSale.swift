@@ -10,10 +10,11 @@ import PaypipeCore
 ///   The object form makes "preferredInstallments is required when withInstallments=true" a plain
 ///   required key (`params.installments.preferred`).
 /// - `callback?`: the app's URI scheme for the result (RFC 3986 scheme); default the config's `callback`.
-/// - `isv?`: for ISV partners, object `{"clientId", "amount", "clientSecret", "sourceCode"?, "merchantId"?,
-///   "merchantSourceCode"?, "customerTrns"?, "clientTransactionId"?}`; when present, clientId, amount and
-///   clientSecret are all required (seed: ISV_clientId requires ISV_amount and ISV_clientSecret), and
-///   0 ≤ amount ≤ the sale amount.
+/// - `isv?`: for ISV partners, object `{"clientId", "amount", "sourceCode"?, "merchantId"?,
+///   "merchantSourceCode"?, "customerTrns"?, "clientTransactionId"?}`; when present, clientId and amount
+///   are required and 0 ≤ amount ≤ the sale amount. `ISV_clientSecret` comes from the config's
+///   `viva.isvClientSecret` (PROTOCOL.md §6: a secret never travels in an order), which is then
+///   required too (seed: ISV_clientId requires ISV_amount and ISV_clientSecret).
 /// Unknown keys are refused (a typo such as `tipamount` must not silently drop the tip).
 public struct VivaSale: Sendable, Equatable, CustomStringConvertible {
     public var callback: String
@@ -122,8 +123,12 @@ public struct VivaSale: Sendable, Equatable, CustomStringConvertible {
         }
 
         var isv: VivaISV?
+        if params["isv"]?.objectValue?["clientSecret"] != nil {
+            throw Rejection(.unknownField, field: "params.isv.clientSecret",
+                            "params.isv.clientSecret is no longer taken from an order: configure the merchant's viva.isvClientSecret")
+        }
         if let object = try VivaParamRules.optionalObject(params, "isv", known: VivaISV.knownKeys) {
-            isv = try VivaISV(object, saleAmount: amount)
+            isv = try VivaISV(object, saleAmount: amount, clientSecret: config.isvClientSecret)
         }
 
         self.init(
@@ -153,7 +158,7 @@ public struct VivaISV: Sendable, Equatable, CustomStringConvertible {
     public var clientTransactionId: String?
 
     public static let knownKeys: Set<String> = [
-        "clientId", "amount", "clientSecret", "sourceCode", "merchantId", "merchantSourceCode", "customerTrns", "clientTransactionId",
+        "clientId", "amount", "sourceCode", "merchantId", "merchantSourceCode", "customerTrns", "clientTransactionId",
     ]
 
     public init(
@@ -170,7 +175,7 @@ public struct VivaISV: Sendable, Equatable, CustomStringConvertible {
         self.clientTransactionId = clientTransactionId
     }
 
-    init(_ object: [String: JSONValue], saleAmount: Int64) throws(Rejection) {
+    init(_ object: [String: JSONValue], saleAmount: Int64, clientSecret configured: Secret?) throws(Rejection) {
         let limit = VivaSale.Limits.textMaxLength
         // All-or-nothing: naming an ISV without its fee or secret would bill the sale to nobody.
         guard let clientId = try VivaParamRules.optionalText(object, "clientId", prefix: "isv.", maxLength: limit) else {
@@ -182,11 +187,11 @@ public struct VivaISV: Sendable, Equatable, CustomStringConvertible {
         guard amount >= 0, amount <= saleAmount else {
             throw Rejection.invalidParam("isv.amount", "must be between 0 and the sale amount (\(saleAmount))")
         }
-        guard let secret = try VivaParamRules.optionalText(object, "clientSecret", prefix: "isv.", maxLength: limit) else {
-            throw Rejection.missingParam("isv.clientSecret")
+        guard let secret = configured, !secret.isEmpty else {
+            throw Rejection(.missingCredentials, field: "viva.isvClientSecret", "an isv sale needs the merchant's viva.isvClientSecret in the config")
         }
         self.init(
-            clientId: clientId, amount: amount, clientSecret: Secret(secret),
+            clientId: clientId, amount: amount, clientSecret: secret,
             sourceCode: try VivaParamRules.optionalText(object, "sourceCode", prefix: "isv.", maxLength: limit),
             merchantId: try VivaParamRules.optionalText(object, "merchantId", prefix: "isv.", maxLength: limit),
             merchantSourceCode: try VivaParamRules.optionalText(object, "merchantSourceCode", prefix: "isv.", maxLength: limit),

@@ -32,10 +32,11 @@ final class PipelineHarness: @unchecked Sendable {
     /// sandbox sends PhonePe callbacks and Nets webhooks there).
     let callbacksPort: Int
 
-    /// `timers`: the config's "timers" (e.g. fast Cleeng polling).
+    /// `timers`: the config's "timers" (e.g. fast Cleeng polling). `extraMerchants`: merchant
+    /// profiles besides the demo's "default".
     init(
         sandboxConfiguration: SandboxConfiguration = SandboxConfiguration(port: 0, phonePeCallbackDelayMilliseconds: 3_600_000),
-        timers: [String: Int64] = [:]
+        timers: [String: Int64] = [:], extraMerchants: [String: JSONValue] = [:]
     ) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-e2e-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -63,7 +64,7 @@ final class PipelineHarness: @unchecked Sendable {
                 "intake": any, "outcomes": any, "signQueue": any, "signedIn": any, "signedOut": any, "results": any,
                 "ledgerRPC": any, "pollQueue": any, "ledgerMetrics": "127.0.0.1:0",
             ],
-            timers: timers)
+            timers: timers, extraMerchants: extraMerchants)
         configPath = directory.appendingPathComponent("config.json").path
         try text.write(toFile: configPath, atomically: true, encoding: .utf8)
 
