@@ -133,6 +133,7 @@ extension PaypipeConfig {
             config.timers.tpResponseMaxAgeS = try t.positiveInteger("tpResponseMaxAgeS") ?? d.tpResponseMaxAgeS
             try t.finish()
         }
+        if var c = try root.optionalObject("curve") { config.curve = try CurveConfig.parse(&c) }
         try root.finish()
 
         if let v = sources.environment("PAYPIPE_INTAKE"), !v.isEmpty { config.endpoints.intake = v }

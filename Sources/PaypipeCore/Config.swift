@@ -3,11 +3,14 @@ public struct PaypipeConfig: Sendable {
     public var merchants: [String: MerchantConfig]
     public var endpoints: Endpoints
     public var timers: Timers
+    /// CURVE on the internal links (nil: plaintext, as in v1).
+    public var curve: CurveConfig?
 
     public init(merchants: [String: MerchantConfig], endpoints: Endpoints = Endpoints(), timers: Timers = Timers()) {
         self.merchants = merchants
         self.endpoints = endpoints
         self.timers = timers
+        curve = nil
     }
 
     public struct Endpoints: Sendable, Equatable {

@@ -9,7 +9,7 @@ struct Paypipe: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "paypipe",
         abstract: "The paypipe operator CLI.",
-        subcommands: [Up.self, Send.self])
+        subcommands: [Up.self, Send.self, KeysCommand.self])
 }
 
 /// Where the sibling executables are: next to this one.

@@ -32,10 +32,14 @@ final class PipelineHarness: @unchecked Sendable {
     /// sandbox sends PhonePe callbacks and Nets webhooks there).
     let callbacksPort: Int
 
-    /// `timers`: the config's "timers" (e.g. fast Cleeng polling).
+    /// Each role's CURVE keys when the harness was started with `curve: true`.
+    private(set) var curveKeys: [CurveConfig.Role: ZMQCurveKeyPair] = [:]
+
+    /// `timers`: the config's "timers" (e.g. fast Cleeng polling). `curve`: a `curve` section with
+    /// fresh keys (secret keys as `file:` secrets in the harness's directory).
     init(
         sandboxConfiguration: SandboxConfiguration = SandboxConfiguration(port: 0, phonePeCallbackDelayMilliseconds: 3_600_000),
-        timers: [String: Int64] = [:]
+        timers: [String: Int64] = [:], curve: Bool = false
     ) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-e2e-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -57,13 +61,25 @@ final class PipelineHarness: @unchecked Sendable {
 
         // Every stable address on an ephemeral port: a fixed port could reach a leftover process.
         let any = "tcp://127.0.0.1:*"
-        let text = DemoConfig.text(
+        var text = DemoConfig.text(
             sandboxURL: "http://127.0.0.1:\(bound)", callbacks: callbacks,
             endpoints: [
                 "intake": any, "outcomes": any, "signQueue": any, "signedIn": any, "signedOut": any, "results": any,
                 "ledgerRPC": any, "pollQueue": any, "ledgerMetrics": "127.0.0.1:0",
             ],
             timers: timers)
+        if curve, case .object(var document) = try JSONValue.parse(Array(text.utf8)) {
+            var section: [String: JSONValue] = [:]
+            for role in CurveConfig.Role.allCases {
+                let pair = try ZMQCurveKeyPair.generate()
+                curveKeys[role] = pair
+                let secretFile = directory.appendingPathComponent("\(role.rawValue).secret").path
+                try (pair.secretKey + "\n").write(toFile: secretFile, atomically: true, encoding: .utf8)
+                section[role.rawValue] = ["publicKey": .string(pair.publicKey), "secretKey": .string("file:" + secretFile)]
+            }
+            document["curve"] = .object(section)
+            text = JSONValue.object(document).serialized
+        }
         configPath = directory.appendingPathComponent("config.json").path
         try text.write(toFile: configPath, atomically: true, encoding: .utf8)
 
@@ -154,6 +170,9 @@ final class PipelineHarness: @unchecked Sendable {
     func stderr(of index: Int) -> String {
         (try? String(contentsOf: stderrFiles[index], encoding: .utf8)) ?? ""
     }
+
+    /// The index of a child process, for `stderr(of:)`.
+    func index(of process: Process) -> Int? { children.firstIndex { $0 === process } }
 
     /// The port a stage logged for its /metrics server.
     func metricsPort(of process: Process) -> Int? {

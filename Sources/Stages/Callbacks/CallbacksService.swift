@@ -27,9 +27,10 @@ package final class CallbacksService: Service {
     }
 
     package func run() async throws {
+        let links = try StageLinks(config: config, role: .callbacks)
         let context = try ZMQContext()
         defer { context.terminate() }
-        let ledger = try LedgerClient(context: context, endpoint: config.endpoints.ledgerRPC)
+        let ledger = try LedgerClient(context: context, endpoint: config.endpoints.ledgerRPC, options: links.client(stageOptions()))
         let validator = CallbackValidator(directory: ledger, catalog: registry.catalog)
         let (logger, metrics) = (self.logger, self.metrics)
         logger.info("callbacks ready", metadata: ["address": "\(config.endpoints.callbacks)", "ledgerRPC": "\(config.endpoints.ledgerRPC)"])
