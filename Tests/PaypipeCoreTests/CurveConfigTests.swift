@@ -9,10 +9,11 @@ struct CurveConfigTests {
     static let letters: [String: Character] = ["ledger": "L", "signer": "G", "submitter": "U", "callbacks": "C", "poller": "P"]
     static func publicKey(_ role: String) -> String { key(letters[role]!) }
 
-    static func config(omitting omitted: String? = nil, publicKey: (String) -> String = publicKey) -> String {
-        let roles = ["ledger", "signer", "submitter", "callbacks", "poller"].filter { $0 != omitted }
-        let entries = roles.map { role in
-            #""\#(role)": { "publicKey": "\#(publicKey(role))", "secretKey": "file:/keys/\#(role).secret" }"#
+    static func config(omitting omitted: String? = nil, publicKey keyOf: (String) -> String = { publicKey($0) }) -> String {
+        let roles: [String] = ["ledger", "signer", "submitter", "callbacks", "poller"].filter { $0 != omitted }
+        let entries: [String] = roles.map { (role: String) -> String in
+            let key: String = keyOf(role)
+            return #""\#(role)": { "publicKey": "\#(key)", "secretKey": "file:/keys/\#(role).secret" }"#
         }
         let section = "\"curve\": {" + entries.joined(separator: ", ") + "}"
         return sampleConfig.replacingOccurrences(of: #""timers": { "cleengPollIntervalMs": 50 }"#, with: #""timers": { "cleengPollIntervalMs": 50 }, "# + section)

@@ -152,15 +152,18 @@ final class RecordingProxy: @unchecked Sendable {
     private let descriptors = Mutex<[Int32]>([])
 
     init(forwardingTo target: Int) throws {
-        listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = Self.loopback(port: 0)
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let ok = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0 }
         }
-        guard ok, listen(listener, 4) == 0 else { throw ProxyError() }
+        guard ok, listen(listener, 4) == 0 else {
+            close(listener)
+            throw ProxyError()
+        }
+        self.listener = listener
         port = Int(UInt16(bigEndian: address.sin_port))
-        let listener = self.listener
         let thread = Thread { [self] in
             let client = accept(listener, nil, nil)
             guard client >= 0 else { return }
