@@ -168,9 +168,10 @@ struct CurveLinkTests {
         let outcomes = try await h.collect { $0.count >= lines.count }
         #expect(outcomes.count >= lines.count)
         try await Task.sleep(for: .milliseconds(300))
-        kill(tcpdump.processIdentifier, SIGINT)
-        tcpdump.waitUntilExit()
-        await h.shutdown()
+        // SIGTERM, not SIGINT: a child of the test runner may have SIGINT ignored. Bounded waits.
+        kill(tcpdump.processIdentifier, SIGTERM)
+        for _ in 0..<100 where tcpdump.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+        if tcpdump.isRunning { kill(tcpdump.processIdentifier, SIGKILL) }
 
         let reader = Process()
         reader.executableURL = URL(fileURLWithPath: Self.captureTool!)
@@ -180,7 +181,8 @@ struct CurveLinkTests {
         reader.standardError = FileHandle.nullDevice
         try reader.run()
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        reader.waitUntilExit()
+        for _ in 0..<100 where reader.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+        await h.shutdown()  // after reading: it removes the directory holding the capture
         #expect(text.count > 1000, "the capture is nearly empty")
         let credentials = ["demo-nets-secret-key", Data("ws@example.com:demo-ws-password".utf8).base64EncodedString()]
         for credential in credentials {
