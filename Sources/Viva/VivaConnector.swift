@@ -37,16 +37,11 @@ public struct VivaConnector: ProviderConnector {
     /// The result URI forwarded by the app's backend: `{"orderId","uri","merchant"?}`.
     func forwardedResult(_ body: [UInt8], orders: any CallbackOrderLookup) async throws(CallbackRejection) -> CallbackDecision {
         let forwarded = try ForwardedCallback(body, field: "uri")
-        guard let viva = config.merchants[forwarded.merchant]?.viva else {
-            throw CallbackRejection(status: 404, code: "UNKNOWN_MERCHANT", message: "merchant \(forwarded.merchant) has no viva configuration")
+        guard let viva = (try? config.merchant(forwarded.merchant))?.viva else {
+            throw .unknownMerchant(forwarded.merchant, .viva)
         }
         let order = try await orders.order(forwarded.key, provider: .viva)
-        let validation: VivaCallbackValidation
-        do {
-            validation = try VivaSaleCallback.validate(uri: forwarded.value, order: order, config: viva)
-        } catch {
-            throw CallbackRejection(status: 400, code: error.reason.rawValue, message: error.message)
-        }
+        let validation = try VivaSaleCallback.validate(uri: forwarded.value, order: order, config: viva)
         let event = "\(order.orderId)|\(validation.callback.transactionId ?? validation.callback.clientTransactionId)"
         return CallbackDecision(order: order, event: event, verdict: validation.verdict)
     }

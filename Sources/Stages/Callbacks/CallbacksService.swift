@@ -45,7 +45,7 @@ package final class CallbacksService: Service {
                 status: HTTPResponse.Status(code: result.status), headers: [.contentType: "application/json"],
                 body: ResponseBody(byteBuffer: ByteBuffer(string: result.body + "\n")))
         }
-        let tooLarge = CallbackAnswer.rejected(CallbackRejection(status: 413, code: "TOO_LARGE", message: "the body is larger than 64 KiB"))
+        let tooLarge = CallbackAnswer.rejected(.tooLarge("the body is larger than 64 KiB"))
         let routes = registry.connectors.flatMap(\.callbackRoutes)
         let onListening = self.onListening
         let server = try metrics.server(address: config.endpoints.callbacks, logger: logger, routes: { router in
