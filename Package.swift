@@ -155,7 +155,11 @@ let package = Package(
         stageExecutable("paypipe-cleeng-poller", "CleengPollerStage"),
         .executableTarget(
             name: "paypipe",
-            dependencies: ["StageRuntime", "PaypipeCore", "ZeroMQ", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "StageRuntime", "PaypipeCore", "ZeroMQ",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: strict
         ),
         // A made-up provider that exists only for the tests: it proves that a connector module

@@ -36,7 +36,7 @@ public enum CleengBasicAuth {
         guard !username.utf8.contains(UInt8(ascii: ":")) else {
             throw Rejection(.missingCredentials, field: "cleeng.username", "the cleeng username must not contain ':' (HTTP Basic auth)")
         }
-        return "Basic " + CleengBase64.encode(Array(username.utf8) + [UInt8(ascii: ":")] + password.utf8)
+        return "Basic " + Base64.encodeToString(Array(username.utf8) + [UInt8(ascii: ":")] + password.utf8, .standard)
     }
 
     /// Checks an incoming `Authorization` header against the expected credentials, in constant time.
@@ -45,7 +45,7 @@ public enum CleengBasicAuth {
         let trimmed = header.drop { $0 == " " }
         guard trimmed.count > 6, trimmed.prefix(6).lowercased() == "basic " else { return false }
         let encoded = String(trimmed.dropFirst(6)).trimmingSpaces
-        guard let decoded = CleengBase64.decode(encoded) else { return false }
+        guard let decoded = Base64.decode(encoded, .standard) else { return false }
         let expected = Array(username.utf8) + [UInt8(ascii: ":")] + password.utf8
         return ConstantTime.equals(decoded, expected)
     }

@@ -39,17 +39,21 @@ public struct CleengReceipt: Sendable, Equatable, CustomStringConvertible, Custo
             throw Rejection(.unknownOperation, field: "operation",
                             "operation \(order.operation.rawValue) is not handled by the Cleeng receipt signer (expected appleReceipt)")
         }
-        try CleengParamRules.rejectUnknown(order.params, known: CleengReceipt.knownParams, operation: "appleReceipt")
-        try self.init(fields: order.params)
+        try self.init(params: ParamReader(order.params, allowed: CleengReceipt.knownParams, operation: "cleeng appleReceipt"))
     }
 
-    /// The field rules alone, shared with the sandbox's reading of a receipt body.
-    package init(fields params: [String: JSONValue]) throws(Rejection) {
-        customerToken = try CleengParamRules.token(params, "customerToken", maxLength: Limits.customerTokenMaxLength)
-        offerId = try CleengParamRules.identifier(params, "offerId", maxLength: Limits.offerIdMaxLength)
-        receiptData = try CleengParamRules.base64(params, "receiptData", maxLength: Limits.receiptDataMaxLength)
-        transactionId = try CleengParamRules.identifier(params, "transactionId", maxLength: Limits.transactionIdMaxLength)
-        ipAddress = try CleengParamRules.optionalIPAddress(params, "ipAddress")
+    /// The field rules alone, shared with the sandbox's reading of a receipt body (where other
+    /// keys are tolerated, as Cleeng's endpoint does).
+    package init(fields: [String: JSONValue]) throws(Rejection) {
+        try self.init(params: ParamReader(fields, allowed: fields.keys, operation: "cleeng appleReceipt"))
+    }
+
+    private init(params: ParamReader) throws(Rejection) {
+        customerToken = try params.cleengToken("customerToken", maxLength: Limits.customerTokenMaxLength)
+        offerId = try params.cleengIdentifier("offerId", maxLength: Limits.offerIdMaxLength)
+        receiptData = try params.cleengBase64("receiptData", maxLength: Limits.receiptDataMaxLength)
+        transactionId = try params.cleengIdentifier("transactionId", maxLength: Limits.transactionIdMaxLength)
+        ipAddress = try params.cleengOptionalIPAddress("ipAddress")
     }
 
     public var description: String {

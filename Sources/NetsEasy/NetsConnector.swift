@@ -62,19 +62,20 @@ public struct NetsConnector: ProviderConnector {
     /// The merchant is the one whose webhook secret the Authorization equals (constant time);
     /// the order is found by paymentId; redeliveries dedupe on the event id.
     func webhook(_ request: CallbackRequest, orders: any CallbackOrderLookup) async throws(CallbackRejection) -> CallbackDecision {
-        var rejection = NetsWebhookRejection(status: 401, reason: .notConfigured, "no merchant has a nets webhookAuthorization")
+        let notConfigured = CallbackRejection.Code.webhookNotConfigured
+        var rejection = CallbackRejection.forged(notConfigured, "no merchant has a nets webhookAuthorization")
         var authentic: (String, NetsWebhookEvent)?
         for (name, merchant) in config.merchants.sorted(by: { $0.key < $1.key }) {
             guard let nets = merchant.nets else { continue }
-            switch NetsWebhook.verify(headers: request.headers, body: request.body, config: nets) {
-            case .authentic(let event): authentic = (name, event)
-            case .malformed(let malformed): throw malformed.rejection
-            case .forged(let forged):
-                if rejection.reason == .notConfigured || forged.reason != .notConfigured { rejection = forged }
+            do {
+                authentic = (name, try NetsWebhook.verify(headers: request.headers, body: request.body, config: nets))
+                break
+            } catch where error.isForged {
+                // Another merchant's secret may still match; the most telling refusal is kept.
+                if rejection.code == notConfigured || error.code != notConfigured { rejection = error }
             }
-            if authentic != nil { break }
         }
-        guard let (merchant, event) = authentic else { throw rejection.rejection }
+        guard let (merchant, event) = authentic else { throw rejection }
         let order = try await orders.order(reference: event.paymentId, provider: .nets, merchant: merchant)
         switch NetsWebhook.interpret(event, for: order) {
         case .apply(let verdict): return CallbackDecision(order: order, event: event.id, verdict: verdict)
@@ -86,8 +87,4 @@ public struct NetsConnector: ProviderConnector {
     public func callbackReferences(in outcome: Outcome) -> [String] {
         outcome.result?["paymentId"]?.stringValue.map { [$0] } ?? []
     }
-}
-
-extension NetsWebhookRejection {
-    var rejection: CallbackRejection { CallbackRejection(status: status, code: reason.rawValue, message: message) }
 }

@@ -12,7 +12,7 @@ extension NetsPayments {
     /// minor units. Without `params.items` one item carries the whole amount, so the order
     /// always satisfies Nets' rule that the items add up to the amount.
     static func orderBody(
-        _ order: Order, params: NetsParams, reference: String, defaultItemName: String
+        _ order: Order, params: ParamReader, reference: String, defaultItemName: String
     ) throws(Rejection) -> JSONValue {
         guard let amount = order.amount else {
             throw Rejection(.missingField, field: "amount", "amount is required for nets \(order.operation.rawValue)")
@@ -27,8 +27,8 @@ extension NetsPayments {
             throw Rejection(.invalidCurrency, field: "currency", "currency must be an ISO 4217 alpha-3 code (three capital letters)")
         }
         let items: [JSONValue]
-        if let given = params.values["items"], given != .null {
-            items = try validatedItems(given, amount: amount)
+        if let given = try params.optionalArray("items", count: 1...maxItems) {
+            items = try validatedItems(given, amount: amount, params: params)
         } else {
             items = [
                 [
@@ -43,58 +43,33 @@ extension NetsPayments {
         ]
     }
 
-    static func validatedItems(_ value: JSONValue, amount: Int64) throws(Rejection) -> [JSONValue] {
-        guard case .array(let elements) = value else {
-            throw Rejection.invalidParam("items", "must be an array of order items, got \(value.typeName)")
-        }
-        guard !elements.isEmpty, elements.count <= maxItems else {
-            throw Rejection.invalidParam("items", "must hold 1-\(maxItems) items")
-        }
+    static func validatedItems(_ elements: [JSONValue], amount: Int64, params: ParamReader) throws(Rejection) -> [JSONValue] {
         var items: [JSONValue] = []
         items.reserveCapacity(elements.count)
         var total: Int64 = 0
         for (index, element) in elements.enumerated() {
-            let prefix = "items[\(index)]"
-            guard case .object(let fields) = element else {
-                throw Rejection.invalidParam(prefix, "must be an object, got \(element.typeName)")
-            }
-            if let unknown = fields.keys.filter({ !itemFields.contains($0) }).sorted().first {
-                throw Rejection(
-                    .unknownField, field: "params.\(prefix).\(unknown.prefix(64))",
-                    "params.\(prefix).\(unknown.prefix(64)) is not an order item field (allowed: \(itemFields.joined(separator: ", ")))")
-            }
-            func text(_ name: String) throws(Rejection) -> String {
-                guard let field = fields[name] else { throw Rejection.missingParam("\(prefix).\(name)") }
-                return try NetsParams.text(field, field: "\(prefix).\(name)", maxLength: 128)
-            }
-            func number(_ name: String, _ range: ClosedRange<Int64>, default fallback: Int64? = nil) throws(Rejection) -> Int64 {
-                guard let field = fields[name] else {
-                    if let fallback { return fallback }
-                    throw Rejection.missingParam("\(prefix).\(name)")
-                }
-                return try NetsParams.integer(field, field: "\(prefix).\(name)", in: range)
-            }
-            let reference = try text("reference")
-            let name = try text("name")
-            let unit = try text("unit")
-            let quantity = try number("quantity", 1...1_000_000)
-            let unitPrice = try number("unitPrice", 0...Int64.max)
-            let taxRate = try number("taxRate", 0...10_000, default: 0)
-            let taxAmount = try number("taxAmount", 0...Int64.max, default: 0)
-            let netTotal = try number("netTotalAmount", 0...Int64.max)
-            let grossTotal = try number("grossTotalAmount", 0...Int64.max)
+            let item = try ParamReader(element: element, at: params.field("items[\(index)]"), allowed: itemFields)
+            let reference = try item.netsText("reference")
+            let name = try item.netsText("name")
+            let unit = try item.netsText("unit")
+            let quantity = try item.integer("quantity", in: 1...1_000_000)
+            let unitPrice = try item.integer("unitPrice", in: 0...Int64.max)
+            let taxRate = try item.optionalInteger("taxRate", in: 0...10_000) ?? 0
+            let taxAmount = try item.optionalInteger("taxAmount", in: 0...Int64.max) ?? 0
+            let netTotal = try item.integer("netTotalAmount", in: 0...Int64.max)
+            let grossTotal = try item.integer("grossTotalAmount", in: 0...Int64.max)
 
             let (expectedNet, netOverflow) = unitPrice.multipliedReportingOverflow(by: quantity)
             guard !netOverflow, netTotal == expectedNet else {
-                throw Rejection.invalidParam("\(prefix).netTotalAmount", "must equal unitPrice × quantity (\(netOverflow ? "overflow" : String(expectedNet))), got \(netTotal)")
+                throw item.invalid("netTotalAmount", "must equal unitPrice × quantity (\(netOverflow ? "overflow" : String(expectedNet))), got \(netTotal)")
             }
             let (expectedGross, grossOverflow) = netTotal.addingReportingOverflow(taxAmount)
             guard !grossOverflow, grossTotal == expectedGross else {
-                throw Rejection.invalidParam("\(prefix).grossTotalAmount", "must equal netTotalAmount + taxAmount (\(grossOverflow ? "overflow" : String(expectedGross))), got \(grossTotal)")
+                throw item.invalid("grossTotalAmount", "must equal netTotalAmount + taxAmount (\(grossOverflow ? "overflow" : String(expectedGross))), got \(grossTotal)")
             }
             let (sum, sumOverflow) = total.addingReportingOverflow(grossTotal)
             guard !sumOverflow else {
-                throw Rejection.invalidParam("\(prefix).grossTotalAmount", "makes the items' total overflow")
+                throw item.invalid("grossTotalAmount", "makes the items' total overflow")
             }
             total = sum
             items.append([
@@ -104,7 +79,7 @@ extension NetsPayments {
             ])
         }
         guard total == amount else {
-            throw Rejection.invalidParam(
+            throw params.invalid(
                 "items", "grossTotalAmount values must add up to the order amount \(amount), they add up to \(total)")
         }
         return items

@@ -36,19 +36,19 @@ public enum NetsPayments {
         _ order: Order, config: NetsConfig, now: Int64, webhookURL: String? = nil
     ) throws(Rejection) -> HTTPRequestSpec {
         try requireOperation(order, .createSubscription)
-        let params = try NetsParams(order.params, allowed: createSubscriptionParams, operation: .createSubscription)
-        let endDateText = try params.string("endDate", maxLength: 64)
+        let params = try ParamReader(order.params, allowed: createSubscriptionParams, operation: "nets createSubscription")
+        let endDateText = try params.string("endDate", length: 1...64)
         guard let endDate = NetsEndDate(iso8601: endDateText) else {
-            throw Rejection.invalidParam(
+            throw params.invalid(
                 "endDate", "must be an ISO 8601 date-time with an offset, e.g. 2030-07-18T00:00:00+01:00 or 2030-07-17T23:00:00Z")
         }
         guard endDate.isAfter(epochSeconds: now) else {
-            throw Rejection.invalidParam("endDate", "must be in the future (Nets refuses a past end date), got \(endDate.formatted)")
+            throw params.invalid("endDate", "must be in the future (Nets refuses a past end date), got \(endDate.formatted)")
         }
         let interval = try params.integer("interval", in: 0...maxIntervalDays)
-        let reference = try params.string("reference")
-        let checkoutURL = try params.url("checkoutUrl")
-        let termsURL = try params.url("termsUrl")
+        let reference = try params.netsText("reference")
+        let checkoutURL = try params.netsOptionalURL("checkoutUrl")
+        let termsURL = try params.netsOptionalURL("termsUrl")
         let orderBody = try orderBody(order, params: params, reference: reference, defaultItemName: "Subscription")
 
         // The seed's iOS SDK opens Nets' hosted payment page and watches for the return URL.
@@ -84,8 +84,8 @@ public enum NetsPayments {
     /// `handle(_:to:)` from this request and its response (so the submitter needs no secret).
     public static func getSubscription(_ order: Order, config: NetsConfig) throws(Rejection) -> HTTPRequestSpec {
         try requireOperation(order, .getSubscription)
-        let params = try NetsParams(order.params, allowed: getSubscriptionParams, operation: .getSubscription)
-        return try fetchPayment(paymentId: params.safeId("paymentId"), config: config)
+        let params = try ParamReader(order.params, allowed: getSubscriptionParams, operation: "nets getSubscription")
+        return try fetchPayment(paymentId: params.netsSafeId("paymentId"), config: config)
     }
 
     /// `GET {baseURL}/v1/payments/{paymentId}`.
@@ -108,9 +108,9 @@ public enum NetsPayments {
     /// order's deterministic `Idempotency-Key`.
     public static func chargeSubscription(_ order: Order, config: NetsConfig) throws(Rejection) -> HTTPRequestSpec {
         try requireOperation(order, .chargeSubscription)
-        let params = try NetsParams(order.params, allowed: chargeSubscriptionParams, operation: .chargeSubscription)
-        let subscriptionId = try params.safeId("subscriptionId")
-        let reference = try params.string("reference")
+        let params = try ParamReader(order.params, allowed: chargeSubscriptionParams, operation: "nets chargeSubscription")
+        let subscriptionId = try params.netsSafeId("subscriptionId")
+        let reference = try params.netsText("reference")
         let orderBody = try orderBody(order, params: params, reference: reference, defaultItemName: "Subscription charge")
         return try post(
             config: config, path: "/v1/subscriptions/\(subscriptionId)/charges", body: ["order": orderBody],

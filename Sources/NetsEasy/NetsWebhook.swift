@@ -1,41 +1,12 @@
 import PaypipeCore
 
-/// Why a webhook delivery is refused. `status` is what the callback endpoint answers;
-/// `reason` is a stable label for metrics. Never carries the received or expected secret.
-public struct NetsWebhookRejection: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Reason: String, Sendable, Equatable, CaseIterable {
-        /// No `Authorization` header.
-        case missingAuthorization = "MISSING_AUTHORIZATION"
-        /// `Authorization` differs from the configured webhook secret.
-        case badAuthorization = "BAD_AUTHORIZATION"
-        /// The merchant has no webhook secret: nothing can be authentic.
-        case notConfigured = "WEBHOOK_NOT_CONFIGURED"
-        /// The body is not a JSON object.
-        case invalidJSON = "INVALID_JSON"
-        /// A required field is missing or has the wrong type or form.
-        case invalidField = "INVALID_FIELD"
-    }
-
-    public let status: Int
-    public let reason: Reason
-    public let message: String
-
-    public init(status: Int, reason: Reason, _ message: String) {
-        self.status = status
-        self.reason = reason
-        self.message = message
-    }
-
-    public var description: String { "\(status) \(reason.rawValue): \(message)" }
-}
-
-/// The result of checking a delivery, before any order is looked at.
-public enum NetsWebhookVerification: Sendable, Equatable {
-    case authentic(NetsWebhookEvent)
-    /// Bad or missing Authorization: answer `rejection.status` (401), change nothing.
-    case forged(NetsWebhookRejection)
-    /// Authentic sender but unreadable body: answer `rejection.status` (400), change nothing.
-    case malformed(NetsWebhookRejection)
+/// Nets' own reasons for refusing a webhook delivery; the others are the shared
+/// MISSING_AUTHORIZATION / BAD_AUTHORIZATION (401), INVALID_FIELD (400) and TOO_LARGE (413).
+extension CallbackRejection.Code {
+    /// The merchant has no webhook secret: nothing can be authentic (401).
+    public static let webhookNotConfigured = "WEBHOOK_NOT_CONFIGURED"
+    /// The body is not a JSON object (400).
+    public static let invalidJSON = "INVALID_JSON"
 }
 
 /// What an authentic event means for its order.
@@ -54,50 +25,52 @@ public enum NetsWebhook {
 
     /// Verifies and parses a delivery given its headers. Two `Authorization` headers are
     /// refused: which one a proxy honours is not ours to guess.
-    public static func verify(headers: [HTTPHeader], body: [UInt8], config: NetsConfig) -> NetsWebhookVerification {
+    ///
+    /// Throws a forged rejection (401, `isForged`: bad or missing Authorization; change nothing,
+    /// another merchant's secret may still match) or a malformed one (400/413: authentic sender
+    /// but unreadable body; change nothing).
+    public static func verify(headers: [HTTPHeader], body: [UInt8], config: NetsConfig) throws(CallbackRejection) -> NetsWebhookEvent {
         let values = headers.filter { $0.name.lowercased() == "authorization" }
         guard values.count <= 1 else {
-            return .forged(NetsWebhookRejection(status: 401, reason: .badAuthorization, "more than one Authorization header"))
+            throw .forged(CallbackRejection.Code.badAuthorization, "more than one Authorization header")
         }
-        return verify(authorization: values.first?.value, body: body, config: config)
+        return try verify(authorization: values.first?.value, body: body, config: config)
     }
 
     /// Verifies the Authorization value in constant time, then parses the body. The body is not
     /// read at all for a forged delivery.
-    public static func verify(authorization: String?, body: [UInt8], config: NetsConfig) -> NetsWebhookVerification {
+    public static func verify(authorization: String?, body: [UInt8], config: NetsConfig) throws(CallbackRejection) -> NetsWebhookEvent {
         guard !config.webhookAuthorization.isEmpty else {
-            return .forged(NetsWebhookRejection(status: 401, reason: .notConfigured, "no nets webhookAuthorization is configured for this merchant"))
+            throw .forged(
+                CallbackRejection.Code.webhookNotConfigured, "no nets webhookAuthorization is configured for this merchant")
         }
         guard let authorization, !authorization.isEmpty else {
-            return .forged(NetsWebhookRejection(status: 401, reason: .missingAuthorization, "the Authorization header is missing"))
+            throw .forged(CallbackRejection.Code.missingAuthorization, "the Authorization header is missing")
         }
         guard config.webhookAuthorization.matches(Array(authorization.utf8)) else {
-            return .forged(NetsWebhookRejection(status: 401, reason: .badAuthorization, "the Authorization header does not match"))
+            throw .forged(CallbackRejection.Code.badAuthorization, "the Authorization header does not match")
         }
-        switch parse(body) {
-        case .success(let event): return .authentic(event)
-        case .failure(let rejection): return .malformed(rejection)
-        }
+        return try parse(body)
     }
 
     /// Parses `{id, event, timestamp, merchantId, data: {paymentId, ...}}` (no authentication).
-    public static func parse(_ body: [UInt8]) -> Result<NetsWebhookEvent, NetsWebhookRejection> {
-        func invalid(_ message: String) -> Result<NetsWebhookEvent, NetsWebhookRejection> {
-            .failure(NetsWebhookRejection(status: 400, reason: .invalidField, message))
+    public static func parse(_ body: [UInt8]) throws(CallbackRejection) -> NetsWebhookEvent {
+        func invalid(_ message: String) -> CallbackRejection {
+            CallbackRejection.malformed(message, code: CallbackRejection.Code.invalidField)
         }
         guard body.count <= maxBodyBytes else {
-            return .failure(NetsWebhookRejection(status: 413, reason: .invalidJSON, "body exceeds \(maxBodyBytes) bytes"))
+            throw .tooLarge("body exceeds \(maxBodyBytes) bytes")
         }
         guard let root = try? JSONValue.parse(body), root.objectValue != nil else {
-            return .failure(NetsWebhookRejection(status: 400, reason: .invalidJSON, "body is not a JSON object"))
+            throw .malformed("body is not a JSON object", code: CallbackRejection.Code.invalidJSON)
         }
-        guard let id = root["id"]?.stringValue, !id.isEmpty, id.utf8.count <= 128 else { return invalid("id must be a string of 1-128 characters") }
-        guard let event = root["event"]?.stringValue, !event.isEmpty, event.utf8.count <= 128 else {
-            return invalid("event must be a string of 1-128 characters")
+        guard let id = root["id"]?.stringValue, (1...128).contains(id.unicodeScalars.count) else { throw invalid("id must be a string of 1-128 characters") }
+        guard let event = root["event"]?.stringValue, (1...128).contains(event.unicodeScalars.count) else {
+            throw invalid("event must be a string of 1-128 characters")
         }
-        guard let data = root["data"], data.objectValue != nil else { return invalid("data must be an object") }
+        guard let data = root["data"], data.objectValue != nil else { throw invalid("data must be an object") }
         guard let paymentId = data["paymentId"]?.stringValue, NetsIdentifiers.isSafeId(paymentId) else {
-            return invalid("data.paymentId must be 1-64 characters of [A-Za-z0-9_-]")
+            throw invalid("data.paymentId must be 1-64 characters of [A-Za-z0-9_-]")
         }
         let merchantId: String? =
             switch root["merchantId"] {
@@ -110,17 +83,16 @@ public enum NetsWebhook {
         let amountObject = data["order"]?["amount"] ?? data["amount"]
         var amount: Int64?
         if let value = amountObject?["amount"], value != .null {
-            guard case .integer(let number) = value else { return invalid("the event amount must be an integer in minor units") }
+            guard case .integer(let number) = value else { throw invalid("the event amount must be an integer in minor units") }
             amount = number
         }
         let currency = amountObject?["currency"]?.stringValue
         let reference = data["order"]?["reference"]?.stringValue
-        return .success(
-            NetsWebhookEvent(
-                id: id, event: event, timestamp: root["timestamp"]?.stringValue.map { String($0.prefix(64)) },
-                merchantId: merchantId, paymentId: paymentId, chargeId: data["chargeId"]?.stringValue.map { String($0.prefix(128)) },
-                amount: amount, currency: currency.map { String($0.prefix(8)) }, reference: reference.map { String($0.prefix(256)) },
-                errorMessage: data["error"]?["message"]?.stringValue.map { NetsPayments.clip($0) }))
+        return NetsWebhookEvent(
+            id: id, event: event, timestamp: root["timestamp"]?.stringValue.map { String($0.prefix(64)) },
+            merchantId: merchantId, paymentId: paymentId, chargeId: data["chargeId"]?.stringValue.map { String($0.prefix(128)) },
+            amount: amount, currency: currency.map { String($0.prefix(8)) }, reference: reference.map { String($0.prefix(256)) },
+            errorMessage: data["error"]?["message"]?.stringValue.map { NetsPayments.clip($0) })
     }
 
     /// Checks an event against the order it belongs to (found by paymentId) and says what

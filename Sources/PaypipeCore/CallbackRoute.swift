@@ -1,24 +1,16 @@
-/// A callback refused before it could be handed on (PROTOCOL.md §3): the HTTP status, a stable
-/// code counted in `/metrics`, and a message that names the rule and never carries a secret.
-public struct CallbackRejection: Error, Sendable, Equatable, CustomStringConvertible {
-    public let status: Int
-    public let code: String
-    public let message: String
-
-    public init(status: Int, code: String, message: String) {
-        self.status = status
-        self.code = code
-        self.message = message
-    }
-
-    public var description: String { "\(status) \(code): \(message)" }
-
+extension CallbackRejection {
     public static func orderNotFound(_ provider: Provider, merchant: String) -> CallbackRejection {
-        CallbackRejection(status: 404, code: "ORDER_NOT_FOUND", message: "no \(provider.rawValue) order of merchant \(merchant) matches this callback")
+        CallbackRejection(status: 404, code: "ORDER_NOT_FOUND", "no \(provider.rawValue) order of merchant \(merchant) matches this callback")
     }
 
+    /// A forwarded body names a merchant without this provider's settings.
+    public static func unknownMerchant(_ merchant: String, _ provider: Provider) -> CallbackRejection {
+        CallbackRejection(status: 404, code: "UNKNOWN_MERCHANT", "merchant \(merchant) has no \(provider.rawValue) configuration")
+    }
+
+    /// 503, so the provider retries.
     public static func ledgerUnavailable(_ detail: String = "the order store did not answer; retry later") -> CallbackRejection {
-        CallbackRejection(status: 503, code: "LEDGER_UNAVAILABLE", message: detail)
+        CallbackRejection(status: 503, code: "LEDGER_UNAVAILABLE", detail)
     }
 }
 
@@ -53,11 +45,22 @@ public struct CallbackDecision: Sendable, Equatable {
     public var event: String?
     /// nil: authentic, but nothing changes (e.g. a notification about another operation).
     public var verdict: ProviderVerdict?
+    /// The `result` of the outcome a `failed` verdict leads to, when something was taken
+    /// all the same (a Trust Payments payment whose subscription was not scheduled).
+    public var failureResult: [String: JSONValue]?
+    /// Why an authentic callback without a verdict changes no order, as a short label (e.g.
+    /// `recorded_notify`): counted in `paypipe_callbacks_total` instead of `no_change` when its
+    /// event is newly recorded. Keep the set of values small (it is a metrics label).
+    public var recordedAs: String?
 
-    public init(order: Order, event: String?, verdict: ProviderVerdict?) {
+    public init(
+        order: Order, event: String?, verdict: ProviderVerdict?, failureResult: [String: JSONValue]? = nil, recordedAs: String? = nil
+    ) {
         self.order = order
         self.event = event
         self.verdict = verdict
+        self.failureResult = failureResult
+        self.recordedAs = recordedAs
     }
 }
 
@@ -138,21 +141,21 @@ public struct ForwardedCallback: Sendable {
 
     public init(_ body: [UInt8], field: String) throws(CallbackRejection) {
         guard body.count <= Order.maxFrameBytes else {
-            throw CallbackRejection(status: 413, code: "TOO_LARGE", message: "the body is larger than 64 KiB")
+            throw .tooLarge("the body is larger than 64 KiB")
         }
         guard case .object(let object)? = try? JSONValue.parse(body) else {
-            throw CallbackRejection(status: 400, code: "MALFORMED", message: "the body is not a JSON object")
+            throw .malformed("the body is not a JSON object")
         }
         guard let orderId = object["orderId"]?.stringValue, Order.isValidOrderId(orderId) else {
-            throw CallbackRejection(status: 400, code: "INVALID_FIELD", message: "orderId must be 1-64 characters of [A-Za-z0-9._:-]")
+            throw .malformed("orderId must be 1-64 characters of [A-Za-z0-9._:-]", code: CallbackRejection.Code.invalidField)
         }
         switch object["merchant"] {
         case nil, .null?: merchant = "default"
         case .string(let name)? where !name.isEmpty && name.utf8.count <= 64: merchant = name
-        default: throw CallbackRejection(status: 400, code: "INVALID_FIELD", message: "merchant must be a string of 1-64 characters")
+        default: throw .malformed("merchant must be a string of 1-64 characters", code: CallbackRejection.Code.invalidField)
         }
         guard let value = object[field]?.stringValue, !value.isEmpty else {
-            throw CallbackRejection(status: 400, code: "MISSING_FIELD", message: "\(field) must be a non-empty string")
+            throw .malformed("\(field) must be a non-empty string", code: CallbackRejection.Code.missingField)
         }
         self.orderId = orderId
         self.value = value

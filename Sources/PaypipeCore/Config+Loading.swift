@@ -81,7 +81,8 @@ extension PaypipeConfig {
             if var r = try m.optionalObject("phonepe") {
                 merchant.phonepe = PhonePeConfig(
                     baseURL: try r.url("baseURL"), merchantId: try r.string("merchantId"), saltKey: try r.secret("saltKey"),
-                    saltIndex: try r.string("saltIndex"), callbackURL: try r.url("callbackURL"))
+                    saltIndex: try r.string("saltIndex"), callbackURL: try r.url("callbackURL"),
+                    callbackScheme: try r.optionalString("callbackScheme"))
                 try r.finish()
             }
             if var r = try m.optionalObject("cleeng") {
@@ -134,6 +135,7 @@ extension PaypipeConfig {
         if var e = try root.optionalObject("endpoints") {
             config.endpoints.intake = try e.optionalString("intake") ?? config.endpoints.intake
             config.endpoints.outcomes = try e.optionalString("outcomes") ?? config.endpoints.outcomes
+            config.endpoints.outcomesReplay = try e.optionalString("outcomesReplay") ?? config.endpoints.outcomesReplay
             config.endpoints.callbacks = try e.optionalString("callbacks") ?? config.endpoints.callbacks
             config.endpoints.signQueue = try e.optionalString("signQueue") ?? config.endpoints.signQueue
             config.endpoints.signedIn = try e.optionalString("signedIn") ?? config.endpoints.signedIn
@@ -153,6 +155,11 @@ extension PaypipeConfig {
             config.timers.phonepeCallbackWaitMs = try t.positiveInteger("phonepeCallbackWaitMs") ?? d.phonepeCallbackWaitMs
             config.timers.tpResponseMaxAgeS = try t.positiveInteger("tpResponseMaxAgeS") ?? d.tpResponseMaxAgeS
             try t.finish()
+        }
+        if var c = try root.optionalObject("curve") { config.curve = try CurveConfig.parse(&c) }
+        if var r = try root.optionalObject("retention") {
+            config.retention.outcomesDays = try r.positiveInteger("outcomesDays") ?? config.retention.outcomesDays
+            try r.finish()
         }
         try root.finish()
 

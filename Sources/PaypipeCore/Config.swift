@@ -3,16 +3,22 @@ public struct PaypipeConfig: Sendable {
     public var merchants: [String: MerchantConfig]
     public var endpoints: Endpoints
     public var timers: Timers
+    /// CURVE on the internal links (nil: plaintext, as in v1).
+    public var curve: CurveConfig?
+    public var retention = Retention()
 
     public init(merchants: [String: MerchantConfig], endpoints: Endpoints = Endpoints(), timers: Timers = Timers()) {
         self.merchants = merchants
         self.endpoints = endpoints
         self.timers = timers
+        curve = nil
     }
 
     public struct Endpoints: Sendable, Equatable {
         public var intake = "tcp://127.0.0.1:5550"
         public var outcomes = "tcp://127.0.0.1:5559"
+        /// Where upstream asks for outcomes by seq (PROTOCOL.md §6; the ledger binds a ROUTER).
+        public var outcomesReplay = "tcp://127.0.0.1:5558"
         public var callbacks = "127.0.0.1:8080"
         // Internal hops, all bound by paypipe-ledger so that every stage copy only connects
         // (an addition to PROTOCOL.md §4: optional keys, defaults below).
@@ -44,12 +50,21 @@ public struct PaypipeConfig: Sendable {
         public init() {}
     }
 
-    /// The merchant profile for an order, or the rejection PROTOCOL.md prescribes.
+    /// How long stored records are kept (PROTOCOL.md §6).
+    public struct Retention: Sendable, Equatable {
+        /// Logged outcomes older than this many days may be removed from the replay log.
+        public var outcomesDays: Int64 = 30
+        public init() {}
+    }
+
+    /// The merchant profile for an order, or the rejection PROTOCOL.md prescribes. Byte for
+    /// byte: `merchants[name]` alone would take "\u{212A}iosk" (Kelvin sign) for "Kiosk", while
+    /// the store and every idempotency key tell them apart, so one order could be charged twice.
     public func merchant(_ name: String) throws(Rejection) -> MerchantConfig {
-        guard let merchant = merchants[name] else {
+        guard let index = merchants.index(forKey: name), merchants[index].key.utf8.elementsEqual(name.utf8) else {
             throw Rejection(.unknownMerchant, field: "merchant", "merchant \"\(name.prefix(64))\" is not configured")
         }
-        return merchant
+        return merchants[index].value
     }
 }
 
@@ -131,13 +146,16 @@ public struct PhonePeConfig: Sendable {
     public var saltKey: Secret
     public var saltIndex: String
     public var callbackURL: String
+    /// `deviceContext.merchantCallBackScheme` for orders that name none (seed 002 makes it mandatory).
+    public var callbackScheme: String?
 
-    public init(baseURL: String, merchantId: String, saltKey: Secret, saltIndex: String, callbackURL: String) {
+    public init(baseURL: String, merchantId: String, saltKey: Secret, saltIndex: String, callbackURL: String, callbackScheme: String? = nil) {
         self.baseURL = baseURL
         self.merchantId = merchantId
         self.saltKey = saltKey
         self.saltIndex = saltIndex
         self.callbackURL = callbackURL
+        self.callbackScheme = callbackScheme
     }
 }
 

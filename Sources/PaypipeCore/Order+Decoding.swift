@@ -46,8 +46,10 @@ extension Order {
         guard case .object(let object) = document else {
             return .dropped(Rejection(.notAnObject, field: "frame", "frame is JSON \(document.typeName), not an object"))
         }
+        // Only an absent merchant means "default": a rejection filed under "default" for a
+        // merchant that was there but unreadable would answer a later valid order with its id.
         let identity = OrderIdentity(
-            orderId: echo(object["orderId"]), merchant: echo(object["merchant"]) .ifEmpty("default"),
+            orderId: echo(object["orderId"]), merchant: object["merchant"] == nil ? "default" : echo(object["merchant"]),
             provider: echo(object["provider"]), operation: echo(object["operation"]))
         do {
             return .order(try validate(object, catalog: catalog))
@@ -87,6 +89,10 @@ extension Order {
             }
             guard !string.isEmpty, string.utf8.count <= 64 else {
                 throw Rejection(.invalidMerchant, field: "merchant", "merchant must be 1-64 characters")
+            }
+            // Keys are compared byte for byte; a NUL would be cut by C APIs and merge two keys.
+            guard !string.utf8.contains(0) else {
+                throw Rejection(.invalidMerchant, field: "merchant", "merchant must not contain NUL")
             }
             merchant = string
         }
@@ -167,12 +173,15 @@ extension Order {
         }
     }
 
+    /// Whether `merchant` can name an order (and so key a stored outcome): what `validate`
+    /// accepts, 1-64 bytes without NUL.
+    public static func isValidMerchant(_ merchant: String) -> Bool {
+        let bytes = merchant.utf8
+        return !bytes.isEmpty && bytes.count <= 64 && !bytes.contains(0)
+    }
+
     public static func isAlpha3(_ code: String) -> Bool {
         let bytes = code.utf8
         return bytes.count == 3 && bytes.allSatisfy { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }
     }
-}
-
-extension String {
-    fileprivate func ifEmpty(_ fallback: String) -> String { isEmpty ? fallback : self }
 }

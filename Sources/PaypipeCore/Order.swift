@@ -80,4 +80,16 @@ public struct OrderKey: Sendable, Hashable, CustomStringConvertible {
         self.orderId = orderId
     }
     public var description: String { "\(merchant)/\(orderId)" }
+
+    /// Byte for byte, like the store and every idempotency key derived from the key: Swift's
+    /// own String equality is canonical equivalence ("\u{212A}iosk" == "Kiosk").
+    public static func == (lhs: OrderKey, rhs: OrderKey) -> Bool {
+        lhs.merchant.utf8.elementsEqual(rhs.merchant.utf8) && lhs.orderId.utf8.elementsEqual(rhs.orderId.utf8)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(merchant.utf8.count)
+        for byte in merchant.utf8 { hasher.combine(byte) }
+        for byte in orderId.utf8 { hasher.combine(byte) }
+    }
 }

@@ -1,4 +1,3 @@
-import Foundation
 import PaypipeCore
 
 /// A signed `POST /v3/recurring/auth/init` (seed 002) and, built with it, the signed auth-status
@@ -19,9 +18,10 @@ public struct PhonePeAuthInit: Sendable, Equatable {
         guard checksum.saltIndex == config.saltIndex else {
             throw Rejection(.phonePeInvalidConfig, field: "phonepe.saltIndex", "the signer's salt index differs from phonepe.saltIndex")
         }
-        let params = try PhonePeAuthInitParams(order: order)
+        var params = try PhonePeAuthInitParams(order: order)
+        params.merchantCallBackScheme = try Self.callBackScheme(params.merchantCallBackScheme, config: config)
         let payload = Self.payload(params, merchantId: merchantId)
-        let payloadBase64 = Data(payload.bytes).base64EncodedString()
+        let payloadBase64 = Base64.encodeToString(payload.bytes, .standard)
 
         self.params = params
         self.merchantId = merchantId
@@ -40,6 +40,21 @@ public struct PhonePeAuthInit: Sendable, Equatable {
 
     public init(order: Order, config: PhonePeConfig) throws(Rejection) {
         try self.init(order: order, config: config, checksum: PhonePeChecksum(config: config))
+    }
+
+    /// `deviceContext.merchantCallBackScheme`, mandatory in seed 002's request table: the
+    /// order's own, else the merchant's `phonepe.callbackScheme` (PROTOCOL.md §6).
+    static func callBackScheme(_ ordered: String?, config: PhonePeConfig) throws(Rejection) -> String {
+        if let ordered { return ordered }
+        guard let configured = config.callbackScheme else {
+            throw Rejection(.missingParam, field: "params.merchantCallBackScheme",
+                "params.merchantCallBackScheme is required when the merchant config sets no phonepe.callbackScheme (seed 002: deviceContext.merchantCallBackScheme is mandatory)")
+        }
+        guard PhonePeRules.isURLScheme(configured) else {
+            throw Rejection(.phonePeInvalidConfig, field: "phonepe.callbackScheme",
+                "phonepe.callbackScheme must be a URL scheme: a letter, then letters, digits, '+', '-' or '.', at most \(PhonePeRules.callBackSchemeMaxLength) characters")
+        }
+        return configured
     }
 
     /// The payload per the seed's request-parameter table. The seed's sample also carries

@@ -39,33 +39,28 @@ public struct PhonePeAuthInitParams: Sendable, Equatable {
         guard order.operation == .authInit else {
             throw Rejection(.unknownOperation, field: "operation", "operation must be authInit for phonepe, got \(order.operation.rawValue)")
         }
-        let params = order.params
-        if let unknown = params.keys.filter({ !Self.allowedKeys.contains($0) }).sorted().first {
-            throw Rejection(.unknownField, field: "params.\(unknown.prefix(64))",
-                "params.\(unknown.prefix(64)) is not a phonepe authInit param (allowed: \(Self.allowedKeys.sorted().joined(separator: ", ")))")
-        }
+        let params = try ParamReader(order.params, allowed: Self.allowedKeys, operation: "phonepe authInit")
 
         merchantUserId = try Self.identifier(params, "merchantUserId", maxLength: PhonePeRules.merchantUserIdMaxLength)
         subscriptionId = try Self.identifier(params, "subscriptionId", maxLength: PhonePeRules.subscriptionIdMaxLength)
-        if params["authRequestId"] != nil {
+        if params.contains("authRequestId") {
             authRequestId = try Self.identifier(params, "authRequestId", maxLength: PhonePeRules.authRequestIdMaxLength)
         } else {
             authRequestId = Self.defaultAuthRequestId(merchant: order.merchant, orderId: order.orderId)
         }
 
-        if let value = params["authWorkflowType"] {
-            guard let text = value.stringValue, let type = PhonePeAuthWorkflowType(rawValue: text) else {
-                throw Rejection.invalidParam("authWorkflowType", "must be \"TRANSACTION\" or \"PENNY_DROP\"")
+        if let text = try params.optionalString("authWorkflowType") {
+            guard let type = PhonePeAuthWorkflowType(rawValue: text) else {
+                throw params.invalid("authWorkflowType", "must be \"TRANSACTION\" or \"PENNY_DROP\"")
             }
             authWorkflowType = type
         } else {
             authWorkflowType = .transaction
         }
 
-        if let value = params["merchantCallBackScheme"] {
-            guard let scheme = value.stringValue, PhonePeRules.isURLScheme(scheme) else {
-                throw Rejection.invalidParam("merchantCallBackScheme",
-                    "must be a URL scheme: a letter, then letters, digits, '+', '-' or '.', at most \(PhonePeRules.callBackSchemeMaxLength) characters")
+        if let scheme = try params.optionalString("merchantCallBackScheme", length: 1...PhonePeRules.callBackSchemeMaxLength) {
+            guard PhonePeRules.isURLScheme(scheme) else {
+                throw params.invalid("merchantCallBackScheme", "must be a URL scheme: a letter, then letters, digits, '+', '-' or '.'")
             }
             merchantCallBackScheme = scheme
         } else {
@@ -99,14 +94,8 @@ public struct PhonePeAuthInitParams: Sendable, Equatable {
         return Digest.hex(digest.prefix(16)).uppercased()
     }
 
-    private static func identifier(_ params: [String: JSONValue], _ name: String, maxLength: Int) throws(Rejection) -> String {
-        guard let value = params[name] else { throw Rejection.missingParam(name) }
-        guard let text = value.stringValue else {
-            throw Rejection.invalidParam(name, "must be a string, got \(value.typeName)")
-        }
-        guard PhonePeRules.isIdentifier(text, maxLength: maxLength) else {
-            throw Rejection.invalidParam(name, "must be 1-\(maxLength) characters of [A-Za-z0-9_-]")
-        }
-        return text
+    /// `[A-Za-z0-9_-]` ids (see `PhonePeRules.isIdentifier`): they travel in URL paths and JSON verbatim.
+    private static func identifier(_ params: ParamReader, _ name: String, maxLength: Int) throws(Rejection) -> String {
+        try params.string(name, length: 1...maxLength, charset: .identifier)
     }
 }

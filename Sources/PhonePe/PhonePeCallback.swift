@@ -1,4 +1,3 @@
-import Foundation
 import PaypipeCore
 
 /// `data.callbackType`. Kept open: a type this module does not know is carried, not rejected.
@@ -13,35 +12,6 @@ public struct PhonePeCallbackType: RawRepresentable, Sendable, Hashable, CustomS
     public static let subscription = PhonePeCallbackType(rawValue: "SUBSCRIPTION")
 }
 
-/// Why a callback is not accepted: the validator answers `httpStatus` (4xx), counts `code`,
-/// and changes no order. Messages never carry the salt or the received checksum.
-public struct PhonePeCallbackError: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Reason: String, Sendable, Equatable {
-        case missingChecksum = "MISSING_CHECKSUM"
-        case badChecksum = "BAD_CHECKSUM"
-        case malformed = "MALFORMED"
-        case tooLarge = "TOO_LARGE"
-    }
-
-    public let reason: Reason
-    public let message: String
-
-    public init(_ reason: Reason, _ message: String) {
-        self.reason = reason
-        self.message = message
-    }
-
-    public var code: String { reason.rawValue }
-    public var httpStatus: Int {
-        switch reason {
-        case .missingChecksum, .badChecksum: 401
-        case .malformed: 400
-        case .tooLarge: 413
-        }
-    }
-    public var description: String { "\(code): \(message)" }
-}
-
 /// A PhonePe S2S callback body `{"response": base64(JSON)}`, decoded but NOT yet authenticated.
 /// Its claimed ids serve only to find the order (and so the merchant whose salt verifies it);
 /// nothing else may be read before `authenticate`.
@@ -54,14 +24,14 @@ public struct PhonePeCallbackEnvelope: Sendable, Equatable {
     /// The merchantId the body claims (for the config lookup only).
     public var claimedMerchantId: String { decoded.merchantId }
 
-    public init(body: some Collection<UInt8>) throws(PhonePeCallbackError) {
+    public init(body: some Collection<UInt8>) throws(CallbackRejection) {
         let response = try PhonePeCallback.responseField(body)
         responseBase64 = response
         decoded = try PhonePeCallback(responseBase64: response)
     }
 
     /// Checks `X-VERIFY = sha256hex(response + saltKey) + "###" + saltIndex` in constant time.
-    public func authenticate(xVerify: String?, checksum: PhonePeChecksum) throws(PhonePeCallbackError) -> PhonePeCallback {
+    public func authenticate(xVerify: String?, checksum: PhonePeChecksum) throws(CallbackRejection) -> PhonePeCallback {
         try PhonePeCallback.checkChecksum(xVerify, response: responseBase64, checksum: checksum)
         return decoded
     }
@@ -86,7 +56,7 @@ public struct PhonePeCallback: Sendable, Equatable {
 
     /// One step for a validator that already knows the merchant: the checksum is checked
     /// before anything is decoded, so forged bodies cost one SHA-256.
-    public static func authenticate(body: some Collection<UInt8>, xVerify: String?, checksum: PhonePeChecksum) throws(PhonePeCallbackError) -> PhonePeCallback {
+    public static func authenticate(body: some Collection<UInt8>, xVerify: String?, checksum: PhonePeChecksum) throws(CallbackRejection) -> PhonePeCallback {
         let response = try responseField(body)
         try checkChecksum(xVerify, response: response, checksum: checksum)
         return try PhonePeCallback(responseBase64: response)
@@ -94,50 +64,52 @@ public struct PhonePeCallback: Sendable, Equatable {
 
     // MARK: Decoding
 
-    static func responseField(_ body: some Collection<UInt8>) throws(PhonePeCallbackError) -> String {
+    static func responseField(_ body: some Collection<UInt8>) throws(CallbackRejection) -> String {
         guard body.count <= PhonePeRules.maxDocumentBytes else {
-            throw PhonePeCallbackError(.tooLarge, "callback body of \(body.count) bytes exceeds \(PhonePeRules.maxDocumentBytes)")
+            throw .tooLarge("callback body of \(body.count) bytes exceeds \(PhonePeRules.maxDocumentBytes)")
         }
         guard let document = try? JSONValue.parse(body), case .object(let object) = document else {
-            throw PhonePeCallbackError(.malformed, "callback body is not a JSON object")
+            throw .malformed("callback body is not a JSON object")
         }
         guard let response = object["response"]?.stringValue, !response.isEmpty else {
-            throw PhonePeCallbackError(.malformed, "callback body has no \"response\" string")
+            throw .malformed("callback body has no \"response\" string")
         }
         return response
     }
 
-    static func checkChecksum(_ xVerify: String?, response: String, checksum: PhonePeChecksum) throws(PhonePeCallbackError) {
-        guard let xVerify, !xVerify.isEmpty else { throw PhonePeCallbackError(.missingChecksum, "X-VERIFY header is missing") }
+    static func checkChecksum(_ xVerify: String?, response: String, checksum: PhonePeChecksum) throws(CallbackRejection) {
+        guard let xVerify, !xVerify.isEmpty else {
+            throw .forged(CallbackRejection.Code.missingChecksum, "X-VERIFY header is missing")
+        }
         guard checksum.verify(xVerify, callbackResponse: response) else {
-            throw PhonePeCallbackError(.badChecksum, "X-VERIFY does not match the response and the configured salt index")
+            throw .forged(CallbackRejection.Code.badChecksum, "X-VERIFY does not match the response and the configured salt index")
         }
     }
 
-    init(responseBase64: String) throws(PhonePeCallbackError) {
-        guard let decoded = Data(base64Encoded: responseBase64) else {
-            throw PhonePeCallbackError(.malformed, "response is not valid base64")
+    init(responseBase64: String) throws(CallbackRejection) {
+        guard let decoded = Base64.decode(responseBase64, .standard) else {
+            throw .malformed("response is not valid base64")
         }
-        guard let document = try? JSONValue.parse(Array(decoded)), case .object(let object) = document else {
-            throw PhonePeCallbackError(.malformed, "decoded response is not a JSON object")
+        guard let document = try? JSONValue.parse(decoded), case .object(let object) = document else {
+            throw .malformed("decoded response is not a JSON object")
         }
         guard let data = object["data"]?.objectValue else {
-            throw PhonePeCallbackError(.malformed, "decoded response has no data object")
+            throw .malformed("decoded response has no data object")
         }
         let state: PhonePeAuthState
         do {
             state = try PhonePeAuthState(data: data)
         } catch {
-            throw PhonePeCallbackError(.malformed, error.description)
+            throw .malformed(error.description)
         }
         guard let type = data["callbackType"]?.stringValue, PhonePeRules.isIdentifier(type, maxLength: 32) else {
-            throw PhonePeCallbackError(.malformed, "data.callbackType must be a word such as AUTH")
+            throw .malformed("data.callbackType must be a word such as AUTH")
         }
         guard let merchantId = state.merchantId, PhonePeRules.isIdentifier(merchantId, maxLength: PhonePeRules.merchantIdMaxLength) else {
-            throw PhonePeCallbackError(.malformed, "data.merchantId must be 1-\(PhonePeRules.merchantIdMaxLength) characters of [A-Za-z0-9_-]")
+            throw .malformed("data.merchantId must be 1-\(PhonePeRules.merchantIdMaxLength) characters of [A-Za-z0-9_-]")
         }
         guard let authRequestId = state.authRequestId, PhonePeRules.isIdentifier(authRequestId, maxLength: 64) else {
-            throw PhonePeCallbackError(.malformed, "data.authRequestId must be 1-64 characters of [A-Za-z0-9_-]")
+            throw .malformed("data.authRequestId must be 1-64 characters of [A-Za-z0-9_-]")
         }
         self.responseBase64 = responseBase64
         success = object["success"]?.boolValue

@@ -51,10 +51,17 @@ public struct PhonePeConnector: ProviderConnector {
     /// A status check (the callback never came) sends only the signed auth status call.
     public func sign(_ order: Order, purpose: DispatchPurpose, nowSeconds: Int64) throws(Rejection) -> Signed<Context> {
         let phonepe = try config.merchant(order.merchant).require(\.phonepe, .phonepe)
-        let authInit = try PhonePeAuthInit(order: order, config: phonepe, checksum: checksums[order.merchant] ?? PhonePeChecksum(config: phonepe))
+        let checksum = checksums[order.merchant] ?? PhonePeChecksum(config: phonepe)
+        if purpose == .statusCheck {
+            // Only the status call leaves, so the callback scheme (an auth/init field) is not
+            // required: an order accepted before phonepe.callbackScheme was configured still resolves.
+            let status = try PhonePeAuthStatus.request(order: order, config: phonepe, checksum: checksum)
+            let context = Context(authRequestId: try PhonePeAuthInitParams(order: order).authRequestId, merchantId: phonepe.merchantId)
+            return .request(SignedRequest(request: status, resolve: status, context: context))
+        }
+        let authInit = try PhonePeAuthInit(order: order, config: phonepe, checksum: checksum)
         let context = Context(authRequestId: authInit.authRequestId, merchantId: phonepe.merchantId)
-        let first = purpose == .statusCheck ? authInit.statusRequest : authInit.request
-        return .request(SignedRequest(request: first, resolve: authInit.statusRequest, context: context))
+        return .request(SignedRequest(request: authInit.request, resolve: authInit.statusRequest, context: context))
     }
 
     // MARK: - Submitter
@@ -83,9 +90,8 @@ public struct PhonePeConnector: ProviderConnector {
     /// The checksum with the salt of the merchant the body names, then the order by
     /// authRequestId; the amount and references are checked against the order.
     func callback(_ request: CallbackRequest, orders: any CallbackOrderLookup) async throws(CallbackRejection) -> CallbackDecision {
-        let envelope: PhonePeCallbackEnvelope
-        do { envelope = try PhonePeCallbackEnvelope(body: request.body) } catch { throw error.rejection }
-        var lastError = PhonePeCallbackError(.badChecksum, "no merchant is configured with this PhonePe merchantId")
+        let envelope = try PhonePeCallbackEnvelope(body: request.body)
+        var lastError = CallbackRejection.forged(CallbackRejection.Code.badChecksum, "no merchant is configured with this PhonePe merchantId")
         var authenticated: (String, String, PhonePeCallback)?
         for (name, merchant) in config.merchants.sorted(by: { $0.key < $1.key }) where merchant.phonepe?.merchantId == envelope.claimedMerchantId {
             guard let phonepe = merchant.phonepe, let checksum = checksums[name] else { continue }
@@ -96,11 +102,22 @@ public struct PhonePeConnector: ProviderConnector {
                 lastError = error
             }
         }
-        guard let (merchant, merchantId, callback) = authenticated else { throw lastError.rejection }
+        guard let (merchant, merchantId, callback) = authenticated else { throw lastError }
         let order = try await orders.order(reference: callback.authRequestId, provider: .phonepe, merchant: merchant)
         switch callback.effect(order: order, merchantId: merchantId) {
-        case .ignored: return CallbackDecision(order: order, event: callback.dedupeKey, verdict: nil)
+        case .ignored: return CallbackDecision(order: order, event: callback.dedupeKey, verdict: nil, recordedAs: Self.recordedLabel(callback.callbackType))
         case .verdict(let verdict): return CallbackDecision(order: order, event: callback.dedupeKey, verdict: verdict)
+        }
+    }
+
+    /// The `result` label in `paypipe_callbacks_total` for an authentic callback that decides
+    /// nothing (NOTIFY and DEBIT are about later debits): one per known type, so the label set stays small.
+    static func recordedLabel(_ type: PhonePeCallbackType) -> String {
+        switch type {
+        case .notify: "recorded_notify"
+        case .debit: "recorded_debit"
+        case .subscription: "recorded_subscription"
+        default: "recorded_other"
         }
     }
 
@@ -118,8 +135,4 @@ public struct PhonePeConnector: ProviderConnector {
     public func pendingFollowUp(for operation: Operation, timers: PaypipeConfig.Timers) -> PendingFollowUp? {
         operation == .authInit ? .statusCheck(afterMilliseconds: timers.phonepeCallbackWaitMs) : nil
     }
-}
-
-extension PhonePeCallbackError {
-    var rejection: CallbackRejection { CallbackRejection(status: httpStatus, code: code, message: message) }
 }

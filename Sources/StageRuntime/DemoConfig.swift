@@ -32,7 +32,7 @@ package enum DemoConfig {
                                 "webhookAuthorization": "demoWebhookAuth123" },
                   "phonepe":  { "baseURL": "\(url("/phonepe"))", "merchantId": "MERCHANTUAT",
                                 "saltKey": "demo-salt-099eb0cd-02cf-4e2a-8aca-3e6c6aff0399", "saltIndex": "1",
-                                "callbackURL": "http://\(callbacks)/callbacks/phonepe" },
+                                "callbackURL": "http://\(callbacks)/callbacks/phonepe", "callbackScheme": "iOSIntentIntegration" },
                   "cleeng":   { "receiptURL": "\(url("/cleeng/checkout/apple_inapp.php"))",
                                 "apiURL": "\(url("/cleeng/3.0/json-rpc"))",
                                 "username": "publisher", "password": "demo-cleeng-password" },

@@ -13,6 +13,7 @@ package struct StageOptions: ParsableArguments {
     @Option(help: "host:port for GET /metrics and /healthz (port 0: any free port, logged).") package var metrics: String?
     @Option(help: "Override endpoints.intake.") var intake: String?
     @Option(help: "Override endpoints.outcomes.") var outcomes: String?
+    @Option(help: "Override endpoints.outcomesReplay.") var outcomesReplay: String?
     @Option(help: "Override endpoints.signQueue.") var signQueue: String?
     @Option(help: "Override endpoints.signedIn.") var signedIn: String?
     @Option(help: "Override endpoints.signedOut.") var signedOut: String?
@@ -39,7 +40,7 @@ package struct StageOptions: ParsableArguments {
             StageProcess.fail("bad config \(path): \(error)")
         }
         let overrides: [(String?, WritableKeyPath<PaypipeConfig.Endpoints, String>)] = [
-            (intake, \.intake), (outcomes, \.outcomes), (signQueue, \.signQueue), (signedIn, \.signedIn),
+            (intake, \.intake), (outcomes, \.outcomes), (outcomesReplay, \.outcomesReplay), (signQueue, \.signQueue), (signedIn, \.signedIn),
             (signedOut, \.signedOut), (results, \.results), (ledgerRpc, \.ledgerRPC), (pollQueue, \.pollQueue),
             (callbacks, \.callbacks),
         ]

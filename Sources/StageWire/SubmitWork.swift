@@ -1,4 +1,3 @@
-import Foundation
 import PaypipeCore
 
 /// A signed provider request on its way from a signer to a submitter. It carries everything the
@@ -55,21 +54,21 @@ package struct SubmitWork: Sendable, Equatable {
         [
             "method": .string(request.method.rawValue), "url": .string(request.url),
             "headers": .array(request.headers.map { [.string($0.name), .string($0.value)] }),
-            "body": .string(Data(request.body).base64EncodedString()),
+            "body": .string(Base64.encodeToString(request.body, .standard)),
         ]
     }
 
     static func decodeRequest(_ value: JSONValue) -> HTTPRequestSpec? {
         guard let method = value["method"]?.stringValue.flatMap(HTTPRequestSpec.Method.init(rawValue:)),
             let url = value["url"]?.stringValue,
-            let body = value["body"]?.stringValue.flatMap({ Data(base64Encoded: $0) })
+            let body = value["body"]?.stringValue.flatMap({ Base64.decode($0, .standard) })
         else { return nil }
         var headers: [HTTPHeader] = []
         for pair in value["headers"]?.arrayValue ?? [] {
             guard let items = pair.arrayValue, items.count == 2, let name = items[0].stringValue, let v = items[1].stringValue else { return nil }
             headers.append(HTTPHeader(name, v))
         }
-        return HTTPRequestSpec(method: method, url: url, headers: headers, body: Array(body))
+        return HTTPRequestSpec(method: method, url: url, headers: headers, body: body)
     }
 }
 

@@ -7,7 +7,7 @@ import PaypipeCore
 /// order straight into bytes, so one signature costs one HMAC-SHA256 and two base64url passes.
 public struct TPJWTSigner: Sendable, CustomStringConvertible, CustomReflectable {
     /// base64url(`{"alg":"HS256","typ":"JWT"}`) followed by the period.
-    static let encodedHeader: [UInt8] = TPBase64URL.encode(Array(#"{"alg":"HS256","typ":"JWT"}"#.utf8)) + [UInt8(ascii: ".")]
+    static let encodedHeader: [UInt8] = Base64.encode(Array(#"{"alg":"HS256","typ":"JWT"}"#.utf8), .url) + [UInt8(ascii: ".")]
 
     private let keyedMAC: HMAC<SHA256>
     /// `,"iss":"…","payload":{"accounttypedescription":"ECOM","baseamount":"`
@@ -40,14 +40,14 @@ public struct TPJWTSigner: Sendable, CustomStringConvertible, CustomReflectable 
     public func sign(_ request: TPSubscriptionRequest, issuedAt: Int64) -> String {
         let claims = claimsJSON(request, issuedAt: issuedAt)
         var token: [UInt8] = []
-        token.reserveCapacity(Self.encodedHeader.count + TPBase64URL.encodedCount(claims.count) + 44)
+        token.reserveCapacity(Self.encodedHeader.count + Base64.encodedCount(claims.count, .url) + 44)
         token += Self.encodedHeader
-        TPBase64URL.encode(claims, into: &token)
+        Base64.encode(claims, .url, into: &token)
         var mac = keyedMAC
         mac.update(data: token)
         let signature = mac.finalize()
         token.append(UInt8(ascii: "."))
-        signature.withUnsafeBytes { TPBase64URL.encode($0, into: &token) }
+        signature.withUnsafeBytes { Base64.encode($0, .url, into: &token) }
         return String(decoding: token, as: UTF8.self)
     }
 

@@ -27,42 +27,42 @@ public enum TPNotification {
     }
 
     /// Authenticates a notification and reads what the pipeline needs from it.
-    public static func verify(fields: [Field], password: Secret) throws(TPCallbackError) -> TPNotificationEvent {
+    public static func verify(fields: [Field], password: Secret) throws(CallbackRejection) -> TPNotificationEvent {
         var values: [String: String] = [:]
         for field in fields {
             // A repeated name would let a second value hide behind the signed first one.
             guard values.updateValue(field.value, forKey: field.name) == nil else {
-                throw TPCallbackError(.malformed, "field \(field.name.prefix(64)) appears more than once")
+                throw .malformed("field \(field.name.prefix(64)) appears more than once")
             }
         }
         guard let received = values[signatureField], !received.isEmpty else {
-            throw TPCallbackError(.missingSignature, "the notification has no responsesitesecurity")
+            throw .forged(CallbackRejection.Code.missingSignature, "the notification has no responsesitesecurity")
         }
         let expected = signature(fields: fields, password: password)
         guard ConstantTime.hexEquals(expected, received) else {
-            throw TPCallbackError(.badSignature, "responsesitesecurity does not match the notification's fields")
+            throw .forged(CallbackRejection.Code.badSignature, "responsesitesecurity does not match the notification's fields")
         }
         guard let orderReference = values["orderreference"], !orderReference.isEmpty else {
-            throw TPCallbackError(.malformed, "the notification has no orderreference")
+            throw .malformed("the notification has no orderreference")
         }
         guard let errorcode = values["errorcode"], !errorcode.isEmpty else {
-            throw TPCallbackError(.malformed, "the notification has no errorcode")
+            throw .malformed("the notification has no errorcode")
         }
         values[signatureField] = nil
         return TPNotificationEvent(fields: values, orderReference: orderReference, errorcode: errorcode)
     }
 
     /// Parses an `application/x-www-form-urlencoded` body into fields, in order.
-    public static func parseForm(_ body: [UInt8]) throws(TPCallbackError) -> [Field] {
-        guard body.count <= 64 * 1024 else { throw TPCallbackError(.malformed, "the notification is larger than 64 KiB") }
+    public static func parseForm(_ body: [UInt8]) throws(CallbackRejection) -> [Field] {
+        guard body.count <= 64 * 1024 else { throw .tooLarge("the notification is larger than 64 KiB") }
         var fields: [Field] = []
         for pair in body.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true) {
             let parts = pair.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
             guard let name = percentDecode(parts[0]), !name.isEmpty else {
-                throw TPCallbackError(.malformed, "a form field name is not valid percent-encoded UTF-8")
+                throw .malformed("a form field name is not valid percent-encoded UTF-8")
             }
             guard let value = parts.count > 1 ? percentDecode(parts[1]) : "" else {
-                throw TPCallbackError(.malformed, "the value of \(name.prefix(64)) is not valid percent-encoded UTF-8")
+                throw .malformed("the value of \(name.prefix(64)) is not valid percent-encoded UTF-8")
             }
             fields.append((name, value))
         }

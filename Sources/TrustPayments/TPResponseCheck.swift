@@ -31,6 +31,18 @@ public enum TPResponseCheck {
         }
     }
 
+    /// A verdict, and for a `failed` one after the payment was taken, the outcome's `result`
+    /// (the payment's reference and amount, so nobody has to look the charge up).
+    public struct Reading: Sendable, Equatable {
+        public var verdict: ProviderVerdict
+        public var failureResult: [String: JSONValue]?
+
+        public init(_ verdict: ProviderVerdict, failureResult: [String: JSONValue]? = nil) {
+            self.verdict = verdict
+            self.failureResult = failureResult
+        }
+    }
+
     /// The verdict for a verified response JWT (or any list of response entries) about `expected`:
     /// `succeeded` / `failed` (declined, or `AMOUNT_MISMATCH` / `REFERENCE_MISMATCH` for review) /
     /// `unknown` (70001: resolve with an order query).
@@ -39,6 +51,17 @@ public enum TPResponseCheck {
     public static func evaluate(
         _ entries: [[String: JSONValue]], expected: TPExpectedOrder, requireStatedFields: Bool = true
     ) -> ProviderVerdict {
+        read(entries, expected: expected, requireStatedFields: requireStatedFields).verdict
+    }
+
+    /// As `evaluate`, and when `expected.subscription` is known, the SUBSCRIPTION entry must say
+    /// the subscription was scheduled as requested (PROTOCOL.md §6): its errorcode not "0" →
+    /// `SUBSCRIPTION_NOT_SCHEDULED`; its fields differing from the request (or, with
+    /// `requireStatedFields`, the entry or a field missing) → `SUBSCRIPTION_MISMATCH`. Both are
+    /// `failed` with the payment's `result`, because the first payment was taken.
+    public static func read(
+        _ entries: [[String: JSONValue]], expected: TPExpectedOrder, requireStatedFields: Bool = true
+    ) -> Reading {
         let payment = entries.first { $0["requesttypedescription"]?.stringValue == "AUTH" }
             ?? entries.first { $0["requesttypedescription"]?.stringValue == "ACCOUNTCHECK" }
         let subscription = entries.first { $0["requesttypedescription"]?.stringValue == "SUBSCRIPTION" }
@@ -46,16 +69,16 @@ public enum TPResponseCheck {
         for entry in entries {
             let isPayment = payment.map { $0 == entry } ?? false
             if let mismatch = expected.referenceMismatch(in: entry, requireSite: isPayment && requireStatedFields) {
-                return .failed(code: "REFERENCE_MISMATCH", message: mismatch)
+                return Reading(.failed(code: "REFERENCE_MISMATCH", message: mismatch))
             }
         }
 
         guard let payment else {
             // Without a payment entry, an earlier step (3-D Secure, say) stopped the sequence.
             if let stopped = entries.first(where: { TPErrorCode.read($0["errorcode"]) != TPErrorCode.ok }) {
-                return failure(stopped)
+                return Reading(failure(stopped))
             }
-            return .failed(code: "NO_PAYMENT_RESULT", message: "the response has no AUTH or ACCOUNTCHECK entry")
+            return Reading(.failed(code: "NO_PAYMENT_RESULT", message: "the response has no AUTH or ACCOUNTCHECK entry"))
         }
 
         let paymentSucceeded = TPErrorCode.read(payment["errorcode"]) == TPErrorCode.ok
@@ -63,26 +86,42 @@ public enum TPResponseCheck {
         // An ACCOUNTCHECK takes no money; the recurring amount is the SUBSCRIPTION's.
         let amountEntry = isAuth ? payment : (subscription ?? payment)
         if let mismatch = expected.amountMismatch(in: amountEntry, requireAmount: paymentSucceeded && isAuth && requireStatedFields) {
-            return .failed(code: "AMOUNT_MISMATCH", message: mismatch)
+            return Reading(.failed(code: "AMOUNT_MISMATCH", message: mismatch))
         }
-        guard paymentSucceeded else { return failure(payment) }
+        guard paymentSucceeded else { return Reading(failure(payment)) }
 
         var result = summary(of: payment)
         if let subscription {
-            let scheduled = TPErrorCode.read(subscription["errorcode"]) == TPErrorCode.ok
+            let errorcode = TPErrorCode.read(subscription["errorcode"]) ?? ""
+            let scheduled = errorcode == TPErrorCode.ok
             result["subscriptionScheduled"] = .bool(scheduled)
-            result["subscriptionErrorcode"] = .string(TPErrorCode.read(subscription["errorcode"]) ?? "")
+            result["subscriptionErrorcode"] = .string(errorcode)
             if let reference = subscription["transactionreference"]?.stringValue {
                 result["subscriptionTransactionReference"] = .string(reference)
             }
             let active = subscription["transactionactive"].flatMap(TPErrorCode.read)
             if let active { result["transactionActive"] = .string(active) }
             result["subscriptionState"] = .string(scheduled ? subscriptionState(active) : "notScheduled")
+            if expected.subscription != nil {
+                // Seed 000: "Any other errorcode values indicate that the subscription has not been scheduled".
+                guard scheduled else {
+                    let message = "SUBSCRIPTION errorcode \(errorcode.isEmpty ? "missing" : String(errorcode.prefix(16)))\(TPWebServices.messageSuffix(subscription)); the first payment was taken"
+                    return Reading(.failed(code: "SUBSCRIPTION_NOT_SCHEDULED", message: message), failureResult: result)
+                }
+                if let mismatch = expected.subscriptionMismatch(in: subscription, requireFields: requireStatedFields) {
+                    return Reading(.failed(code: "SUBSCRIPTION_MISMATCH", message: mismatch + "; the first payment was taken"), failureResult: result)
+                }
+            }
         } else {
             result["subscriptionScheduled"] = false
             result["subscriptionState"] = "notScheduled"
+            if expected.subscription != nil, requireStatedFields {
+                return Reading(
+                    .failed(code: "SUBSCRIPTION_NOT_SCHEDULED", message: "the response has no SUBSCRIPTION entry; the first payment was taken"),
+                    failureResult: result)
+            }
         }
-        return .succeeded(result)
+        return Reading(.succeeded(result))
     }
 
     /// The outcome `result` for a successful payment entry.

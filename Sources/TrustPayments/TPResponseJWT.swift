@@ -25,6 +25,11 @@ public struct TPResponseJWT: Sendable, Equatable {
         TPResponseCheck.evaluate(entries, expected: expected)
     }
 
+    /// The verdict with the payment's `result` for a failure after the payment was taken.
+    public func reading(for expected: TPExpectedOrder) -> TPResponseCheck.Reading {
+        TPResponseCheck.read(entries, expected: expected)
+    }
+
     /// Builds a response JWT as Trust Payments would (for the sandbox and tests): header
     /// `{"alg":"HS256","typ":"JWT"}`, claims `{"iat","iss"?,"payload":{"requestreference","version","response":[…]}}`.
     public static func build(
@@ -46,10 +51,10 @@ public struct TPResponseJWT: Sendable, Equatable {
 enum TPHS256 {
     static func sign(claims: [UInt8], secret: Secret) -> String {
         var token = TPJWTSigner.encodedHeader
-        TPBase64URL.encode(claims, into: &token)
+        Base64.encode(claims, .url, into: &token)
         let mac = HMAC<SHA256>.authenticationCode(for: token, using: SymmetricKey(data: secret.utf8))
         token.append(UInt8(ascii: "."))
-        mac.withUnsafeBytes { TPBase64URL.encode($0, into: &token) }
+        mac.withUnsafeBytes { Base64.encode($0, .url, into: &token) }
         return String(decoding: token, as: UTF8.self)
     }
 
@@ -61,28 +66,28 @@ enum TPHS256 {
     }
 
     /// Splits and decodes a compact JWT and pins the algorithm; the signature is not checked here.
-    static func split(_ token: [UInt8]) throws(TPCallbackError) -> Parts {
+    static func split(_ token: [UInt8]) throws(CallbackRejection) -> Parts {
         let periods = token.indices.filter { token[$0] == UInt8(ascii: ".") }
-        guard periods.count == 2 else { throw TPCallbackError(.malformed, "a JWT has three dot-separated parts") }
+        guard periods.count == 2 else { throw .malformed("a JWT has three dot-separated parts") }
         let headerBytes = token[..<periods[0]]
         let claimsPart = token[(periods[0] + 1)..<periods[1]]
         let signaturePart = token[(periods[1] + 1)...]
-        guard let headerJSON = TPBase64URL.decode(headerBytes), case .object(let header)? = try? JSONValue.parse(headerJSON) else {
-            throw TPCallbackError(.malformed, "the JWT header is not base64url JSON object")
+        guard let headerJSON = Base64.decode(headerBytes, .url), case .object(let header)? = try? JSONValue.parse(headerJSON) else {
+            throw .malformed("the JWT header is not base64url JSON object")
         }
         // Pinned: the verifying key is HMAC-SHA256, so any other `alg` (none, HS384, RS256...) is refused
         // before a signature is looked at. jwt-kit alone would verify with its default key whatever the header says.
-        guard case .string(let alg)? = header["alg"] else { throw TPCallbackError(.malformed, "the JWT header has no alg") }
-        guard alg == "HS256" else { throw TPCallbackError(.algorithmNotAllowed, "alg \"\(alg.prefix(16))\" is not allowed; only HS256") }
+        guard case .string(let alg)? = header["alg"] else { throw .malformed("the JWT header has no alg") }
+        guard alg == "HS256" else { throw .forged(CallbackRejection.Code.algorithmNotAllowed, "alg \"\(alg.prefix(16))\" is not allowed; only HS256") }
         if let typ = header["typ"] {
-            guard typ.stringValue?.uppercased() == "JWT" else { throw TPCallbackError(.malformed, "the JWT header typ is not JWT") }
+            guard typ.stringValue?.uppercased() == "JWT" else { throw .malformed("the JWT header typ is not JWT") }
         }
-        guard header["crit"] == nil else { throw TPCallbackError(.malformed, "critical JWT header extensions are not supported") }
-        guard !signaturePart.isEmpty else { throw TPCallbackError(.missingSignature, "the JWT has no signature") }
-        guard let signature = TPBase64URL.decode(signaturePart), signature.count == SHA256.byteCount else {
-            throw TPCallbackError(.badSignature, "the JWT signature is not a base64url HS256 signature")
+        guard header["crit"] == nil else { throw .malformed("critical JWT header extensions are not supported") }
+        guard !signaturePart.isEmpty else { throw .forged(CallbackRejection.Code.missingSignature, "the JWT has no signature") }
+        guard let signature = Base64.decode(signaturePart, .url), signature.count == SHA256.byteCount else {
+            throw .forged(CallbackRejection.Code.badSignature, "the JWT signature is not a base64url HS256 signature")
         }
-        guard let claimsBytes = TPBase64URL.decode(claimsPart) else { throw TPCallbackError(.malformed, "the JWT payload is not base64url") }
+        guard let claimsBytes = Base64.decode(claimsPart, .url) else { throw .malformed("the JWT payload is not base64url") }
         return Parts(header: header, signingInput: token[..<periods[1]], claimsBytes: claimsBytes, signature: signature)
     }
 }
@@ -113,29 +118,29 @@ public struct TPResponseJWTVerifier: Sendable, CustomStringConvertible, CustomRe
     /// `allowedClockSkewSeconds` ahead of `now` (seconds since the epoch).
     public func verify(
         _ token: String, now: Int64, maxAgeSeconds: Int64, allowedClockSkewSeconds: Int64 = 60
-    ) async throws(TPCallbackError) -> TPResponseJWT {
+    ) async throws(CallbackRejection) -> TPResponseJWT {
         let bytes = Array(token.utf8)
-        guard bytes.count <= 64 * 1024 else { throw TPCallbackError(.malformed, "the JWT is larger than 64 KiB") }
+        guard bytes.count <= 64 * 1024 else { throw .malformed("the JWT is larger than 64 KiB") }
         let parts = try TPHS256.split(bytes)
         guard HMAC<SHA256>.isValidAuthenticationCode(parts.signature, authenticating: parts.signingInput, using: key) else {
-            throw TPCallbackError(.badSignature, "the JWT signature does not verify with the merchant's JWT secret")
+            throw .forged(CallbackRejection.Code.badSignature, "the JWT signature does not verify with the merchant's JWT secret")
         }
         if let keys {
             do {
                 _ = try await keys.verify(bytes, as: OpaqueClaims.self)
             } catch let error as JWTError where error.errorType == .signatureVerificationFailed {
-                throw TPCallbackError(.badSignature, "the JWT signature does not verify with the merchant's JWT secret")
+                throw .forged(CallbackRejection.Code.badSignature, "the JWT signature does not verify with the merchant's JWT secret")
             } catch {
-                throw TPCallbackError(.malformed, "the JWT claims are not a JSON object")
+                throw .malformed("the JWT claims are not a JSON object")
             }
         }
         let document: JSONValue
         do {
             document = try JSONValue.parse(parts.claimsBytes)
         } catch {
-            throw TPCallbackError(.malformed, "the JWT claims are not JSON (\(error.reason))")
+            throw .malformed("the JWT claims are not JSON (\(error.reason))")
         }
-        guard case .object(let claims) = document else { throw TPCallbackError(.malformed, "the JWT claims are not a JSON object") }
+        guard case .object(let claims) = document else { throw .malformed("the JWT claims are not a JSON object") }
 
         let issuedAt: Int64
         switch claims["iat"] {
@@ -143,28 +148,29 @@ public struct TPResponseJWTVerifier: Sendable, CustomStringConvertible, CustomRe
         // The seed's own example writes iat as a string of digits.
         case .string(let text)? where !text.isEmpty && text.utf8.count <= 18 && text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }):
             issuedAt = Int64(text) ?? 0
-        case nil: throw TPCallbackError(.missingIssuedAt, "the JWT has no iat")
-        default: throw TPCallbackError(.malformed, "the JWT iat is not a number of seconds")
+        case nil: throw .malformed("the JWT has no iat", code: CallbackRejection.Code.missingIssuedAt)
+        default: throw .malformed("the JWT iat is not a number of seconds")
         }
         let (age, overflow) = now.subtractingReportingOverflow(issuedAt)
         guard !overflow else {
             throw issuedAt < now
-                ? TPCallbackError(.stale, "the JWT iat is implausibly old") : TPCallbackError(.issuedInFuture, "the JWT iat is implausibly far ahead")
+                ? CallbackRejection.stale("the JWT iat is implausibly old")
+                : CallbackRejection.stale("the JWT iat is implausibly far ahead", code: CallbackRejection.Code.issuedInFuture)
         }
         guard age <= maxAgeSeconds else {
-            throw TPCallbackError(.stale, "the JWT was issued \(age) s ago, more than \(maxAgeSeconds) s")
+            throw .stale("the JWT was issued \(age) s ago, more than \(maxAgeSeconds) s")
         }
         guard age >= -allowedClockSkewSeconds else {
-            throw TPCallbackError(.issuedInFuture, "the JWT iat is \(-age) s in the future")
+            throw .stale("the JWT iat is \(-age) s in the future", code: CallbackRejection.Code.issuedInFuture)
         }
 
-        guard case .object(let payload)? = claims["payload"] else { throw TPCallbackError(.malformed, "the JWT has no payload object") }
+        guard case .object(let payload)? = claims["payload"] else { throw .malformed("the JWT has no payload object") }
         guard case .array(let list)? = payload["response"], !list.isEmpty else {
-            throw TPCallbackError(.malformed, "the JWT payload has no response entries")
+            throw .malformed("the JWT payload has no response entries")
         }
         var entries: [[String: JSONValue]] = []
         for item in list {
-            guard case .object(let entry) = item else { throw TPCallbackError(.malformed, "a response entry is not an object") }
+            guard case .object(let entry) = item else { throw .malformed("a response entry is not an object") }
             entries.append(entry)
         }
         return TPResponseJWT(

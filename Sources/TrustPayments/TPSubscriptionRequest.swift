@@ -77,56 +77,43 @@ public struct TPSubscriptionRequest: Sendable, Equatable {
         guard Order.isAlpha3(currency) else {
             throw Rejection(.invalidCurrency, field: "currency", "currency must be three capital letters (currencyiso3a)")
         }
-        let params = order.params
-        try TPParams.rejectUnknown(params, allowed: Self.knownParams)
+        let params = try ParamReader(order.params, allowed: Self.knownParams, operation: "trustpayments subscriptionJwt")
 
-        let typeText = try TPParams.requiredString(params, "subscriptionType")
+        let typeText = try params.string("subscriptionType")
         guard let type = TPSubscriptionType(rawValue: typeText) ?? TPSubscriptionType(rawValue: typeText.uppercased()) else {
-            throw Rejection.invalidParam("subscriptionType", "must be RECURRING or INSTALLMENT")
+            throw params.invalid("subscriptionType", "must be RECURRING or INSTALLMENT")
         }
-        guard let unitValue = params["unit"] else { throw Rejection.missingParam("unit") }
-        let unit = try TPParams.unit(unitValue, name: "unit")
-        guard let frequencyValue = params["frequency"] else { throw Rejection.missingParam("frequency") }
-        let frequency = try TPParams.frequency(frequencyValue, name: "frequency")
+        let unit = try params.tpUnit("unit")
+        let frequency = try params.tpFrequency("frequency")
 
         var number: Int64 = 1
-        if let numberValue = params["number"] {
-            number = try TPParams.digits(numberValue, name: "number", maxDigits: 5)
-            guard number >= 1 else { throw Rejection.invalidParam("number", "must be at least 1") }
+        if params.contains("number") {
+            number = try params.tpNumeric("number", maxDigits: 5)
+            guard number >= 1 else { throw params.invalid("number", "must be at least 1") }
         }
-        guard let finalValue = params["finalNumber"] else { throw Rejection.missingParam("finalNumber") }
-        let finalNumber = try TPParams.finalNumber(finalValue, name: "finalNumber")
+        let finalNumber = try params.tpFinalNumber("finalNumber")
         guard finalNumber == 0 || finalNumber >= number else {
-            throw Rejection.invalidParam("finalNumber", "must be at least params.number (\(number)), or 0 for an indefinite subscription")
+            throw params.invalid("finalNumber", "must be at least params.number (\(number)), or 0 for an indefinite subscription")
         }
 
         var beginDate: CivilDate?
-        if let beginValue = params["beginDate"] {
-            guard let text = beginValue.stringValue else {
-                throw Rejection.invalidParam("beginDate", "must be a string YYYY-MM-DD, got \(beginValue.typeName)")
-            }
+        if let text = try params.optionalString("beginDate") {
             guard let date = CivilDate(iso8601: text) else {
-                throw Rejection.invalidParam("beginDate", "must be a real calendar date written YYYY-MM-DD")
+                throw params.invalid("beginDate", "must be a real calendar date written YYYY-MM-DD")
             }
             let requestDay = CivilDate(daysSinceEpoch: issuedAt.floorDividedTP(by: 86_400))
             guard date >= requestDay else {
-                throw Rejection.invalidParam("beginDate", "must not be before the request date \(requestDay) (missed payments would be caught up at once)")
+                throw params.invalid("beginDate", "must not be before the request date \(requestDay) (missed payments would be caught up at once)")
             }
             beginDate = date
         }
 
         var transactionActive: Int64?
-        if let activeValue = params["transactionActive"] {
-            transactionActive = try TPParams.transactionActive(activeValue, name: "transactionActive", allowed: 0...2)
+        if params.contains("transactionActive") {
+            transactionActive = try params.tpTransactionActive("transactionActive", allowed: 0...2)
         }
 
-        var freeTrial = false
-        if let trialValue = params["freeTrial"] {
-            guard let flag = trialValue.boolValue else {
-                throw Rejection.invalidParam("freeTrial", "must be a boolean, got \(trialValue.typeName)")
-            }
-            freeTrial = flag
-        }
+        let freeTrial = try params.optionalBool("freeTrial") ?? false
 
         self.init(
             orderReference: order.orderId, baseAmount: amount, currency: currency, type: type, unit: unit,

@@ -1,4 +1,3 @@
-import Foundation
 import PaypipeCore
 
 /// Trust Payments' server-side JSON API (PROVIDERS.md): `POST {baseURL}/json/`, HTTP Basic
@@ -41,12 +40,14 @@ public enum TPWebServices {
     }
 
     public static func transactionUpdate(order: Order, config: TrustPaymentsConfig) throws(Rejection) -> TPWebServicesRequest {
-        try TPParams.rejectUnknown(order.params, allowed: ["transactionReference", "updates"])
-        let reference = try TPParams.transactionReference(order.params, "transactionReference")
-        guard let updatesValue = order.params["updates"] else { throw Rejection.missingParam("updates") }
-        guard let updates = updatesValue.objectValue else {
-            throw Rejection.invalidParam("updates", "must be an object, got \(updatesValue.typeName)")
+        let params = try ParamReader(order.params, allowed: ["transactionReference", "updates"], operation: "trustpayments transactionUpdate")
+        let reference = try params.tpTransactionReference("transactionReference")
+        // Checked before the unknown-key rule: these are real fields the seed says cannot change,
+        // which deserves that reason rather than "not a field".
+        if case .object(let raw)? = params.values["updates"], let frozen = raw.keys.filter(frozenFields.contains).min() {
+            throw params.invalid("updates.\(frozen)", "cannot be updated on an existing subscription")
         }
+        let updates = try params.object("updates", allowed: updatableFields)
         let wireUpdates = try wireUpdates(updates)
         let requestReference = requestReference(for: order.key)
         let entry: JSONValue = [
@@ -61,8 +62,8 @@ public enum TPWebServices {
     }
 
     public static func transactionQuery(order: Order, config: TrustPaymentsConfig) throws(Rejection) -> TPWebServicesRequest {
-        try TPParams.rejectUnknown(order.params, allowed: ["transactionReference"])
-        let reference = try TPParams.transactionReference(order.params, "transactionReference")
+        let params = try ParamReader(order.params, allowed: ["transactionReference"], operation: "trustpayments transactionQuery")
+        let reference = try params.tpTransactionReference("transactionReference")
         return transactionQuery(
             filters: [("transactionreference", reference)], requestReference: requestReference(for: order.key),
             config: config, kind: .transactionQuery, transactionReference: reference)
@@ -125,37 +126,36 @@ public enum TPWebServices {
     }
 
     static func basicAuthorization(user: String, password: Secret) -> String {
-        "Basic " + Data((user + ":" + password.reveal()).utf8).base64EncodedString()
+        "Basic " + Base64.encodeToString(Array((user + ":" + password.reveal()).utf8), .standard)
     }
 
-    /// Validates `params.updates` and writes every value as the string the API expects.
-    static func wireUpdates(_ updates: [String: JSONValue]) throws(Rejection) -> [String: String] {
-        guard !updates.isEmpty else {
-            throw Rejection.invalidParam("updates", "must name at least one of: \(updatableFields.sorted().joined(separator: ", "))")
+    /// Validates `params.updates` (unknown and frozen keys are already refused) and writes
+    /// every value as the string the API expects.
+    static func wireUpdates(_ updates: ParamReader) throws(Rejection) -> [String: String] {
+        guard !updates.values.isEmpty else {
+            throw Rejection(
+                .invalidParam, field: updates.path,
+                "\(updates.path) must name at least one of: \(updatableFields.sorted().joined(separator: ", "))")
         }
         var wire: [String: String] = [:]
-        for key in updates.keys.sorted() {
-            let name = "updates.\(key)"
-            guard let value = updates[key] else { continue }
-            if frozenFields.contains(key) {
-                throw Rejection.invalidParam(name, "cannot be updated on an existing subscription")
-            }
+        for key in updates.values.keys.sorted() {
             switch key {
             case "baseamount":
-                let amount = try TPParams.digits(value, name: name, maxDigits: 13)
-                guard amount > 0 else { throw Rejection.invalidParam(name, "must be greater than zero") }
+                let amount = try updates.tpNumeric(key, maxDigits: 13)
+                guard amount > 0 else { throw updates.invalid(key, "must be greater than zero") }
                 wire[key] = String(amount)
             case "subscriptionfinalnumber":
-                wire[key] = String(try TPParams.finalNumber(value, name: name))
+                wire[key] = String(try updates.tpFinalNumber(key))
             case "transactionactive":
                 // "0" suspends, "1" resumes; "2" (pending settlement) is the engine's own state.
-                wire[key] = String(try TPParams.transactionActive(value, name: name, allowed: 0...1))
+                wire[key] = String(try updates.tpTransactionActive(key, allowed: 0...1))
             case "subscriptionfrequency":
-                wire[key] = String(try TPParams.frequency(value, name: name))
+                wire[key] = String(try updates.tpFrequency(key))
             case "subscriptionunit":
-                wire[key] = try TPParams.unit(value, name: name).rawValue
+                wire[key] = try updates.tpUnit(key).rawValue
             default:
-                throw Rejection.invalidParam(name, "is not an updatable field (expected one of: \(updatableFields.sorted().joined(separator: ", ")))")
+                // Unreachable: the reader admits updatableFields only.
+                throw updates.invalid(key, "is not an updatable field")
             }
         }
         return wire

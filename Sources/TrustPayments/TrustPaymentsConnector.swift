@@ -139,9 +139,9 @@ public struct TrustPaymentsConnector: ProviderConnector {
     /// form names; `orderreference` names the order.
     func notification(_ body: [UInt8], orders: any CallbackOrderLookup) async throws(CallbackRejection) -> CallbackDecision {
         let fields: [TPNotification.Field]
-        do { fields = try TPNotification.parseForm(body) } catch { throw error.rejection }
+        fields = try TPNotification.parseForm(body)
         let site = fields.first { $0.name == "sitereference" }?.value
-        var lastError = TPCallbackError(.badSignature, "no merchant is configured for this sitereference")
+        var lastError = CallbackRejection.forged(CallbackRejection.Code.badSignature, "no merchant is configured for this sitereference")
         var verified: (String, TrustPaymentsConfig, TPNotificationEvent)?
         for (name, merchant) in config.merchants.sorted(by: { $0.key < $1.key }) {
             guard let tp = merchant.trustpayments, site == nil || site == tp.siteReference else { continue }
@@ -152,33 +152,39 @@ public struct TrustPaymentsConnector: ProviderConnector {
                 lastError = error
             }
         }
-        guard let (merchant, tp, event) = verified else { throw lastError.rejection }
+        guard let (merchant, tp, event) = verified else { throw lastError }
         guard Order.isValidOrderId(event.orderReference) else {
-            throw CallbackRejection(status: 400, code: "INVALID_FIELD", message: "orderreference is not an orderId this pipeline issues")
+            throw .malformed("orderreference is not an orderId this pipeline issues", code: CallbackRejection.Code.invalidField)
         }
         let order = try await orders.order(OrderKey(merchant: merchant, orderId: event.orderReference), provider: .trustpayments)
-        return CallbackDecision(order: order, event: event.dedupeKey, verdict: event.verdict(for: TPExpectedOrder(order: order, config: tp)))
+        let verdict = event.verdict(for: try TPExpectedOrder.forCallback(order: order, config: tp))
+        return CallbackDecision(order: order, event: Self.eventKey(event.dedupeKey, unlessUndecided: verdict), verdict: verdict)
     }
 
     /// The response JWT forwarded by the app's backend: `{"orderId","jwt","merchant"?}`.
     func responseJWT(_ body: [UInt8], orders: any CallbackOrderLookup) async throws(CallbackRejection) -> CallbackDecision {
         let forwarded = try ForwardedCallback(body, field: "jwt")
-        guard let tp = config.merchants[forwarded.merchant]?.trustpayments, let verifier = jwtVerifiers[forwarded.merchant] else {
-            throw CallbackRejection(status: 404, code: "UNKNOWN_MERCHANT", message: "merchant \(forwarded.merchant) has no trustpayments configuration")
+        guard let tp = (try? config.merchant(forwarded.merchant))?.trustpayments, let verifier = jwtVerifiers[forwarded.merchant] else {
+            throw .unknownMerchant(forwarded.merchant, .trustpayments)
         }
-        let response: TPResponseJWT
-        do {
-            response = try await verifier.verify(forwarded.value, now: Timestamp.nowMilliseconds() / 1000, maxAgeSeconds: config.timers.tpResponseMaxAgeS)
-        } catch {
-            throw error.rejection
-        }
+        let response = try await verifier.verify(forwarded.value, now: Timestamp.nowMilliseconds() / 1000, maxAgeSeconds: config.timers.tpResponseMaxAgeS)
         let order = try await orders.order(forwarded.key, provider: .trustpayments)
+        let expected = try TPExpectedOrder.forCallback(order: order, config: tp)
+        try expected.checkOrderReference(in: response.entries)
         let payment = response.entries.first { $0["requesttypedescription"]?.stringValue == "AUTH" } ?? response.entries.first
         let reference = payment?["transactionreference"]?.stringValue ?? "jwt:\(Digest.sha256Hex(Array(forwarded.value.utf8)))"
-        return CallbackDecision(order: order, event: reference, verdict: response.verdict(for: TPExpectedOrder(order: order, config: tp)))
+        let reading = response.reading(for: expected)
+        return CallbackDecision(
+            order: order, event: Self.eventKey(reference, unlessUndecided: reading.verdict), verdict: reading.verdict,
+            failureResult: reading.failureResult)
     }
-}
 
-extension TPCallbackError {
-    var rejection: CallbackRejection { CallbackRejection(status: httpStatus, code: reason.rawValue, message: message) }
+    /// An undecided verdict (AUTH errorcode 70001) records no event: the notification that later
+    /// carries the final result names the same transactionreference and must not be a duplicate.
+    static func eventKey(_ key: String, unlessUndecided verdict: ProviderVerdict?) -> String? {
+        switch verdict {
+        case .unknown?, .retry?, .pending?: nil
+        case .succeeded?, .failed?, nil: key
+        }
+    }
 }

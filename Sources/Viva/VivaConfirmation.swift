@@ -72,7 +72,7 @@ public enum VivaConfirmation {
         guard transaction.merchantTrns == expectedReference else {
             throw CallbackRejection(
                 status: 409, code: VivaSaleCallback.FailureCode.referenceMismatch,
-                message: "Viva records this transaction for another clientTransactionId than the order's")
+                "Viva records this transaction for another clientTransactionId than the order's")
         }
         switch transaction.statusId {
         case "F":
@@ -95,7 +95,7 @@ public enum VivaConfirmation {
         default:
             throw CallbackRejection(
                 status: 409, code: "NOT_FINAL",
-                message: "Viva has not finished this transaction (statusId \(VivaText.printable(transaction.statusId, limit: 8))); forward the result again later")
+                "Viva has not finished this transaction (statusId \(VivaText.printable(transaction.statusId, limit: 8))); forward the result again later")
         }
     }
 }
@@ -134,7 +134,7 @@ public actor VivaTransactionsClient {
             }
             return transaction
         case 404:
-            throw CallbackRejection(status: 404, code: "TRANSACTION_NOT_FOUND", message: "Viva does not know this transactionId")
+            throw CallbackRejection(status: 404, code: "TRANSACTION_NOT_FOUND", "Viva does not know this transactionId")
         case 401, 403:
             // A revoked or expired token: the next callback fetches a fresh one.
             tokens[Self.key(api)] = nil
@@ -170,7 +170,7 @@ public actor VivaTransactionsClient {
     static func key(_ api: VivaAPICredentials) -> String { api.accountsURL + "|" + api.clientId }
 
     static func unavailable(_ detail: String) -> CallbackRejection {
-        CallbackRejection(status: 503, code: "VIVA_UNAVAILABLE", message: "could not confirm with Viva: \(detail); retry later")
+        CallbackRejection(status: 503, code: "VIVA_UNAVAILABLE", "could not confirm with Viva: \(detail); retry later")
     }
 }
 

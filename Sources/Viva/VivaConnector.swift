@@ -53,33 +53,24 @@ public struct VivaConnector: ProviderConnector {
     /// `confirmed: false`.
     func forwardedResult(_ body: [UInt8], context: CallbackContext) async throws(CallbackRejection) -> CallbackDecision {
         let forwarded = try ForwardedCallback(body, field: "uri")
-        let callback: VivaSaleCallback
-        do {
-            callback = try VivaSaleCallback(uri: forwarded.value)
-        } catch {
-            throw CallbackRejection(status: error.httpStatus, code: error.reason.rawValue, message: error.message)
-        }
-        guard let viva = config.merchants[forwarded.merchant]?.viva else {
-            throw CallbackRejection(status: 404, code: "UNKNOWN_MERCHANT", message: "merchant \(forwarded.merchant) has no viva configuration")
+        let callback = try VivaSaleCallback(uri: forwarded.value)
+        guard let viva = (try? config.merchant(forwarded.merchant))?.viva else {
+            throw .unknownMerchant(forwarded.merchant, .viva)
         }
         guard let api = viva.api else {
             guard viva.acceptUnconfirmedCallbacks else {
                 throw CallbackRejection(
                     status: 403, code: "CONFIRMATION_UNAVAILABLE",
-                    message: "merchant \(forwarded.merchant) has no Viva API credentials to confirm results with, and does not accept unconfirmed ones (viva.acceptUnconfirmedCallbacks)")
+                    "merchant \(forwarded.merchant) has no Viva API credentials to confirm results with, and does not accept unconfirmed ones (viva.acceptUnconfirmedCallbacks)")
             }
             return try await unconfirmed(callback, forwarded: forwarded, config: viva, orders: context)
         }
         guard let transactionId = callback.transactionId else {
-            throw CallbackRejection(status: 400, code: VivaURIError.Reason.missingField.rawValue, message: "transactionId is required to confirm the result with Viva")
+            throw .viva(.missingField, "transactionId is required to confirm the result with Viva")
         }
         let transaction = try await transactions.transaction(transactionId, api: api, http: context.http)
         let order = try await context.order(forwarded.key, provider: .viva)
-        do {
-            try callback.requireScheme(of: order, config: viva)
-        } catch {
-            throw CallbackRejection(status: error.httpStatus, code: error.reason.rawValue, message: error.message)
-        }
+        try callback.requireScheme(of: order, config: viva)
         let verdict = try VivaConfirmation.verdict(for: transaction, callback: callback, order: order)
         return CallbackDecision(order: order, event: "\(order.orderId)|\(transactionId)", verdict: verdict)
     }
@@ -89,12 +80,7 @@ public struct VivaConnector: ProviderConnector {
         _ callback: VivaSaleCallback, forwarded: ForwardedCallback, config viva: VivaConfig, orders: any CallbackOrderLookup
     ) async throws(CallbackRejection) -> CallbackDecision {
         let order = try await orders.order(forwarded.key, provider: .viva)
-        let validation: VivaCallbackValidation
-        do {
-            validation = try VivaSaleCallback.validate(uri: forwarded.value, order: order, config: viva)
-        } catch {
-            throw CallbackRejection(status: error.httpStatus, code: error.reason.rawValue, message: error.message)
-        }
+        let validation = try VivaSaleCallback.validate(uri: forwarded.value, order: order, config: viva)
         var verdict = validation.verdict
         if case .succeeded(var result) = verdict {
             result["confirmed"] = false

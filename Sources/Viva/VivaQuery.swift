@@ -1,3 +1,5 @@
+import PaypipeCore
+
 /// RFC 3986 query handling for Viva's inter-app URIs, both ways: percent-encoding every value on
 /// the way out (the seed's raw concatenation lets a value such as `a&amount=1` inject parameters)
 /// and strict decoding on the way in.
@@ -81,7 +83,7 @@ public struct VivaQuery: Sendable, Equatable {
     /// Decodes one component. `+` stays `+` (RFC 3986 has no form encoding). Refuses raw characters
     /// RFC 3986 does not allow, broken `%` escapes, decoded bytes that are not UTF-8, and control
     /// characters (a decoded newline or NUL in a field is never legitimate).
-    static func percentDecode(_ component: ArraySlice<UInt8>, field: String) throws(VivaURIError) -> String {
+    static func percentDecode(_ component: ArraySlice<UInt8>, field: String) throws(CallbackRejection) -> String {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(component.count)
         var index = component.startIndex
@@ -91,23 +93,23 @@ public struct VivaQuery: Sendable, Equatable {
                 guard index + 2 < component.endIndex,
                       let high = hexValue(component[index + 1]), let low = hexValue(component[index + 2])
                 else {
-                    throw VivaURIError(.invalidEncoding, field: field, "\(field) has a '%' not followed by two hex digits")
+                    throw .viva(.invalidEncoding, "\(field) has a '%' not followed by two hex digits")
                 }
                 bytes.append(high << 4 | low)
                 index += 3
             } else {
                 guard isAllowedRaw(byte) else {
-                    throw VivaURIError(.invalidEncoding, field: field, "\(field) has a character that must be percent-encoded")
+                    throw .viva(.invalidEncoding, "\(field) has a character that must be percent-encoded")
                 }
                 bytes.append(byte)
                 index += 1
             }
         }
         guard let text = String(validating: bytes, as: UTF8.self) else {
-            throw VivaURIError(.invalidEncoding, field: field, "\(field) does not decode to UTF-8")
+            throw .viva(.invalidEncoding, "\(field) does not decode to UTF-8")
         }
         guard !text.unicodeScalars.contains(where: VivaQuery.isControl) else {
-            throw VivaURIError(.invalidEncoding, field: field, "\(field) contains control characters")
+            throw .viva(.invalidEncoding, "\(field) contains control characters")
         }
         return text
     }
@@ -118,21 +120,21 @@ public struct VivaQuery: Sendable, Equatable {
 
     /// Parses a query string (without `?`). Empty components, keys without `=`, empty keys and
     /// repeated keys are refused: a repeated `amount` must never be resolved by picking one.
-    public static func parse(_ query: some Collection<UInt8>) throws(VivaURIError) -> VivaQuery {
+    public static func parse(_ query: some Collection<UInt8>) throws(CallbackRejection) -> VivaQuery {
         let bytes = Array(query)
         if bytes.isEmpty { return VivaQuery(items: []) }
         var items: [(key: String, value: String)] = []
         var seen: Set<String> = []
         for component in bytes.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: false) {
             guard let equals = component.firstIndex(of: UInt8(ascii: "=")) else {
-                throw VivaURIError(.malformedURI, field: "uri", "every query component must be key=value")
+                throw .viva(.malformedURI, "every query component must be key=value")
             }
             let key = try percentDecode(component[component.startIndex..<equals], field: "query key")
-            guard !key.isEmpty else { throw VivaURIError(.malformedURI, field: "uri", "a query key is empty") }
+            guard !key.isEmpty else { throw .viva(.malformedURI, "a query key is empty") }
             let shownKey = VivaText.printable(key, limit: 64)
             let value = try percentDecode(component[(equals + 1)...], field: shownKey)
             guard seen.insert(key).inserted else {
-                throw VivaURIError(.duplicateParameter, field: shownKey, "\(shownKey) appears more than once")
+                throw .viva(.duplicateParameter, "\(shownKey) appears more than once")
             }
             items.append((key, value))
         }
@@ -149,28 +151,28 @@ public struct VivaURI: Sendable, Equatable {
 
     public static let maxLength = 16 * 1024
 
-    public static func parse(_ text: String) throws(VivaURIError) -> VivaURI {
+    public static func parse(_ text: String) throws(CallbackRejection) -> VivaURI {
         let bytes = Array(text.utf8)
         guard !bytes.isEmpty, bytes.count <= maxLength else {
-            throw VivaURIError(.malformedURI, field: "uri", "the URI must be 1 to \(maxLength) bytes")
+            throw .viva(.malformedURI, "the URI must be 1 to \(maxLength) bytes")
         }
         guard !bytes.contains(UInt8(ascii: "#")) else {
-            throw VivaURIError(.malformedURI, field: "uri", "the URI must not carry a fragment")
+            throw .viva(.malformedURI, "the URI must not carry a fragment")
         }
         guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")),
               bytes.count >= colon + 3, bytes[colon + 1] == UInt8(ascii: "/"), bytes[colon + 2] == UInt8(ascii: "/")
         else {
-            throw VivaURIError(.malformedURI, field: "uri", "the URI must look like scheme://host?query")
+            throw .viva(.malformedURI, "the URI must look like scheme://host?query")
         }
         let scheme = String(decoding: bytes[..<colon], as: UTF8.self)
         guard VivaText.isScheme(scheme) else {
-            throw VivaURIError(.malformedURI, field: "uri", "the URI scheme is not a valid RFC 3986 scheme")
+            throw .viva(.malformedURI, "the URI scheme is not a valid RFC 3986 scheme")
         }
         let afterAuthority = colon + 3
         let queryStart = bytes[afterAuthority...].firstIndex(of: UInt8(ascii: "?"))
         let hierarchy = bytes[afterAuthority..<(queryStart ?? bytes.endIndex)]
         for byte in hierarchy where !(VivaQuery.isUnreserved(byte) || byte == UInt8(ascii: "/")) {
-            throw VivaURIError(.malformedURI, field: "uri", "the URI host and path may hold only unreserved characters and '/'")
+            throw .viva(.malformedURI, "the URI host and path may hold only unreserved characters and '/'")
         }
         let slash = hierarchy.firstIndex(of: UInt8(ascii: "/")) ?? hierarchy.endIndex
         let query = try VivaQuery.parse(queryStart.map { bytes[($0 + 1)...] } ?? [])

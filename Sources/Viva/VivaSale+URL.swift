@@ -48,65 +48,65 @@ extension VivaSale {
     /// Reads a sale URL the way the Viva app would (the sandbox's side, and round-trip tests),
     /// applying the seed's rules: action=sale, amount an integer > 0, tipAmount ≤ amount,
     /// preferredInstallments with withInstallments=true, ISV_clientId with ISV_amount and ISV_clientSecret.
-    public init(requestURL: String) throws(VivaURIError) {
+    public init(requestURL: String) throws(CallbackRejection) {
         let uri = try VivaURI.parse(requestURL)
         guard uri.scheme == "vivapayclient", uri.host == "pay", uri.path == "/v1" else {
-            throw VivaURIError(.wrongHost, field: "uri", "a sale request must start with \(VivaSale.baseURL)")
+            throw .viva(.wrongHost, "a sale request must start with \(VivaSale.baseURL)")
         }
         let q = uri.query
-        func required(_ key: String) throws(VivaURIError) -> String {
-            guard let value = q[key], !value.isEmpty else { throw VivaURIError(.missingField, field: key, "\(key) is required") }
+        func required(_ key: String) throws(CallbackRejection) -> String {
+            guard let value = q[key], !value.isEmpty else { throw .viva(.missingField, "\(key) is required") }
             return value
         }
-        func integer(_ key: String) throws(VivaURIError) -> Int64? {
+        func integer(_ key: String) throws(CallbackRejection) -> Int64? {
             guard let text = q[key] else { return nil }
             guard let value = VivaText.integer(text) else {
-                throw VivaURIError(.invalidField, field: key, "\(key) must be an unsigned integer")
+                throw .viva(.invalidField, "\(key) must be an unsigned integer")
             }
             return value
         }
-        func flag(_ key: String, default fallback: Bool) throws(VivaURIError) -> Bool {
+        func flag(_ key: String, default fallback: Bool) throws(CallbackRejection) -> Bool {
             switch q[key] {
             case nil: return fallback
             case "true"?: return true
             case "false"?: return false
-            default: throw VivaURIError(.invalidField, field: key, "\(key) must be true or false")
+            default: throw .viva(.invalidField, "\(key) must be true or false")
             }
         }
-        guard try required("action") == "sale" else { throw VivaURIError(.wrongAction, field: "action", "action must be sale") }
+        guard try required("action") == "sale" else { throw .viva(.wrongAction, "action must be sale") }
         let callback = try required("callback")
-        guard VivaText.isScheme(callback) else { throw VivaURIError(.invalidField, field: "callback", "callback must be a URI scheme") }
+        guard VivaText.isScheme(callback) else { throw .viva(.invalidField, "callback must be a URI scheme") }
         if let proto = q["protocol"], proto != "int_default" {
-            throw VivaURIError(.invalidField, field: "protocol", "protocol must be int_default")
+            throw .viva(.invalidField, "protocol must be int_default")
         }
         guard let amount = try integer("amount"), amount > 0 else {
-            throw VivaURIError(.invalidField, field: "amount", "amount must be an integer larger than zero")
+            throw .viva(.invalidField, "amount must be an integer larger than zero")
         }
         let tipAmount = try integer("tipAmount")
         if let tipAmount, tipAmount > amount {
-            throw VivaURIError(.invalidField, field: "tipAmount", "tipAmount must be less than or equal to amount")
+            throw .viva(.invalidField, "tipAmount must be less than or equal to amount")
         }
         var preferredInstallments: Int64?
         if try flag("withInstallments", default: false) {
             guard let preferred = try integer("preferredInstallments") else {
-                throw VivaURIError(.missingField, field: "preferredInstallments", "preferredInstallments is required when withInstallments=true")
+                throw .viva(.missingField, "preferredInstallments is required when withInstallments=true")
             }
             preferredInstallments = preferred
         }
         var isv: VivaISV?
         if let clientId = q["ISV_clientId"] {
             guard let isvAmount = try integer("ISV_amount") else {
-                throw VivaURIError(.missingField, field: "ISV_amount", "ISV_amount is required with ISV_clientId")
+                throw .viva(.missingField, "ISV_amount is required with ISV_clientId")
             }
             guard let secret = q["ISV_clientSecret"], !secret.isEmpty else {
-                throw VivaURIError(.missingField, field: "ISV_clientSecret", "ISV_clientSecret is required with ISV_clientId")
+                throw .viva(.missingField, "ISV_clientSecret is required with ISV_clientId")
             }
             isv = VivaISV(
                 clientId: clientId, amount: isvAmount, clientSecret: Secret(secret), sourceCode: q["ISV_sourceCode"],
                 merchantId: q["ISV_merchantId"], merchantSourceCode: q["ISV_merchantSourceCode"],
                 customerTrns: q["ISV_customerTrns"], clientTransactionId: q["ISV_clientTransactionId"])
         } else if q["ISV_amount"] != nil || q["ISV_clientSecret"] != nil {
-            throw VivaURIError(.missingField, field: "ISV_clientId", "ISV_* fields require ISV_clientId")
+            throw .viva(.missingField, "ISV_* fields require ISV_clientId")
         }
         self.init(
             callback: callback, merchantKey: try required("merchantKey"), appId: try required("appId"),

@@ -6,7 +6,7 @@ import PaypipeCore
 /// - `clientTransactionId?`: string, 1–64 characters, no control characters; default the orderId.
 /// - `tipAmount?`: integer minor units, 0 ≤ tipAmount ≤ amount.
 /// - `installments?`: object `{"preferred": n}` with integer n in 0…36 → `withInstallments=true`,
-///   `preferredInstallments=n` (0 asks the customer in the app). Absent or null → `withInstallments=false`.
+///   `preferredInstallments=n` (0 asks the customer in the app). Absent → `withInstallments=false`.
 ///   The object form makes "preferredInstallments is required when withInstallments=true" a plain
 ///   required key (`params.installments.preferred`).
 /// - `callback?`: the app's URI scheme for the result (RFC 3986 scheme); default the config's `callback`.
@@ -15,7 +15,9 @@ import PaypipeCore
 ///   are required and 0 ≤ amount ≤ the sale amount. `ISV_clientSecret` comes from the config's
 ///   `viva.isvClientSecret` (PROTOCOL.md §6: a secret never travels in an order), which is then
 ///   required too (seed: ISV_clientId requires ISV_amount and ISV_clientSecret).
-/// Unknown keys are refused (a typo such as `tipamount` must not silently drop the tip).
+/// Read with `ParamReader`'s rules: unknown keys are refused (a typo such as `tipamount` must
+/// not silently drop the tip), `null` is a wrong type rather than "absent", lengths count
+/// Unicode scalars.
 public struct VivaSale: Sendable, Equatable, CustomStringConvertible {
     public var callback: String
     public var merchantKey: String
@@ -75,12 +77,7 @@ public struct VivaSale: Sendable, Equatable, CustomStringConvertible {
             throw Rejection(.unknownOperation, field: "operation",
                             "operation \(order.operation.rawValue) is not handled by the Viva signer (expected sale)")
         }
-        let params = order.params
-        for key in params.keys.sorted() where !VivaSale.knownParams.contains(key) {
-            let shown = VivaText.printable(key, limit: 64)
-            throw Rejection(.unknownField, field: "params.\(shown)",
-                            "params.\(shown) is not a parameter of viva sale (allowed: \(VivaSale.knownParams.sorted().joined(separator: ", ")))")
-        }
+        let params = try ParamReader(order.params, allowed: VivaSale.knownParams, operation: "viva sale")
         guard let amount = order.amount else { throw Rejection(.missingField, field: "amount", "amount is required for viva sale") }
         guard amount > 0 else { throw Rejection(.amountNotPositive, field: "amount", "amount must be an integer larger than zero") }
 
@@ -91,43 +88,38 @@ public struct VivaSale: Sendable, Equatable, CustomStringConvertible {
         }
 
         var callback = config.callback
-        if let value = try VivaParamRules.optionalString(params, "callback") {
+        if let value = try params.optionalString("callback") {
             guard VivaText.isScheme(value) else {
-                throw Rejection.invalidParam("callback", "must be a URI scheme: a letter, then letters, digits, + - . (at most 64)")
+                throw params.invalid("callback", "must be a URI scheme: a letter, then letters, digits, + - . (at most 64)")
             }
             callback = value
         }
-        let clientTransactionId = try VivaParamRules.optionalText(
-            params, "clientTransactionId", maxLength: Limits.clientTransactionIdMaxLength) ?? order.orderId
+        let clientTransactionId =
+            try params.vivaOptionalText("clientTransactionId", maxLength: Limits.clientTransactionIdMaxLength) ?? order.orderId
 
         var tipAmount: Int64?
-        if let tip = try VivaParamRules.optionalInteger(params, "tipAmount") {
+        if let tip = try params.optionalInteger("tipAmount") {
             guard tip >= 0, tip <= amount else {
-                throw Rejection.invalidParam("tipAmount", "must be between 0 and the amount (\(amount))")
+                throw params.invalid("tipAmount", "must be between 0 and the amount (\(amount))")
             }
             tipAmount = tip
         }
 
         var preferredInstallments: Int64?
-        if let installments = try VivaParamRules.optionalObject(params, "installments", known: ["preferred"]) {
-            guard let preferred = installments["preferred"], preferred != .null else {
-                throw Rejection.missingParam("installments.preferred")
-            }
-            guard let count = preferred.integerValue else {
-                throw Rejection.invalidParam("installments.preferred", "must be an integer, got \(preferred.typeName)")
-            }
+        if let installments = try params.optionalObject("installments", allowed: ["preferred"]) {
+            let count = try installments.integer("preferred")
             guard (0...Limits.maxPreferredInstallments).contains(count) else {
-                throw Rejection.invalidParam("installments.preferred", "must be between 0 and \(Limits.maxPreferredInstallments) (0 lets the customer choose)")
+                throw installments.invalid("preferred", "must be between 0 and \(Limits.maxPreferredInstallments) (0 lets the customer choose)")
             }
             preferredInstallments = count
         }
 
         var isv: VivaISV?
-        if params["isv"]?.objectValue?["clientSecret"] != nil {
+        if params.values["isv"]?.objectValue?["clientSecret"] != nil {
             throw Rejection(.unknownField, field: "params.isv.clientSecret",
                             "params.isv.clientSecret is no longer taken from an order: configure the merchant's viva.isvClientSecret")
         }
-        if let object = try VivaParamRules.optionalObject(params, "isv", known: VivaISV.knownKeys) {
+        if let object = try params.optionalObject("isv", allowed: VivaISV.knownKeys) {
             isv = try VivaISV(object, saleAmount: amount, clientSecret: config.isvClientSecret)
         }
 
@@ -175,29 +167,24 @@ public struct VivaISV: Sendable, Equatable, CustomStringConvertible {
         self.clientTransactionId = clientTransactionId
     }
 
-    init(_ object: [String: JSONValue], saleAmount: Int64, clientSecret configured: Secret?) throws(Rejection) {
+    init(_ object: ParamReader, saleAmount: Int64, clientSecret configured: Secret?) throws(Rejection) {
         let limit = VivaSale.Limits.textMaxLength
         // All-or-nothing: naming an ISV without its fee or secret would bill the sale to nobody.
-        guard let clientId = try VivaParamRules.optionalText(object, "clientId", prefix: "isv.", maxLength: limit) else {
-            throw Rejection.missingParam("isv.clientId")
-        }
-        guard let amount = try VivaParamRules.optionalInteger(object, "amount", prefix: "isv.") else {
-            throw Rejection.missingParam("isv.amount")
-        }
+        let clientId = try object.vivaText("clientId", maxLength: limit)
+        let amount = try object.integer("amount")
         guard amount >= 0, amount <= saleAmount else {
-            throw Rejection.invalidParam("isv.amount", "must be between 0 and the sale amount (\(saleAmount))")
+            throw object.invalid("amount", "must be between 0 and the sale amount (\(saleAmount))")
         }
         guard let secret = configured, !secret.isEmpty else {
             throw Rejection(.missingCredentials, field: "viva.isvClientSecret", "an isv sale needs the merchant's viva.isvClientSecret in the config")
         }
         self.init(
             clientId: clientId, amount: amount, clientSecret: secret,
-            sourceCode: try VivaParamRules.optionalText(object, "sourceCode", prefix: "isv.", maxLength: limit),
-            merchantId: try VivaParamRules.optionalText(object, "merchantId", prefix: "isv.", maxLength: limit),
-            merchantSourceCode: try VivaParamRules.optionalText(object, "merchantSourceCode", prefix: "isv.", maxLength: limit),
-            customerTrns: try VivaParamRules.optionalText(object, "customerTrns", prefix: "isv.", maxLength: VivaSale.Limits.customerTrnsMaxLength),
-            clientTransactionId: try VivaParamRules.optionalText(
-                object, "clientTransactionId", prefix: "isv.", maxLength: VivaSale.Limits.clientTransactionIdMaxLength))
+            sourceCode: try object.vivaOptionalText("sourceCode", maxLength: limit),
+            merchantId: try object.vivaOptionalText("merchantId", maxLength: limit),
+            merchantSourceCode: try object.vivaOptionalText("merchantSourceCode", maxLength: limit),
+            customerTrns: try object.vivaOptionalText("customerTrns", maxLength: VivaSale.Limits.customerTrnsMaxLength),
+            clientTransactionId: try object.vivaOptionalText("clientTransactionId", maxLength: VivaSale.Limits.clientTransactionIdMaxLength))
     }
 
     public static func == (a: VivaISV, b: VivaISV) -> Bool {
@@ -211,54 +198,24 @@ public struct VivaISV: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// Param rules for the sale order; messages name `params.<field>` and the rule, never the value.
+/// Viva's value rules on top of the shared `ParamReader`; messages name `params.<field>` and
+/// the rule, never the value.
+extension ParamReader {
+    /// Free text: 1…maxLength characters, no control characters (any other Unicode is fine:
+    /// percent-encoding carries it safely).
+    func vivaText(_ name: String, maxLength: Int) throws(Rejection) -> String {
+        try string(name, length: 1...maxLength, charset: .noControlCharacters)
+    }
+
+    func vivaOptionalText(_ name: String, maxLength: Int) throws(Rejection) -> String? {
+        try optionalString(name, length: 1...maxLength, charset: .noControlCharacters)
+    }
+}
+
 enum VivaParamRules {
     static func requireConfigText(_ value: String, _ name: String) throws(Rejection) {
         guard !value.isEmpty, !value.unicodeScalars.contains(where: VivaQuery.isControl) else {
             throw Rejection(.missingCredentials, field: "viva.\(name)", "the configured viva \(name) must be non-empty text without control characters")
         }
-    }
-
-    static func optionalString(_ object: [String: JSONValue], _ name: String, prefix: String = "") throws(Rejection) -> String? {
-        guard let value = object[name], value != .null else { return nil }
-        guard let text = value.stringValue else {
-            throw Rejection.invalidParam(prefix + name, "must be a string, got \(value.typeName)")
-        }
-        return text
-    }
-
-    /// Free text: 1…maxLength characters, no control characters (any other Unicode is fine:
-    /// percent-encoding carries it safely).
-    static func optionalText(_ object: [String: JSONValue], _ name: String, prefix: String = "", maxLength: Int) throws(Rejection) -> String? {
-        guard let text = try optionalString(object, name, prefix: prefix) else { return nil }
-        guard !text.isEmpty else { throw Rejection.invalidParam(prefix + name, "must not be empty") }
-        guard text.unicodeScalars.count <= maxLength else {
-            throw Rejection.invalidParam(prefix + name, "must be at most \(maxLength) characters")
-        }
-        guard !text.unicodeScalars.contains(where: VivaQuery.isControl) else {
-            throw Rejection.invalidParam(prefix + name, "must not contain control characters")
-        }
-        return text
-    }
-
-    static func optionalInteger(_ object: [String: JSONValue], _ name: String, prefix: String = "") throws(Rejection) -> Int64? {
-        guard let value = object[name], value != .null else { return nil }
-        guard let integer = value.integerValue else {
-            throw Rejection.invalidParam(prefix + name, "must be an integer in minor units, got \(value.typeName)")
-        }
-        return integer
-    }
-
-    static func optionalObject(_ object: [String: JSONValue], _ name: String, known: Set<String>) throws(Rejection) -> [String: JSONValue]? {
-        guard let value = object[name], value != .null else { return nil }
-        guard let inner = value.objectValue else {
-            throw Rejection.invalidParam(name, "must be an object, got \(value.typeName)")
-        }
-        for key in inner.keys.sorted() where !known.contains(key) {
-            let shown = VivaText.printable(key, limit: 64)
-            throw Rejection(.unknownField, field: "params.\(name).\(shown)",
-                            "params.\(name).\(shown) is not allowed (allowed: \(known.sorted().joined(separator: ", ")))")
-        }
-        return inner
     }
 }

@@ -19,13 +19,13 @@ extension VivaSaleCallback {
 
     /// The callback validator's work for `POST /callbacks/viva` `{"orderId", "uri"}`.
     ///
-    /// Throws (answer `error.httpStatus`, count by `error.reason`, change nothing) when the URI is
+    /// Throws (answer `error.status`, count by `error.code`, change nothing) when the URI is
     /// malformed or is not a sale result for this app: bad encoding, repeated keys, missing or invalid
     /// fields, an unmasked card number, a scheme other than the order's callback (`params.callback`
     /// or the config's), an action other than sale. Otherwise returns the verdict: a
     /// clientTransactionId or amount that differs from the order's is a failed verdict for review;
     /// `tipAmount` is reported, not compared (the order's amount excludes the tip).
-    public static func validate(uri: String, order: Order, config: VivaConfig) throws(VivaURIError) -> VivaCallbackValidation {
+    public static func validate(uri: String, order: Order, config: VivaConfig) throws(CallbackRejection) -> VivaCallbackValidation {
         let callback = try VivaSaleCallback(uri: uri)
         try callback.requireScheme(of: order, config: config)
         let expectedReference = expectedReference(of: order)
@@ -49,11 +49,11 @@ extension VivaSaleCallback {
     }
 
     /// The result must come back on the scheme the order's sale URL named (`params.callback` or the config's).
-    func requireScheme(of order: Order, config: VivaConfig) throws(VivaURIError) {
+    func requireScheme(of order: Order, config: VivaConfig) throws(CallbackRejection) {
         let expectedScheme = order.params["callback"]?.stringValue ?? config.callback
         // RFC 3986 schemes are case-insensitive.
         guard callback.lowercased() == expectedScheme.lowercased() else {
-            throw VivaURIError(.wrongScheme, field: "callback", "the callback scheme is not the one this order's sale URL named")
+            throw .viva(.wrongScheme, "the callback scheme is not the one this order's sale URL named")
         }
     }
 
@@ -64,9 +64,9 @@ extension VivaSaleCallback {
 
     /// The same, straight from the forwarded body `{"orderId", "uri", "merchant"?}`. The caller has
     /// already loaded `order` by the body's orderId/merchant; this reads `uri` out of the body.
-    public static func validate(body: JSONValue, order: Order, config: VivaConfig) throws(VivaURIError) -> VivaCallbackValidation {
+    public static func validate(body: JSONValue, order: Order, config: VivaConfig) throws(CallbackRejection) -> VivaCallbackValidation {
         guard let uri = body["uri"]?.stringValue else {
-            throw VivaURIError(.missingField, field: "uri", "the body must carry the callback as a string \"uri\"")
+            throw .viva(.missingField, "the body must carry the callback as a string \"uri\"")
         }
         return try validate(uri: uri, order: order, config: config)
     }

@@ -59,42 +59,42 @@ public struct VivaSaleCallback: Sendable, Equatable {
     /// Parses and checks a callback URI on its own (no order involved). Empty values count as absent,
     /// as the seed says failed results may carry referenceNumber/authorisationCode without values.
     /// Unknown keys are ignored (the app may add fields); known ones must be well-formed.
-    public init(uri uriText: String) throws(VivaURIError) {
+    public init(uri uriText: String) throws(CallbackRejection) {
         let uri = try VivaURI.parse(uriText)
         guard uri.host == "result", uri.path.isEmpty || uri.path == "/" else {
-            throw VivaURIError(.wrongHost, field: "uri", "a sale callback must be <callback>://result?...")
+            throw .viva(.wrongHost, "a sale callback must be <callback>://result?...")
         }
         let q = uri.query
         func optional(_ key: String) -> String? {
             guard let value = q[key], !value.isEmpty else { return nil }
             return value
         }
-        func required(_ key: String) throws(VivaURIError) -> String {
-            guard let value = optional(key) else { throw VivaURIError(.missingField, field: key, "\(key) is required") }
+        func required(_ key: String) throws(CallbackRejection) -> String {
+            guard let value = optional(key) else { throw .viva(.missingField, "\(key) is required") }
             return value
         }
-        func checked(_ key: String, _ rule: String, _ isValid: (String) -> Bool) throws(VivaURIError) -> String? {
+        func checked(_ key: String, _ rule: String, _ isValid: (String) -> Bool) throws(CallbackRejection) -> String? {
             guard let value = optional(key) else { return nil }
-            guard isValid(value) else { throw VivaURIError(.invalidField, field: key, "\(key) must be \(rule)") }
+            guard isValid(value) else { throw .viva(.invalidField, "\(key) must be \(rule)") }
             return value
         }
-        func text(_ key: String, maxLength: Int) throws(VivaURIError) -> String? {
+        func text(_ key: String, maxLength: Int) throws(CallbackRejection) -> String? {
             try checked(key, "at most \(maxLength) characters") { $0.unicodeScalars.count <= maxLength }
         }
-        func integer(_ key: String) throws(VivaURIError) -> Int64? {
+        func integer(_ key: String) throws(CallbackRejection) -> Int64? {
             guard let value = optional(key) else { return nil }
             guard let number = VivaText.integer(value) else {
-                throw VivaURIError(.invalidField, field: key, "\(key) must be an integer in cents without decimal digits")
+                throw .viva(.invalidField, "\(key) must be an integer in cents without decimal digits")
             }
             return number
         }
 
         guard let status = Status(rawValue: try required("status")) else {
-            throw VivaURIError(.invalidField, field: "status", "status must be success or fail")
+            throw .viva(.invalidField, "status must be success or fail")
         }
         let action = try required("action")
-        guard action == "sale" else { throw VivaURIError(.wrongAction, field: "action", "action must be sale") }
-        guard let amount = try integer("amount") else { throw VivaURIError(.missingField, field: "amount", "amount is required") }
+        guard action == "sale" else { throw .viva(.wrongAction, "action must be sale") }
+        guard let amount = try integer("amount") else { throw .viva(.missingField, "amount is required") }
 
         self.init(
             callback: uri.scheme, status: status, message: try text("message", maxLength: 512), action: action,
@@ -116,14 +116,14 @@ public struct VivaSaleCallback: Sendable, Equatable {
         if status == .success {
             for (key, value) in [("transactionId", transactionId), ("referenceNumber", referenceNumber), ("authorisationCode", authorisationCode)]
             where value == nil {
-                throw VivaURIError(.missingField, field: key, "\(key) is required when status is success")
+                throw .viva(.missingField, "\(key) is required when status is success")
             }
         }
     }
 
     /// First 6 and last 4 digits, asterisks between (12–19 digit card numbers). Anything holding a
     /// run of 7+ digits is treated as a leaked card number; nothing of the value is echoed either way.
-    static func maskedAccountNumber(_ value: String?) throws(VivaURIError) -> String? {
+    static func maskedAccountNumber(_ value: String?) throws(CallbackRejection) -> String? {
         guard let value else { return nil }
         let bytes = Array(value.utf8)
         let isDigit = { (b: UInt8) in b >= 0x30 && b <= 0x39 }
@@ -134,13 +134,13 @@ public struct VivaSaleCallback: Sendable, Equatable {
             longestRun = max(longestRun, run)
         }
         if longestRun > 6 {
-            throw VivaURIError(.unmaskedPAN, field: "accountNumber", "accountNumber must be masked (first 6 and last 4 digits only)")
+            throw .viva(.unmaskedPAN, "accountNumber must be masked (first 6 and last 4 digits only)")
         }
         guard (12...19).contains(bytes.count),
               bytes[0..<6].allSatisfy(isDigit), bytes[(bytes.count - 4)...].allSatisfy(isDigit),
               bytes[6..<(bytes.count - 4)].allSatisfy({ $0 == UInt8(ascii: "*") })
         else {
-            throw VivaURIError(.invalidField, field: "accountNumber", "accountNumber must be 6 digits, asterisks, then 4 digits")
+            throw .viva(.invalidField, "accountNumber must be 6 digits, asterisks, then 4 digits")
         }
         return value
     }

@@ -74,6 +74,11 @@ public final class ZMQDuplex: Sendable {
     /// The next batch of received messages, or nil once stopped.
     public func nextBatch() async throws(ZMQError) -> [ZMQMessage]? { try await handoff.take() }
 
+    /// The same, but gives up after `timeoutMilliseconds` with an empty batch.
+    public func nextBatch(timeoutMilliseconds: Int64) async throws(ZMQError) -> [ZMQMessage]? {
+        try await handoff.take(timeoutMilliseconds: timeoutMilliseconds)
+    }
+
     /// Stops the thread; queued sends are attempted once more, then the socket closes (LINGER applies).
     public func stop() {
         outbox.withLock { $0.closed = true }

@@ -22,7 +22,7 @@ struct LedgerCommand: AsyncParsableCommand {
             redeliverAfterMilliseconds: redeliverAfterMs, logger: logger
         ) { bound in
             StageProcess.printLine(
-                "paypipe-ledger ready intake=\(bound.intake) outcomes=\(bound.outcomes) signQueue=\(bound.signQueue) signedIn=\(bound.signedIn) signedOut=\(bound.signedOut) results=\(bound.results) ledgerRPC=\(bound.ledgerRPC) pollQueue=\(bound.pollQueue)")
+                "paypipe-ledger ready intake=\(bound.intake) outcomes=\(bound.outcomes) signQueue=\(bound.signQueue) signedIn=\(bound.signedIn) signedOut=\(bound.signedOut) results=\(bound.results) ledgerRPC=\(bound.ledgerRPC) pollQueue=\(bound.pollQueue) outcomesReplay=\(bound.outcomesReplay)")
         }
         await StageProcess.run(stage: ledger, metricsAddress: config.endpoints.ledgerMetrics, role: "ledger", logger: logger)
     }

@@ -2,6 +2,8 @@ import ArgumentParser
 import Foundation
 import StageRuntime
 import PaypipeCore
+import Synchronization
+import UnixSignals
 import ZeroMQ
 
 @main
@@ -9,13 +11,13 @@ struct Paypipe: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "paypipe",
         abstract: "The paypipe operator CLI.",
-        subcommands: [Up.self, Send.self])
+        subcommands: [Up.self, Send.self, OutcomesCommand.self, KeysCommand.self])
 }
 
-/// Where the sibling executables are: next to this one.
-func siblingExecutable(_ name: String) -> String {
+/// Where the stage executables are by default: next to this one.
+func siblingDirectory() -> URL {
     let me = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0])
-    return me.deletingLastPathComponent().appendingPathComponent(name).path
+    return me.deletingLastPathComponent()
 }
 
 struct Up: AsyncParsableCommand {
@@ -31,6 +33,11 @@ struct Up: AsyncParsableCommand {
     @Option(help: "Directory for the demo config and the ledger database.") var stateDir = ".paypipe"
     @Option(help: "Sandbox port (demo config).") var sandboxPort = 9100
     @Option(help: "Extra arguments for the sandbox, e.g. \"--latency-ms 50\".") var sandboxArgs = ""
+    // Hidden: the tests start stand-in children and need a short start-up bound.
+    @Option(help: ArgumentHelp("Directory of the stage executables (default: next to paypipe).", visibility: .hidden))
+    var executablesDir: String?
+    @Option(help: ArgumentHelp("Seconds a child gets to print its ready line.", visibility: .hidden))
+    var startTimeout = 30.0
 
     func run() async throws {
         try FileManager.default.createDirectory(atPath: stateDir, withIntermediateDirectories: true)
@@ -46,99 +53,148 @@ struct Up: AsyncParsableCommand {
         } catch {
             StageProcess.fail("bad config \(path): \(error)")
         }
-        let supervisor = Supervisor()
-        onTerminationSignal { supervisor.stopAll(reason: "signal") }
+        let supervisor = Supervisor(
+            executables: executablesDir.map { URL(fileURLWithPath: $0) } ?? siblingDirectory(), startTimeoutSeconds: startTimeout)
+        // Trapped before the first child starts, so a signal during start-up stops what has started.
+        let signals = await UnixSignalsSequence(trapping: .sigterm, .sigint)
+        let signalHandling = Task {
+            var received = 0
+            for await _ in signals {
+                received += 1
+                if received == 1 { supervisor.stopAll(reason: "signal") } else { supervisor.killAllAndExit() }
+            }
+        }
 
-        if config == nil || sandbox {
-            var args = ["--config", path, "--port", String(sandboxPort), "--nets-webhook-url", "http://\(loaded.endpoints.callbacks)/callbacks/nets"]
-            args += sandboxArgs.split(separator: " ").map(String.init)
-            try supervisor.start("paypipe-sandbox", args, waitFor: "listening")
+        do {
+            if config == nil || sandbox {
+                var args = ["--config", path, "--port", String(sandboxPort), "--nets-webhook-url", "http://\(loaded.endpoints.callbacks)/callbacks/nets"]
+                args += sandboxArgs.split(separator: " ").map(String.init)
+                try await supervisor.start("paypipe-sandbox", args, waitFor: "listening")
+            }
+            let store = (stateDir as NSString).appendingPathComponent("ledger.sqlite")
+            try await supervisor.start("paypipe-ledger", ["--config", path, "--store", store], waitFor: "paypipe-ledger ready")
+            for _ in 0..<signers { try await supervisor.start("paypipe-signer", ["--config", path], waitFor: nil) }
+            for _ in 0..<submitters {
+                try await supervisor.start("paypipe-submitter", ["--config", path, "--concurrency", String(concurrency)], waitFor: nil)
+            }
+            try await supervisor.start("paypipe-callbacks", ["--config", path], waitFor: "paypipe-callbacks listening")
+            try await supervisor.start("paypipe-cleeng-poller", ["--config", path], waitFor: nil)
+            StageProcess.printLine("""
+                paypipe is up (\(signers) signer(s), \(submitters) submitter(s), callbacks on \(loaded.endpoints.callbacks), 1 cleeng poller\(config == nil || sandbox ? ", sandbox on :\(sandboxPort)" : "")).
+                  orders in:    PUSH to  \(loaded.endpoints.intake)
+                  outcomes out: PULL from \(loaded.endpoints.outcomes)
+                  config:       \(path)
+                Try: paypipe send examples/orders.jsonl      (Ctrl-C here stops everything)
+                """)
+        } catch {
+            // Not started (`Supervisor.NotStarted`): the supervisor has said why and is stopping
+            // what did start.
         }
-        let store = (stateDir as NSString).appendingPathComponent("ledger.sqlite")
-        try supervisor.start("paypipe-ledger", ["--config", path, "--store", store], waitFor: "paypipe-ledger ready")
-        for _ in 0..<signers { try supervisor.start("paypipe-signer", ["--config", path], waitFor: nil) }
-        for _ in 0..<submitters {
-            try supervisor.start("paypipe-submitter", ["--config", path, "--concurrency", String(concurrency)], waitFor: nil)
-        }
-        try supervisor.start("paypipe-callbacks", ["--config", path], waitFor: "paypipe-callbacks listening")
-        try supervisor.start("paypipe-cleeng-poller", ["--config", path], waitFor: nil)
-        StageProcess.printLine("""
-            paypipe is up (\(signers) signer(s), \(submitters) submitter(s), callbacks on \(loaded.endpoints.callbacks), 1 cleeng poller\(config == nil || sandbox ? ", sandbox on :\(sandboxPort)" : "")).
-              orders in:    PUSH to  \(loaded.endpoints.intake)
-              outcomes out: PULL from \(loaded.endpoints.outcomes)
-              config:       \(path)
-            Try: paypipe send examples/orders.jsonl      (Ctrl-C here stops everything)
-            """)
         let code = await supervisor.waitUntilStopped()
+        signalHandling.cancel()
         throw ExitCode(code)
     }
 }
 
-/// Child processes of `paypipe up`, stopped by PID (never by name) in reverse start order.
+/// Child processes of `paypipe up`, stopped by PID (never by name), one role at a time in
+/// reverse start order.
 final class Supervisor: @unchecked Sendable {
+    /// Thrown by `start` once the pipeline is stopping; the reason is already printed.
+    struct NotStarted: Error {}
+
+    private let executables: URL
+    private let startTimeoutSeconds: Double
     private let lock = NSLock()
     private var children: [(name: String, process: Process)] = []
     private var stopping = false
     private var exitCode: Int32 = 0
     private let done = DispatchSemaphore(value: 0)
 
-    func start(_ name: String, _ arguments: [String], waitFor marker: String?) throws {
+    init(executables: URL, startTimeoutSeconds: Double) {
+        self.executables = executables
+        self.startTimeoutSeconds = startTimeoutSeconds
+    }
+
+    /// Starts `name`; with a marker, waits until the child prints it, at most the start timeout.
+    func start(_ name: String, _ arguments: [String], waitFor marker: String?) async throws(NotStarted) {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: siblingExecutable(name))
+        process.executableURL = executables.appendingPathComponent(name)
         process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
+        let pipe = Pipe()
+        process.standardOutput = pipe
         process.terminationHandler = { [weak self] p in self?.exited(name, p) }
-        try process.run()
-        lock.lock()
-        children.append((name, process))
-        lock.unlock()
-        let handle = output.fileHandleForReading
-        var buffer = Data()
-        if let marker {
-            let deadline = Date().addingTimeInterval(30)
-            while !String(decoding: buffer, as: UTF8.self).contains(marker) {
-                let chunk = handle.availableData
-                if chunk.isEmpty || Date() > deadline {
-                    stopAll(reason: "\(name) did not start")
-                    throw ExitCode(1)
-                }
-                buffer.append(chunk)
-            }
+        let output = ChildOutput(pipe.fileHandleForReading, marker: marker)
+        do {
+            try await spawnWithNoSignalsBlocked(process)
+        } catch {
+            stopAll(reason: "\(name) did not start", exitCode: 1, announce: "cannot start \(process.executableURL!.path): \(error)")
+            throw NotStarted()
         }
-        FileHandle.standardOutput.write(buffer)
-        // Keep echoing the child's stdout.
-        handle.readabilityHandler = { h in
-            let data = h.availableData
-            if data.isEmpty { h.readabilityHandler = nil } else { FileHandle.standardOutput.write(data) }
+        let pid = process.processIdentifier
+        let admitted = lock.withLock {
+            if !stopping { children.append((name, process)) }
+            return !stopping
+        }
+        guard admitted else {
+            // The stop began while this child was being spawned, so the stop does not know it.
+            kill(pid, SIGKILL)
+            throw NotStarted()
+        }
+        guard let marker else { return }
+        switch await output.waitForMarker(timeout: .milliseconds(Int64(startTimeoutSeconds * 1000))) {
+        case .ready:
+            return
+        case .timedOut:
+            stopAll(reason: "\(name) did not start", exitCode: 1,
+                    announce: "\(name) (pid \(pid)) did not print \"\(marker)\" within \(String(format: "%g", startTimeoutSeconds)) s")
+        case .ended:
+            // Usually the child exited: give its exit status a moment to be the reason reported.
+            for _ in 0..<50 where process.isRunning { try? await Task.sleep(for: .milliseconds(20)) }
+            try? await Task.sleep(for: .milliseconds(100))
+            stopAll(reason: "\(name) did not start", exitCode: 1,
+                    announce: "\(name) (pid \(pid)) closed its output without printing \"\(marker)\"")
+        }
+        throw NotStarted()
+    }
+
+    /// Foundation's `Process` gives the child the signal mask of the thread that spawns it, and
+    /// Swift's concurrency threads block nearly every signal: a child spawned from one that does
+    /// not read signals through signalfd (a shell script, say) never sees the SIGTERM that asks it
+    /// to stop. So children are spawned from a thread of their own that blocks nothing.
+    private func spawnWithNoSignalsBlocked(_ process: Process) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let thread = Thread {
+                var nothing = sigset_t()
+                sigemptyset(&nothing)
+                pthread_sigmask(SIG_SETMASK, &nothing, nil)
+                continuation.resume(with: Result { try process.run() })
+            }
+            thread.start()
         }
     }
 
     private func exited(_ name: String, _ process: Process) {
-        lock.lock()
-        let expected = stopping
-        lock.unlock()
-        if !expected {
-            FileHandle.standardError.write(Data("paypipe: \(name) (pid \(process.processIdentifier)) exited with status \(process.terminationStatus); stopping the pipeline\n".utf8))
-            lock.lock()
-            exitCode = 1
-            lock.unlock()
-            stopAll(reason: "\(name) exited")
-        }
+        stopAll(reason: "\(name) exited", exitCode: 1,
+                announce: "\(name) (pid \(process.processIdentifier)) exited with status \(process.terminationStatus)")
     }
 
-    func stopAll(reason: String) {
+    /// Starts stopping every child; only the first call counts. `announce` (why, when it is not
+    /// an operator's request) goes to stderr as one line.
+    func stopAll(reason: String, exitCode: Int32 = 0, announce: String? = nil) {
         lock.lock()
         if stopping {
             lock.unlock()
             return
         }
         stopping = true
+        self.exitCode = exitCode
         let toStop = children.reversed()
         lock.unlock()
+        if let announce { FileHandle.standardError.write(Data("paypipe: \(announce); stopping the pipeline\n".utf8)) }
         DispatchQueue.global().async {
-            // One role at a time, newest role first (submitters, signers, ledger, sandbox), all
-            // copies of a role together, so in-flight work drains towards a ledger still running.
+            // One role at a time, newest role first (cleeng poller, callbacks, submitters, signers,
+            // ledger, sandbox), all copies of a role together, so in-flight work drains towards a
+            // ledger still running.
             var roles: [[Process]] = []
             var lastName = ""
             for child in toStop {
@@ -157,6 +213,16 @@ final class Supervisor: @unchecked Sendable {
         }
     }
 
+    /// The second signal: no more waiting, but no child is left behind holding the ports either.
+    func killAllAndExit() -> Never {
+        lock.lock()
+        let all = children
+        lock.unlock()
+        for child in all where child.process.isRunning { kill(child.process.processIdentifier, SIGKILL) }
+        FileHandle.standardError.write(Data("paypipe: second signal: killed the children still running\n".utf8))
+        exit(130)
+    }
+
     func waitUntilStopped() async -> Int32 {
         await withCheckedContinuation { continuation in
             DispatchQueue.global().async {
@@ -167,6 +233,77 @@ final class Supervisor: @unchecked Sendable {
                 continuation.resume(returning: code)
             }
         }
+    }
+}
+
+/// A child's stdout, held back until its ready line appears and echoed to ours from then on.
+/// A readability handler does the reading, so the wait for the line is bounded even while the
+/// child prints nothing.
+final class ChildOutput: Sendable {
+    enum Start: Sendable { case ready, ended, timedOut }
+
+    private struct State {
+        var held = Data()
+        var result: Start?
+        var waiter: CheckedContinuation<Start, Never>?
+    }
+
+    private let marker: String?
+    private let state: Mutex<State>
+
+    init(_ handle: FileHandle, marker: String?) {
+        self.marker = marker
+        state = Mutex(State(result: marker == nil ? .ready : nil))
+        handle.readabilityHandler = { [self] handle in
+            let data = handle.availableData
+            if data.isEmpty { handle.readabilityHandler = nil }
+            self.update(appending: data, timedOut: false)
+        }
+    }
+
+    func waitForMarker(timeout: Duration) async -> Start {
+        let timer = Task { [self] in
+            guard (try? await Task.sleep(for: timeout)) != nil else { return }
+            update(appending: Data(), timedOut: true)
+        }
+        defer { timer.cancel() }
+        return await withCheckedContinuation { continuation in
+            let settled = state.withLock { state -> Start? in
+                if let result = state.result { return result }
+                state.waiter = continuation
+                return nil
+            }
+            if let settled { continuation.resume(returning: settled) }
+        }
+    }
+
+    /// New output (empty at the end of output) or the end of the wait: settles the wait once,
+    /// then passes output through.
+    private func update(appending data: Data, timedOut: Bool) {
+        // Written under the lock, so held output comes out before anything newer.
+        let settled = state.withLock { state -> (CheckedContinuation<Start, Never>, Start)? in
+            if state.result != nil {
+                if !data.isEmpty { FileHandle.standardOutput.write(data) }
+                return nil
+            }
+            state.held.append(data)
+            let result: Start
+            if let marker, String(decoding: state.held, as: UTF8.self).contains(marker) {
+                result = .ready
+            } else if timedOut {
+                result = .timedOut
+            } else if data.isEmpty {
+                result = .ended
+            } else {
+                return nil
+            }
+            state.result = result
+            if !state.held.isEmpty { FileHandle.standardOutput.write(state.held) }
+            state.held = Data()
+            defer { state.waiter = nil }
+            return state.waiter.map { ($0, result) }
+        }
+        if let (waiter, result) = settled { waiter.resume(returning: result) }
     }
 }
 
@@ -274,33 +411,5 @@ struct Send: AsyncParsableCommand {
         for (status, n) in counts.sorted(by: { $0.key < $1.key }) where n > 0 { print("  \(status): \(n)") }
         if settled == 0 && expected.count > 0 { throw ExitCode(2) }
         if counts["no outcome", default: 0] > 0 { throw ExitCode(2) }
-    }
-}
-
-/// Calls `stop` on the first SIGTERM or SIGINT; a second one exits at once.
-func onTerminationSignal(_ stop: @escaping @Sendable () -> Void) {
-    let count = SignalCount()
-    for sig in [SIGTERM, SIGINT] {
-        signal(sig, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-        source.setEventHandler {
-            if count.increment() > 1 { exit(130) }
-            stop()
-        }
-        source.resume()
-        signalSources.append(source)
-    }
-}
-
-nonisolated(unsafe) private var signalSources: [any DispatchSourceSignal] = []
-
-private final class SignalCount: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = 0
-    func increment() -> Int {
-        lock.lock()
-        defer { lock.unlock() }
-        value += 1
-        return value
     }
 }

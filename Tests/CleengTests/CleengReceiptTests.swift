@@ -82,6 +82,10 @@ func rejection(_ body: () throws -> Void) -> Rejection? {
         ("receiptData", .string("QU=D")), ("receiptData", .integer(1)),
         ("ipAddress", .string("256.1.1.1")), ("ipAddress", .string("01.2.3.4")), ("ipAddress", .string("fe80::1%eth0")),
         ("ipAddress", .string("example.com")), ("ipAddress", .integer(3)),
+        // null is a wrong type: it was "missing" for the required ones and "absent" for ipAddress.
+        ("customerToken", .null), ("receiptData", .null), ("ipAddress", .null),
+        // Strict base64: non-canonical trailing bits ("QR==" spells the same byte as "QQ==").
+        ("receiptData", .string("QR==")),
     ])
     func invalidParamIsNamed(_ name: String, _ value: JSONValue) {
         let error = rejection { _ = try CleengReceipt(order: receiptOrder([name: value])) }
@@ -100,6 +104,16 @@ func rejection(_ body: () throws -> Void) -> Rejection? {
             let parsed = try CleengReceipt(order: receiptOrder(["customerToken": .string(jwt), "receiptData": .string(receipt)]))
             #expect(parsed.receiptData == receipt)
         }
+    }
+
+    @Test func messagesUseTheSharedVocabulary() {
+        func message(_ overrides: [String: JSONValue?]) -> String? {
+            rejection { _ = try CleengReceipt(order: receiptOrder(overrides)) }?.message
+        }
+        #expect(message(["offerId": .string(String(repeating: "E", count: 65))]) == "params.offerId must be 1-64 characters of letters, digits and . _ : -")
+        #expect(message(["customerToken": ""]) == "params.customerToken must be 1-4096 characters of letters, digits and . _ - ~ + / =")
+        #expect(message(["transactionId": .null]) == "params.transactionId must be a string, got null")
+        #expect(message(["offerID": "E1"]) == "params.offerID is not a parameter of cleeng appleReceipt (allowed: customerToken, ipAddress, offerId, receiptData, transactionId)")
     }
 
     @Test func unknownParamIsRejected() {

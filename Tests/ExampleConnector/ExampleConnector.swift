@@ -76,10 +76,10 @@ public struct ExampleConnector: ProviderConnector {
             let expected = HMAC<SHA256>.authenticationCode(for: request.body, using: SymmetricKey(data: Array(secret.reveal().utf8)))
             return ConstantTime.equals(Array(signature.utf8), Array(Digest.hex(Array(expected)).utf8))
         }?.key
-        guard let merchant else { throw CallbackRejection(status: 401, code: "BAD_SIGNATURE", message: "X-Example-Signature does not verify") }
+        guard let merchant else { throw CallbackRejection(status: 401, code: "BAD_SIGNATURE", "X-Example-Signature does not verify") }
         guard case .object(let body)? = try? JSONValue.parse(request.body), let chargeId = body["chargeId"]?.stringValue,
             let status = body["status"]?.stringValue
-        else { throw CallbackRejection(status: 400, code: "MALFORMED", message: "the body needs chargeId and status") }
+        else { throw CallbackRejection(status: 400, code: "MALFORMED", "the body needs chargeId and status") }
         let order = try await orders.order(reference: chargeId, provider: .example, merchant: merchant)
         let verdict: ProviderVerdict =
             status == "succeeded" ? .succeeded(["chargeId": .string(chargeId)]) : .failed(code: "EXAMPLE_DECLINED", message: "the charge was \(status)")

@@ -128,12 +128,44 @@ import Testing
         ("item unknown field", Fixtures.createOrder(merging: ["items": itemsWith { $0["vat"] = 1 }]), "params.items[0].vat", "UNKNOWN_FIELD"),
         ("item not an object", Fixtures.createOrder(merging: ["items": [1]]), "params.items[0]", "INVALID_PARAM"),
         ("item overflow", Fixtures.createOrder(merging: ["items": itemsWith { $0["quantity"] = 1_000_000; $0["unitPrice"] = .integer(Int64.max / 10) }]), "params.items[0].netTotalAmount", "INVALID_PARAM"),
+        // null is a wrong type, never "absent" (these three passed as absent before).
+        ("checkoutUrl null", Fixtures.createOrder(merging: ["checkoutUrl": .null]), "params.checkoutUrl", "INVALID_PARAM"),
+        ("items null", Fixtures.createOrder(merging: ["items": .null]), "params.items", "INVALID_PARAM"),
+        ("item taxRate null", Fixtures.createOrder(merging: ["items": itemsWith { $0["taxRate"] = .null }]), "params.items[0].taxRate", "INVALID_PARAM"),
+        ("reference null", Fixtures.createOrder(merging: ["reference": .null]), "params.reference", "INVALID_PARAM"),
+        // C1 controls count as control characters too (only C0 and DEL did before).
+        ("reference C1 control char", Fixtures.createOrder(merging: ["reference": "a\u{85}b"]), "params.reference", "INVALID_PARAM"),
     ])
     func rejectsNamingTheField(_ label: String, order: Order, field: String, code: String) throws {
         let rejection = try #require(Rejection.caught { _ = try NetsPayments.createSubscription(order, config: Fixtures.config, now: Fixtures.now) }, "\(label)")
         #expect(rejection.field == field, "\(label)")
         #expect(rejection.code.rawValue == code, "\(label)")
         #expect(rejection.message.contains(field), "\(label)")
+    }
+
+    @Test func messagesUseTheSharedVocabulary() throws {
+        func message(_ order: Order) -> String? {
+            Rejection.caught { _ = try NetsPayments.createSubscription(order, config: Fixtures.config, now: Fixtures.now) }?.message
+        }
+        #expect(message(Fixtures.createOrder(merging: ["termUrl": "https://x.example"]))
+            == "params.termUrl is not a parameter of nets createSubscription (allowed: checkoutUrl, endDate, interval, items, reference, termsUrl)")
+        #expect(message(Fixtures.createOrder(merging: ["reference": ""])) == "params.reference must be 1-128 characters without control characters")
+        #expect(message(Fixtures.createOrder(merging: ["interval": "30"])) == "params.interval must be an integer, got a string")
+        #expect(message(Fixtures.createOrder(merging: ["checkoutUrl": .null])) == "params.checkoutUrl must be a string, got null")
+        #expect(message(Fixtures.createOrder(merging: ["items": []])) == "params.items must hold 1-1000 items")
+    }
+
+    /// Lengths count Unicode scalars: 64 "e" + combining acute are 64 characters but 128
+    /// scalars (fits); 65 of them are 130 scalars (too long, though only 65 characters).
+    @Test func referenceLengthCountsUnicodeScalars() throws {
+        let fits = String(repeating: "e\u{301}", count: 64)
+        _ = try NetsPayments.createSubscription(Fixtures.createOrder(merging: ["reference": .string(fits)]), config: Fixtures.config, now: Fixtures.now)
+        let tooLong = String(repeating: "e\u{301}", count: 65)
+        #expect(tooLong.count == 65)
+        let rejection = Rejection.caught {
+            _ = try NetsPayments.createSubscription(Fixtures.createOrder(merging: ["reference": .string(tooLong)]), config: Fixtures.config, now: Fixtures.now)
+        }
+        #expect(rejection?.field == "params.reference")
     }
 
     @Test func missingCredentialsAreRejectedWithoutLeakingSecrets() throws {

@@ -15,12 +15,16 @@ import Testing
 
     static var order: Order { Fixtures.createOrder() }
 
-    func verify(_ body: String, authorization: String? = Fixtures.webhookSecret, config: NetsConfig = Fixtures.config) -> NetsWebhookVerification {
-        NetsWebhook.verify(authorization: authorization, body: Array(body.utf8), config: config)
+    func verify(_ body: String, authorization: String? = Fixtures.webhookSecret, config: NetsConfig = Fixtures.config) -> Result<NetsWebhookEvent, CallbackRejection> {
+        Result { () throws(CallbackRejection) in try NetsWebhook.verify(authorization: authorization, body: Array(body.utf8), config: config) }
+    }
+
+    func verify(headers: [HTTPHeader], _ body: String = NetsWebhookTests.checkoutCompleted) -> Result<NetsWebhookEvent, CallbackRejection> {
+        Result { () throws(CallbackRejection) in try NetsWebhook.verify(headers: headers, body: Array(body.utf8), config: Fixtures.config) }
     }
 
     @Test func authenticCheckoutCompletedSucceedsTheOrder() throws {
-        guard case .authentic(let event) = verify(Self.checkoutCompleted) else {
+        guard case .success(let event) = verify(Self.checkoutCompleted) else {
             Issue.record("expected authentic")
             return
         }
@@ -35,36 +39,36 @@ import Testing
     }
 
     @Test(arguments: [
-        ("whAuth12345679", NetsWebhookRejection.Reason.badAuthorization),
-        ("whAuth1234567", .badAuthorization),
-        ("whAuth123456789", .badAuthorization),
-        ("WHAUTH12345678", .badAuthorization),
-        ("Bearer whAuth12345678", .badAuthorization),
-        ("", .missingAuthorization),
+        ("whAuth12345679", "BAD_AUTHORIZATION"),
+        ("whAuth1234567", "BAD_AUTHORIZATION"),
+        ("whAuth123456789", "BAD_AUTHORIZATION"),
+        ("WHAUTH12345678", "BAD_AUTHORIZATION"),
+        ("Bearer whAuth12345678", "BAD_AUTHORIZATION"),
+        ("", "MISSING_AUTHORIZATION"),
     ])
-    func wrongAuthorizationIsForged(_ authorization: String, reason: NetsWebhookRejection.Reason) {
-        guard case .forged(let rejection) = verify(Self.checkoutCompleted, authorization: authorization) else {
+    func wrongAuthorizationIsForged(_ authorization: String, code: String) {
+        guard case .failure(let rejection) = verify(Self.checkoutCompleted, authorization: authorization) else {
             Issue.record("expected forged for \(authorization)")
             return
         }
         #expect(rejection.status == 401)
-        #expect(rejection.reason == reason)
+        #expect(rejection.isForged)
+        #expect(rejection.code == code)
         #expect(!rejection.message.contains(Fixtures.webhookSecret))
     }
 
     @Test func headersAreSearchedCaseInsensitivelyAndDuplicatesRefused() {
-        let body = Array(Self.checkoutCompleted.utf8)
-        guard case .authentic = NetsWebhook.verify(headers: [HTTPHeader("authorization", Fixtures.webhookSecret)], body: body, config: Fixtures.config) else {
+        guard case .success = verify(headers: [HTTPHeader("authorization", Fixtures.webhookSecret)]) else {
             Issue.record("lowercase header name")
             return
         }
-        guard case .forged(let missing) = NetsWebhook.verify(headers: [], body: body, config: Fixtures.config) else {
+        guard case .failure(let missing) = verify(headers: []) else {
             Issue.record("no header")
             return
         }
-        #expect(missing.reason == .missingAuthorization)
+        #expect(missing.code == "MISSING_AUTHORIZATION")
         let twice = [HTTPHeader("Authorization", Fixtures.webhookSecret), HTTPHeader("Authorization", "other")]
-        guard case .forged = NetsWebhook.verify(headers: twice, body: body, config: Fixtures.config) else {
+        guard case .failure(let duplicate) = verify(headers: twice), duplicate.isForged else {
             Issue.record("duplicate header")
             return
         }
@@ -73,34 +77,46 @@ import Testing
     @Test func unconfiguredSecretAcceptsNothing() {
         var config = Fixtures.config
         config.webhookAuthorization = Secret("")
-        guard case .forged(let rejection) = verify(Self.checkoutCompleted, authorization: "", config: config) else {
+        guard case .failure(let rejection) = verify(Self.checkoutCompleted, authorization: "", config: config) else {
             Issue.record("an empty secret must not match an empty header")
             return
         }
-        #expect(rejection.reason == .notConfigured)
+        #expect(rejection == CallbackRejection(status: 401, code: "WEBHOOK_NOT_CONFIGURED", "no nets webhookAuthorization is configured for this merchant"))
     }
 
     @Test(arguments: [
-        ("not json", NetsWebhookRejection.Reason.invalidJSON),
-        ("[1]", .invalidJSON),
-        (#"{"event":"payment.checkout.completed","data":{"paymentId":"p1"}}"#, .invalidField),
-        (#"{"id":"e1","data":{"paymentId":"p1"}}"#, .invalidField),
-        (#"{"id":"e1","event":"payment.checkout.completed"}"#, .invalidField),
-        (#"{"id":"e1","event":"payment.checkout.completed","data":{}}"#, .invalidField),
-        (#"{"id":"e1","event":"payment.checkout.completed","data":{"paymentId":"p/1"}}"#, .invalidField),
-        (#"{"id":"e1","event":"payment.checkout.completed","data":{"paymentId":"p1","order":{"amount":{"amount":10.5}}}}"#, .invalidField),
+        ("not json", "INVALID_JSON"),
+        ("[1]", "INVALID_JSON"),
+        (#"{"event":"payment.checkout.completed","data":{"paymentId":"p1"}}"#, "INVALID_FIELD"),
+        (#"{"id":"e1","data":{"paymentId":"p1"}}"#, "INVALID_FIELD"),
+        (#"{"id":"e1","event":"payment.checkout.completed"}"#, "INVALID_FIELD"),
+        (#"{"id":"e1","event":"payment.checkout.completed","data":{}}"#, "INVALID_FIELD"),
+        (#"{"id":"e1","event":"payment.checkout.completed","data":{"paymentId":"p/1"}}"#, "INVALID_FIELD"),
+        (#"{"id":"e1","event":"payment.checkout.completed","data":{"paymentId":"p1","order":{"amount":{"amount":10.5}}}}"#, "INVALID_FIELD"),
     ])
-    func authenticButUnreadableIsMalformed(body: String, reason: NetsWebhookRejection.Reason) {
-        guard case .malformed(let rejection) = verify(body) else {
+    func authenticButUnreadableIsMalformed(body: String, code: String) {
+        guard case .failure(let rejection) = verify(body) else {
             Issue.record("expected malformed for \(body)")
             return
         }
         #expect(rejection.status == 400)
-        #expect(rejection.reason == reason)
+        #expect(!rejection.isForged)
+        #expect(rejection.code == code)
+    }
+
+    /// Was 413 with code INVALID_JSON: an oversized body is TOO_LARGE for every provider now.
+    @Test func oversizedBodiesAreTooLarge() {
+        let huge = "{\"id\":\"" + String(repeating: "a", count: NetsWebhook.maxBodyBytes) + "\"}"
+        guard case .failure(let rejection) = verify(huge) else {
+            Issue.record("expected too large")
+            return
+        }
+        #expect(rejection.status == 413)
+        #expect(rejection.code == "TOO_LARGE")
     }
 
     @Test func forgedBodiesAreNotEvenParsed() {
-        guard case .forged = verify("not json", authorization: "nope") else {
+        guard case .failure(let rejection) = verify("not json", authorization: "nope"), rejection.isForged else {
             Issue.record("authorization is checked first")
             return
         }
@@ -128,7 +144,7 @@ import Testing
 
     @Test func reservationFailedFailsTheOrder() {
         let body = #"{"id":"e9","event":"payment.reservation.failed","timestamp":"2026-11-21T05:00:00.000Z","merchantId":"100017120","data":{"paymentId":"p1","amount":{"amount":1050,"currency":"SEK"},"error":{"code":"99","message":"Auth Failed","source":"Internal"}}}"#
-        guard case .authentic(let event) = verify(body) else {
+        guard case .success(let event) = verify(body) else {
             Issue.record("expected authentic")
             return
         }
@@ -140,7 +156,7 @@ import Testing
     @Test(arguments: ["payment.reservation.created", "payment.reservation.created.v2", "payment.charge.created.v2", "payment.charge.failed", "payment.cancel.created"])
     func otherEventsChangeNothing(_ name: String) throws {
         let body = #"{"id":"e3","event":"\#(name)","data":{"paymentId":"p1","chargeId":"c1","amount":{"amount":1050,"currency":"SEK"}}}"#
-        guard case .authentic(let event) = verify(body) else {
+        guard case .success(let event) = verify(body) else {
             Issue.record("expected authentic for \(name)")
             return
         }

@@ -55,6 +55,17 @@ struct ConfigTests {
         #expect(config.endpoints.callbacks == "127.0.0.1:8080")
     }
 
+    @Test func phonePeCallbackSchemeIsOptional() throws {
+        #expect(try parse(sampleConfig).merchant("default").phonepe?.callbackScheme == nil)
+        let withScheme = sampleConfig.replacingOccurrences(
+            of: #""callbackURL": "https://merchant.example/callbacks/phonepe" }"#,
+            with: #""callbackURL": "https://merchant.example/callbacks/phonepe", "callbackScheme": "merchantapp" }"#)
+        #expect(withScheme != sampleConfig)
+        #expect(try parse(withScheme).merchant("default").phonepe?.callbackScheme == "merchantapp")
+        let notAString = withScheme.replacingOccurrences(of: #""merchantapp""#, with: "7")
+        #expect(throws: ConfigError.self) { try parse(notAString) }
+    }
+
     @Test func environmentOverridesEndpoints() throws {
         var env = sampleEnvironment
         env["PAYPIPE_INTAKE"] = "tcp://127.0.0.1:6000"

@@ -56,25 +56,33 @@ import Testing
         #expect(rejection(Fixtures.orderWith(["merchantUserId": .string(String(repeating: "u", count: 37))]))?.field == "params.merchantUserId")
         #expect(rejection(Fixtures.orderWith(["subscriptionId": 42]))?.field == "params.subscriptionId")
         #expect(rejection(Fixtures.orderWith(["subscriptionId": "OMS/../admin"]))?.field == "params.subscriptionId")
-        #expect(rejection(Fixtures.orderWith(["subscriptionId": "OMS?x=1"]))?.message.contains("[A-Za-z0-9_-]") == true)
+        #expect(rejection(Fixtures.orderWith(["subscriptionId": "OMS?x=1"]))?.message == "params.subscriptionId must be 1-64 characters of [A-Za-z0-9_-]")
+        #expect(rejection(Fixtures.orderWith(["authRequestId": .null]))?.message == "params.authRequestId must be a string, got null")
     }
 
     @Test func checksTheWorkflowType() throws {
         #expect(try PhonePeAuthInitParams(order: Fixtures.orderWith(["authWorkflowType": "PENNY_DROP"])).authWorkflowType == .pennyDrop)
         #expect(rejection(Fixtures.orderWith(["authWorkflowType": "penny_drop"]))?.field == "params.authWorkflowType")
         #expect(rejection(Fixtures.orderWith(["authWorkflowType": true]))?.field == "params.authWorkflowType")
+        // A wrong type names the types (was: must be "TRANSACTION" or "PENNY_DROP"); null is a wrong type, not the default.
+        #expect(rejection(Fixtures.orderWith(["authWorkflowType": true]))?.message == "params.authWorkflowType must be a string, got a boolean")
+        #expect(rejection(Fixtures.orderWith(["authWorkflowType": .null]))?.message == "params.authWorkflowType must be a string, got null")
     }
 
     @Test func checksTheCallBackScheme() {
         #expect(rejection(Fixtures.orderWith(["merchantCallBackScheme": "my.app+v2"])) == nil)
         #expect(rejection(Fixtures.orderWith(["merchantCallBackScheme": "1app"]))?.field == "params.merchantCallBackScheme")
         #expect(rejection(Fixtures.orderWith(["merchantCallBackScheme": "app://x"]))?.field == "params.merchantCallBackScheme")
+        #expect(rejection(Fixtures.orderWith(["merchantCallBackScheme": .string(String(repeating: "a", count: 65))]))?.message
+            == "params.merchantCallBackScheme must be 1-64 characters")
+        #expect(rejection(Fixtures.orderWith(["merchantCallBackScheme": .null]))?.message == "params.merchantCallBackScheme must be a string, got null")
     }
 
     @Test func rejectsUnknownParamsByName() {
         let r = rejection(Fixtures.orderWith(["authWorkflowtype": "PENNY_DROP"]))
         #expect(r?.code == .unknownField)
         #expect(r?.field == "params.authWorkflowtype")
+        #expect(r?.message == "params.authWorkflowtype is not a parameter of phonepe authInit (allowed: authRequestId, authWorkflowType, merchantCallBackScheme, merchantUserId, subscriptionId)")
     }
 
     @Test func transactionNeedsAPositiveINRAmount() {
@@ -123,7 +131,55 @@ import Testing
         let built = try PhonePeAuthInit(order: Fixtures.orderWith(["authWorkflowType": "PENNY_DROP"], amount: 500), config: Fixtures.config())
         let payload = try #require(Fixtures.decodedPayload(built.request))
         #expect(payload["amount"] == nil)
-        #expect(payload["deviceContext"] == ["deviceOS": "IOS"])
+        #expect(payload["deviceContext"] == ["deviceOS": "IOS", "merchantCallBackScheme": .string(Fixtures.callbackScheme)])
+    }
+
+    /// Seed 002 marks deviceContext.merchantCallBackScheme mandatory: the order's own, else the
+    /// merchant's phonepe.callbackScheme, else the order is rejected naming the field.
+    @Test func alwaysSendsACallBackScheme() throws {
+        func scheme(_ order: Order, _ config: PhonePeConfig) throws -> JSONValue? {
+            try #require(Fixtures.decodedPayload(try PhonePeAuthInit(order: order, config: config).request))["deviceContext"]?["merchantCallBackScheme"]
+        }
+        #expect(try scheme(Fixtures.order(), Fixtures.config(callbackScheme: "merchantapp")) == "merchantapp")
+        #expect(try scheme(Fixtures.orderWith(["merchantCallBackScheme": "ordered.app"]), Fixtures.config(callbackScheme: "merchantapp")) == "ordered.app")
+        #expect(try PhonePeAuthInit(order: Fixtures.order(), config: Fixtures.config(callbackScheme: "merchantapp")).params.merchantCallBackScheme == "merchantapp")
+
+        for workflow in ["TRANSACTION", "PENNY_DROP"] {
+            do {
+                _ = try PhonePeAuthInit(order: Fixtures.orderWith(["authWorkflowType": .string(workflow)]), config: Fixtures.config(callbackScheme: nil))
+                Issue.record("an order with no scheme anywhere must be rejected")
+            } catch {
+                #expect(error.code == .missingParam)
+                #expect(error.field == "params.merchantCallBackScheme")
+                #expect(error.message.contains("phonepe.callbackScheme"))
+                #expect(error.message.contains("mandatory"))
+            }
+        }
+        do {
+            _ = try PhonePeAuthInit(order: Fixtures.order(), config: Fixtures.config(callbackScheme: "not a scheme"))
+            Issue.record("an unusable configured scheme must be rejected")
+        } catch {
+            #expect(error.code.rawValue == "INVALID_CONFIG")
+            #expect(error.field == "phonepe.callbackScheme")
+        }
+    }
+
+    @Test func theConnectorRejectsAnOrderWithoutAScheme() async throws {
+        let config = PaypipeConfig(merchants: ["default": MerchantConfig(phonepe: Fixtures.config(callbackScheme: nil))])
+        let connector = await PhonePeConnector(config: config)
+        do {
+            _ = try connector.sign(Fixtures.order(), purpose: .submit, nowSeconds: 1_700_000_000)
+            Issue.record("expected a rejection")
+        } catch {
+            #expect(error.field == "params.merchantCallBackScheme")
+        }
+        // A status check sends no auth/init, so it needs no scheme.
+        guard case .request(let status) = try connector.sign(Fixtures.order(), purpose: .statusCheck, nowSeconds: 1_700_000_000) else {
+            Issue.record("a status check is a request"); return
+        }
+        #expect(status.request.method == .GET)
+        #expect(status.request == status.resolve)
+        #expect(status.request == (try PhonePeAuthStatus.request(order: Fixtures.order(), config: Fixtures.config(), checksum: PhonePeChecksum(config: Fixtures.config()))))
     }
 
     @Test func isDeterministicForAReplayedOrder() throws {

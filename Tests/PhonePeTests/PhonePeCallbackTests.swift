@@ -15,7 +15,7 @@ import Testing
         return try PhonePeCallback.authenticate(body: bytes, xVerify: xVerify, checksum: checksum)
     }
 
-    func error(_ body: [UInt8], _ xVerify: String?) -> PhonePeCallbackError? {
+    func error(_ body: [UInt8], _ xVerify: String?) -> CallbackRejection? {
         do {
             _ = try PhonePeCallback.authenticate(body: body, xVerify: xVerify, checksum: checksum)
             return nil
@@ -81,35 +81,35 @@ import Testing
     @Test func forgedCallbacksAreRefused() throws {
         let (bytes, xVerify) = signed(Fixtures.seedActiveCallbackBody)
         #expect(error(bytes, xVerify) == nil)
-        #expect(error(bytes, nil)?.reason == .missingChecksum)
-        #expect(error(bytes, "")?.reason == .missingChecksum)
-        #expect(error(bytes, String(xVerify.dropLast()) + "2")?.reason == .badChecksum)
-        #expect(error(bytes, xVerify.uppercased())?.reason == nil)
+        #expect(error(bytes, nil)?.code == "MISSING_CHECKSUM")
+        #expect(error(bytes, "")?.code == "MISSING_CHECKSUM")
+        #expect(error(bytes, String(xVerify.dropLast()) + "2")?.code == "BAD_CHECKSUM")
+        #expect(error(bytes, xVerify.uppercased()) == nil)
         let other = PhonePeChecksum(saltKey: Secret("wrong-salt"), saltIndex: "1").xVerify(callbackResponse: Fixtures.responseField(Fixtures.seedActiveCallbackBody))
         let refused = try #require(error(bytes, other))
-        #expect(refused.reason == .badChecksum)
-        #expect(refused.httpStatus == 401)
+        #expect(refused.code == "BAD_CHECKSUM")
+        #expect(refused.status == 401)
         #expect(!refused.description.contains(Fixtures.salt) && !refused.description.contains(other))
 
         // The FAILED body presented with the ACTIVE body's checksum.
-        #expect(error(Array(Fixtures.seedFailedCallbackBody.utf8), xVerify)?.reason == .badChecksum)
+        #expect(error(Array(Fixtures.seedFailedCallbackBody.utf8), xVerify)?.code == "BAD_CHECKSUM")
     }
 
     @Test func malformedCallbacksAreRefusedWithTheReason() {
-        func reason(_ text: String) -> PhonePeCallbackError.Reason? {
+        func reason(_ text: String) -> String? {
             let response = Fixtures.responseField(text)
-            return error(Array(text.utf8), checksum.xVerify(callbackResponse: response))?.reason
+            return error(Array(text.utf8), checksum.xVerify(callbackResponse: response))?.code
         }
-        #expect(reason("not json") == .malformed)
-        #expect(reason(#"{"response": 5}"#) == .malformed)
-        #expect(reason(#"{"response":"!!!not base64"}"#) == .malformed)
-        #expect(reason(body(decoded: "{\u{00A0}\"data\": {}}")) == .malformed)
-        #expect(reason(body(decoded: #"{"success":true,"data":{"callbackType":"AUTH","merchantId":"MID12345"}}"#)) == .malformed)
-        #expect(reason(body(decoded: #"{"data":{"callbackType":"AUTH","merchantId":"MID12345","authRequestId":"TX1","transactionDetails":{"amount":"39900"}}}"#)) == .malformed)
-        #expect(reason(body(decoded: #"{"data":{"callbackType":"AUTH","merchantId":"MID12345","authRequestId":"TX1","transactionDetails":{"amount":399.0}}}"#)) == .malformed)
+        #expect(reason("not json") == "MALFORMED")
+        #expect(reason(#"{"response": 5}"#) == "MALFORMED")
+        #expect(reason(#"{"response":"!!!not base64"}"#) == "MALFORMED")
+        #expect(reason(body(decoded: "{\u{00A0}\"data\": {}}")) == "MALFORMED")
+        #expect(reason(body(decoded: #"{"success":true,"data":{"callbackType":"AUTH","merchantId":"MID12345"}}"#)) == "MALFORMED")
+        #expect(reason(body(decoded: #"{"data":{"callbackType":"AUTH","merchantId":"MID12345","authRequestId":"TX1","transactionDetails":{"amount":"39900"}}}"#)) == "MALFORMED")
+        #expect(reason(body(decoded: #"{"data":{"callbackType":"AUTH","merchantId":"MID12345","authRequestId":"TX1","transactionDetails":{"amount":399.0}}}"#)) == "MALFORMED")
         #expect(reason(body(decoded: #"{"data":{"callbackType":"AUTH","merchantId":"MID12345","authRequestId":"TX1"}}"#)) == nil)
         let huge = "{\"response\":\"" + String(repeating: "A", count: 70_000) + "\"}"
-        #expect(error(Array(huge.utf8), "x")?.reason == .tooLarge)
+        #expect(error(Array(huge.utf8), "x")?.code == "TOO_LARGE")
     }
 
     @Test func unknownFieldsAreIgnored() throws {
@@ -129,13 +129,37 @@ import Testing
         }
     }
 
+    /// NOTIFY and DEBIT callbacks are recorded (their event, so a redelivery is a duplicate)
+    /// under their own metrics label, not answered as a plain `no_change`.
+    @Test func notifyAndDebitCallbacksAreRecordedUnderTheirOwnLabel() async throws {
+        struct OneOrder: CallbackOrderLookup {
+            let stored: Order
+            func order(_ key: OrderKey, provider: Provider) async throws(CallbackRejection) -> Order { stored }
+            func order(reference: String, provider: Provider, merchant: String) async throws(CallbackRejection) -> Order {
+                guard reference == "TX123456789", merchant == "default" else { throw .orderNotFound(provider, merchant: merchant) }
+                return stored
+            }
+        }
+        let config = PaypipeConfig(merchants: ["default": MerchantConfig(phonepe: Fixtures.config(merchantId: "MID12345"))])
+        let connector = await PhonePeConnector(config: config)
+        let order = Fixtures.seedCallbackOrder()
+        for (type, label) in [("NOTIFY", "recorded_notify"), ("DEBIT", "recorded_debit")] {
+            let json = #"{"success":true,"code":"SUCCESS","data":{"callbackType":"\#(type)","merchantId":"MID12345","authRequestId":"TX123456789","transactionDetails":{"amount":39900,"state":"COMPLETED"}}}"#
+            let (bytes, xVerify) = signed(body(decoded: json))
+            let decision = try await connector.callback(CallbackRequest(headers: [HTTPHeader("X-VERIFY", xVerify)], body: bytes), orders: OneOrder(stored: order))
+            #expect(decision.verdict == nil, "\(type)")
+            #expect(decision.event == "TX123456789|\(type)|COMPLETED|-")
+            #expect(decision.recordedAs == label)
+        }
+    }
+
     @Test func envelopeGivesLookupIdsThenAuthenticates() throws {
         let (bytes, xVerify) = signed(Fixtures.seedActiveCallbackBody)
         let envelope = try PhonePeCallbackEnvelope(body: bytes)
         #expect(envelope.claimedAuthRequestId == "TX123456789")
         #expect(envelope.claimedMerchantId == "MID12345")
         #expect(try envelope.authenticate(xVerify: xVerify, checksum: checksum) == (try authenticate(Fixtures.seedActiveCallbackBody)))
-        #expect(throws: PhonePeCallbackError.self) { try envelope.authenticate(xVerify: xVerify, checksum: PhonePeChecksum(saltKey: Secret("x"), saltIndex: "1")) }
+        #expect(throws: CallbackRejection.self) { try envelope.authenticate(xVerify: xVerify, checksum: PhonePeChecksum(saltKey: Secret("x"), saltIndex: "1")) }
     }
 }
 

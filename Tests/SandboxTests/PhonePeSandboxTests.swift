@@ -123,7 +123,7 @@ import Testing
                 let authInit = try PhonePeAuthInit(order: Self.order("pp-forged"), config: config)
                 _ = try await sandbox.send(authInit.request)
                 let callback = try #require(try await receiver.wait(for: 1).first)
-                #expect(throws: PhonePeCallbackError.self) {
+                #expect(throws: CallbackRejection.self) {
                     try PhonePeCallback.authenticate(
                         body: callback.body, xVerify: callback.header("X-VERIFY"), checksum: PhonePeChecksum(config: config))
                 }
@@ -206,6 +206,19 @@ extension PhonePeSandboxTests {
         noCallback.headers.removeAll { $0.name == "X-CALLBACK-URL" }
         #expect(sandbox.handleAuthInit(noCallback).response.status == 400)
 
+        // Seed 002: deviceContext.merchantCallBackScheme is mandatory; correctly signed without it, still refused.
+        var withoutScheme = try #require(PhonePeFixtures.decodedPayload(good))
+        withoutScheme["deviceContext"] = ["deviceOS": "IOS"]
+        let schemelessBase64 = Data(JSONValue.object(withoutScheme).serialized.utf8).base64EncodedString()
+        var schemeless = good
+        schemeless.body = Array("{\"request\":\"\(schemelessBase64)\"}".utf8)
+        schemeless.headers = good.headers.map {
+            $0.name == "X-VERIFY" ? HTTPHeader("X-VERIFY", PhonePeChecksum(config: config).xVerify(payloadBase64: schemelessBase64, apiPath: PhonePeRules.authInitPath)) : $0
+        }
+        let refusedSchemeless = sandbox.handleAuthInit(schemeless).response
+        #expect(refusedSchemeless.status == 400)
+        #expect(String(decoding: refusedSchemeless.body, as: UTF8.self).contains("merchantCallBackScheme"))
+
         var wrongPath = good
         wrongPath.url = "http://127.0.0.1:9103/v3/recurring/auth/initx"
         #expect(sandbox.handleAuthInit(wrongPath).response.status == 404)
@@ -259,7 +272,7 @@ extension PhonePeSandboxTests {
         let checksum = PhonePeChecksum(config: config)
 
         let forged = sandbox.callback(for: mandate, outcome: .completed, variant: .wrongChecksum)
-        #expect(throws: PhonePeCallbackError(.badChecksum, "X-VERIFY does not match the response and the configured salt index")) {
+        #expect(throws: CallbackRejection.forged("BAD_CHECKSUM", "X-VERIFY does not match the response and the configured salt index")) {
             try PhonePeCallback.authenticate(body: forged.body, xVerify: forged.xVerify, checksum: checksum)
         }
 

@@ -7,10 +7,12 @@ import PaypipeCore
 enum PhonePeFixtures {
     static let salt = "099eb0cd-02cf-4e2a-8aca-3e6c6aff0399"
 
-    static func config(merchantId: String = "MERCHANTUAT", saltIndex: String = "1") -> PhonePeConfig {
+    static let callbackScheme = "paypipeapp"
+
+    static func config(merchantId: String = "MERCHANTUAT", saltIndex: String = "1", callbackScheme: String? = callbackScheme) -> PhonePeConfig {
         PhonePeConfig(
             baseURL: "http://127.0.0.1:9103", merchantId: merchantId, saltKey: Secret(salt), saltIndex: saltIndex,
-            callbackURL: "https://merchant.example/callbacks/phonepe")
+            callbackURL: "https://merchant.example/callbacks/phonepe", callbackScheme: callbackScheme)
     }
 
     static func order(

@@ -31,7 +31,7 @@ enum Fixtures {
                 nets: NetsConfig(baseURL: base + "/nets", secretKey: Secret(netsKey), webhookAuthorization: Secret(netsWebhookSecret)),
                 phonepe: PhonePeConfig(
                     baseURL: base + "/phonepe", merchantId: "MERCHANTUAT", saltKey: Secret(phonePeSalt), saltIndex: "1",
-                    callbackURL: "http://127.0.0.1:\(callbackPort)/callbacks/phonepe"),
+                    callbackURL: "http://127.0.0.1:\(callbackPort)/callbacks/phonepe", callbackScheme: "paypipeapp"),
                 cleeng: CleengConfig(
                     receiptURL: base + "/cleeng/checkout/apple_inapp.php", apiURL: base + "/cleeng/3.0/json-rpc",
                     username: "publisher", password: Secret(cleengPassword)),
@@ -39,7 +39,7 @@ enum Fixtures {
             "second": MerchantConfig(
                 phonepe: PhonePeConfig(
                     baseURL: base + "/phonepe", merchantId: "SECONDMID", saltKey: Secret("second-salt-value"), saltIndex: "2",
-                    callbackURL: "http://127.0.0.1:\(callbackPort)/callbacks/phonepe-second")),
+                    callbackURL: "http://127.0.0.1:\(callbackPort)/callbacks/phonepe-second", callbackScheme: "paypipeapp")),
         ])
     }
 

@@ -75,6 +75,16 @@ struct AsyncFlowTests {
         #expect(replay.1.contains("duplicate"))
         #expect(try await Self.outcomes(h, "pp-cb-1", within: .milliseconds(500)).isEmpty)
 
+        // NOTIFY (about a later debit) decides nothing, but is recorded and counted; its redelivery is a duplicate.
+        let notifyJSON = #"{"success":true,"code":"SUCCESS","data":{"callbackType":"NOTIFY","merchantId":"MERCHANTUAT","authRequestId":"\#(ids["pp-cb-1"] ?? "")","transactionDetails":{"amount":39900,"state":"PENDING"}}}"#
+        let notifyResponse = Data(notifyJSON.utf8).base64EncodedString()
+        let notifyBody = Array(#"{"response":"\#(notifyResponse)"}"#.utf8)
+        let notifyVerify = PhonePeChecksum(config: Self.merchant.phonepe!).xVerify(callbackResponse: notifyResponse)
+        let notified = try #require(h.postCallback("/callbacks/phonepe", headers: [("X-VERIFY", notifyVerify)], body: notifyBody))
+        #expect(notified.0 == 200)
+        #expect(notified.1.contains("recorded_notify"))
+        #expect(h.postCallback("/callbacks/phonepe", headers: [("X-VERIFY", notifyVerify)], body: notifyBody)?.1.contains("duplicate") == true)
+
         // Authentic but for another amount: acknowledged, and the order ends failed for review (PROTOCOL.md §3).
         let wrongAmount = callback("pp-cb-2", amount: 100)
         let mismatch = try #require(h.postCallback("/callbacks/phonepe", headers: [("X-VERIFY", wrongAmount.xVerify)], body: wrongAmount.body))
@@ -92,7 +102,8 @@ struct AsyncFlowTests {
         // Every refusal is counted by reason.
         let metrics = httpGet("http://127.0.0.1:\(h.callbacksPort)/metrics") ?? ""
         #expect(metrics.contains(#"paypipe_callbacks_total{route="phonepe",result="BAD_CHECKSUM"} 1"#))
-        #expect(metrics.contains(#"result="duplicate"} 1"#))
+        #expect(metrics.contains(#"paypipe_callbacks_total{route="phonepe",result="duplicate"} 2"#))
+        #expect(metrics.contains(#"paypipe_callbacks_total{route="phonepe",result="recorded_notify"} 1"#))
         await h.shutdown()
     }
 
@@ -134,8 +145,82 @@ struct AsyncFlowTests {
                 "requesttypedescription": "AUTH", "errorcode": "0", "sitereference": .string(site), "orderreference": .string(orderId),
                 "baseamount": .string(amount), "currencyiso3a": "GBP", "transactionreference": .string("1-2-\(orderId)"), "settlestatus": "0",
             ],
-            ["requesttypedescription": "SUBSCRIPTION", "errorcode": "0", "sitereference": .string(site), "orderreference": .string(orderId), "transactionreference": .string("1-3-\(orderId)")],
+            [
+                "requesttypedescription": "SUBSCRIPTION", "errorcode": "0", "sitereference": .string(site), "orderreference": .string(orderId),
+                "transactionreference": .string("1-3-\(orderId)"), "baseamount": .string(amount), "currencyiso3a": "GBP",
+                "subscriptiontype": "RECURRING", "subscriptionunit": "MONTH", "subscriptionfrequency": "1", "subscriptionnumber": "1",
+                "subscriptionfinalnumber": "12", "transactionactive": "2",
+            ],
         ]
+    }
+
+    /// `tpEntries` with fields of the AUTH (index 1) or SUBSCRIPTION (index 2) entry replaced; nil removes one.
+    static func tpEntries(orderId: String, changing index: Int, _ changes: [String: JSONValue?]) -> [[String: JSONValue]] {
+        var entries = tpEntries(orderId: orderId)
+        for (key, value) in changes { entries[index][key] = value }
+        return entries
+    }
+
+    static func tpOrder(_ id: String) -> String {
+        #"{"v":1,"orderId":"\#(id)","provider":"trustpayments","operation":"subscriptionJwt","amount":1050,"currency":"GBP","params":{"subscriptionType":"RECURRING","unit":"MONTH","frequency":1,"finalNumber":12}}"#
+    }
+
+    /// Issue 12: a response JWT is bound to its order (orderreference required and equal), its
+    /// SUBSCRIPTION entry must be what was requested and scheduled, and an uncertain AUTH leaves
+    /// the order for the notification that carries the final result.
+    @Test func trustPaymentsCallbacksAreBoundToTheirOrderAndSubscription() async throws {
+        let h = try await PipelineHarness()
+        defer { Task { await h.shutdown() } }
+        try h.startSigner()
+        try h.startCallbacks()
+        let tp = Self.merchant.trustpayments!
+        let ids = ["tp-bind-a", "tp-bind-b", "tp-sub-mismatch", "tp-sub-unscheduled", "tp-uncertain"]
+        for id in ids { try await h.send(Self.tpOrder(id)) }
+        _ = try await h.collect { $0.filter { $0.status == .pending }.count >= ids.count }
+        let now = Int64(Date().timeIntervalSince1970)
+        func post(_ entries: [[String: JSONValue]], as orderId: String) -> (Int, String)? {
+            let jwt = TPResponseJWT.build(entries: entries, requestReference: "W-\(orderId)", issuedAt: now, secret: tp.jwtSecret)
+            return h.postCallback("/callbacks/trustpayments/jwt", body: Array(#"{"orderId":"\#(orderId)","jwt":"\#(jwt)"}"#.utf8))
+        }
+
+        // No orderreference in the AUTH entry: refused, nothing changes.
+        let unbound = try #require(post(Self.tpEntries(orderId: "tp-bind-a", changing: 1, ["orderreference": nil]), as: "tp-bind-a"))
+        #expect(unbound.0 == 400)
+        #expect(unbound.1.contains("MISSING_ORDERREFERENCE"))
+        // Another order's authentic JWT (same amount) forwarded for this one: refused.
+        let foreign = try #require(post(Self.tpEntries(orderId: "tp-bind-b"), as: "tp-bind-a"))
+        #expect(foreign.0 == 409)
+        #expect(foreign.1.contains("ORDERREFERENCE_MISMATCH"))
+        #expect(try await Self.outcomes(h, "tp-bind-a", within: .milliseconds(400)).isEmpty)
+        #expect(try await Self.outcomes(h, "tp-bind-b", within: .milliseconds(100)).isEmpty)
+
+        // A SUBSCRIPTION entry unlike the request fails the order; the payment stays in result.
+        #expect(post(Self.tpEntries(orderId: "tp-sub-mismatch", changing: 2, ["subscriptionfrequency": "3"]), as: "tp-sub-mismatch")?.0 == 200)
+        let mismatch = try #require(try await Self.outcome(h, "tp-sub-mismatch", .failed))
+        #expect(mismatch.error?.code == "SUBSCRIPTION_MISMATCH")
+        #expect(mismatch.result?["transactionReference"]?.stringValue == "1-2-tp-sub-mismatch")
+
+        // An unscheduled subscription fails the order with the AUTH reference and amount.
+        #expect(post(Self.tpEntries(orderId: "tp-sub-unscheduled", changing: 2, ["errorcode": "20018"]), as: "tp-sub-unscheduled")?.0 == 200)
+        let unscheduled = try #require(try await Self.outcome(h, "tp-sub-unscheduled", .failed))
+        #expect(unscheduled.error?.code == "SUBSCRIPTION_NOT_SCHEDULED")
+        #expect(unscheduled.result?["transactionReference"]?.stringValue == "1-2-tp-sub-unscheduled")
+        #expect(unscheduled.result?["amount"]?.integerValue == 1050)
+
+        // 70001: nothing is decided and the event key stays free for the final notification.
+        let uncertain = try #require(post(Self.tpEntries(orderId: "tp-uncertain", changing: 1, ["errorcode": "70001"]), as: "tp-uncertain"))
+        #expect(uncertain.0 == 200)
+        #expect(!uncertain.1.contains("duplicate"))
+        #expect(try await Self.outcomes(h, "tp-uncertain", within: .milliseconds(400)).isEmpty)
+        let fields: [TPNotification.Field] = [
+            ("errorcode", "0"), ("orderreference", "tp-uncertain"), ("requesttypedescription", "AUTH"), ("sitereference", "test_site12345"),
+            ("transactionreference", "1-2-tp-uncertain"), ("baseamount", "1050"), ("currencyiso3a", "GBP"),
+        ]
+        let final = try #require(h.postCallback("/callbacks/trustpayments/notification", body: TPNotification.formBody(fields: fields, password: tp.notificationPassword)))
+        #expect(final.0 == 200)
+        #expect(final.1.contains("applied"))
+        #expect(try await Self.outcome(h, "tp-uncertain", .succeeded)?.result?["transactionReference"]?.stringValue == "1-2-tp-uncertain")
+        await h.shutdown()
     }
 
     static func base64URL(_ bytes: [UInt8]) -> String {

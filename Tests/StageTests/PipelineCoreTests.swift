@@ -77,15 +77,15 @@ struct LedgerCoreTests {
         let pending = Outcome(order: o, status: .pending, result: ["redirectURL": "ppe://x"], at: "2026-11-21T05:00:00.000Z")
         let succeeded = Outcome(order: o, status: .succeeded, result: ["state": "COMPLETED"], at: "2026-11-21T05:00:01.000Z")
         let lateFailure = Outcome(order: o, status: .failed, error: .init(code: "X", message: "late"), at: "2026-11-21T05:00:02.000Z")
-        #expect(try core.results([Array(pending.serialized.utf8)], now: 1000) == [.emit(Array(pending.serialized.utf8))])
+        #expect(try core.results([Array(pending.serialized.utf8)], now: 1000) == [.emit(pending.logged(seq: 1))])
         // While pending, a repeat gets the pending outcome again (duplicates of non-terminal outcomes are allowed).
-        #expect(try core.intake([Array(phonePeOrder.utf8)], now: 1500) == [.emit(Array(pending.serialized.utf8))])
-        #expect(try core.results([Array(succeeded.serialized.utf8)], now: 1000) == [.emit(Array(succeeded.serialized.utf8))])
+        #expect(try core.intake([Array(phonePeOrder.utf8)], now: 1500) == [.emit(pending.logged(seq: 1))])
+        #expect(try core.results([Array(succeeded.serialized.utf8)], now: 1000) == [.emit(succeeded.logged(seq: 2))])
         #expect(try core.results([Array(lateFailure.serialized.utf8)], now: 1000) == [])
         let pendingAfterTerminal = Outcome(order: o, status: .pending, at: "2026-11-21T05:00:03.000Z")
         #expect(try core.results([Array(pendingAfterTerminal.serialized.utf8)], now: 1000) == [])
         for _ in 0..<3 {
-            #expect(try core.intake([Array(phonePeOrder.utf8)], now: 3000) == [.emit(Array(succeeded.serialized.utf8))])
+            #expect(try core.intake([Array(phonePeOrder.utf8)], now: 3000) == [.emit(succeeded.logged(seq: 2))])
         }
     }
 

@@ -32,11 +32,17 @@ final class PipelineHarness: @unchecked Sendable {
     /// sandbox sends PhonePe callbacks and Nets webhooks there).
     let callbacksPort: Int
 
-    /// `timers`: the config's "timers" (e.g. fast Cleeng polling). `extraMerchants`: merchant
+    /// Each role's CURVE keys when the harness was started with `curve: true`.
+    private(set) var curveKeys: [CurveConfig.Role: ZMQCurveKeyPair] = [:]
+
+    /// `timers`: the config's "timers" (e.g. fast Cleeng polling). `connectOutcomes`: false
+    /// leaves the live outcomes PUSH without any consumer. `curve`: a `curve` section with fresh
+    /// keys (secret keys as `file:` secrets in the harness's directory). `extraMerchants`: merchant
     /// profiles besides the demo's "default".
     init(
         sandboxConfiguration: SandboxConfiguration = SandboxConfiguration(port: 0, phonePeCallbackDelayMilliseconds: 3_600_000),
-        timers: [String: Int64] = [:], extraMerchants: [String: JSONValue] = [:]
+        timers: [String: Int64] = [:], connectOutcomes: Bool = true, curve: Bool = false,
+        extraMerchants: [String: JSONValue] = [:]
     ) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-e2e-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -58,21 +64,32 @@ final class PipelineHarness: @unchecked Sendable {
 
         // Every stable address on an ephemeral port: a fixed port could reach a leftover process.
         let any = "tcp://127.0.0.1:*"
-        let text = DemoConfig.text(
+        var text = DemoConfig.text(
             sandboxURL: "http://127.0.0.1:\(bound)", callbacks: callbacks,
             endpoints: [
                 "intake": any, "outcomes": any, "signQueue": any, "signedIn": any, "signedOut": any, "results": any,
-                "ledgerRPC": any, "pollQueue": any, "ledgerMetrics": "127.0.0.1:0",
+                "ledgerRPC": any, "pollQueue": any, "outcomesReplay": any, "ledgerMetrics": "127.0.0.1:0",
             ],
             timers: timers, extraMerchants: extraMerchants)
+        if curve, case .object(var document) = try JSONValue.parse(Array(text.utf8)) {
+            var section: [String: JSONValue] = [:]
+            for role in CurveConfig.Role.allCases {
+                let pair = try ZMQCurveKeyPair.generate()
+                curveKeys[role] = pair
+                let secretFile = directory.appendingPathComponent("\(role.rawValue).secret").path
+                try (pair.secretKey + "\n").write(toFile: secretFile, atomically: true, encoding: .utf8)
+                section[role.rawValue] = ["publicKey": .string(pair.publicKey), "secretKey": .string("file:" + secretFile)]
+            }
+            document["curve"] = .object(section)
+            text = JSONValue.object(document).serialized
+        }
         configPath = directory.appendingPathComponent("config.json").path
         try text.write(toFile: configPath, atomically: true, encoding: .utf8)
 
         context = try ZMQContext()
         let (ledger, ready) = try PipelineHarness.spawn(
-            "paypipe-ledger",
-            ["--config", configPath, "--store", directory.appendingPathComponent("ledger.sqlite").path, "--redeliver-after-ms", "60000"],
-            in: directory, index: 0, waitForLine: "paypipe-ledger ready")
+            "paypipe-ledger", PipelineHarness.ledgerArguments(configPath: configPath, directory: directory), in: directory, index: 0,
+            waitForLine: "paypipe-ledger ready")
         children.append(ledger.0)
         stderrFiles.append(ledger.1)
         for part in (ready ?? "").split(separator: " ").dropFirst(2) {
@@ -80,11 +97,30 @@ final class PipelineHarness: @unchecked Sendable {
             if pair.count == 2 { ledgerEndpoints[String(pair[0])] = String(pair[1]) }
         }
         let pull = try context.socket(.pull)
-        try pull.connect(ledgerEndpoints["outcomes"]!)
+        if connectOutcomes { try pull.connect(ledgerEndpoints["outcomes"]!) }
         let push = try context.socket(.push)
         try push.connect(ledgerEndpoints["intake"]!)
         receiver = try ZMQReceiver(socket: pull)
         sender = try ZMQSender(socket: push)
+    }
+
+    static func ledgerArguments(configPath: String, directory: URL) -> [String] {
+        ["--config", configPath, "--store", directory.appendingPathComponent("ledger.sqlite").path, "--redeliver-after-ms", "60000"]
+    }
+
+    /// Starts a new ledger on the same store and the same addresses (after the old one was
+    /// killed), so every connected peer reconnects to it.
+    func restartLedger() throws {
+        let e = ledgerEndpoints
+        let pinned = [
+            "--intake", e["intake"]!, "--outcomes", e["outcomes"]!, "--outcomes-replay", e["outcomesReplay"]!,
+            "--sign-queue", e["signQueue"]!, "--signed-in", e["signedIn"]!, "--signed-out", e["signedOut"]!,
+            "--results", e["results"]!, "--ledger-rpc", e["ledgerRPC"]!, "--poll-queue", e["pollQueue"]!,
+        ]
+        let ((process, errorFile), _) = try PipelineHarness.spawn(
+            "paypipe-ledger", PipelineHarness.ledgerArguments(configPath: configPath, directory: directory) + pinned, in: directory, index: children.count, waitForLine: "paypipe-ledger ready")
+        children[0] = process
+        stderrFiles[0] = errorFile
     }
 
     @discardableResult
@@ -155,6 +191,9 @@ final class PipelineHarness: @unchecked Sendable {
     func stderr(of index: Int) -> String {
         (try? String(contentsOf: stderrFiles[index], encoding: .utf8)) ?? ""
     }
+
+    /// The index of a child process, for `stderr(of:)`.
+    func index(of process: Process) -> Int? { children.firstIndex { $0 === process } }
 
     /// The port a stage logged for its /metrics server.
     func metricsPort(of process: Process) -> Int? {

@@ -42,13 +42,20 @@ import Testing
             do {
                 _ = try TPNotification.verify(fields: fields, password: password)
                 return nil
-            } catch { return error.reason.rawValue }
+            } catch { return error.code }
         }
         #expect(reason(Self.vector) == "MISSING_SIGNATURE")
         #expect(reason(Self.vector + [("responsesitesecurity", String(repeating: "0", count: 64))]) == "BAD_SIGNATURE")
         #expect(reason(signed + [("orderreference", "Order")]) == "MALFORMED")
         let withoutOrder = Array(Self.vector.filter { $0.name != "orderreference" })
         #expect(reason(withoutOrder + [("responsesitesecurity", TPNotification.signature(fields: withoutOrder, password: password))]) == "MALFORMED")
+    }
+
+    /// Was 400 MALFORMED; an oversized body is 413 TOO_LARGE for every provider now.
+    @Test func oversizedNotificationsAreTooLarge() {
+        #expect(throws: CallbackRejection.tooLarge("the notification is larger than 64 KiB")) {
+            try TPNotification.parseForm(Array(repeating: UInt8(ascii: "a"), count: 64 * 1024 + 1))
+        }
     }
 
     @Test func interpretation() throws {
@@ -83,7 +90,7 @@ import Testing
         #expect(parsed[2].value == "caf\u{e9}+")
         #expect(TPNotification.isAuthentic(fields: parsed, password: password))
         #expect(try TPNotification.parseForm(Array("a=b+c&d=%41".utf8)).map(\.value) == ["b c", "A"])
-        #expect(throws: TPCallbackError.self) { try TPNotification.parseForm(Array("a=%4".utf8)) }
-        #expect(throws: TPCallbackError.self) { try TPNotification.parseForm(Array("a=%FF".utf8)) }
+        #expect(throws: CallbackRejection.self) { try TPNotification.parseForm(Array("a=%4".utf8)) }
+        #expect(throws: CallbackRejection.self) { try TPNotification.parseForm(Array("a=%FF".utf8)) }
     }
 }

@@ -26,7 +26,7 @@ import Testing
         TPResponseJWT.build(entries: entries, requestReference: "W23-abc", issuedAt: iat ?? now - 10, secret: Secret(TPFixtures.jwtSecret))
     }
 
-    func verify(_ token: String, secret: String = TPFixtures.jwtSecret) async -> Result<TPResponseJWT, TPCallbackError> {
+    func verify(_ token: String, secret: String = TPFixtures.jwtSecret) async -> Result<TPResponseJWT, CallbackRejection> {
         let verifier = await TPResponseJWTVerifier(secret: Secret(secret))
         do {
             return .success(try await verifier.verify(token, now: now, maxAgeSeconds: 3600))
@@ -36,7 +36,7 @@ import Testing
     }
 
     func reason(_ token: String) async -> String? {
-        if case .failure(let error) = await verify(token) { error.reason.rawValue } else { nil }
+        if case .failure(let error) = await verify(token) { error.code } else { nil }
     }
 
     @Test func authenticTokenVerifiesAndSucceeds() async throws {
@@ -98,6 +98,20 @@ import Testing
         #expect(await reason(missing) == "MISSING_IAT")
         let asString = TPFixtures.handMadeJWT(header: #"{"alg":"HS256","typ":"JWT"}"#, claims: #"{"iat":"1699999990","payload":{"response":[{"errorcode":"0"}]}}"#)
         #expect(await reason(asString) == nil)
+    }
+
+    @Test func statusesFollowTheReason() async {
+        func status(_ token: String) async -> Int? {
+            if case .failure(let error) = await verify(token) { error.status } else { nil }
+        }
+        #expect(await status(token(iat: now - 3601)) == 400)
+        #expect(await status(token(iat: now + 61)) == 400)
+        #expect(await status("a.b") == 400)
+        #expect(await status(token()) == nil)
+        let none = TPFixtures.handMadeJWT(header: #"{"alg":"none","typ":"JWT"}"#, claims: #"{"iat":1699999990}"#)
+        #expect(await status(none) == 401)
+        let parts = token().split(separator: ".")
+        #expect(await status(parts[0] + "." + parts[1] + ".") == 401)
     }
 
     @Test func malformedTokensAreRefused() async {

@@ -95,7 +95,7 @@ import Testing
         #expect(try parse(with("beginDate", "2019-09-05")).beginDate == CivilDate(year: 2019, month: 9, day: 5))
         #expect(rejection(with("beginDate", "2020-02-30"))?.field == "params.beginDate")
         #expect(rejection(with("beginDate", "2020-1-01"))?.field == "params.beginDate")
-        #expect(rejection(with("beginDate", 20200101))?.field == "params.beginDate")
+        #expect(rejection(with("beginDate", 20200101))?.message == "params.beginDate must be a string, got an integer")
         let past = rejection(with("beginDate", "2019-09-04"))
         #expect(past?.field == "params.beginDate")
         #expect(past?.message.contains("before the request date") == true)
@@ -112,9 +112,22 @@ import Testing
         #expect(rejection(with("freeTrial", "yes"))?.field == "params.freeTrial")
     }
 
-    @Test func unknownParamsAreNamed() {
+    @Test func unknownParamsAreUnknownFields() {
         let bad = rejection(with("begindate", "2020-01-01"))
         #expect(bad?.field == "params.begindate")
+        // Was INVALID_PARAM "… is not a known parameter (expected one of: …)": now the shared vocabulary.
+        #expect(bad?.code == .unknownField)
+        #expect(bad?.message == "params.begindate is not a parameter of trustpayments subscriptionJwt (allowed: beginDate, finalNumber, freeTrial, frequency, number, subscriptionType, transactionActive, unit)")
+    }
+
+    @Test func nullIsAWrongTypeNotAnAbsentParam() {
+        #expect(rejection(with("number", .null))?.message == "params.number must be an integer or a string of digits, got null")
+        #expect(rejection(with("beginDate", .null))?.message == "params.beginDate must be a string, got null")
+        #expect(rejection(with("freeTrial", .null))?.message == "params.freeTrial must be a boolean, got null")
+        #expect(rejection(with("subscriptionType", .null))?.message == "params.subscriptionType must be a string, got null")
+        for key in ["number", "beginDate", "freeTrial", "transactionActive", "unit"] {
+            #expect(rejection(with(key, .null))?.code == .invalidParam, "\(key)")
+        }
     }
 
     @Test func otherOperationsAreRefused() {

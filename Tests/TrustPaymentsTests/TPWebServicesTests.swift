@@ -67,6 +67,10 @@ import Testing
         #expect(rejection(updateOrder(["subscriptionbegindate": "2020-01-01"]))?.field == "params.updates.subscriptionbegindate")
         #expect(rejection(updateOrder(["subscriptionnumber": 2]))?.field == "params.updates.subscriptionnumber")
         #expect(rejection(updateOrder(["currencyiso3a": "EUR"]))?.field == "params.updates.currencyiso3a")
+        // Was INVALID_PARAM "… is not an updatable field": an unknown key is UNKNOWN_FIELD everywhere.
+        #expect(rejection(updateOrder(["currencyiso3a": "EUR"]))?.code == .unknownField)
+        #expect(rejection(updateOrder(["subscriptionnumber": 2]))?.code == .invalidParam)
+        #expect(rejection(updateOrder(["baseamount": .null]))?.message == "params.updates.baseamount must be an integer or a string of digits, got null")
         #expect(rejection(updateOrder(["baseamount": 0]))?.field == "params.updates.baseamount")
         #expect(rejection(updateOrder(["baseamount": 999]))?.field == nil)
         #expect(rejection(updateOrder(["transactionactive": 2]))?.field == "params.updates.transactionactive")

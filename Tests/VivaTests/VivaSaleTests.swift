@@ -80,6 +80,9 @@ func rejection(_ body: () throws -> Void) -> Rejection? {
         ("installments.preferred", .string("3")),
         ("isv", .string("x")), ("isv.amount", .integer(1201)), ("isv.amount", .integer(-5)), ("isv.clientId", .string("")),
         ("isv.customerTrns", .string("bad\u{7}")),
+        // null is a wrong type, never "absent" (all of these passed as absent, or were "missing", before).
+        ("tipAmount", .null), ("callback", .null), ("clientTransactionId", .null), ("installments", .null), ("isv", .null),
+        ("installments.preferred", .null), ("isv.sourceCode", .null), ("isv.clientSecret", .null),
     ])
     func invalidParamsAreNamed(_ field: String, _ value: JSONValue) {
         var params: [String: JSONValue] = [:]
@@ -115,6 +118,17 @@ func rejection(_ body: () throws -> Void) -> Rejection? {
         #expect(try VivaSale(order: saleOrder(["isv": ["clientId": "c", "amount": 0]]), config: vivaConfig).isv?.amount == 0)
     }
 
+    @Test func messagesUseTheSharedVocabulary() {
+        func message(_ params: [String: JSONValue]) -> String? {
+            rejection { _ = try VivaSale(order: saleOrder(params), config: vivaConfig) }?.message
+        }
+        #expect(message(["clientTransactionId": ""]) == "params.clientTransactionId must be 1-64 characters without control characters")
+        #expect(message(["tipAmount": "200"]) == "params.tipAmount must be an integer, got a string")
+        #expect(message(["installments": ["preferred": .null]]) == "params.installments.preferred must be an integer, got null")
+        #expect(message(["installments": ["preferred": 2, "max": 3]]) == "params.installments.max is not a field of params.installments (allowed: preferred)")
+        #expect(message(["tipamount": 5]) == "params.tipamount is not a parameter of viva sale (allowed: callback, clientTransactionId, installments, isv, tipAmount)")
+    }
+
     @Test func unknownParamsAndKeysAreRejected() {
         #expect(rejection { _ = try VivaSale(order: saleOrder(["tipamount": 5]), config: vivaConfig) }?.field == "params.tipamount")
         #expect(rejection { _ = try VivaSale(order: saleOrder(["installments": ["preferred": 2, "max": 3]]), config: vivaConfig) }?.field
@@ -146,23 +160,24 @@ func rejection(_ body: () throws -> Void) -> Rejection? {
     }
 
     @Test(arguments: [
-        ("vivapayclient://pay/v1?callback=cb&merchantKey=k&appId=a&action=sale&amount=0", VivaURIError.Reason.invalidField, "amount"),
-        ("vivapayclient://pay/v1?callback=cb&merchantKey=k&appId=a&action=sale&amount=12.00", .invalidField, "amount"),
-        ("vivapayclient://pay/v1?callback=cb&merchantKey=k&appId=a&action=sale&amount=100&tipAmount=101", .invalidField, "tipAmount"),
-        ("vivapayclient://pay/v1?callback=cb&merchantKey=k&appId=a&action=sale&amount=100&withInstallments=true", .missingField, "preferredInstallments"),
-        ("vivapayclient://pay/v1?callback=cb&merchantKey=k&appId=a&action=sale&amount=100&ISV_clientId=c&ISV_amount=1", .missingField, "ISV_clientSecret"),
-        ("vivapayclient://pay/v1?callback=cb&merchantKey=k&appId=a&action=sale&amount=100&ISV_clientId=c&ISV_clientSecret=s", .missingField, "ISV_amount"),
-        ("vivapayclient://pay/v1?callback=cb&merchantKey=&appId=a&action=sale&amount=100", .missingField, "merchantKey"),
-        ("vivapayclient://pay/v1?callback=cb&merchantKey=k&appId=a&action=refund&amount=100", .wrongAction, "action"),
-        ("vivapayclient://pay/v1?callback=cb&merchantKey=k&appId=a&action=sale&amount=100&amount=1", .duplicateParameter, "amount"),
+        ("vivapayclient://pay/v1?callback=cb&merchantKey=k&appId=a&action=sale&amount=0", "INVALID_FIELD", "amount"),
+        ("vivapayclient://pay/v1?callback=cb&merchantKey=k&appId=a&action=sale&amount=12.00", "INVALID_FIELD", "amount"),
+        ("vivapayclient://pay/v1?callback=cb&merchantKey=k&appId=a&action=sale&amount=100&tipAmount=101", "INVALID_FIELD", "tipAmount"),
+        ("vivapayclient://pay/v1?callback=cb&merchantKey=k&appId=a&action=sale&amount=100&withInstallments=true", "MISSING_FIELD", "preferredInstallments"),
+        ("vivapayclient://pay/v1?callback=cb&merchantKey=k&appId=a&action=sale&amount=100&ISV_clientId=c&ISV_amount=1", "MISSING_FIELD", "ISV_clientSecret"),
+        ("vivapayclient://pay/v1?callback=cb&merchantKey=k&appId=a&action=sale&amount=100&ISV_clientId=c&ISV_clientSecret=s", "MISSING_FIELD", "ISV_amount"),
+        ("vivapayclient://pay/v1?callback=cb&merchantKey=&appId=a&action=sale&amount=100", "MISSING_FIELD", "merchantKey"),
+        ("vivapayclient://pay/v1?callback=cb&merchantKey=k&appId=a&action=refund&amount=100", "WRONG_ACTION", "action"),
+        ("vivapayclient://pay/v1?callback=cb&merchantKey=k&appId=a&action=sale&amount=100&amount=1", "DUPLICATE_PARAMETER", "amount"),
     ])
-    func theAppsRulesOnRequestURLs(_ url: String, _ reason: VivaURIError.Reason, _ field: String) {
+    func theAppsRulesOnRequestURLs(_ url: String, _ code: String, _ field: String) {
         do {
             _ = try VivaSale(requestURL: url)
-            Issue.record("expected \(reason) on \(field)")
+            Issue.record("expected \(code) on \(field)")
         } catch {
-            #expect(error.reason == reason)
-            #expect(error.field == field)
+            #expect(error.code == code)
+            #expect(error.status == 400)
+            #expect(error.message.contains(field))
         }
     }
 }

@@ -114,12 +114,12 @@ extension PhonePeSandbox {
         guard device["deviceOS"] == .string(PhonePeRules.deviceOS) else {
             return .failure(.badRequest("deviceContext.deviceOS must be IOS"))
         }
-        var scheme: String?
-        if let value = device["merchantCallBackScheme"] {
-            guard let text = value.stringValue, PhonePeRules.isURLScheme(text) else {
-                return .failure(.badRequest("deviceContext.merchantCallBackScheme must be a URL scheme"))
-            }
-            scheme = text
+        // Seed 002's request table marks it mandatory ("Yes").
+        guard let value = device["merchantCallBackScheme"] else {
+            return .failure(.badRequest("deviceContext.merchantCallBackScheme is mandatory"))
+        }
+        guard let scheme = value.stringValue, PhonePeRules.isURLScheme(scheme) else {
+            return .failure(.badRequest("deviceContext.merchantCallBackScheme must be a URL scheme"))
         }
 
         let amount: Int64?

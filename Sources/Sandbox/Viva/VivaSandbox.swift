@@ -6,7 +6,7 @@ import Viva
 /// clientTransactionId, so replays give identical callbacks.
 public enum VivaSandbox {
     /// Reads and checks a sale request URL (see `VivaSale.init(requestURL:)`).
-    public static func readSale(_ url: String) throws(VivaURIError) -> VivaSale { try VivaSale(requestURL: url) }
+    public static func readSale(_ url: String) throws(CallbackRejection) -> VivaSale { try VivaSale(requestURL: url) }
 
     /// An approved result for `sale`, shaped like the seed's approved response.
     public static func approved(

@@ -50,6 +50,6 @@ package final class CallbackRateLimiter: Sendable {
         guard let limit = route.rateLimit else { return nil }
         let key = route.label + "|" + (address ?? "unknown")
         guard !buckets.withLock({ $0.take(key, limit: limit, nowMilliseconds: nowMilliseconds) }) else { return nil }
-        return CallbackRejection(status: 429, code: "RATE_LIMITED", message: "too many callbacks from this address; retry later")
+        return CallbackRejection(status: 429, code: "RATE_LIMITED", "too many callbacks from this address; retry later")
     }
 }

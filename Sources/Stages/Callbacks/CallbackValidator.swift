@@ -9,7 +9,11 @@ package struct CallbackAnswer: Sendable, Equatable {
     package var result: String
     package var message: String
 
-    static func handedOn(applied: Bool, duplicate: Bool) -> CallbackAnswer {
+    /// `recordedAs`: the label for an event newly recorded that changes no order.
+    static func handedOn(applied: Bool, duplicate: Bool, recordedAs: String? = nil) -> CallbackAnswer {
+        if !applied, !duplicate, let recordedAs {
+            return CallbackAnswer(status: 200, result: recordedAs, message: "recorded; no order change")
+        }
         let result = applied ? "applied" : duplicate ? "duplicate" : "no_change"
         return CallbackAnswer(status: 200, result: result, message: duplicate ? "already processed" : applied ? "order updated" : "nothing to change")
     }
@@ -67,7 +71,8 @@ package struct CallbackValidator: Sendable {
         var outcome: Outcome?
         switch decision.verdict {
         case .succeeded(let result)?: outcome = Outcome(order: order, status: .succeeded, result: result)
-        case .failed(let code, let message)?: outcome = Outcome(order: order, status: .failed, error: .init(code: code, message: message))
+        case .failed(let code, let message)?:
+            outcome = Outcome(order: order, status: .failed, result: decision.failureResult, error: .init(code: code, message: message))
         case .pending?, .retry?, .unknown?, nil: outcome = nil
         }
         // Event ids are namespaced by provider, and long ones are shortened to a digest.
@@ -79,7 +84,7 @@ package struct CallbackValidator: Sendable {
             guard case .settled(let applied, let duplicate) = try await directory.call(.settle(order.key, event: eventKey, outcome: outcome)) else {
                 return .rejected(.ledgerUnavailable("unexpected answer from the order store; retry later"))
             }
-            return .handedOn(applied: applied, duplicate: duplicate)
+            return .handedOn(applied: applied, duplicate: duplicate, recordedAs: decision.event == nil ? nil : decision.recordedAs)
         } catch {
             return .rejected(.ledgerUnavailable("the order store did not confirm; retry later"))
         }

@@ -28,9 +28,10 @@ package final class CallbacksService: Service {
     }
 
     package func run() async throws {
+        let links = try StageLinks(config: config, role: .callbacks)
         let context = try ZMQContext()
         defer { context.terminate() }
-        let ledger = try LedgerClient(context: context, endpoint: config.endpoints.ledgerRPC)
+        let ledger = try LedgerClient(context: context, endpoint: config.endpoints.ledgerRPC, options: links.client(stageOptions()))
         // For connectors that confirm a callback with the provider before believing it.
         let http = ProviderHTTPClient(
             connectTimeoutMilliseconds: config.timers.httpConnectTimeoutMs, requestTimeoutMilliseconds: config.timers.httpRequestTimeoutMs,
@@ -49,7 +50,7 @@ package final class CallbacksService: Service {
                 status: HTTPResponse.Status(code: result.status), headers: [.contentType: "application/json"],
                 body: ResponseBody(byteBuffer: ByteBuffer(string: result.body + "\n")))
         }
-        let tooLarge = CallbackAnswer.rejected(CallbackRejection(status: 413, code: "TOO_LARGE", message: "the body is larger than 64 KiB"))
+        let tooLarge = CallbackAnswer.rejected(.tooLarge("the body is larger than 64 KiB"))
         let routes = registry.connectors.flatMap(\.callbackRoutes)
         let onListening = self.onListening
         let server = try metrics.server(address: config.endpoints.callbacks, logger: logger, routes: { router in

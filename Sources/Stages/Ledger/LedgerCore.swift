@@ -80,11 +80,15 @@ package struct LedgerCore {
                 case .rejected(let rejection, let identity):
                     let outcome = Outcome.rejected(rejection, identity: identity, at: Timestamp.iso8601(milliseconds: now))
                     let text = outcome.serialized
-                    if Order.isValidOrderId(identity.orderId) {
-                        let admission = try store.admitRejection(OrderKey(merchant: identity.merchant, orderId: identity.orderId), outcome: text, now: now)
-                        admitted(admission, firstTime: .emit(Array(text.utf8)))
+                    // Stored under its key only when the key is one a valid order could have;
+                    // otherwise logged and emitted, never filed under a key it could collide with.
+                    if Order.isValidOrderId(identity.orderId), Order.isValidMerchant(identity.merchant) {
+                        switch try store.admitRejection(OrderKey(merchant: identity.merchant, orderId: identity.orderId), outcome: text, now: now) {
+                        case .recorded(let logged): effects.append(.emit(Array(logged.utf8)))
+                        case .known(let admission): admitted(admission, firstTime: .emit(Array(text.utf8)))
+                        }
                     } else {
-                        effects.append(.emit(Array(text.utf8)))
+                        effects.append(.emit(Array(try store.logOutcome(text, now: now).utf8)))
                     }
                     counters.outcomesOut["rejected", default: 0] += 1
                 case .order(let order):
@@ -137,7 +141,7 @@ package struct LedgerCore {
                 return (.order(try store.lookup(provider: provider, ref: ref)), [])
             case .settle(let key, let event, let outcome):
                 if let outcome {
-                    guard outcome.status.isTerminal, outcome.merchant == key.merchant, outcome.orderId == key.orderId else {
+                    guard outcome.status.isTerminal, OrderKey(merchant: outcome.merchant, orderId: outcome.orderId) == key else {
                         return (.failure("settle takes the order's own terminal outcome"), [])
                     }
                 }

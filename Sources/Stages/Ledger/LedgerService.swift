@@ -12,7 +12,7 @@ import ZeroMQ
 /// signers and submitters.
 package final class LedgerService: MeasuredStage {
     package struct BoundEndpoints: Sendable, Equatable {
-        package var intake, outcomes, signQueue, signedIn, signedOut, results, ledgerRPC, pollQueue: String
+        package var intake, outcomes, signQueue, signedIn, signedOut, results, ledgerRPC, pollQueue, outcomesReplay: String
     }
 
     actor Core {
@@ -23,6 +23,13 @@ package final class LedgerService: MeasuredStage {
         func redeliver() throws -> [LedgerCore.Effect] { try core.redeliver(now: milliseconds()) }
         func handle(_ request: LedgerRequest) -> (LedgerReply, [LedgerCore.Effect]) { core.handle(request, now: milliseconds()) }
         var counters: LedgerCore.Counters { core.counters }
+        func replay(_ request: OutcomeReplay.Request) throws -> (outcomes: [(seq: Int64, text: String)], more: Bool) {
+            try core.store.outcomes(after: request.since, limit: request.limit)
+        }
+        func pruneOutcomes(keepMilliseconds: Int64, limit: Int) throws -> Int {
+            let cutoff = milliseconds() - keepMilliseconds
+            return try core.store.transaction { try core.store.pruneOutcomes(recordedBefore: cutoff, limit: limit) }
+        }
         func depth() throws -> (open: Int, pending: Int) {
             let counts = try core.store.counts()
             return (counts[.open, default: 0] + counts[.unknown, default: 0], counts[.pending, default: 0])
@@ -54,43 +61,61 @@ package final class LedgerService: MeasuredStage {
         let store = try LedgerStore(path: storePath)
         let core = Core(core: LedgerCore(
             store: store, registry: registry, timers: config.timers, redeliverAfterMilliseconds: redeliverAfterMilliseconds))
+        let links = try StageLinks(config: config, role: .ledger)
         let context = try ZMQContext()
+        let authenticator = try links.authenticator(context: context)
         let e = config.endpoints
 
         var intakeOptions = stageOptions()
         intakeOptions.maxMessageSize = 1 << 20  // frames over 64 KiB are still read, counted and dropped
         let intakeSocket = try context.socket(.pull, options: intakeOptions)
         let outcomesSocket = try context.socket(.push, options: stageOptions(highWaterMark: 100_000))
-        let signSocket = try context.socket(.push, options: workQueueOptions())
-        let resultsSocket = try context.socket(.pull, options: stageOptions())
-        let signedInSocket = try context.socket(.pull, options: stageOptions())
-        let signedOutSocket = try context.socket(.push, options: workQueueOptions())
-        let rpcSocket = try context.socket(.router, options: stageOptions())
-        let pollSocket = try context.socket(.push, options: stageOptions(highWaterMark: 10_000))
+        let signSocket = try context.socket(.push, options: links.server(workQueueOptions(), .signQueue))
+        let resultsSocket = try context.socket(.pull, options: links.server(stageOptions(), .results))
+        let signedInSocket = try context.socket(.pull, options: links.server(stageOptions(), .signedIn))
+        let signedOutSocket = try context.socket(.push, options: links.server(workQueueOptions(), .signedOut))
+        let rpcSocket = try context.socket(.router, options: links.server(stageOptions(), .ledgerRPC))
+        let pollSocket = try context.socket(.push, options: links.server(stageOptions(highWaterMark: 10_000), .pollQueue))
+        // A ROUTER drops what exceeds a peer's HWM, so the HWM holds several whole answers.
+        let replaySocket = try context.socket(.router, options: stageOptions(highWaterMark: Int32(8 * (OutcomeReplay.maxLimit + 1))))
         let bound = BoundEndpoints(
             intake: try intakeSocket.bind(e.intake), outcomes: try outcomesSocket.bind(e.outcomes),
             signQueue: try signSocket.bind(e.signQueue), signedIn: try signedInSocket.bind(e.signedIn),
             signedOut: try signedOutSocket.bind(e.signedOut), results: try resultsSocket.bind(e.results),
-            ledgerRPC: try rpcSocket.bind(e.ledgerRPC), pollQueue: try pollSocket.bind(e.pollQueue))
+            ledgerRPC: try rpcSocket.bind(e.ledgerRPC), pollQueue: try pollSocket.bind(e.pollQueue),
+            outcomesReplay: try replaySocket.bind(e.outcomesReplay))
         let rpc = try ZMQDuplex(socket: rpcSocket)
+        let replay = try ZMQDuplex(socket: replaySocket)
         let polls = try ZMQSender(socket: pollSocket)
 
         let proxy = try ZMQProxy(context: context, frontend: signedInSocket, backend: signedOutSocket)
         let intake = try ZMQReceiver(socket: intakeSocket)
         let results = try ZMQReceiver(socket: resultsSocket)
-        let outcomes = try ZMQSender(socket: outcomesSocket)
+        var outcomesConfiguration = ZMQSender.Configuration()
+        outcomesConfiguration.queueCapacity = Self.outcomesFastPathCapacity + 256
+        let outcomes = try ZMQSender(socket: outcomesSocket, configuration: outcomesConfiguration)
         let dispatch = try ZMQSender(socket: signSocket)
         onReady(bound)
-        logger.info("ledger ready", metadata: ["intake": "\(bound.intake)", "outcomes": "\(bound.outcomes)"])
+        logger.info("ledger ready", metadata: ["intake": "\(bound.intake)", "outcomes": "\(bound.outcomes)", "outcomesReplay": "\(bound.outcomesReplay)", "curve": "\(links.isSecured)"])
 
         let logger = self.logger
         let exported = LedgerMetrics(metrics)
+        let fastPathSkipped = metrics.counter(
+            "paypipe_outcomes_fast_path_skipped_total", help: "Outcomes not pushed live because no consumer kept up (they wait in the replay log)")
         @Sendable func perform(_ effects: [LedgerCore.Effect]) async throws {
             exported.update(await core.counters)
             for effect in effects {
                 switch effect {
                 case .dispatch(let frame): try await dispatch.send(frame)
-                case .emit(let frame): try await outcomes.send(frame)
+                case .emit(let frame):
+                    // The live PUSH is only the fast path: every outcome is already in the log, so
+                    // with no consumer keeping up it is skipped rather than stalling intake,
+                    // results and RPCs; upstream replays the gap by seq.
+                    if outcomes.queuedCount < Self.outcomesFastPathCapacity {
+                        try await outcomes.send(frame)
+                    } else {
+                        fastPathSkipped.increment()
+                    }
                 case .poll(let frame):
                     // With no poller connected the receipt waits in the store: a (re)starting
                     // poller asks for every pending receipt, and lost ones are swept up later.
@@ -122,7 +147,9 @@ package final class LedgerService: MeasuredStage {
                         guard message.frames.count == 3 else { continue }
                         let reply: LedgerReply, effects: [LedgerCore.Effect]
                         do {
-                            (reply, effects) = await core.handle(try LedgerRequest.parse(message.frames[2]))
+                            let request = try LedgerRequest.parse(message.frames[2])
+                            try links.authorize(request, from: message)
+                            (reply, effects) = await core.handle(request)
                         } catch {
                             (reply, effects) = (.failure("\(error)"), [])
                         }
@@ -132,10 +159,23 @@ package final class LedgerService: MeasuredStage {
                 }
             }
             group.addTask {
+                while let batch = try await replay.nextBatch() {
+                    for message in batch {
+                        for reply in await Self.answer(replayRequest: message.frames, core: core, logger: logger) { replay.send(reply) }
+                    }
+                }
+            }
+            let keepOutcomes = self.keepOutcomesMilliseconds
+            group.addTask {
                 let open = metrics.gauge("paypipe_orders_open", help: "Accepted orders with no outcome yet, or an unknown one (the work queue depth)")
                 let pending = metrics.gauge("paypipe_orders_pending", help: "Orders waiting on the customer or an asynchronous provider step")
                 for await _ in ticks(every: .milliseconds(500)).cancelOnGracefulShutdown() {
                     try await perform(try await core.redeliver())
+                    do {
+                        _ = try await core.pruneOutcomes(keepMilliseconds: keepOutcomes, limit: 1000)
+                    } catch {
+                        logger.error("pruning the outcome log failed", metadata: ["error": "\(error)"])
+                    }
                     if let depth = try? await core.depth() {
                         open.set(Double(depth.open))
                         pending.set(Double(depth.pending))
@@ -148,6 +188,7 @@ package final class LedgerService: MeasuredStage {
             intake.stop()
             results.stop()
             rpc.stop()
+            replay.stop()
         }
         let counters = await core.counters
         logger.info("ledger stopping", metadata: ["ordersIn": "\(counters.ordersIn)", "duplicates": "\(counters.duplicates)"])
@@ -155,8 +196,48 @@ package final class LedgerService: MeasuredStage {
         _ = await polls.finish(drainTimeoutMilliseconds: 500)
         _ = await outcomes.finish()
         await rpc.waitUntilClosed()
+        await replay.waitUntilClosed()
         proxy.stop()
+        authenticator?.stop()
         context.terminate()
+    }
+}
+
+extension LedgerService {
+    /// Outcomes queued for the live PUSH before further ones skip it (they are in the log).
+    static let outcomesFastPathCapacity = 4096
+
+    /// `retention.outcomesDays` in milliseconds (saturating: a huge value keeps everything).
+    var keepOutcomesMilliseconds: Int64 {
+        let (product, overflow) = config.retention.outcomesDays.multipliedReportingOverflow(by: 86_400_000)
+        return overflow ? .max / 2 : product
+    }
+
+    /// The messages answering one replay request. A DEALER's request, `[identity, request]`, gets
+    /// one message per outcome and then the trailer. A REQ socket takes exactly one message per
+    /// request, so a request with an empty delimiter, `[identity, "", request]`, gets one
+    /// multipart message: the delimiter, then one frame per outcome, then the trailer frame.
+    static func answer(replayRequest frames: [[UInt8]], core: Core, logger: Logger) async -> [ZMQMessage] {
+        let identity: [UInt8], body: [UInt8], envelope: [[UInt8]]?
+        switch frames.count {
+        case 2: (identity, body, envelope) = (frames[0], frames[1], nil)
+        case 3 where frames[1].isEmpty: (identity, body, envelope) = (frames[0], frames[2], [frames[0], []])
+        default: return []
+        }
+        var replies: [[UInt8]]
+        do {
+            let request = try OutcomeReplay.Request.parse(body)
+            let found = try await core.replay(request)
+            replies = found.outcomes.map { Array($0.text.utf8) }
+            replies.append(OutcomeReplay.Trailer(next: found.outcomes.last?.seq ?? request.since, more: found.more).bytes)
+        } catch let error as EnvelopeError {
+            replies = [OutcomeReplay.errorReply(error.description)]
+        } catch {
+            logger.error("outcome replay failed", metadata: ["error": "\(error)"])
+            replies = [OutcomeReplay.errorReply("the ledger store failed")]
+        }
+        if let envelope { return [ZMQMessage(frames: envelope + replies)] }
+        return replies.map { ZMQMessage(frames: [identity, $0]) }
     }
 }
 

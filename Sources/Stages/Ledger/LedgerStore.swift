@@ -49,6 +49,10 @@ package final class LedgerStore {
             CREATE TABLE IF NOT EXISTS callback_events(event TEXT PRIMARY KEY, merchant TEXT NOT NULL,
               order_id TEXT NOT NULL, at INTEGER NOT NULL) WITHOUT ROWID
             """)
+        // Every outcome emitted, by seq (PROTOCOL.md §6): upstream replays what it missed.
+        // AUTOINCREMENT so that a seq is never handed out twice, even after retention emptied the log.
+        try db.execute("CREATE TABLE IF NOT EXISTS outcome_log(seq INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, outcome TEXT NOT NULL)")
+        try db.execute("CREATE INDEX IF NOT EXISTS outcome_log_at ON outcome_log(at)")
     }
 
     package func transaction<T>(_ body: () throws -> T) throws -> T { try db.transaction(body) }
@@ -73,13 +77,61 @@ package final class LedgerStore {
         }
     }
 
+    /// What intake made of a rejected order whose key could be read.
+    package enum RejectionAdmission: Sendable, Equatable {
+        /// The key was new: the rejection is its terminal outcome, logged; emit these bytes.
+        case recorded(String)
+        /// The key was known: what a repeated order gets.
+        case known(Admission)
+    }
+
     /// Records an intake rejection as the key's terminal outcome, unless the key already exists.
-    package func admitRejection(_ key: OrderKey, outcome: String, now: Int64) throws -> Admission {
+    /// Call inside `transaction`.
+    package func admitRejection(_ key: OrderKey, outcome: String, now: Int64) throws -> RejectionAdmission {
         try db.query(
             "INSERT OR IGNORE INTO orders(merchant, order_id, order_json, state, outcome, accepted_at, dispatched_at, dispatches) VALUES(?,?,NULL,'terminal',?,?,?,0)",
             [.text(key.merchant), .text(key.orderId), .text(outcome), .integer(now), .integer(now)])
-        if db.changes == 1 { return .new }
-        return try existing(merchant: key.merchant, orderId: key.orderId)
+        if db.changes == 1 { return .recorded(try logOutcome(outcome, for: key, now: now)) }
+        return .known(try existing(merchant: key.merchant, orderId: key.orderId))
+    }
+
+    /// Appends an outcome to the log and returns it with its `seq`; with `key`, the order's
+    /// stored outcome becomes those bytes too, so a repeated order gets the same copy, same seq.
+    /// Call inside `transaction`: the outcome is logged exactly when its order change commits.
+    package func logOutcome(_ serialized: String, for key: OrderKey? = nil, now: Int64) throws -> String {
+        try db.query("INSERT INTO outcome_log(at, outcome) VALUES(?, '')", [.integer(now)])
+        let seq = db.lastInsertRowID
+        var text = serialized
+        if case .object(var object)? = try? JSONValue.parse(Array(serialized.utf8)) {
+            object["seq"] = .integer(seq)
+            text = JSONValue.object(object).serialized
+        }
+        try db.query("UPDATE outcome_log SET outcome=? WHERE seq=?", [.text(text), .integer(seq)])
+        if let key {
+            try db.query("UPDATE orders SET outcome=? WHERE merchant=? AND order_id=?", [.text(text), .text(key.merchant), .text(key.orderId)])
+        }
+        return text
+    }
+
+    /// Logged outcomes with a seq above `since`, oldest first, at most `limit`; `more` when
+    /// further ones follow.
+    package func outcomes(after since: Int64, limit: Int) throws -> (outcomes: [(seq: Int64, text: String)], more: Bool) {
+        let rows = try db.query(
+            "SELECT seq, outcome FROM outcome_log WHERE seq > ? ORDER BY seq LIMIT ?", [.integer(since), .integer(Int64(limit) + 1)])
+        let outcomes = rows.prefix(limit).compactMap { row -> (seq: Int64, text: String)? in
+            guard let seq = row[0].integer, let text = row[1].text else { return nil }
+            return (seq, text)
+        }
+        return (outcomes, rows.count > limit)
+    }
+
+    /// Removes at most `limit` logged outcomes recorded before `cutoff`; returns how many.
+    /// The orders keep their latest outcome, so repeated orders are still answered.
+    package func pruneOutcomes(recordedBefore cutoff: Int64, limit: Int) throws -> Int {
+        try db.query(
+            "DELETE FROM outcome_log WHERE seq IN (SELECT seq FROM outcome_log WHERE at < ? ORDER BY at LIMIT ?)",
+            [.integer(cutoff), .integer(Int64(limit))])
+        return db.changes
     }
 
     private func existing(merchant: String, orderId: String) throws -> Admission {
@@ -108,11 +160,14 @@ package final class LedgerStore {
     /// the pollers). Call inside `transaction`.
     package func record(_ outcome: Outcome, serialized: String, references: [String], readBack: Bool, now: Int64) throws -> Recorded {
         let merchant = SQLiteValue.text(outcome.merchant), orderId = SQLiteValue.text(outcome.orderId)
+        let key = OrderKey(merchant: outcome.merchant, orderId: outcome.orderId)
+        /// The outcome as emitted, with its seq, once the order's row took it.
+        func logged() throws -> String? { db.changes == 1 ? try logOutcome(serialized, for: key, now: now) : nil }
         if outcome.status.isTerminal {
             try db.query(
                 "UPDATE orders SET state='terminal', outcome=? WHERE merchant=? AND order_id=? AND state!='terminal'",
                 [.text(serialized), merchant, orderId])
-            return Recorded(emit: db.changes == 1 ? serialized : nil)
+            return Recorded(emit: try logged())
         }
         if outcome.status == .unknown {
             // A pending order stays pending: its own resolution (status check, poller) goes on,
@@ -120,7 +175,7 @@ package final class LedgerStore {
             try db.query(
                 "UPDATE orders SET state='unknown', outcome=? WHERE merchant=? AND order_id=? AND state IN ('open','unknown')",
                 [.text(serialized), merchant, orderId])
-            return Recorded(emit: db.changes == 1 ? serialized : nil)
+            return Recorded(emit: try logged())
         }
         try db.query(
             "UPDATE orders SET state='pending', outcome=?, pending_at=?, dispatched_at=? WHERE merchant=? AND order_id=? AND state IN ('open','unknown')",
@@ -128,12 +183,13 @@ package final class LedgerStore {
         guard db.changes == 1 else {
             // Already pending (a redelivered order's second pending outcome): forwarded, nothing else changes.
             try db.query("UPDATE orders SET outcome=? WHERE merchant=? AND order_id=? AND state='pending'", [.text(serialized), merchant, orderId])
-            return Recorded(emit: db.changes == 1 ? serialized : nil)
+            return Recorded(emit: try logged())
         }
-        try index(references, provider: outcome.provider, key: OrderKey(merchant: outcome.merchant, orderId: outcome.orderId))
-        guard readBack else { return Recorded(emit: serialized) }
+        let emit = try logOutcome(serialized, for: key, now: now)
+        try index(references, provider: outcome.provider, key: key)
+        guard readBack else { return Recorded(emit: emit) }
         let rows = try db.query("SELECT order_json FROM orders WHERE merchant=? AND order_id=?", [merchant, orderId])
-        return Recorded(emit: serialized, becamePending: rows.first?[0].text.map { Pending(json: $0, since: now) })
+        return Recorded(emit: emit, becamePending: rows.first?[0].text.map { Pending(json: $0, since: now) })
     }
 
     /// Orders without a terminal or pending outcome whose last dispatch is older than `cutoff`:

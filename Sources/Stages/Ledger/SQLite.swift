@@ -43,7 +43,18 @@ final class SQLiteConnection {
             switch value {
             case .null: sqlite3_bind_null(statement, position)
             case .integer(let i): sqlite3_bind_int64(statement, position, i)
-            case .text(let s): sqlite3_bind_text(statement, position, s, -1, SQLITE_TRANSIENT_PTR)
+            case .text(let s):
+                // With its byte length: -1 would end the text at an embedded NUL.
+                let bytes = Array(s.utf8)
+                if bytes.isEmpty {
+                    sqlite3_bind_text(statement, position, "", 0, SQLITE_TRANSIENT_PTR)  // a nil pointer would bind NULL
+                } else {
+                    bytes.withUnsafeBufferPointer { buffer in
+                        buffer.withMemoryRebound(to: CChar.self) {
+                            _ = sqlite3_bind_text(statement, position, $0.baseAddress, Int32($0.count), SQLITE_TRANSIENT_PTR)
+                        }
+                    }
+                }
             }
         }
         var rows: [[SQLiteValue]] = []
@@ -56,7 +67,11 @@ final class SQLiteConnection {
                 switch sqlite3_column_type(statement, column) {
                 case SQLITE_INTEGER: row.append(.integer(sqlite3_column_int64(statement, column)))
                 case SQLITE_NULL: row.append(.null)
-                default: row.append(.text(String(cString: sqlite3_column_text(statement, column))))
+                default:
+                    // By byte count, not up to the first NUL.
+                    let count = Int(sqlite3_column_bytes(statement, column))
+                    let text = sqlite3_column_text(statement, column).map { String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self) }
+                    row.append(.text(text ?? ""))
                 }
             }
             rows.append(row)
@@ -65,6 +80,8 @@ final class SQLiteConnection {
     }
 
     var changes: Int { Int(sqlite3_changes(db)) }
+
+    var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(db) }
 
     private func prepared(_ sql: String) throws(SQLiteError) -> OpaquePointer {
         if let statement = statements[sql] { return statement }

@@ -1,0 +1,134 @@
+/// Base64 (RFC 4648), the one codec every provider module uses, in two variants:
+///
+/// - `.standard` (RFC 4648 §4, alphabet `A-Z a-z 0-9 + /`): padded. The encoder always pads
+///   to a multiple of 4 with `=`; the decoder requires exactly that padding (`QQ==`, `QUI=`)
+///   and refuses unpadded text (`QQ`). This is what HTTP Basic auth, PhonePe's `request` /
+///   `response` fields and App Store receipts use.
+/// - `.url` (RFC 4648 §5, alphabet `A-Z a-z 0-9 - _`): unpadded, as JWTs write it (RFC 7515
+///   §2). The encoder never pads; the decoder refuses `=`.
+///
+/// Decoding is strict, so that one byte string has exactly one accepted text (a MAC or a
+/// signature compared after decoding cannot be re-spelled): it refuses characters outside the
+/// variant's alphabet (including whitespace and the other variant's `+/` or `-_`), padding that
+/// is missing, extra or misplaced, a length that no encoding produces (4n+1), and
+/// non-canonical trailing bits (`QR==` decodes to the same byte as `QQ==` in lenient decoders;
+/// here only `QQ==` is accepted).
+package enum Base64 {
+    package enum Variant: Sendable {
+        case standard
+        case url
+
+        fileprivate var alphabet: [UInt8] {
+            switch self {
+            case .standard: Base64.standardAlphabet
+            case .url: Base64.urlAlphabet
+            }
+        }
+
+        fileprivate var decodeTable: [UInt8] {
+            switch self {
+            case .standard: Base64.standardDecodeTable
+            case .url: Base64.urlDecodeTable
+            }
+        }
+
+        fileprivate var isPadded: Bool { self == .standard }
+    }
+
+    private static let standardAlphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+    private static let urlAlphabet: [UInt8] = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+    private static let standardDecodeTable = decodeTable(for: standardAlphabet)
+    private static let urlDecodeTable = decodeTable(for: urlAlphabet)
+    private static let invalid: UInt8 = 0xFF
+    private static let pad = UInt8(ascii: "=")
+
+    private static func decodeTable(for alphabet: [UInt8]) -> [UInt8] {
+        var table = [UInt8](repeating: invalid, count: 256)
+        for (index, byte) in alphabet.enumerated() { table[Int(byte)] = UInt8(index) }
+        return table
+    }
+
+    /// The length of the encoding of `count` bytes.
+    package static func encodedCount(_ count: Int, _ variant: Variant) -> Int {
+        variant.isPadded ? (count + 2) / 3 * 4 : (count * 4 + 2) / 3
+    }
+
+    /// Appends the encoding of `bytes` to `out` (no intermediate buffer: JWT signing and the
+    /// Basic credentials of every request go through here).
+    /// Reserving capacity is the caller's business: a token built from several parts reserves once.
+    package static func encode(_ bytes: some Collection<UInt8>, _ variant: Variant, into out: inout [UInt8]) {
+        variant.alphabet.withUnsafeBufferPointer { table in
+            var iterator = bytes.makeIterator()
+            while let b0 = iterator.next() {
+                let b1 = iterator.next()
+                let b2 = b1 == nil ? nil : iterator.next()
+                let group = UInt32(b0) << 16 | UInt32(b1 ?? 0) << 8 | UInt32(b2 ?? 0)
+                out.append(table[Int(group >> 18 & 0x3F)])
+                out.append(table[Int(group >> 12 & 0x3F)])
+                if b1 != nil {
+                    out.append(table[Int(group >> 6 & 0x3F)])
+                } else if variant.isPadded {
+                    out.append(pad)
+                }
+                if b2 != nil {
+                    out.append(table[Int(group & 0x3F)])
+                } else if variant.isPadded {
+                    out.append(pad)
+                }
+            }
+        }
+    }
+
+    package static func encode(_ bytes: some Collection<UInt8>, _ variant: Variant) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(encodedCount(bytes.count, variant))
+        encode(bytes, variant, into: &out)
+        return out
+    }
+
+    package static func encodeToString(_ bytes: some Collection<UInt8>, _ variant: Variant) -> String {
+        String(decoding: encode(bytes, variant), as: UTF8.self)
+    }
+
+    /// The bytes `text` encodes, or nil unless `text` is exactly the canonical encoding of
+    /// something in `variant` (see the type's rules). The empty text decodes to no bytes.
+    package static func decode(_ text: some Collection<UInt8>, _ variant: Variant) -> [UInt8]? {
+        let total = text.count
+        guard variant.isPadded ? total % 4 == 0 : total % 4 != 1 else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(total / 4 * 3 + 2)
+        var accumulator: UInt32 = 0
+        var bits = 0
+        var index = 0
+        var padding = 0
+        let valid: Bool = variant.decodeTable.withUnsafeBufferPointer { table in
+            for byte in text {
+                defer { index += 1 }
+                if padding > 0 || (variant.isPadded && byte == pad) {
+                    // '=' only as the last one or two characters, and nothing after it.
+                    guard byte == pad, index >= total - 2 else { return false }
+                    padding += 1
+                    continue
+                }
+                let value = table[Int(byte)]
+                guard value != invalid else { return false }
+                accumulator = accumulator << 6 | UInt32(value)
+                bits += 6
+                if bits >= 8 {
+                    bits -= 8
+                    out.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+                    accumulator &= (1 << UInt32(bits)) - 1
+                }
+            }
+            return true
+        }
+        // What is left of the last group must be zero bits: any other value is a second
+        // spelling of the same bytes.
+        guard valid, accumulator == 0 else { return nil }
+        return out
+    }
+
+    package static func decode(_ text: String, _ variant: Variant) -> [UInt8]? {
+        decode(text.utf8, variant)
+    }
+}

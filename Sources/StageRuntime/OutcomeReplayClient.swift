@@ -1,0 +1,47 @@
+import PaypipeCore
+import StageWire
+import ZeroMQ
+
+/// Reads logged outcomes from the ledger's replay endpoint (PROTOCOL.md §6) over a DEALER: one
+/// request at a time. After a timeout a late answer could still arrive, so drop the client and
+/// make a new one.
+package final class OutcomeReplayClient: Sendable {
+    package struct Failure: Error, CustomStringConvertible {
+        package let description: String
+    }
+
+    let duplex: ZMQDuplex
+
+    package init(context: ZMQContext, endpoint: String) throws(ZMQError) {
+        let socket = try context.socket(.dealer, options: stageOptions())
+        _ = try socket.connect(endpoint)
+        duplex = try ZMQDuplex(socket: socket)
+    }
+
+    /// The outcomes with a seq above `since` (at most `limit`, as bytes) and the trailer.
+    package func fetch(since: Int64, limit: Int, timeoutMilliseconds: Int64 = 5000) async throws -> (outcomes: [[UInt8]], trailer: OutcomeReplay.Trailer) {
+        guard duplex.send(ZMQMessage(OutcomeReplay.Request(since: since, limit: limit).bytes)) else { throw Failure(description: "the replay client is closed") }
+        var outcomes: [[UInt8]] = []
+        let clock = ContinuousClock()
+        let deadline = clock.now + .milliseconds(timeoutMilliseconds)
+        while clock.now < deadline {
+            let left = deadline - clock.now
+            let wait = max(1, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000)
+            guard let batch = try await duplex.nextBatch(timeoutMilliseconds: wait) else { break }
+            for message in batch {
+                let body = message.body
+                if let trailer = OutcomeReplay.Trailer.parse(body) { return (outcomes, trailer) }
+                if case .object(let o)? = try? JSONValue.parse(body), o["status"] == nil, let error = o["error"]?.stringValue {
+                    throw Failure(description: "the ledger refused the replay request: \(error)")
+                }
+                outcomes.append(body)
+            }
+        }
+        throw Failure(description: "no complete answer from the replay endpoint within \(timeoutMilliseconds) ms")
+    }
+
+    package func close() async {
+        duplex.stop()
+        await duplex.waitUntilClosed()
+    }
+}

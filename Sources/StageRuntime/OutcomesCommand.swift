@@ -1,0 +1,79 @@
+import ArgumentParser
+import Foundation
+import PaypipeCore
+import StageWire
+import ZeroMQ
+
+/// `paypipe outcomes`: reads the ledger's outcome log by seq (PROTOCOL.md §6). It asks the
+/// replay endpoint only, never the live outcomes PUSH, so it takes nothing away from upstream.
+/// Here rather than in `paypipe`'s own module so that module stays a single `main.swift`.
+package struct OutcomesCommand: AsyncParsableCommand {
+    package static let configuration = CommandConfiguration(
+        commandName: "outcomes",
+        abstract: "Print stored outcomes with a seq above --since as JSON lines, from the ledger's replay endpoint.",
+        discussion: """
+            Without --follow it stops once it has caught up (or printed --limit outcomes). With --follow it \
+            keeps polling the replay endpoint for new seqs until interrupted. It never reads the live outcomes \
+            PUSH, so it does not take outcomes from the real upstream.
+            """)
+
+    @Option(help: "Print outcomes whose seq is greater than this.") var since: Int64 = 0
+    @Option(help: "Print at most this many outcomes, then exit.") var limit: Int?
+    @Flag(help: "Keep polling for new outcomes until interrupted.") var follow = false
+    @Option(help: "Replay endpoint (default: endpoints.outcomesReplay of --config, else tcp://127.0.0.1:5558).") var replay: String?
+    @Option(help: "Config file to take endpoints.outcomesReplay from; default $PAYPIPE_CONFIG.") var config: String?
+    @Option(help: "Milliseconds between polls once caught up, with --follow.") var pollIntervalMs: Int = 500
+    @Option(help: "Milliseconds to wait for one answer.") var timeoutMs: Int64 = 5000
+
+    package init() {}
+
+    package func validate() throws {
+        guard since >= 0 else { throw ValidationError("--since must be 0 or more") }
+        if let limit, limit < 1 { throw ValidationError("--limit must be 1 or more") }
+        guard pollIntervalMs >= 10 else { throw ValidationError("--poll-interval-ms must be 10 or more") }
+    }
+
+    package func run() async throws {
+        let endpoint = try replayEndpoint()
+        let context = try ZMQContext()
+        var client = try OutcomeReplayClient(context: context, endpoint: endpoint)
+        var since = self.since
+        var printed = 0
+        defer { context.terminate() }
+        while limit.map({ printed < $0 }) ?? true {
+            let batch = min(OutcomeReplay.maxLimit, limit.map { $0 - printed } ?? OutcomeReplay.maxLimit)
+            let answer: (outcomes: [[UInt8]], trailer: OutcomeReplay.Trailer)
+            do {
+                answer = try await client.fetch(since: since, limit: batch, timeoutMilliseconds: timeoutMs)
+            } catch {
+                await client.close()
+                guard follow else { StageProcess.fail("\(error) (\(endpoint))") }
+                // The ledger may be restarting: a fresh socket, so no late answer is mistaken for the next one.
+                FileHandle.standardError.write(Data("paypipe outcomes: \(error); retrying\n".utf8))
+                try await Task.sleep(for: .milliseconds(pollIntervalMs))
+                client = try OutcomeReplayClient(context: context, endpoint: endpoint)
+                continue
+            }
+            for outcome in answer.outcomes {
+                FileHandle.standardOutput.write(Data(outcome + [UInt8(ascii: "\n")]))
+            }
+            printed += answer.outcomes.count
+            since = max(since, answer.trailer.next)
+            if !answer.trailer.more {
+                guard follow else { break }
+                try await Task.sleep(for: .milliseconds(pollIntervalMs))
+            }
+        }
+        await client.close()
+    }
+
+    private func replayEndpoint() throws -> String {
+        if let replay { return replay }
+        guard let path = config ?? ProcessInfo.processInfo.environment["PAYPIPE_CONFIG"], !path.isEmpty else { return "tcp://127.0.0.1:5558" }
+        do {
+            return try PaypipeConfig.load(path: path, sources: PaypipeConfig.Sources.process.withoutSecrets).endpoints.outcomesReplay
+        } catch {
+            StageProcess.fail("bad config \(path): \(error)")
+        }
+    }
+}
