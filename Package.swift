@@ -111,7 +111,7 @@ let package = Package(
         stage("SignerStage", path: "Signer"),
         stage("SubmitterStage", path: "Submitter", ["HTTPTransport"]),
         stage("CallbacksStage", path: "Callbacks", [
-            .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HTTPTypes", package: "swift-http-types"),
+            "HTTPTransport", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "NIOCore", package: "swift-nio"),
         ]),
         stage("CleengPollerStage", path: "CleengPoller", ["Cleeng", "HTTPTransport"]),

@@ -50,3 +50,5 @@ package final class ProviderHTTPClient: Sendable {
         try? await client.shutdown()
     }
 }
+
+extension ProviderHTTPClient: ProviderHTTPTransport {}

@@ -64,6 +64,49 @@ public struct CallbackDecision: Sendable, Equatable {
     }
 }
 
+/// Sends one HTTP request for a callback handler that must ask the provider before it believes
+/// a callback (Viva's server-side confirmation). The callback validator passes its pooled client.
+public protocol ProviderHTTPTransport: Sendable {
+    func execute(_ request: HTTPRequestSpec) async -> Result<HTTPResponseSpec, TransportFailure>
+}
+
+/// What a route's handler gets besides the request: the order lookups, an HTTP transport to the
+/// provider, and the sender's address. It is itself a `CallbackOrderLookup`, so a handler that
+/// only looks orders up passes it on as one.
+public struct CallbackContext: CallbackOrderLookup {
+    public let orders: any CallbackOrderLookup
+    public let http: any ProviderHTTPTransport
+    /// The peer's IP address as the callback validator saw it (nil when unknown).
+    public let remoteAddress: String?
+
+    public init(orders: any CallbackOrderLookup, http: any ProviderHTTPTransport, remoteAddress: String?) {
+        self.orders = orders
+        self.http = http
+        self.remoteAddress = remoteAddress
+    }
+
+    public func order(_ key: OrderKey, provider: Provider) async throws(CallbackRejection) -> Order {
+        try await orders.order(key, provider: provider)
+    }
+
+    public func order(reference: String, provider: Provider, merchant: String) async throws(CallbackRejection) -> Order {
+        try await orders.order(reference: reference, provider: provider, merchant: merchant)
+    }
+}
+
+/// A token bucket per sender address for one route: `burst` requests at once, refilled at
+/// `perSecond`. Over it, the callback validator answers 429 before the handler runs, so a route
+/// whose body names orders cannot be used to probe which orders exist.
+public struct CallbackRateLimit: Sendable, Equatable {
+    public var burst: Int
+    public var perSecond: Double
+
+    public init(burst: Int, perSecond: Double) {
+        self.burst = burst
+        self.perSecond = perSecond
+    }
+}
+
 /// One HTTP route of PROTOCOL.md §3.
 public struct CallbackRoute: Sendable {
     /// e.g. `/callbacks/trustpayments/jwt`.
@@ -72,15 +115,18 @@ public struct CallbackRoute: Sendable {
     public let label: String
     /// Header names the handler reads (everything else is not passed on).
     public let headers: [String]
-    public let handle: @Sendable (CallbackRequest, any CallbackOrderLookup) async throws(CallbackRejection) -> CallbackDecision
+    /// nil: no per-address limit (provider webhooks, which retry on their own schedule).
+    public let rateLimit: CallbackRateLimit?
+    public let handle: @Sendable (CallbackRequest, CallbackContext) async throws(CallbackRejection) -> CallbackDecision
 
     public init(
-        path: String, label: String, headers: [String] = [],
-        handle: @escaping @Sendable (CallbackRequest, any CallbackOrderLookup) async throws(CallbackRejection) -> CallbackDecision
+        path: String, label: String, headers: [String] = [], rateLimit: CallbackRateLimit? = nil,
+        handle: @escaping @Sendable (CallbackRequest, CallbackContext) async throws(CallbackRejection) -> CallbackDecision
     ) {
         self.path = path
         self.label = label
         self.headers = headers
+        self.rateLimit = rateLimit
         self.handle = handle
     }
 }

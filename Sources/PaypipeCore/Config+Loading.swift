@@ -92,9 +92,30 @@ extension PaypipeConfig {
                 try r.finish()
             }
             if var r = try m.optionalObject("viva") {
-                merchant.viva = VivaConfig(
+                var viva = VivaConfig(
                     merchantKey: try r.string("merchantKey"), appId: try r.string("appId"), callback: try r.string("callback"))
+                let apiURL = try r.optionalURL("apiURL"), accountsURL = try r.optionalURL("accountsURL")
+                let clientId = try r.optionalString("apiClientId")
+                let clientSecret = try r.optionalSecret("apiClientSecret")
+                switch (clientId, clientSecret) {
+                case (let id?, let secret?):
+                    guard !id.isEmpty else { throw ConfigError(path: r.child("apiClientId"), reason: "must not be empty") }
+                    viva.api = VivaAPICredentials(
+                        apiURL: apiURL ?? VivaAPICredentials.liveAPIURL, accountsURL: accountsURL ?? VivaAPICredentials.liveAccountsURL,
+                        clientId: id, clientSecret: secret)
+                case (nil, nil):
+                    if apiURL != nil || accountsURL != nil {
+                        throw ConfigError(path: r.child("apiClientId"), reason: "is required with apiURL/accountsURL (with apiClientSecret)")
+                    }
+                case (nil, _?):
+                    throw ConfigError(path: r.child("apiClientId"), reason: "is required with apiClientSecret")
+                case (_?, nil):
+                    throw ConfigError(path: r.child("apiClientSecret"), reason: "is required with apiClientId")
+                }
+                viva.isvClientSecret = try r.optionalSecret("isvClientSecret")
+                viva.acceptUnconfirmedCallbacks = try r.optionalBool("acceptUnconfirmedCallbacks") ?? false
                 try r.finish()
+                merchant.viva = viva
             }
             for schema in schemas {
                 guard var r = try m.optionalObject(schema.provider.rawValue) else { continue }
@@ -135,6 +156,7 @@ extension PaypipeConfig {
             config.timers.tpResponseMaxAgeS = try t.positiveInteger("tpResponseMaxAgeS") ?? d.tpResponseMaxAgeS
             try t.finish()
         }
+        if var c = try root.optionalObject("curve") { config.curve = try CurveConfig.parse(&c) }
         if var r = try root.optionalObject("retention") {
             config.retention.outcomesDays = try r.positiveInteger("outcomesDays") ?? config.retention.outcomesDays
             try r.finish()
@@ -205,6 +227,29 @@ struct ConfigReader {
             return Secret("")
         }
         return Secret(try string(key))
+    }
+
+    /// An optional secret; without secrets (the submitter) a present one comes back empty.
+    mutating func optionalSecret(_ key: String) throws(ConfigError) -> Secret? {
+        guard object[key] != nil else {
+            used.insert(key)
+            return nil
+        }
+        return try secret(key)
+    }
+
+    mutating func optionalURL(_ key: String) throws(ConfigError) -> String? {
+        guard object[key] != nil else {
+            used.insert(key)
+            return nil
+        }
+        return try url(key)
+    }
+
+    mutating func optionalBool(_ key: String) throws(ConfigError) -> Bool? {
+        guard let value = take(key) else { return nil }
+        guard case .bool(let flag) = value else { throw ConfigError(path: child(key), reason: "must be true or false") }
+        return flag
     }
 
     mutating func url(_ key: String) throws(ConfigError) -> String {

@@ -3,12 +3,15 @@ public struct PaypipeConfig: Sendable {
     public var merchants: [String: MerchantConfig]
     public var endpoints: Endpoints
     public var timers: Timers
+    /// CURVE on the internal links (nil: plaintext, as in v1).
+    public var curve: CurveConfig?
     public var retention = Retention()
 
     public init(merchants: [String: MerchantConfig], endpoints: Endpoints = Endpoints(), timers: Timers = Timers()) {
         self.merchants = merchants
         self.endpoints = endpoints
         self.timers = timers
+        curve = nil
     }
 
     public struct Endpoints: Sendable, Equatable {
@@ -174,11 +177,45 @@ public struct VivaConfig: Sendable {
     public var merchantKey: String
     public var appId: String
     public var callback: String
+    /// Viva's transactions API, used to confirm forwarded results (PROTOCOL.md §6); nil without
+    /// API credentials.
+    public var api: VivaAPICredentials?
+    /// The ISV client secret for `ISV_clientSecret` (never taken from an order).
+    public var isvClientSecret: Secret?
+    /// Without `api`, forwarded results are taken unconfirmed (`result.confirmed` false) only
+    /// when this is true; otherwise they are refused.
+    public var acceptUnconfirmedCallbacks: Bool
 
-    public init(merchantKey: String, appId: String, callback: String) {
+    public init(
+        merchantKey: String, appId: String, callback: String, api: VivaAPICredentials? = nil, isvClientSecret: Secret? = nil,
+        acceptUnconfirmedCallbacks: Bool = false
+    ) {
         self.merchantKey = merchantKey
         self.appId = appId
         self.callback = callback
+        self.api = api
+        self.isvClientSecret = isvClientSecret
+        self.acceptUnconfirmedCallbacks = acceptUnconfirmedCallbacks
+    }
+}
+
+/// `viva.apiURL`, `viva.accountsURL`, `viva.apiClientId`, `viva.apiClientSecret`: the OAuth2
+/// client credentials for `{accountsURL}/connect/token` and the API base for
+/// `{apiURL}/checkout/v2/transactions/{id}`.
+public struct VivaAPICredentials: Sendable {
+    public static let liveAPIURL = "https://api.vivapayments.com"
+    public static let liveAccountsURL = "https://accounts.vivapayments.com"
+
+    public var apiURL: String
+    public var accountsURL: String
+    public var clientId: String
+    public var clientSecret: Secret
+
+    public init(apiURL: String = liveAPIURL, accountsURL: String = liveAccountsURL, clientId: String, clientSecret: Secret) {
+        self.apiURL = apiURL
+        self.accountsURL = accountsURL
+        self.clientId = clientId
+        self.clientSecret = clientSecret
     }
 }
 

@@ -1,24 +1,148 @@
+import Foundation
 import PaypipeCore
+import Synchronization
 import Viva
 
-/// Viva under `/viva`: `POST /sale` with `{"uri": "vivapayclient://pay/v1?..."}` stands in for
-/// the Viva app (an inter-app call, no HTTP API at Viva): the sale URL is read as the app would
-/// (`VivaSandbox.readSale`) and answered with `{"callback": "<callback URI the app would open>"}`
-/// for an approved sale, or 400 naming what is wrong with the URL.
-enum VivaEmulation {
+/// Viva under `/viva`:
+/// - `POST /sale` with `{"uri": "vivapayclient://pay/v1?...", "decline"?: true}` stands in for
+///   the Viva app (an inter-app call): the sale URL is read as the app would
+///   (`VivaSandbox.readSale`), the transaction is recorded, and the answer is
+///   `{"callback": "<callback URI the app would open>"}`, or 400 naming what is wrong with the URL.
+/// - `POST /connect/token` (OAuth2 client credentials, HTTP Basic) and
+///   `GET /checkout/v2/transactions/{transactionId}` (bearer) stand in for Viva's accounts and
+///   API hosts, answering only for sales this sandbox recorded under the token's merchant.
+final class VivaEmulation: Sendable {
     static let salePath = "/sale"
+    static let tokenPath = "/connect/token"
+    static let transactionsPrefix = "/checkout/v2/transactions/"
+    static let tokenLifetimeSeconds: Int64 = 3600
 
-    static func handle(_ request: HTTPRequestSpec) -> HTTPResponseSpec {
-        guard request.url == salePath else { return SandboxEmulator.json(404, ["error": "no such Viva route"]) }
-        guard request.method == .POST else { return SandboxEmulator.json(405, ["error": "use POST"]) }
-        guard let uri = (try? JSONValue.parse(request.body))?["uri"]?.stringValue else {
+    struct Merchant: Sendable {
+        let name: String
+        let config: VivaConfig
+    }
+
+    struct Recorded: Sendable {
+        var merchantKey: String
+        var statusId: String
+        var amount: Int64
+        var clientTransactionId: String
+    }
+
+    struct State: Sendable {
+        /// Access token → the merchant it was issued to and when it expires (epoch seconds).
+        var tokens: [String: (merchant: Int, expires: Int64)] = [:]
+        var transactions: [String: Recorded] = [:]
+        var tokensIssued = 0
+    }
+
+    let merchants: [Merchant]
+    let state = Mutex(State())
+
+    init(merchants: [(name: String, config: VivaConfig)]) {
+        self.merchants = merchants.map { Merchant(name: $0.name, config: $0.config) }
+    }
+
+    var tokensIssued: Int { state.withLock { $0.tokensIssued } }
+
+    /// Records a sale as Viva would after the app ran it (also a hook for tests).
+    func record(transactionId: String, merchantKey: String, statusId: String, amount: Int64, clientTransactionId: String) {
+        state.withLock {
+            $0.transactions[transactionId] = Recorded(merchantKey: merchantKey, statusId: statusId, amount: amount, clientTransactionId: clientTransactionId)
+        }
+    }
+
+    func handle(_ request: HTTPRequestSpec) -> HTTPResponseSpec {
+        if request.url == Self.salePath {
+            guard request.method == .POST else { return SandboxEmulator.json(405, ["error": "use POST"]) }
+            return sale(request)
+        }
+        if request.url == Self.tokenPath {
+            guard request.method == .POST else { return SandboxEmulator.json(405, ["error": "use POST"]) }
+            return token(request)
+        }
+        if request.url.hasPrefix(Self.transactionsPrefix) {
+            guard request.method == .GET else { return SandboxEmulator.json(405, ["error": "use GET"]) }
+            return transaction(String(request.url.dropFirst(Self.transactionsPrefix.count)), request)
+        }
+        return SandboxEmulator.json(404, ["error": "no such Viva route"])
+    }
+
+    func sale(_ request: HTTPRequestSpec) -> HTTPResponseSpec {
+        let body = try? JSONValue.parse(request.body)
+        guard let uri = body?["uri"]?.stringValue else {
             return SandboxEmulator.json(400, ["error": "body must be {\"uri\": \"<sale request URL>\"}"])
         }
+        let sale: VivaSale
         do {
-            let sale = try VivaSandbox.readSale(uri)
-            return SandboxEmulator.json(200, ["callback": .string(VivaSandbox.approved(sale).uri)])
+            sale = try VivaSandbox.readSale(uri)
         } catch {
             return SandboxEmulator.json(400, ["error": .string(String(describing: error))])
         }
+        let declined = body?["decline"]?.boolValue == true
+        let result = declined ? VivaSandbox.declined(sale) : VivaSandbox.approved(sale)
+        if let transactionId = result.transactionId {
+            record(
+                transactionId: transactionId, merchantKey: sale.merchantKey, statusId: declined ? "E" : "F", amount: sale.amount,
+                clientTransactionId: sale.clientTransactionId)
+        }
+        return SandboxEmulator.json(200, ["callback": .string(result.uri)])
+    }
+
+    /// Client credentials in HTTP Basic, checked against every merchant with API credentials.
+    func token(_ request: HTTPRequestSpec) -> HTTPResponseSpec {
+        let form = String(decoding: request.body, as: UTF8.self)
+        guard form.split(separator: "&").contains("grant_type=client_credentials") else {
+            return SandboxEmulator.json(400, ["error": "unsupported_grant_type"])
+        }
+        guard let (clientId, secret) = Self.basicCredentials(request.header("Authorization")),
+              let index = merchants.firstIndex(where: { merchant in
+                  guard let api = merchant.config.api else { return false }
+                  return api.clientId == clientId && Self.sameBytes(Array(secret.utf8), Array(api.clientSecret.reveal().utf8))
+              })
+        else {
+            return SandboxEmulator.json(401, ["error": "invalid_client"])
+        }
+        let token = "viva-sandbox-" + UUID().uuidString
+        let expires = SandboxEmulator.epochSeconds() + Self.tokenLifetimeSeconds
+        state.withLock {
+            $0.tokens[token] = (index, expires)
+            $0.tokensIssued += 1
+        }
+        return SandboxEmulator.json(200, [
+            "access_token": .string(token), "expires_in": .integer(Self.tokenLifetimeSeconds), "token_type": "Bearer",
+            "scope": "urn:viva:payments:core:api:redirectcheckout",
+        ])
+    }
+
+    func transaction(_ transactionId: String, _ request: HTTPRequestSpec) -> HTTPResponseSpec {
+        guard let header = request.header("Authorization"), header.hasPrefix("Bearer ") else {
+            return HTTPResponseSpec(status: 401)
+        }
+        let now = SandboxEmulator.epochSeconds()
+        let (grant, recorded) = state.withLock { state in (state.tokens[String(header.dropFirst(7))], state.transactions[transactionId]) }
+        guard let grant, grant.expires > now else { return HTTPResponseSpec(status: 401) }
+        guard let recorded, recorded.merchantKey == merchants[grant.merchant].config.merchantKey else {
+            return SandboxEmulator.json(404, ["message": "transaction not found"])
+        }
+        return SandboxEmulator.json(200, [
+            "statusId": .string(recorded.statusId), "amount": .fraction(Double(recorded.amount) / 100),
+            "merchantTrns": .string(recorded.clientTransactionId), "currencyCode": "978", "insDate": "2019-09-13T12:14:19.87+03:00",
+            "orderCode": 1_091_166_300_000_136,
+        ])
+    }
+
+    /// (client id, secret) of an HTTP Basic header, decoded here rather than with the client's code.
+    static func basicCredentials(_ header: String?) -> (String, String)? {
+        guard let header, header.count > 6, header.prefix(6).lowercased() == "basic " else { return nil }
+        guard let decoded = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)) else { return nil }
+        let bytes = Array(decoded)
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")) else { return nil }
+        return (String(decoding: bytes[..<colon], as: UTF8.self), String(decoding: bytes[(colon + 1)...], as: UTF8.self))
+    }
+
+    static func sameBytes(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        return zip(a, b).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
     }
 }

@@ -22,6 +22,7 @@ final class SandboxEmulator: Sendable {
     let nets: NetsEmulation
     let phonePe: PhonePeEmulation
     let cleeng: CleengEmulation
+    let viva: VivaEmulation
 
     init(
         configuration: SandboxConfiguration, config: PaypipeConfig, ledger: SandboxLedger, scheduler: SandboxScheduler,
@@ -38,6 +39,7 @@ final class SandboxEmulator: Sendable {
         nets = NetsEmulation(merchants: merchants.nets)
         phonePe = PhonePeEmulation(merchants: merchants.phonePe)
         cleeng = CleengEmulation(merchants: merchants.cleeng)
+        viva = VivaEmulation(merchants: merchants.viva)
     }
 
     /// The provider an incoming path belongs to, and the path the provider itself would see.
@@ -93,7 +95,7 @@ final class SandboxEmulator: Sendable {
         case .nets: return nets.handle(request, emulator: self)
         case .phonepe: return phonePe.handle(request, emulator: self)
         case .cleeng: return cleeng.handle(request, emulator: self)
-        case .viva: return VivaEmulation.handle(request)
+        case .viva: return viva.handle(request)
         default: return HTTPResponseSpec(status: 404)
         }
     }
@@ -147,6 +149,7 @@ struct SandboxMerchants {
     var nets: [(name: String, config: NetsConfig)] = []
     var phonePe: [(name: String, config: PhonePeConfig)] = []
     var cleeng: [(name: String, config: CleengConfig)] = []
+    var viva: [(name: String, config: VivaConfig)] = []
 
     init(_ config: PaypipeConfig) {
         let names = config.merchants.keys.sorted { lhs, rhs in
@@ -158,6 +161,7 @@ struct SandboxMerchants {
             if let nets = merchant.nets { self.nets.append((name, nets)) }
             if let phonePe = merchant.phonepe { self.phonePe.append((name, phonePe)) }
             if let cleeng = merchant.cleeng { self.cleeng.append((name, cleeng)) }
+            if let viva = merchant.viva { self.viva.append((name, viva)) }
         }
     }
 }

@@ -9,15 +9,17 @@ package enum DemoConfig {
     ///     default: the sandbox's route for each provider under `sandboxURL`.
     ///   - endpoints: further `endpoints` keys (PROTOCOL.md §4 and the internal hops).
     ///   - timers: `timers` keys.
+    ///   - extraMerchants: further merchant profiles, by name (e.g. a Viva merchant without API credentials).
     package static func text(
         sandboxURL: String, callbacks: String = "127.0.0.1:8080", providerURL: String? = nil,
-        endpoints: [String: String] = [:], timers: [String: Int64] = [:]
+        endpoints: [String: String] = [:], timers: [String: Int64] = [:], extraMerchants: [String: JSONValue] = [:]
     ) -> String {
         func url(_ path: String) -> String { providerURL ?? sandboxURL + path }
         var endpointValues = endpoints
         endpointValues["callbacks"] = callbacks
         let endpointsJSON = JSONValue.object(endpointValues.mapValues(JSONValue.string)).serialized
         let timersJSON = timers.isEmpty ? "" : ",\n  \"timers\": \(JSONValue.object(timers.mapValues(JSONValue.integer)).serialized)"
+        let extraJSON = extraMerchants.keys.sorted().map { ",\n    \(JSONValue.string($0).serialized): \(extraMerchants[$0]!.serialized)" }.joined()
         return """
             {
               "merchants": {
@@ -34,8 +36,11 @@ package enum DemoConfig {
                   "cleeng":   { "receiptURL": "\(url("/cleeng/checkout/apple_inapp.php"))",
                                 "apiURL": "\(url("/cleeng/3.0/json-rpc"))",
                                 "username": "publisher", "password": "demo-cleeng-password" },
-                  "viva":     { "merchantKey": "SG23323424EXS3", "appId": "com.example.app", "callback": "interapp-callback" }
-                }
+                  "viva":     { "merchantKey": "SG23323424EXS3", "appId": "com.example.app", "callback": "interapp-callback",
+                                "apiURL": "\(url("/viva"))", "accountsURL": "\(url("/viva"))",
+                                "apiClientId": "demo-viva-client.apps.vivapayments.com", "apiClientSecret": "demo-viva-client-secret",
+                                "isvClientSecret": "demo-viva-isv-secret" }
+                }\(extraJSON)
               },
               "endpoints": \(endpointsJSON)\(timersJSON)
             }

@@ -34,8 +34,9 @@ package final class LedgerClient: OrderDirectory {
     private let timeoutMilliseconds: Int64
     private let reader = Mutex<Task<Void, Never>?>(nil)
 
-    package init(context: ZMQContext, endpoint: String, timeoutMilliseconds: Int64 = 5000) throws(ZMQError) {
-        let socket = try context.socket(.dealer, options: stageOptions())
+    /// `options`: e.g. a role's CURVE keys (`StageLinks.client`).
+    package init(context: ZMQContext, endpoint: String, options: ZMQSocketOptions = stageOptions(), timeoutMilliseconds: Int64 = 5000) throws(ZMQError) {
+        let socket = try context.socket(.dealer, options: options)
         _ = try socket.connect(endpoint)
         duplex = try ZMQDuplex(socket: socket)
         self.timeoutMilliseconds = timeoutMilliseconds

@@ -31,14 +31,14 @@ package final class StageMetrics: Sendable {
     /// `address` is `host:port`; port 0 picks a free one, reported to `onListening`. `routes`
     /// adds a stage's own endpoints next to /metrics and /healthz.
     package func server(
-        address: String, logger: Logger, routes: (Router<BasicRequestContext>) -> Void = { _ in },
+        address: String, logger: Logger, routes: (Router<StageRequestContext>) -> Void = { _ in },
         onListening: @escaping @Sendable (Int) -> Void = { _ in }
     ) throws(EndpointError) -> some Service {
         let parts = address.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count >= 2, let port = Int(parts.last!) else { throw EndpointError("an HTTP address must be host:port, got \(address)") }
         let host = parts.dropLast().joined(separator: ":")
         let registry = self.registry
-        let router = Router()
+        let router = Router(context: StageRequestContext.self)
         router.get("/metrics") { _, _ -> Response in
             Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
@@ -54,6 +54,18 @@ package final class StageMetrics: Sendable {
     /// `server` for a stage with no routes of its own, logging its port under `role`.
     package func server(address: String, role: String, logger: Logger) throws(EndpointError) -> some Service {
         try server(address: address, logger: logger, onListening: { port in logger.info("\(role) metrics", metadata: ["port": "\(port)"]) })
+    }
+}
+
+/// The request context of a stage's HTTP server: Hummingbird's basics plus the peer's address
+/// (the callback validator limits requests per sender).
+package struct StageRequestContext: RequestContext, RemoteAddressRequestContext {
+    package var coreContext: CoreRequestContextStorage
+    package let remoteAddress: SocketAddress?
+
+    package init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        remoteAddress = source.channel.remoteAddress
     }
 }
 

@@ -10,14 +10,23 @@ extension Operation {
 
 /// Viva.com Sale requests behind the pipeline's seam: the pipeline builds the
 /// `vivapayclient://pay/v1` URL for the app (no HTTP call) and checks the result the app's
-/// backend forwards.
+/// backend forwards, confirming it with Viva's transactions API (PROTOCOL.md §6).
 public struct VivaConnector: ProviderConnector {
     public static let provider = Provider.viva
     public static let operations = [OperationSpec(.sale, movesMoney: true)]
+    /// Per sender address. The app's backend forwards every customer's result, so the burst is
+    /// generous; a prober still gets a few requests a second at most.
+    public static let callbackRateLimit = CallbackRateLimit(burst: 40, perSecond: 10)
 
     let config: PaypipeConfig
+    let transactions: VivaTransactionsClient
 
-    public init(config: PaypipeConfig) async { self.config = config }
+    public init(config: PaypipeConfig) async { self.init(config: config, transactions: VivaTransactionsClient()) }
+
+    init(config: PaypipeConfig, transactions: VivaTransactionsClient) {
+        self.config = config
+        self.transactions = transactions
+    }
 
     public func sign(_ order: Order, purpose: DispatchPurpose, nowSeconds: Int64) throws(Rejection) -> Signed<NoContext> {
         let viva = try config.merchant(order.merchant).require(\.viva, .viva)
@@ -29,20 +38,55 @@ public struct VivaConnector: ProviderConnector {
     }
 
     public var callbackRoutes: [CallbackRoute] {
-        [CallbackRoute(path: "/callbacks/viva", label: "viva") { request, orders throws(CallbackRejection) in
-            try await forwardedResult(request.body, orders: orders)
+        [CallbackRoute(path: "/callbacks/viva", label: "viva", rateLimit: Self.callbackRateLimit) { request, context throws(CallbackRejection) in
+            try await forwardedResult(request.body, context: context)
         }]
     }
 
     /// The result URI forwarded by the app's backend: `{"orderId","uri","merchant"?}`.
-    func forwardedResult(_ body: [UInt8], orders: any CallbackOrderLookup) async throws(CallbackRejection) -> CallbackDecision {
+    ///
+    /// Everything that needs no order is checked before the order is looked up (body, URI syntax
+    /// and fields, the merchant's policy, and with API credentials Viva's record of the
+    /// transaction), so a request that is not a genuine result learns nothing about which orders
+    /// exist. With credentials, Viva's record decides (`VivaConfirmation`); without, the URI is
+    /// taken as is only when the merchant set `acceptUnconfirmedCallbacks`, and the outcome says
+    /// `confirmed: false`.
+    func forwardedResult(_ body: [UInt8], context: CallbackContext) async throws(CallbackRejection) -> CallbackDecision {
         let forwarded = try ForwardedCallback(body, field: "uri")
+        let callback = try VivaSaleCallback(uri: forwarded.value)
         guard let viva = (try? config.merchant(forwarded.merchant))?.viva else {
             throw .unknownMerchant(forwarded.merchant, .viva)
         }
+        guard let api = viva.api else {
+            guard viva.acceptUnconfirmedCallbacks else {
+                throw CallbackRejection(
+                    status: 403, code: "CONFIRMATION_UNAVAILABLE",
+                    "merchant \(forwarded.merchant) has no Viva API credentials to confirm results with, and does not accept unconfirmed ones (viva.acceptUnconfirmedCallbacks)")
+            }
+            return try await unconfirmed(callback, forwarded: forwarded, config: viva, orders: context)
+        }
+        guard let transactionId = callback.transactionId else {
+            throw .viva(.missingField, "transactionId is required to confirm the result with Viva")
+        }
+        let transaction = try await transactions.transaction(transactionId, api: api, http: context.http)
+        let order = try await context.order(forwarded.key, provider: .viva)
+        try callback.requireScheme(of: order, config: viva)
+        let verdict = try VivaConfirmation.verdict(for: transaction, callback: callback, order: order)
+        return CallbackDecision(order: order, event: "\(order.orderId)|\(transactionId)", verdict: verdict)
+    }
+
+    /// The URI's own word, for a merchant that opted in: checked against the order, never confirmed.
+    func unconfirmed(
+        _ callback: VivaSaleCallback, forwarded: ForwardedCallback, config viva: VivaConfig, orders: any CallbackOrderLookup
+    ) async throws(CallbackRejection) -> CallbackDecision {
         let order = try await orders.order(forwarded.key, provider: .viva)
         let validation = try VivaSaleCallback.validate(uri: forwarded.value, order: order, config: viva)
-        let event = "\(order.orderId)|\(validation.callback.transactionId ?? validation.callback.clientTransactionId)"
-        return CallbackDecision(order: order, event: event, verdict: validation.verdict)
+        var verdict = validation.verdict
+        if case .succeeded(var result) = verdict {
+            result["confirmed"] = false
+            verdict = .succeeded(result)
+        }
+        let event = "\(order.orderId)|\(callback.transactionId ?? callback.clientTransactionId)"
+        return CallbackDecision(order: order, event: event, verdict: verdict)
     }
 }

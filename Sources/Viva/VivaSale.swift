@@ -10,10 +10,11 @@ import PaypipeCore
 ///   The object form makes "preferredInstallments is required when withInstallments=true" a plain
 ///   required key (`params.installments.preferred`).
 /// - `callback?`: the app's URI scheme for the result (RFC 3986 scheme); default the config's `callback`.
-/// - `isv?`: for ISV partners, object `{"clientId", "amount", "clientSecret", "sourceCode"?, "merchantId"?,
-///   "merchantSourceCode"?, "customerTrns"?, "clientTransactionId"?}`; when present, clientId, amount and
-///   clientSecret are all required (seed: ISV_clientId requires ISV_amount and ISV_clientSecret), and
-///   0 ≤ amount ≤ the sale amount.
+/// - `isv?`: for ISV partners, object `{"clientId", "amount", "sourceCode"?, "merchantId"?,
+///   "merchantSourceCode"?, "customerTrns"?, "clientTransactionId"?}`; when present, clientId and amount
+///   are required and 0 ≤ amount ≤ the sale amount. `ISV_clientSecret` comes from the config's
+///   `viva.isvClientSecret` (PROTOCOL.md §6: a secret never travels in an order), which is then
+///   required too (seed: ISV_clientId requires ISV_amount and ISV_clientSecret).
 /// Read with `ParamReader`'s rules: unknown keys are refused (a typo such as `tipamount` must
 /// not silently drop the tip), `null` is a wrong type rather than "absent", lengths count
 /// Unicode scalars.
@@ -114,8 +115,12 @@ public struct VivaSale: Sendable, Equatable, CustomStringConvertible {
         }
 
         var isv: VivaISV?
+        if params.values["isv"]?.objectValue?["clientSecret"] != nil {
+            throw Rejection(.unknownField, field: "params.isv.clientSecret",
+                            "params.isv.clientSecret is no longer taken from an order: configure the merchant's viva.isvClientSecret")
+        }
         if let object = try params.optionalObject("isv", allowed: VivaISV.knownKeys) {
-            isv = try VivaISV(object, saleAmount: amount)
+            isv = try VivaISV(object, saleAmount: amount, clientSecret: config.isvClientSecret)
         }
 
         self.init(
@@ -145,7 +150,7 @@ public struct VivaISV: Sendable, Equatable, CustomStringConvertible {
     public var clientTransactionId: String?
 
     public static let knownKeys: Set<String> = [
-        "clientId", "amount", "clientSecret", "sourceCode", "merchantId", "merchantSourceCode", "customerTrns", "clientTransactionId",
+        "clientId", "amount", "sourceCode", "merchantId", "merchantSourceCode", "customerTrns", "clientTransactionId",
     ]
 
     public init(
@@ -162,7 +167,7 @@ public struct VivaISV: Sendable, Equatable, CustomStringConvertible {
         self.clientTransactionId = clientTransactionId
     }
 
-    init(_ object: ParamReader, saleAmount: Int64) throws(Rejection) {
+    init(_ object: ParamReader, saleAmount: Int64, clientSecret configured: Secret?) throws(Rejection) {
         let limit = VivaSale.Limits.textMaxLength
         // All-or-nothing: naming an ISV without its fee or secret would bill the sale to nobody.
         let clientId = try object.vivaText("clientId", maxLength: limit)
@@ -170,9 +175,11 @@ public struct VivaISV: Sendable, Equatable, CustomStringConvertible {
         guard amount >= 0, amount <= saleAmount else {
             throw object.invalid("amount", "must be between 0 and the sale amount (\(saleAmount))")
         }
-        let secret = try object.vivaText("clientSecret", maxLength: limit)
+        guard let secret = configured, !secret.isEmpty else {
+            throw Rejection(.missingCredentials, field: "viva.isvClientSecret", "an isv sale needs the merchant's viva.isvClientSecret in the config")
+        }
         self.init(
-            clientId: clientId, amount: amount, clientSecret: Secret(secret),
+            clientId: clientId, amount: amount, clientSecret: secret,
             sourceCode: try object.vivaOptionalText("sourceCode", maxLength: limit),
             merchantId: try object.vivaOptionalText("merchantId", maxLength: limit),
             merchantSourceCode: try object.vivaOptionalText("merchantSourceCode", maxLength: limit),

@@ -27,12 +27,8 @@ extension VivaSaleCallback {
     /// `tipAmount` is reported, not compared (the order's amount excludes the tip).
     public static func validate(uri: String, order: Order, config: VivaConfig) throws(CallbackRejection) -> VivaCallbackValidation {
         let callback = try VivaSaleCallback(uri: uri)
-        let expectedScheme = order.params["callback"]?.stringValue ?? config.callback
-        // RFC 3986 schemes are case-insensitive.
-        guard callback.callback.lowercased() == expectedScheme.lowercased() else {
-            throw .viva(.wrongScheme, "the callback scheme is not the one this order's sale URL named")
-        }
-        let expectedReference = order.params["clientTransactionId"]?.stringValue ?? order.orderId
+        try callback.requireScheme(of: order, config: config)
+        let expectedReference = expectedReference(of: order)
         guard callback.clientTransactionId == expectedReference else {
             return VivaCallbackValidation(callback: callback, verdict: .failed(
                 code: FailureCode.referenceMismatch,
@@ -50,6 +46,20 @@ extension VivaSaleCallback {
             let reason = callback.message.map { ": " + VivaText.printable($0, limit: 200) } ?? ""
             return VivaCallbackValidation(callback: callback, verdict: .failed(code: FailureCode.saleFailed, message: "viva sale failed\(reason)"))
         }
+    }
+
+    /// The result must come back on the scheme the order's sale URL named (`params.callback` or the config's).
+    func requireScheme(of order: Order, config: VivaConfig) throws(CallbackRejection) {
+        let expectedScheme = order.params["callback"]?.stringValue ?? config.callback
+        // RFC 3986 schemes are case-insensitive.
+        guard callback.lowercased() == expectedScheme.lowercased() else {
+            throw .viva(.wrongScheme, "the callback scheme is not the one this order's sale URL named")
+        }
+    }
+
+    /// The clientTransactionId the order's sale URL carried.
+    static func expectedReference(of order: Order) -> String {
+        order.params["clientTransactionId"]?.stringValue ?? order.orderId
     }
 
     /// The same, straight from the forwarded body `{"orderId", "uri", "merchant"?}`. The caller has

@@ -65,6 +65,7 @@ public final class ZMQSocket: @unchecked Sendable {
         if type != .pub && type != .sub && type != .rep && type != .req {
             try setOption(ZMQ_IMMEDIATE, o.immediate ? 1 : 0, "IMMEDIATE")
         }
+        if let domain = o.zapDomain { try setString(ZMQ_ZAP_DOMAIN, domain, "ZAP_DOMAIN") }
         switch o.curve {
         case nil: break
         case .server(let secretKey):
@@ -179,6 +180,9 @@ public final class ZMQSocket: @unchecked Sendable {
     public func receive(dontWait: Bool = false) throws(ZMQError) -> ZMQMessage? {
         let handle = try requireHandle()
         var frames: [[UInt8]] = []
+        // Only a CURVE server's peers were authenticated, so only there does User-Id mean anything.
+        let readsUserId = if case .server = options.curve { true } else { false }
+        var userId: String?
         var message = zmq_msg_t()
         zmq_msg_init(&message)
         defer { zmq_msg_close(&message) }
@@ -198,7 +202,9 @@ public final class ZMQSocket: @unchecked Sendable {
                 let data = UnsafeRawBufferPointer(start: zmq_msg_data(&message), count: size)
                 frames.append(Array(data))
             }
-            if zmq_msg_more(&message) == 0 { return ZMQMessage(frames: frames) }
+            // A ROUTER's identity frame is made locally and carries no metadata: ask every frame.
+            if readsUserId, userId == nil, let value = zmq_msg_gets(&message, "User-Id") { userId = String(cString: value) }
+            if zmq_msg_more(&message) == 0 { return ZMQMessage(frames: frames, userId: userId) }
         }
     }
 
@@ -215,8 +221,14 @@ public final class ZMQSocket: @unchecked Sendable {
 /// One ZeroMQ message: one or more frames.
 public struct ZMQMessage: Sendable, Equatable {
     public var frames: [[UInt8]]
+    /// The User-Id the ZAP handler gave the sending peer (received on a CURVE server socket
+    /// with a `ZMQCurveAuthenticator`); nil otherwise. Never sent.
+    public var userId: String?
 
-    public init(frames: [[UInt8]]) { self.frames = frames }
+    public init(frames: [[UInt8]], userId: String? = nil) {
+        self.frames = frames
+        self.userId = userId
+    }
     public init(_ frame: [UInt8]) { frames = [frame] }
     public init(_ text: String) { frames = [Array(text.utf8)] }
 

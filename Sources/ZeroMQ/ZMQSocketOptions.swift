@@ -34,6 +34,9 @@ public struct ZMQSocketOptions: Sendable, Equatable {
     /// Largest inbound message in bytes; a peer sending a larger one is disconnected. -1: no limit.
     public var maxMessageSize: Int64 = -1
     public var curve: ZMQCurve? = nil
+    /// The ZAP domain a CURVE server socket reports to the context's authenticator, which
+    /// decides per domain which clients may connect (`ZMQCurveAuthenticator.Policy`).
+    public var zapDomain: String? = nil
 
     public init() {}
 }

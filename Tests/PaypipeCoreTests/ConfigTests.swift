@@ -108,6 +108,49 @@ struct ConfigTests {
         }
     }
 
+    static let vivaSection = #""viva": { "merchantKey": "K", "appId": "A", "callback": "cb" }"#
+
+    @Test func vivaConfirmationKeysLoad() throws {
+        let text = sampleConfig.replacingFirst(Self.vivaSection, with: #"""
+            "viva": { "merchantKey": "K", "appId": "A", "callback": "cb", "apiURL": "https://demo-api.vivapayments.com/",
+                      "accountsURL": "https://demo-accounts.vivapayments.com", "apiClientId": "id.apps.vivapayments.com",
+                      "apiClientSecret": "env:VIVA_API_SECRET", "isvClientSecret": "file:/secrets/viva-isv" }
+            """#)
+        var env = sampleEnvironment
+        env["VIVA_API_SECRET"] = "viva-api-secret"
+        let viva = try #require(try parse(text, sources(env, files: ["/secrets/tp-notify": "n", "/secrets/viva-isv": "isv-secret\n"])).merchant("viva-only").viva)
+        let api = try #require(viva.api)
+        #expect(api.apiURL == "https://demo-api.vivapayments.com")
+        #expect(api.accountsURL == "https://demo-accounts.vivapayments.com")
+        #expect(api.clientId == "id.apps.vivapayments.com" && api.clientSecret.reveal() == "viva-api-secret")
+        #expect(viva.isvClientSecret?.reveal() == "isv-secret")
+        #expect(viva.acceptUnconfirmedCallbacks == false)
+
+        // Credentials alone: Viva's live hosts.
+        let live = try #require(try parse(sampleConfig.replacingFirst(Self.vivaSection, with: #""viva": { "merchantKey": "K", "appId": "A", "callback": "cb", "apiClientId": "i", "apiClientSecret": "s" }"#)).merchant("viva-only").viva?.api)
+        #expect(live.apiURL == "https://api.vivapayments.com" && live.accountsURL == "https://accounts.vivapayments.com")
+        let optIn = try parse(sampleConfig.replacingFirst(Self.vivaSection, with: #""viva": { "merchantKey": "K", "appId": "A", "callback": "cb", "acceptUnconfirmedCallbacks": true }"#))
+        #expect(try optIn.merchant("viva-only").viva?.acceptUnconfirmedCallbacks == true)
+        #expect(try optIn.merchant("viva-only").viva?.api == nil)
+    }
+
+    @Test(arguments: [
+        (#""apiClientId": "i""#, "merchants.viva-only.viva.apiClientSecret: is required with apiClientId"),
+        (#""apiClientSecret": "s""#, "merchants.viva-only.viva.apiClientId: is required with apiClientSecret"),
+        (#""apiURL": "https://a.example""#, "merchants.viva-only.viva.apiClientId: is required with apiURL/accountsURL (with apiClientSecret)"),
+        (#""apiClientId": "i", "apiClientSecret": "s", "accountsURL": "ftp://x""#, "merchants.viva-only.viva.accountsURL: must be an http:// or https:// URL"),
+        (#""acceptUnconfirmedCallbacks": "yes""#, "merchants.viva-only.viva.acceptUnconfirmedCallbacks: must be true or false"),
+    ])
+    func vivaConfirmationMistakesAreNamed(keys: String, expected: String) {
+        let text = sampleConfig.replacingFirst(Self.vivaSection, with: #""viva": { "merchantKey": "K", "appId": "A", "callback": "cb", "# + keys + " }")
+        do {
+            _ = try parse(text)
+            Issue.record("expected \(expected)")
+        } catch {
+            #expect(error.description == expected)
+        }
+    }
+
     @Test func aMissingEnvironmentVariableOrFileIsNamedButNoSecretIs() {
         var env = sampleEnvironment
         env["NETS_SECRET"] = nil

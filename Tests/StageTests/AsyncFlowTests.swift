@@ -341,32 +341,128 @@ struct AsyncFlowTests {
 
     // MARK: - Viva
 
-    @Test func vivaForwardedCallbacksAreMatchedToTheOrder() async throws {
+    static func vivaOrder(_ id: String, merchant: String = "default") -> String {
+        #"{"v":1,"orderId":"\#(id)","merchant":"\#(merchant)","provider":"viva","operation":"sale","amount":1050,"currency":"EUR","params":{"tipAmount":100}}"#
+    }
+
+    static func forwardBody(_ id: String, uri: String, merchant: String = "default") -> [UInt8] {
+        let body: JSONValue = ["orderId": .string(id), "uri": .string(uri), "merchant": .string(merchant)]
+        return Array(body.serialized.utf8)
+    }
+
+    /// The customer pays in the (emulated) Viva app: the sandbox records the sale, as Viva
+    /// would, and answers the callback URI the app opens.
+    static func pay(_ h: PipelineHarness, _ sale: VivaSale, decline: Bool = false) -> String? {
+        let body: JSONValue = ["uri": .string(sale.url), "decline": .bool(decline)]
+        guard let (status, text) = httpPost(port: h.sandboxPort, path: "/viva/sale", headers: [], body: Array(body.serialized.utf8)), status == 200 else {
+            return nil
+        }
+        return (try? JSONValue.parse(Array(text.utf8)))?["callback"]?.stringValue
+    }
+
+    @Test func vivaResultsSettleOnlyWhenVivaConfirmsThem() async throws {
         let h = try await PipelineHarness()
         defer { Task { await h.shutdown() } }
         try h.startSigner()
         try h.startCallbacks()
-        for id in ["viva-ok", "viva-amount", "viva-ref"] {
-            try await h.send(#"{"v":1,"orderId":"\#(id)","provider":"viva","operation":"sale","amount":1050,"currency":"EUR","params":{"tipAmount":100}}"#)
+        let ids = ["viva-ok", "viva-amount", "viva-ref", "viva-forged", "viva-declined"]
+        for id in ids { try await h.send(Self.vivaOrder(id)) }
+        let pending = try await h.collect { $0.filter { $0.status == .pending }.count >= ids.count }
+        func sale(_ id: String) throws -> VivaSale {
+            let url = try #require(pending.first { $0.orderId == id }?.result?["url"]?.stringValue)
+            return try VivaSandbox.readSale(url)
         }
-        let pending = try await h.collect { $0.filter { $0.status == .pending }.count >= 3 }
-        func forward(_ id: String, _ edit: (inout VivaSaleCallback) -> Void) -> (Int, String)? {
-            guard let url = pending.first(where: { $0.orderId == id })?.result?["url"]?.stringValue, let sale = try? VivaSandbox.readSale(url) else { return nil }
-            var result = VivaSandbox.approved(sale)
-            edit(&result)
-            let body: JSONValue = ["orderId": .string(id), "uri": .string(result.uri)]
-            return h.postCallback("/callbacks/viva", body: Array(body.serialized.utf8))
-        }
-        #expect(forward("viva-ok") { _ in }?.0 == 200)
-        #expect(forward("viva-amount") { $0.amount = 1 }?.0 == 200)
-        #expect(forward("viva-ref") { $0.clientTransactionId = "someone-else" }?.0 == 200)
+
+        // Forged: a made-up success URI (Viva never saw its transactionId) is refused, order unchanged.
+        let forged = try #require(h.postCallback("/callbacks/viva", body: Self.forwardBody("viva-forged", uri: VivaSandbox.approved(try sale("viva-forged")).uri)))
+        #expect(forged.0 == 404)
+        #expect(forged.1.contains("TRANSACTION_NOT_FOUND"))
+        #expect(!forged.1.contains("demo-viva-client-secret"))
+
+        // Confirmed: paid in the app, so Viva knows the transaction; the order succeeds.
+        let paid = try #require(Self.pay(h, try sale("viva-ok")))
+        let applied = try #require(h.postCallback("/callbacks/viva", body: Self.forwardBody("viva-ok", uri: paid)))
+        #expect(applied.0 == 200 && applied.1.contains("applied"))
+        #expect(h.postCallback("/callbacks/viva", body: Self.forwardBody("viva-ok", uri: paid))?.1.contains("duplicate") == true)
+
+        // The customer edited the sale URL to pay 1 cent: Viva's amount differs → failed for review.
+        var cheap = try sale("viva-amount")
+        cheap.amount = 1
+        cheap.tipAmount = nil
+        let cheapResult = try #require(Self.pay(h, cheap))
+        #expect(h.postCallback("/callbacks/viva", body: Self.forwardBody("viva-amount", uri: cheapResult))?.0 == 200)
+
+        // A transaction of another sale says nothing about this order: refused, order unchanged.
+        var elsewhere = try sale("viva-ref")
+        elsewhere.clientTransactionId = "someone-else"
+        let otherResult = try #require(Self.pay(h, elsewhere))
+        let mismatch = try #require(h.postCallback("/callbacks/viva", body: Self.forwardBody("viva-ref", uri: otherResult)))
+        #expect(mismatch.0 == 409 && mismatch.1.contains("REFERENCE_MISMATCH"))
+
+        let declined = try #require(Self.pay(h, try sale("viva-declined"), decline: true))
+        #expect(h.postCallback("/callbacks/viva", body: Self.forwardBody("viva-declined", uri: declined))?.0 == 200)
+
+        // Shape first: nothing here reaches the order store.
+        #expect(h.postCallback("/callbacks/viva", body: Array(#"{"orderId":"viva-ok"}"#.utf8))?.0 == 400)
+        #expect(h.postCallback("/callbacks/viva", body: Array(#"{"orderId":"no-such-order","uri":"x://result"}"#.utf8))?.0 == 400)
+        // A genuine transaction named with an orderId that does not exist.
+        #expect(h.postCallback("/callbacks/viva", body: Self.forwardBody("no-such-order", uri: paid))?.0 == 404)
+
         let ends = try await h.collect { o in Set(o.filter { $0.status.isTerminal }.map(\.orderId)).count >= 3 }
         let byId = Dictionary(ends.filter { $0.status.isTerminal }.map { ($0.orderId, $0) }, uniquingKeysWith: { a, _ in a })
         #expect(byId["viva-ok"]?.status == .succeeded)
+        #expect(byId["viva-ok"]?.result?["confirmed"] == .bool(true))
+        #expect(byId["viva-ok"]?.result?["statusId"] == "F")
         #expect(byId["viva-amount"]?.error?.code == "AMOUNT_MISMATCH")
-        #expect(byId["viva-ref"]?.error?.code == "REFERENCE_MISMATCH")
-        #expect(h.postCallback("/callbacks/viva", body: Array(#"{"orderId":"viva-ok"}"#.utf8))?.0 == 400)
-        #expect(h.postCallback("/callbacks/viva", body: Array(#"{"orderId":"no-such-order","uri":"x://result"}"#.utf8))?.0 == 404)
+        #expect(byId["viva-declined"]?.error?.code == "VIVA_SALE_FAILED")
+        let unchanged = try await h.collect(timeout: .milliseconds(500)) { _ in false }
+        for id in ["viva-forged", "viva-ref"] {
+            #expect(!(ends + unchanged).contains { $0.orderId == id && $0.status.isTerminal }, "\(id) must stay pending")
+        }
+        await h.shutdown()
+    }
+
+    @Test func vivaWithoutAPICredentialsNeedsTheOptInAndTheRouteIsRateLimited() async throws {
+        let section: JSONValue = ["merchantKey": "SG23323424EXS3", "appId": "com.example.app", "callback": "interapp-callback"]
+        var optIn = section
+        if case .object(var fields) = optIn {
+            fields["acceptUnconfirmedCallbacks"] = true
+            optIn = .object(fields)
+        }
+        let h = try await PipelineHarness(extraMerchants: ["viva-optin": ["viva": optIn], "viva-strict": ["viva": section]])
+        defer { Task { await h.shutdown() } }
+        try h.startSigner()
+        try h.startCallbacks()
+        try await h.send(Self.vivaOrder("viva-unconfirmed", merchant: "viva-optin"))
+        try await h.send(Self.vivaOrder("viva-refused", merchant: "viva-strict"))
+        let pending = try await h.collect { $0.filter { $0.status == .pending }.count >= 2 }
+        func approvedURI(_ id: String) throws -> String {
+            let url = try #require(pending.first { $0.orderId == id }?.result?["url"]?.stringValue)
+            return VivaSandbox.approved(try VivaSandbox.readSale(url)).uri
+        }
+
+        let refused = try #require(h.postCallback("/callbacks/viva", body: Self.forwardBody("viva-refused", uri: try approvedURI("viva-refused"), merchant: "viva-strict")))
+        #expect(refused.0 == 403 && refused.1.contains("CONFIRMATION_UNAVAILABLE"))
+        let accepted = try #require(h.postCallback("/callbacks/viva", body: Self.forwardBody("viva-unconfirmed", uri: try approvedURI("viva-unconfirmed"), merchant: "viva-optin")))
+        #expect(accepted.0 == 200)
+        let succeeded = try await Self.outcome(h, "viva-unconfirmed", .succeeded)
+        #expect(succeeded?.result?["confirmed"] == .bool(false))
+
+        // A prober is cut off per address: 429 before anything is parsed or looked up.
+        // Blocking sockets: off the cooperative pool, which other suites share.
+        let statuses: [Int] = await withCheckedContinuation { done in
+            DispatchQueue.global().async {
+                done.resume(returning: (0..<120).map { index in
+                    h.postCallback("/callbacks/viva", body: Self.forwardBody("probe-\(index)", uri: "x://result", merchant: "viva-optin"))?.0 ?? 0
+                })
+            }
+        }
+        #expect(statuses.first == 400)
+        #expect(statuses.filter { $0 == 429 }.count >= 10)
+        #expect(Set(statuses).isSubset(of: [400, 429]))
+        let limited = try #require(h.postCallback("/callbacks/viva", body: Self.forwardBody("viva-refused", uri: "x://result", merchant: "viva-strict")))
+        #expect(limited.0 == 429 && limited.1.contains("RATE_LIMITED"))
+        #expect(try await Self.outcomes(h, "viva-refused", within: .milliseconds(300)).isEmpty)
         await h.shutdown()
     }
 

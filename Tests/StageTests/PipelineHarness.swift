@@ -32,11 +32,17 @@ final class PipelineHarness: @unchecked Sendable {
     /// sandbox sends PhonePe callbacks and Nets webhooks there).
     let callbacksPort: Int
 
+    /// Each role's CURVE keys when the harness was started with `curve: true`.
+    private(set) var curveKeys: [CurveConfig.Role: ZMQCurveKeyPair] = [:]
+
     /// `timers`: the config's "timers" (e.g. fast Cleeng polling). `connectOutcomes`: false
-    /// leaves the live outcomes PUSH without any consumer.
+    /// leaves the live outcomes PUSH without any consumer. `curve`: a `curve` section with fresh
+    /// keys (secret keys as `file:` secrets in the harness's directory). `extraMerchants`: merchant
+    /// profiles besides the demo's "default".
     init(
         sandboxConfiguration: SandboxConfiguration = SandboxConfiguration(port: 0, phonePeCallbackDelayMilliseconds: 3_600_000),
-        timers: [String: Int64] = [:], connectOutcomes: Bool = true
+        timers: [String: Int64] = [:], connectOutcomes: Bool = true, curve: Bool = false,
+        extraMerchants: [String: JSONValue] = [:]
     ) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-e2e-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -58,13 +64,25 @@ final class PipelineHarness: @unchecked Sendable {
 
         // Every stable address on an ephemeral port: a fixed port could reach a leftover process.
         let any = "tcp://127.0.0.1:*"
-        let text = DemoConfig.text(
+        var text = DemoConfig.text(
             sandboxURL: "http://127.0.0.1:\(bound)", callbacks: callbacks,
             endpoints: [
                 "intake": any, "outcomes": any, "signQueue": any, "signedIn": any, "signedOut": any, "results": any,
                 "ledgerRPC": any, "pollQueue": any, "outcomesReplay": any, "ledgerMetrics": "127.0.0.1:0",
             ],
-            timers: timers)
+            timers: timers, extraMerchants: extraMerchants)
+        if curve, case .object(var document) = try JSONValue.parse(Array(text.utf8)) {
+            var section: [String: JSONValue] = [:]
+            for role in CurveConfig.Role.allCases {
+                let pair = try ZMQCurveKeyPair.generate()
+                curveKeys[role] = pair
+                let secretFile = directory.appendingPathComponent("\(role.rawValue).secret").path
+                try (pair.secretKey + "\n").write(toFile: secretFile, atomically: true, encoding: .utf8)
+                section[role.rawValue] = ["publicKey": .string(pair.publicKey), "secretKey": .string("file:" + secretFile)]
+            }
+            document["curve"] = .object(section)
+            text = JSONValue.object(document).serialized
+        }
         configPath = directory.appendingPathComponent("config.json").path
         try text.write(toFile: configPath, atomically: true, encoding: .utf8)
 
@@ -173,6 +191,9 @@ final class PipelineHarness: @unchecked Sendable {
     func stderr(of index: Int) -> String {
         (try? String(contentsOf: stderrFiles[index], encoding: .utf8)) ?? ""
     }
+
+    /// The index of a child process, for `stderr(of:)`.
+    func index(of process: Process) -> Int? { children.firstIndex { $0 === process } }
 
     /// The port a stage logged for its /metrics server.
     func metricsPort(of process: Process) -> Int? {

@@ -3,7 +3,8 @@ import Testing
 
 @testable import Viva
 
-let vivaConfig = VivaConfig(merchantKey: "SG23323424EXS3", appId: "com.vivawallet.InterAppDemo", callback: "interapp-callback")
+let vivaConfig = VivaConfig(
+    merchantKey: "SG23323424EXS3", appId: "com.vivawallet.InterAppDemo", callback: "interapp-callback", isvClientSecret: Secret("qwerty123456"))
 
 func saleOrder(amount: Int64? = 1200, _ params: [String: JSONValue] = [:]) -> Order {
     Order(orderId: "ord-viva-1", operation: .sale, amount: amount, currency: "EUR", params: params)
@@ -43,15 +44,16 @@ func rejection(_ body: () throws -> Void) -> Rejection? {
         let awkward = "a b&amount=1+x/y?#ü€😀%"
         let order = saleOrder(amount: 4999, [
             "clientTransactionId": .string(awkward), "tipAmount": 0, "installments": ["preferred": 3], "callback": "my.app+cb-1",
-            "isv": ["clientId": "auyf99x03.apps.vivapayments.com", "amount": 10, "clientSecret": "qw=rt&y 1",
+            "isv": ["clientId": "auyf99x03.apps.vivapayments.com", "amount": 10,
                     "sourceCode": "Default", "customerTrns": "Café & co = ok", "merchantId": "m 1", "merchantSourceCode": "src",
                     "clientTransactionId": "isv ref"],
         ])
-        let config = VivaConfig(merchantKey: "K&EY=1", appId: "com.example app", callback: "interapp-callback")
+        let config = VivaConfig(merchantKey: "K&EY=1", appId: "com.example app", callback: "interapp-callback", isvClientSecret: Secret("qw=rt&y 1"))
         let sale = try VivaSale(order: order, config: config)
         let url = sale.url
         #expect(url.contains("clientTransactionId=a%20b%26amount%3D1%2Bx%2Fy%3F%23%C3%BC%E2%82%AC%F0%9F%98%80%25&"))
         #expect(url.contains("merchantKey=K%26EY%3D1&appId=com.example%20app&"))
+        #expect(url.contains("&ISV_clientSecret=qw%3Drt%26y%201&"))
         #expect(url.contains("withInstallments=true&preferredInstallments=3&"))
         #expect(!url.contains("+") && !url.contains(" "))
         let query = url.split(separator: "?", maxSplits: 1)[1]
@@ -63,7 +65,7 @@ func rejection(_ body: () throws -> Void) -> Rejection? {
     }
 
     @Test func isvSecretIsNeverPrinted() throws {
-        let sale = try VivaSale(order: saleOrder(["isv": ["clientId": "c", "amount": 10, "clientSecret": "qwerty123456"]]), config: vivaConfig)
+        let sale = try VivaSale(order: saleOrder(["isv": ["clientId": "c", "amount": 10]]), config: vivaConfig)
         #expect(sale.url.contains("ISV_amount=10&ISV_clientId=c&ISV_clientSecret=qwerty123456&protocol=int_default"))
         #expect(!sale.description.contains("qwerty123456"))
         #expect(!String(describing: sale.isv).contains("qwerty123456"))
@@ -86,7 +88,7 @@ func rejection(_ body: () throws -> Void) -> Rejection? {
         var params: [String: JSONValue] = [:]
         let parts = field.split(separator: ".").map(String.init)
         if parts.count == 2 {
-            var inner: [String: JSONValue] = parts[0] == "isv" ? ["clientId": "c", "amount": 1, "clientSecret": "s"] : [:]
+            var inner: [String: JSONValue] = parts[0] == "isv" ? ["clientId": "c", "amount": 1] : [:]
             inner[parts[1]] = value
             params[parts[0]] = .object(inner)
         } else {
@@ -100,9 +102,8 @@ func rejection(_ body: () throws -> Void) -> Rejection? {
 
     @Test(arguments: [
         (["installments": [:]], "params.installments.preferred"),
-        (["isv": ["amount": 10, "clientSecret": "s"]], "params.isv.clientId"),
-        (["isv": ["clientId": "c", "clientSecret": "s"]], "params.isv.amount"),
-        (["isv": ["clientId": "c", "amount": 10]], "params.isv.clientSecret"),
+        (["isv": ["amount": 10]], "params.isv.clientId"),
+        (["isv": ["clientId": "c"]], "params.isv.amount"),
     ] as [([String: JSONValue], String)])
     func requiredCompanionsAreNamed(_ params: [String: JSONValue], _ field: String) {
         let error = rejection { _ = try VivaSale(order: saleOrder(params), config: vivaConfig) }
@@ -114,7 +115,7 @@ func rejection(_ body: () throws -> Void) -> Rejection? {
         let tipAll = try VivaSale(order: saleOrder(["tipAmount": 1200, "installments": ["preferred": 0]]), config: vivaConfig)
         #expect(tipAll.tipAmount == 1200 && tipAll.preferredInstallments == 0)
         #expect(try VivaSale(order: saleOrder(["installments": ["preferred": 36]]), config: vivaConfig).preferredInstallments == 36)
-        #expect(try VivaSale(order: saleOrder(["isv": ["clientId": "c", "amount": 0, "clientSecret": "s"]]), config: vivaConfig).isv?.amount == 0)
+        #expect(try VivaSale(order: saleOrder(["isv": ["clientId": "c", "amount": 0]]), config: vivaConfig).isv?.amount == 0)
     }
 
     @Test func messagesUseTheSharedVocabulary() {
@@ -132,8 +133,19 @@ func rejection(_ body: () throws -> Void) -> Rejection? {
         #expect(rejection { _ = try VivaSale(order: saleOrder(["tipamount": 5]), config: vivaConfig) }?.field == "params.tipamount")
         #expect(rejection { _ = try VivaSale(order: saleOrder(["installments": ["preferred": 2, "max": 3]]), config: vivaConfig) }?.field
             == "params.installments.max")
-        #expect(rejection { _ = try VivaSale(order: saleOrder(["isv": ["clientId": "c", "amount": 1, "clientSecret": "s", "secret": "x"]]), config: vivaConfig) }?.code
+        #expect(rejection { _ = try VivaSale(order: saleOrder(["isv": ["clientId": "c", "amount": 1, "secret": "x"]]), config: vivaConfig) }?.code
             == .unknownField)
+    }
+
+    @Test func isvSecretComesFromTheConfigOnly() {
+        let fromOrder = rejection { _ = try VivaSale(order: saleOrder(["isv": ["clientId": "c", "amount": 1, "clientSecret": "s"]]), config: vivaConfig) }
+        #expect(fromOrder?.code == .unknownField)
+        #expect(fromOrder?.field == "params.isv.clientSecret")
+        #expect(fromOrder?.message.contains("viva.isvClientSecret") == true)
+        let unconfigured = VivaConfig(merchantKey: "K", appId: "A", callback: "cb")
+        let missing = rejection { _ = try VivaSale(order: saleOrder(["isv": ["clientId": "c", "amount": 1]]), config: unconfigured) }
+        #expect(missing?.code == .missingCredentials)
+        #expect(missing?.field == "viva.isvClientSecret")
     }
 
     @Test func amountAndConfigRules() {

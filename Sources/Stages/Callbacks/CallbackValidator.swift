@@ -40,17 +40,24 @@ package struct CallbackAnswer: Sendable, Equatable {
 package struct CallbackValidator: Sendable {
     let directory: any OrderDirectory
     let catalog: OrderCatalog
+    let http: any ProviderHTTPTransport
+    let limiter: CallbackRateLimiter
 
-    package init(directory: any OrderDirectory, catalog: OrderCatalog) {
+    package init(directory: any OrderDirectory, catalog: OrderCatalog, http: any ProviderHTTPTransport, limiter: CallbackRateLimiter = CallbackRateLimiter()) {
         self.directory = directory
         self.catalog = catalog
+        self.http = http
+        self.limiter = limiter
     }
 
-    /// Runs one route's connector, then settles what it decided.
-    package func handle(_ route: CallbackRoute, _ request: CallbackRequest) async -> CallbackAnswer {
+    /// Runs one route's connector, then settles what it decided. A route's rate limit is applied
+    /// first, before the handler reads the body or asks for an order.
+    package func handle(_ route: CallbackRoute, _ request: CallbackRequest, from remoteAddress: String? = nil) async -> CallbackAnswer {
+        if let refusal = limiter.refusal(route, from: remoteAddress) { return .rejected(refusal) }
         let decision: CallbackDecision
         do {
-            decision = try await route.handle(request, Orders(directory: directory, catalog: catalog))
+            let context = CallbackContext(orders: Orders(directory: directory, catalog: catalog), http: http, remoteAddress: remoteAddress)
+            decision = try await route.handle(request, context)
         } catch {
             return .rejected(error)
         }

@@ -1,3 +1,4 @@
+import HTTPTransport
 import HTTPTypes
 import Hummingbird
 import Logging
@@ -27,10 +28,15 @@ package final class CallbacksService: Service {
     }
 
     package func run() async throws {
+        let links = try StageLinks(config: config, role: .callbacks)
         let context = try ZMQContext()
         defer { context.terminate() }
-        let ledger = try LedgerClient(context: context, endpoint: config.endpoints.ledgerRPC)
-        let validator = CallbackValidator(directory: ledger, catalog: registry.catalog)
+        let ledger = try LedgerClient(context: context, endpoint: config.endpoints.ledgerRPC, options: links.client(stageOptions()))
+        // For connectors that confirm a callback with the provider before believing it.
+        let http = ProviderHTTPClient(
+            connectTimeoutMilliseconds: config.timers.httpConnectTimeoutMs, requestTimeoutMilliseconds: config.timers.httpRequestTimeoutMs,
+            maxConnectionsPerHost: 64)
+        let validator = CallbackValidator(directory: ledger, catalog: registry.catalog, http: http)
         let (logger, metrics) = (self.logger, self.metrics)
         logger.info("callbacks ready", metadata: ["address": "\(config.endpoints.callbacks)", "ledgerRPC": "\(config.endpoints.ledgerRPC)"])
 
@@ -50,10 +56,11 @@ package final class CallbacksService: Service {
         let server = try metrics.server(address: config.endpoints.callbacks, logger: logger, routes: { router in
             for route in routes {
                 let headerNames = route.headers.compactMap { HTTPField.Name($0) }
-                router.post(RouterPath(route.path)) { request, _ -> Response in
+                router.post(RouterPath(route.path)) { request, context -> Response in
                     guard let buffer = try? await request.body.collect(upTo: Order.maxFrameBytes) else { return answer(route.label, tooLarge) }
                     let headers = headerNames.flatMap { name in request.headers[values: name].map { HTTPHeader(name.canonicalName, $0) } }
-                    return answer(route.label, await validator.handle(route, CallbackRequest(headers: headers, body: Array(buffer.readableBytesView))))
+                    let callback = CallbackRequest(headers: headers, body: Array(buffer.readableBytesView))
+                    return answer(route.label, await validator.handle(route, callback, from: context.remoteAddress?.ipAddress))
                 }
             }
         }, onListening: { port in
@@ -61,7 +68,13 @@ package final class CallbacksService: Service {
             onListening(port)
         })
         // The HTTP server is this stage: its own graceful shutdown answers requests in progress first.
-        try await server.run()
+        do {
+            try await server.run()
+        } catch {
+            await http.shutdown()
+            throw error
+        }
+        await http.shutdown()
         await ledger.close()
         logger.info("callbacks stopped")
     }

@@ -43,15 +43,16 @@ package final class CleengPollerService: MeasuredStage {
     }
 
     package func run() async throws {
+        let links = try StageLinks(config: config, role: .poller)
         let context = try ZMQContext()
         let e = config.endpoints
-        let pull = try context.socket(.pull, options: stageOptions(highWaterMark: 10_000))
+        let pull = try context.socket(.pull, options: links.client(stageOptions(highWaterMark: 10_000)))
         try pull.connect(e.pollQueue)
-        let resultsSocket = try context.socket(.push, options: stageOptions())
+        let resultsSocket = try context.socket(.push, options: links.client(stageOptions()))
         try resultsSocket.connect(e.results)
         let receipts = try ZMQReceiver(socket: pull)
         let results = try ZMQSender(socket: resultsSocket)
-        let ledger = try LedgerClient(context: context, endpoint: e.ledgerRPC)
+        let ledger = try LedgerClient(context: context, endpoint: e.ledgerRPC, options: links.client(stageOptions()))
         let http = ProviderHTTPClient(
             connectTimeoutMilliseconds: config.timers.httpConnectTimeoutMs,
             requestTimeoutMilliseconds: min(config.timers.httpRequestTimeoutMs, config.timers.cleengPollIntervalMs))

@@ -61,19 +61,21 @@ package final class LedgerService: MeasuredStage {
         let store = try LedgerStore(path: storePath)
         let core = Core(core: LedgerCore(
             store: store, registry: registry, timers: config.timers, redeliverAfterMilliseconds: redeliverAfterMilliseconds))
+        let links = try StageLinks(config: config, role: .ledger)
         let context = try ZMQContext()
+        let authenticator = try links.authenticator(context: context)
         let e = config.endpoints
 
         var intakeOptions = stageOptions()
         intakeOptions.maxMessageSize = 1 << 20  // frames over 64 KiB are still read, counted and dropped
         let intakeSocket = try context.socket(.pull, options: intakeOptions)
         let outcomesSocket = try context.socket(.push, options: stageOptions(highWaterMark: 100_000))
-        let signSocket = try context.socket(.push, options: workQueueOptions())
-        let resultsSocket = try context.socket(.pull, options: stageOptions())
-        let signedInSocket = try context.socket(.pull, options: stageOptions())
-        let signedOutSocket = try context.socket(.push, options: workQueueOptions())
-        let rpcSocket = try context.socket(.router, options: stageOptions())
-        let pollSocket = try context.socket(.push, options: stageOptions(highWaterMark: 10_000))
+        let signSocket = try context.socket(.push, options: links.server(workQueueOptions(), .signQueue))
+        let resultsSocket = try context.socket(.pull, options: links.server(stageOptions(), .results))
+        let signedInSocket = try context.socket(.pull, options: links.server(stageOptions(), .signedIn))
+        let signedOutSocket = try context.socket(.push, options: links.server(workQueueOptions(), .signedOut))
+        let rpcSocket = try context.socket(.router, options: links.server(stageOptions(), .ledgerRPC))
+        let pollSocket = try context.socket(.push, options: links.server(stageOptions(highWaterMark: 10_000), .pollQueue))
         // A ROUTER drops what exceeds a peer's HWM, so the HWM holds several whole answers.
         let replaySocket = try context.socket(.router, options: stageOptions(highWaterMark: Int32(8 * (OutcomeReplay.maxLimit + 1))))
         let bound = BoundEndpoints(
@@ -94,7 +96,7 @@ package final class LedgerService: MeasuredStage {
         let outcomes = try ZMQSender(socket: outcomesSocket, configuration: outcomesConfiguration)
         let dispatch = try ZMQSender(socket: signSocket)
         onReady(bound)
-        logger.info("ledger ready", metadata: ["intake": "\(bound.intake)", "outcomes": "\(bound.outcomes)", "outcomesReplay": "\(bound.outcomesReplay)"])
+        logger.info("ledger ready", metadata: ["intake": "\(bound.intake)", "outcomes": "\(bound.outcomes)", "outcomesReplay": "\(bound.outcomesReplay)", "curve": "\(links.isSecured)"])
 
         let logger = self.logger
         let exported = LedgerMetrics(metrics)
@@ -145,7 +147,9 @@ package final class LedgerService: MeasuredStage {
                         guard message.frames.count == 3 else { continue }
                         let reply: LedgerReply, effects: [LedgerCore.Effect]
                         do {
-                            (reply, effects) = await core.handle(try LedgerRequest.parse(message.frames[2]))
+                            let request = try LedgerRequest.parse(message.frames[2])
+                            try links.authorize(request, from: message)
+                            (reply, effects) = await core.handle(request)
                         } catch {
                             (reply, effects) = (.failure("\(error)"), [])
                         }
@@ -194,6 +198,7 @@ package final class LedgerService: MeasuredStage {
         await rpc.waitUntilClosed()
         await replay.waitUntilClosed()
         proxy.stop()
+        authenticator?.stop()
         context.terminate()
     }
 }

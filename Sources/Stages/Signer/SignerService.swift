@@ -22,14 +22,15 @@ package final class SignerService: MeasuredStage {
 
     package func run() async throws {
         let core = SignerCore(registry: registry)
+        let links = try StageLinks(config: config, role: .signer)
         let context = try ZMQContext()
         defer { context.terminate() }
         let e = config.endpoints
-        let pull = try context.socket(.pull, options: workQueueOptions())
+        let pull = try context.socket(.pull, options: links.client(workQueueOptions()))
         try pull.connect(e.signQueue)
-        let signedSocket = try context.socket(.push, options: stageOptions())
+        let signedSocket = try context.socket(.push, options: links.client(stageOptions()))
         try signedSocket.connect(e.signedIn)
-        let resultsSocket = try context.socket(.push, options: stageOptions())
+        let resultsSocket = try context.socket(.push, options: links.client(stageOptions()))
         try resultsSocket.connect(e.results)
         let orders = try workReceiver(pull, capacity: 64)
         let signed = try ZMQSender(socket: signedSocket)

@@ -32,12 +32,13 @@ package final class SubmitterService: MeasuredStage {
     }
 
     package func run() async throws {
+        let links = try StageLinks(config: config, role: .submitter)
         let context = try ZMQContext()
         defer { context.terminate() }
         let e = config.endpoints
-        let pull = try context.socket(.pull, options: workQueueOptions())
+        let pull = try context.socket(.pull, options: links.client(workQueueOptions()))
         try pull.connect(e.signedOut)
-        let resultsSocket = try context.socket(.push, options: stageOptions())
+        let resultsSocket = try context.socket(.push, options: links.client(stageOptions()))
         try resultsSocket.connect(e.results)
         let work = try workReceiver(pull, capacity: concurrency)
         let results = try ZMQSender(socket: resultsSocket)

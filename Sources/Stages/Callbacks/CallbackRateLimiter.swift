@@ -1,0 +1,55 @@
+import PaypipeCore
+import Synchronization
+
+/// Token buckets per (route, sender address), the state behind `CallbackRateLimit`. A plain
+/// struct driven by the caller's clock, so the rules are tested without sockets or sleeps.
+package struct CallbackTokenBuckets: Sendable {
+    struct Bucket: Sendable {
+        var tokens: Double
+        var updatedMilliseconds: Int64
+    }
+
+    /// Senders remembered at once; past it, buckets that have refilled are forgotten first, and a
+    /// sender whose bucket was dropped while empty gets a full one again (the cost of a bound).
+    let capacity: Int
+    var buckets: [String: Bucket] = [:]
+
+    package init(capacity: Int = 10_000) { self.capacity = capacity }
+
+    /// Senders remembered right now.
+    package var count: Int { buckets.count }
+
+    /// Takes a token for `key` if one is left.
+    package mutating func take(_ key: String, limit: CallbackRateLimit, nowMilliseconds now: Int64) -> Bool {
+        var bucket = buckets[key] ?? Bucket(tokens: Double(limit.burst), updatedMilliseconds: now)
+        let elapsed = Double(max(0, now - bucket.updatedMilliseconds)) / 1000
+        bucket.tokens = min(Double(limit.burst), bucket.tokens + elapsed * limit.perSecond)
+        bucket.updatedMilliseconds = now
+        let allowed = bucket.tokens >= 1
+        if allowed { bucket.tokens -= 1 }
+        if buckets[key] == nil, buckets.count >= capacity { evict(limit: limit, nowMilliseconds: now) }
+        buckets[key] = bucket
+        return allowed
+    }
+
+    mutating func evict(limit: CallbackRateLimit, nowMilliseconds now: Int64) {
+        let refillMilliseconds = Int64(Double(limit.burst) / max(limit.perSecond, 0.001) * 1000)
+        buckets = buckets.filter { now - $0.value.updatedMilliseconds < refillMilliseconds }
+        if buckets.count >= capacity { buckets.removeAll(keepingCapacity: true) }
+    }
+}
+
+/// The buckets shared by one callback validator's requests.
+package final class CallbackRateLimiter: Sendable {
+    let buckets = Mutex(CallbackTokenBuckets())
+
+    package init() {}
+
+    /// nil when `route` has no limit or the sender is within it; else the 429 to answer.
+    package func refusal(_ route: CallbackRoute, from address: String?, nowMilliseconds: Int64 = Timestamp.nowMilliseconds()) -> CallbackRejection? {
+        guard let limit = route.rateLimit else { return nil }
+        let key = route.label + "|" + (address ?? "unknown")
+        guard !buckets.withLock({ $0.take(key, limit: limit, nowMilliseconds: nowMilliseconds) }) else { return nil }
+        return CallbackRejection(status: 429, code: "RATE_LIMITED", "too many callbacks from this address; retry later")
+    }
+}

@@ -1,0 +1,64 @@
+import PaypipeCore
+import Testing
+
+@Suite("The curve config section")
+struct CurveConfigTests {
+    /// Fixed Z85 strings of the right shape (the loader checks the alphabet and the length only).
+    static func key(_ letter: Character) -> String { String(repeating: letter, count: 40) }
+
+    static let letters: [String: Character] = ["ledger": "L", "signer": "G", "submitter": "U", "callbacks": "C", "poller": "P"]
+    static func publicKey(_ role: String) -> String { key(letters[role]!) }
+
+    static func config(omitting omitted: String? = nil, publicKey keyOf: (String) -> String = { publicKey($0) }) -> String {
+        let roles: [String] = ["ledger", "signer", "submitter", "callbacks", "poller"].filter { $0 != omitted }
+        let entries: [String] = roles.map { (role: String) -> String in
+            let key: String = keyOf(role)
+            return #""\#(role)": { "publicKey": "\#(key)", "secretKey": "file:/keys/\#(role).secret" }"#
+        }
+        let section = "\"curve\": {" + entries.joined(separator: ", ") + "}"
+        return sampleConfig.replacingOccurrences(of: #""timers": { "cleengPollIntervalMs": 50 }"#, with: #""timers": { "cleengPollIntervalMs": 50 }, "# + section)
+    }
+
+    @Test func withoutTheSectionThereIsNoCurve() throws {
+        #expect(try parse(sampleConfig).curve == nil)
+    }
+
+    @Test func eachRoleReadsOnlyItsOwnSecretKeyWhenAsked() throws {
+        // Only the signer's key file exists, as on the signer's host.
+        var files = ["/secrets/tp-notify": "notify-pass\n"]
+        files["/keys/signer.secret"] = Self.key("s") + "\n"
+        let loaded = try parse(Self.config(), sources(files: files))
+        let curve = try #require(loaded.curve)
+        #expect(curve.publicKey(of: .ledger) == Self.key("L"))
+        #expect(curve.publicKey(of: .callbacks) == Self.key("C"))
+        #expect(try curve.secretKey(of: .signer).reveal() == Self.key("s"))
+        #expect(throws: ConfigError(path: "curve.ledger.secretKey", reason: "cannot read file /keys/ledger.secret")) {
+            try curve.secretKey(of: .ledger)
+        }
+        // Even a process that holds no provider secrets (the submitter) reads its own key.
+        var submitterFiles = files
+        submitterFiles["/keys/submitter.secret"] = Self.key("u")
+        let withoutSecrets = try parse(Self.config(), sources(files: submitterFiles).withoutSecrets)
+        #expect(try withoutSecrets.curve?.secretKey(of: .submitter).reveal() == Self.key("u"))
+    }
+
+    @Test func aSecretKeyThatIsNotAKeyIsRefusedWithoutShowingIt() throws {
+        let files = ["/secrets/tp-notify": "notify-pass\n", "/keys/poller.secret": "not-a-key"]
+        let curve = try #require(try parse(Self.config(), sources(files: files)).curve)
+        #expect(throws: ConfigError(path: "curve.poller.secretKey", reason: "must be a 40-character Z85 CURVE key")) {
+            try curve.secretKey(of: .poller)
+        }
+    }
+
+    @Test func everyRoleIsRequiredWithItsOwnWellFormedKey() throws {
+        #expect(throws: ConfigError(path: "curve.poller", reason: "is required")) { try parse(Self.config(omitting: "poller")) }
+        #expect(throws: ConfigError(path: "curve.signer.publicKey", reason: "must be a 40-character Z85 CURVE key")) {
+            try parse(Self.config(publicKey: { $0 == "signer" ? "short" : Self.publicKey($0) }))
+        }
+        #expect(throws: ConfigError(path: "curve", reason: "every role needs its own key pair")) {
+            try parse(Self.config(publicKey: { _ in Self.key("K") }))
+        }
+        let typo = Self.config().replacingOccurrences(of: #""poller": {"#, with: #""pollers": {}, "poller": {"#)
+        #expect(throws: ConfigError(path: "curve.pollers", reason: "unknown key")) { try parse(typo) }
+    }
+}
