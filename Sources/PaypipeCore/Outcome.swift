@@ -13,6 +13,12 @@ public struct Outcome: Sendable, Equatable {
             self.code = code
             self.message = message
         }
+
+        /// PROTOCOL.md §6: money may have moved and nothing more can tell; an operator decides.
+        /// An `unknown` outcome with this code ends the pipeline's own attempts on the order.
+        public static let needsReviewCode = "NEEDS_REVIEW"
+
+        public var needsReview: Bool { code == Self.needsReviewCode }
     }
 
     public var orderId: String

@@ -100,7 +100,12 @@ package enum LedgerReply: Sendable, Equatable {
 }
 
 /// Where an order stands in the ledger.
-package enum OrderState: String, Sendable { case open, pending, unknown, terminal }
+package enum OrderState: String, Sendable, CaseIterable {
+    case open, pending, unknown, terminal
+    /// Ended `unknown` with NEEDS_REVIEW: never dispatched or checked again; a genuine callback
+    /// may still settle it, and operators list it.
+    case review
+}
 
 /// One stored order as a callback validator sees it.
 package struct StoredOrder: Sendable, Equatable {

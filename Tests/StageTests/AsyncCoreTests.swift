@@ -147,6 +147,28 @@ struct LedgerAsyncTests {
         #expect(try core.redeliver(now: 13_000).isEmpty)
         #expect(core.counters.statusChecks == 1)
     }
+
+    @Test func anOrderSentForReviewIsNeverDispatchedOrCheckedAgainButACallbackStillSettlesIt() async throws {
+        var core = LedgerCore(store: try temporaryStore(), registry: await testRegistry(), timers: timers(phonepeCallbackWaitMs: 10_000))
+        _ = try core.intake([Array(phonePeOrder.utf8)], now: 1000)
+        let o = try order(phonePeOrder)
+        _ = try core.results([Array(Outcome(order: o, status: .pending, result: ["authRequestId": "AR1"]).serialized.utf8)], now: 2000)
+        let review = Outcome(order: o, status: .unknown, error: .init(code: Outcome.ErrorInfo.needsReviewCode, message: "the provider cannot tell"))
+        let emitted = try core.results([Array(review.serialized.utf8)], now: 3000)
+        #expect(emitted == [.emit(review.logged(seq: 2))])
+        guard case .order(let stored?) = core.handle(.lookup(o.key), now: 3100).0 else {
+            Issue.record("the order is still found")
+            return
+        }
+        #expect(stored.state == .review)
+        // Neither a status check (PhonePe's follow-up) nor a redelivery, however late.
+        #expect(try core.redeliver(now: 10_000_000).isEmpty)
+        // A later unknown does not take it out of review; a genuine final callback ends it.
+        _ = try core.results([Array(Outcome(order: o, status: .unknown, error: .init(code: "OUTCOME_UNKNOWN", message: "m")).serialized.utf8)], now: 3200)
+        #expect(try core.redeliver(now: 20_000_000).isEmpty)
+        let done = Outcome(order: o, status: .succeeded, result: ["state": "COMPLETED"])
+        #expect(core.handle(.settle(o.key, event: "phonepe|AR1|COMPLETED", outcome: done), now: 4000).0 == .settled(applied: true, duplicate: false))
+    }
 }
 
 @Suite("Signer and submission: status checks after a missed callback")

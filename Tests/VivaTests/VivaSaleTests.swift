@@ -82,7 +82,7 @@ func rejection(_ body: () throws -> Void) -> Rejection? {
         ("isv.customerTrns", .string("bad\u{7}")),
         // null is a wrong type, never "absent" (all of these passed as absent, or were "missing", before).
         ("tipAmount", .null), ("callback", .null), ("clientTransactionId", .null), ("installments", .null), ("isv", .null),
-        ("installments.preferred", .null), ("isv.sourceCode", .null), ("isv.clientSecret", .null),
+        ("installments.preferred", .null), ("isv.sourceCode", .null), ("isv.merchantId", .null),
     ])
     func invalidParamsAreNamed(_ field: String, _ value: JSONValue) {
         var params: [String: JSONValue] = [:]

@@ -7,12 +7,16 @@ import ZeroMQ
 struct CurveAuthenticatorTests {
     /// A DEALER with `curve` options that sends one request and returns the reply, or nil when
     /// none arrives in time (a refused handshake never delivers anything).
-    static func request(_ context: ZMQContext, _ endpoint: String, curve: ZMQCurve?, _ text: String) throws -> ZMQMessage? {
+    /// `timeoutMilliseconds`: long for a client that must be admitted (the handshake and the ZAP
+    /// round trip can take seconds on a loaded machine), short for one that must be refused.
+    static func request(
+        _ context: ZMQContext, _ endpoint: String, curve: ZMQCurve?, _ text: String, timeoutMilliseconds: Int32 = 1000
+    ) throws -> ZMQMessage? {
         var options = ZMQSocketOptions()
         options.curve = curve
-        options.receiveTimeoutMilliseconds = 1000
+        options.receiveTimeoutMilliseconds = timeoutMilliseconds
         // IMMEDIATE: a send waits for a completed handshake, which a refused client never gets.
-        options.sendTimeoutMilliseconds = 1000
+        options.sendTimeoutMilliseconds = timeoutMilliseconds
         options.lingerMilliseconds = 0
         let dealer = try context.socket(.dealer, options: options)
         defer { dealer.close() }
@@ -48,7 +52,7 @@ struct CurveAuthenticatorTests {
         func client(_ pair: ZMQCurveKeyPair, serverKey: String = server.publicKey) -> ZMQCurve {
             .client(serverPublicKey: serverKey, publicKey: pair.publicKey, secretKey: pair.secretKey)
         }
-        let allowed = try Self.request(context, endpoint, curve: client(settler), "hello")
+        let allowed = try Self.request(context, endpoint, curve: client(settler), "hello", timeoutMilliseconds: 15_000)
         #expect(allowed.map { String(decoding: $0.body, as: UTF8.self) } == "callbacks")
         // Listed, but not for this domain.
         #expect(try Self.request(context, endpoint, curve: client(poller), "hello") == nil)

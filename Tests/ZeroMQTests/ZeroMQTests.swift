@@ -211,7 +211,8 @@ struct ZeroMQSocketTests {
         let started = clock.now
         let report = await sender.finish(drainTimeoutMilliseconds: 300)
         #expect(report.undelivered == 5)
-        #expect(clock.now - started < .seconds(3))
+        // Far above the 300 ms deadline, so that a loaded machine passes; a hang never ends.
+        #expect(clock.now - started < .seconds(10))
         context.terminate()
     }
 

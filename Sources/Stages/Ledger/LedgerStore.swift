@@ -169,6 +169,12 @@ package final class LedgerStore {
                 [.text(serialized), merchant, orderId])
             return Recorded(emit: try logged())
         }
+        if outcome.status == .unknown, outcome.error?.needsReview == true {
+            try db.query(
+                "UPDATE orders SET state='review', outcome=? WHERE merchant=? AND order_id=? AND state IN ('open','unknown','pending')",
+                [.text(serialized), merchant, orderId])
+            return Recorded(emit: try logged())
+        }
         if outcome.status == .unknown {
             // A pending order stays pending: its own resolution (status check, poller) goes on,
             // and an unknown must not send it back to be submitted again.
