@@ -175,9 +175,10 @@ let package = Package(
         .testTarget(
             name: "StageTests",
             dependencies: [
-                "PaypipeCore", "ZeroMQ", "Sandbox", "Connectors", "StageWire", "StageRuntime", "ExampleConnector",
+                "PaypipeCore", "ZeroMQ", "Sandbox", "Connectors", "StageWire", "StageRuntime", "ExampleConnector", "HTTPTransport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ] + stageModules.map { .target(name: $0) } + providers.map { .target(name: $0) },
             swiftSettings: strict
         ),

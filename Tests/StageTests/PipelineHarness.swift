@@ -38,12 +38,16 @@ final class PipelineHarness: @unchecked Sendable {
     /// `timers`: the config's "timers" (e.g. fast Cleeng polling). `connectOutcomes`: false
     /// leaves the live outcomes PUSH without any consumer. `curve`: a `curve` section with fresh
     /// keys (secret keys as `file:` secrets in the harness's directory). `extraMerchants`: merchant
-    /// profiles besides the demo's "default".
+    /// profiles besides the demo's "default". `providerFront`: given the sandbox's URL, starts
+    /// something in front of it and returns the URL the stages should use instead.
+    /// `redeliverAfterMilliseconds`: the ledger's `--redeliver-after-ms`.
     init(
         sandboxConfiguration: SandboxConfiguration = SandboxConfiguration(port: 0, phonePeCallbackDelayMilliseconds: 3_600_000),
         timers: [String: Int64] = [:], connectOutcomes: Bool = true, curve: Bool = false,
-        extraMerchants: [String: JSONValue] = [:]
+        extraMerchants: [String: JSONValue] = [:], providerFront: ((String) async throws -> String)? = nil,
+        redeliverAfterMilliseconds: Int = 60_000
     ) async throws {
+        self.redeliverAfterMilliseconds = redeliverAfterMilliseconds
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-e2e-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         callbacksPort = try freeLoopbackPort()
@@ -65,7 +69,7 @@ final class PipelineHarness: @unchecked Sendable {
         // Every stable address on an ephemeral port: a fixed port could reach a leftover process.
         let any = "tcp://127.0.0.1:*"
         var text = DemoConfig.text(
-            sandboxURL: "http://127.0.0.1:\(bound)", callbacks: callbacks,
+            sandboxURL: try await providerFront?("http://127.0.0.1:\(bound)") ?? "http://127.0.0.1:\(bound)", callbacks: callbacks,
             endpoints: [
                 "intake": any, "outcomes": any, "signQueue": any, "signedIn": any, "signedOut": any, "results": any,
                 "ledgerRPC": any, "pollQueue": any, "outcomesReplay": any, "ledgerMetrics": "127.0.0.1:0",
@@ -88,7 +92,7 @@ final class PipelineHarness: @unchecked Sendable {
 
         context = try ZMQContext()
         let (ledger, ready) = try PipelineHarness.spawn(
-            "paypipe-ledger", PipelineHarness.ledgerArguments(configPath: configPath, directory: directory), in: directory, index: 0,
+            "paypipe-ledger", PipelineHarness.ledgerArguments(configPath: configPath, directory: directory, redeliverAfterMilliseconds: redeliverAfterMilliseconds), in: directory, index: 0,
             waitForLine: "paypipe-ledger ready")
         children.append(ledger.0)
         stderrFiles.append(ledger.1)
@@ -104,8 +108,10 @@ final class PipelineHarness: @unchecked Sendable {
         sender = try ZMQSender(socket: push)
     }
 
-    static func ledgerArguments(configPath: String, directory: URL) -> [String] {
-        ["--config", configPath, "--store", directory.appendingPathComponent("ledger.sqlite").path, "--redeliver-after-ms", "60000"]
+    let redeliverAfterMilliseconds: Int
+
+    static func ledgerArguments(configPath: String, directory: URL, redeliverAfterMilliseconds: Int = 60_000) -> [String] {
+        ["--config", configPath, "--store", directory.appendingPathComponent("ledger.sqlite").path, "--redeliver-after-ms", String(redeliverAfterMilliseconds)]
     }
 
     /// Starts a new ledger on the same store and the same addresses (after the old one was
@@ -118,7 +124,7 @@ final class PipelineHarness: @unchecked Sendable {
             "--results", e["results"]!, "--ledger-rpc", e["ledgerRPC"]!, "--poll-queue", e["pollQueue"]!,
         ]
         let ((process, errorFile), _) = try PipelineHarness.spawn(
-            "paypipe-ledger", PipelineHarness.ledgerArguments(configPath: configPath, directory: directory) + pinned, in: directory, index: children.count, waitForLine: "paypipe-ledger ready")
+            "paypipe-ledger", PipelineHarness.ledgerArguments(configPath: configPath, directory: directory, redeliverAfterMilliseconds: redeliverAfterMilliseconds) + pinned, in: directory, index: children.count, waitForLine: "paypipe-ledger ready")
         children[0] = process
         stderrFiles[0] = errorFile
     }
