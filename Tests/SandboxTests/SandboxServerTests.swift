@@ -55,8 +55,9 @@ import Viva
             let elapsed = clock.now - started
             #expect(statuses.count == 100)
             #expect(statuses.allSatisfy { $0 == 201 })
-            // Serialized, 100 × 200 ms would take 20 s.
-            #expect(elapsed < .seconds(2))
+            // Serialized, 100 × 200 ms would take 20 s, and two at a time 10 s; the bound leaves
+            // room for a loaded machine.
+            #expect(elapsed < .seconds(8))
             #expect(try await sandbox.ledgerDocument()["distinctEffects"] == .integer(100))
         }
     }

@@ -189,7 +189,7 @@ struct ZeroMQSocketTests {
         let started = clock.now
         let report = await sender.finish()
         #expect(report.undelivered == 0)
-        #expect(clock.now - started < .seconds(5))
+        #expect(clock.now - started < .seconds(15))  // drained, not hung; loose for a loaded machine
         await #expect(throws: ZMQError.self) { try await sender.send(frame(0)) }
 
         let messages = try await collect(receiver, count: total)
