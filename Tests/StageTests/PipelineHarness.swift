@@ -42,7 +42,7 @@ final class PipelineHarness: @unchecked Sendable {
     init(
         sandboxConfiguration: SandboxConfiguration = SandboxConfiguration(port: 0, phonePeCallbackDelayMilliseconds: 3_600_000),
         timers: [String: Int64] = [:], connectOutcomes: Bool = true, curve: Bool = false,
-        extraMerchants: [String: JSONValue] = [:]
+        extraMerchants: [String: JSONValue] = [:], netsWebhooks: Bool = true
     ) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-e2e-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -50,7 +50,6 @@ final class PipelineHarness: @unchecked Sendable {
         let callbacks = "127.0.0.1:\(callbacksPort)"
         var sandboxConfiguration = sandboxConfiguration
         sandboxConfiguration.port = 0
-        if sandboxConfiguration.netsWebhookURL == nil { sandboxConfiguration.netsWebhookURL = "http://\(callbacks)/callbacks/nets" }
         let credentials = try PaypipeConfig.parse(Array(DemoConfig.text(sandboxURL: "http://127.0.0.1:9", callbacks: callbacks).utf8))
         var logger = Logger(label: "e2e-sandbox")
         logger.logLevel = .critical
@@ -70,7 +69,7 @@ final class PipelineHarness: @unchecked Sendable {
                 "intake": any, "outcomes": any, "signQueue": any, "signedIn": any, "signedOut": any, "results": any,
                 "ledgerRPC": any, "pollQueue": any, "outcomesReplay": any, "ledgerMetrics": "127.0.0.1:0",
             ],
-            timers: timers, extraMerchants: extraMerchants)
+            timers: timers, extraMerchants: extraMerchants, netsWebhooks: netsWebhooks)
         if curve, case .object(var document) = try JSONValue.parse(Array(text.utf8)) {
             var section: [String: JSONValue] = [:]
             for role in CurveConfig.Role.allCases {
