@@ -26,13 +26,29 @@ public struct NetsConnector: ProviderConnector {
 
     public func sign(_ order: Order, purpose: DispatchPurpose, nowSeconds: Int64) throws(Rejection) -> Signed<NoContext> {
         let nets = try config.merchant(order.merchant).require(\.nets, .nets)
-        return .request(SignedRequest(request: try NetsPayments.sign(order, config: nets, now: nowSeconds)))
+        return .request(SignedRequest(request: try NetsPayments.sign(order, config: nets, now: nowSeconds, webhookURL: nets.webhookURL)))
+    }
+
+    /// A created payment whose webhook never came: `GET /v1/payments/{paymentId}`.
+    public func signStatusCheck(
+        _ order: Order, pending: [String: JSONValue], purpose: DispatchPurpose, nowSeconds: Int64
+    ) throws(Rejection) -> Signed<NoContext>? {
+        guard order.operation == .createSubscription else { return nil }
+        let nets = try config.merchant(order.merchant).require(\.nets, .nets)
+        return try NetsPendingCreate.statusRequest(pending: pending, config: nets).map { .request(SignedRequest(request: $0, resolve: $0)) }
+    }
+
+    public func pendingFollowUp(for operation: Operation, timers: PaypipeConfig.Timers) -> PendingFollowUp? {
+        operation == .createSubscription ? .statusCheck(afterMilliseconds: timers.pendingResolveAfterMs) : nil
     }
 
     public func read(_ response: HTTPResponseSpec, to current: HTTPRequestSpec, in exchange: Exchange<NoContext>) -> ProviderReading {
+        if exchange.purpose.isStatusCheck {
+            return .verdict(NetsPendingCreate.read(response, paymentId: NetsPendingCreate.paymentId(of: current)))
+        }
         switch NetsPayments.handle(response, to: current) {
-        case .finish(let verdict): .verdict(verdict)
-        case .send(let next): .followUp(next)
+        case .finish(let verdict): return .verdict(verdict)
+        case .send(let next): return .followUp(next)
         }
     }
 
@@ -54,14 +70,14 @@ public struct NetsConnector: ProviderConnector {
     }
 
     public var callbackRoutes: [CallbackRoute] {
-        [CallbackRoute(path: "/callbacks/nets", label: "nets", headers: ["Authorization"]) { request, orders throws(CallbackRejection) in
-            try await webhook(request, orders: orders)
+        [CallbackRoute(path: "/callbacks/nets", label: "nets", headers: ["Authorization"]) { request, context throws(CallbackRejection) in
+            try await webhook(request, context: context)
         }]
     }
 
     /// The merchant is the one whose webhook secret the Authorization equals (constant time);
     /// the order is found by paymentId; redeliveries dedupe on the event id.
-    func webhook(_ request: CallbackRequest, orders: any CallbackOrderLookup) async throws(CallbackRejection) -> CallbackDecision {
+    func webhook(_ request: CallbackRequest, context: CallbackContext) async throws(CallbackRejection) -> CallbackDecision {
         let notConfigured = CallbackRejection.Code.webhookNotConfigured
         var rejection = CallbackRejection.forged(notConfigured, "no merchant has a nets webhookAuthorization")
         var authentic: (String, NetsWebhookEvent)?
@@ -76,10 +92,37 @@ public struct NetsConnector: ProviderConnector {
             }
         }
         guard let (merchant, event) = authentic else { throw rejection }
-        let order = try await orders.order(reference: event.paymentId, provider: .nets, merchant: merchant)
+        let order = try await context.order(reference: event.paymentId, provider: .nets, merchant: merchant)
         switch NetsWebhook.interpret(event, for: order) {
+        case .apply(.succeeded(let result)) where order.operation == .createSubscription:
+            let confirmed = try await subscription(of: event.paymentId, merchant: merchant, http: context.http)
+            return CallbackDecision(order: order, event: event.id, verdict: .succeeded(result.merging(confirmed) { _, fetched in fetched }))
         case .apply(let verdict): return CallbackDecision(order: order, event: event.id, verdict: verdict)
         case .noChange: return CallbackDecision(order: order, event: event.id, verdict: nil)
+        }
+    }
+
+    /// The completed checkout's subscription, read from Nets (the webhook does not carry it);
+    /// until Nets shows it the delivery is refused 503, and Nets delivers it again.
+    func subscription(of paymentId: String, merchant: String, http: any ProviderHTTPTransport) async throws(CallbackRejection) -> [String: JSONValue] {
+        let unavailable = { (detail: String) in
+            CallbackRejection(status: 503, code: "NETS_UNAVAILABLE", "could not read the subscription of payment \(paymentId) from Nets: \(detail); deliver again later")
+        }
+        let request: HTTPRequestSpec
+        do {
+            let nets = try config.merchant(merchant).require(\.nets, .nets)
+            request = try NetsPayments.fetchPayment(paymentId: paymentId, config: nets)
+        } catch {
+            throw unavailable(error.message)
+        }
+        switch await http.execute(request) {
+        case .failure(let failure): throw unavailable(failure.reason)
+        case .success(let response):
+            switch NetsPendingCreate.read(response, paymentId: paymentId) {
+            case .succeeded(let result): return result
+            case .pending: throw unavailable("the payment shows no subscription yet")
+            case .failed(_, let message), .retry(let message), .unknown(let message): throw unavailable(message)
+            }
         }
     }
 

@@ -75,7 +75,7 @@ extension PaypipeConfig {
             if var r = try m.optionalObject("nets") {
                 merchant.nets = NetsConfig(
                     baseURL: try r.url("baseURL"), secretKey: try r.secret("secretKey"),
-                    webhookAuthorization: try r.secret("webhookAuthorization"))
+                    webhookAuthorization: try r.secret("webhookAuthorization"), webhookURL: try r.optionalURL("webhookURL"))
                 try r.finish()
             }
             if var r = try m.optionalObject("phonepe") {
@@ -154,6 +154,11 @@ extension PaypipeConfig {
             config.timers.httpRequestTimeoutMs = try t.positiveInteger("httpRequestTimeoutMs") ?? d.httpRequestTimeoutMs
             config.timers.phonepeCallbackWaitMs = try t.positiveInteger("phonepeCallbackWaitMs") ?? d.phonepeCallbackWaitMs
             config.timers.tpResponseMaxAgeS = try t.positiveInteger("tpResponseMaxAgeS") ?? d.tpResponseMaxAgeS
+            config.timers.pendingResolveAfterMs = try t.positiveInteger("pendingResolveAfterMs") ?? d.pendingResolveAfterMs
+            config.timers.pendingExpireAfterMs = try t.positiveInteger("pendingExpireAfterMs") ?? d.pendingExpireAfterMs
+            guard config.timers.pendingExpireAfterMs >= config.timers.pendingResolveAfterMs else {
+                throw ConfigError(path: t.child("pendingExpireAfterMs"), reason: "must be at least pendingResolveAfterMs")
+            }
             try t.finish()
         }
         if var c = try root.optionalObject("curve") { config.curve = try CurveConfig.parse(&c) }

@@ -47,6 +47,11 @@ public struct PaypipeConfig: Sendable {
         public var httpRequestTimeoutMs: Int64 = 10000
         public var phonepeCallbackWaitMs: Int64 = 900_000
         public var tpResponseMaxAgeS: Int64 = 3600
+        /// A pending order is checked with the provider's status call after this long, and again
+        /// every this long (PROTOCOL.md §6 "Every order ends").
+        public var pendingResolveAfterMs: Int64 = 900_000
+        /// A pending order's check at or after this long is the last: it ends the order.
+        public var pendingExpireAfterMs: Int64 = 86_400_000
         public init() {}
     }
 
@@ -132,11 +137,15 @@ public struct NetsConfig: Sendable {
     public var baseURL: String
     public var secretKey: Secret
     public var webhookAuthorization: Secret
+    /// Where Nets sends the webhooks registered on each created subscription payment; nil: none
+    /// are registered and the pending payment is resolved with `GET /v1/payments/{paymentId}`.
+    public var webhookURL: String?
 
-    public init(baseURL: String, secretKey: Secret, webhookAuthorization: Secret) {
+    public init(baseURL: String, secretKey: Secret, webhookAuthorization: Secret, webhookURL: String? = nil) {
         self.baseURL = baseURL
         self.secretKey = secretKey
         self.webhookAuthorization = webhookAuthorization
+        self.webhookURL = webhookURL
     }
 }
 

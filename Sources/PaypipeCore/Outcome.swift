@@ -108,3 +108,10 @@ public struct OutcomeParseError: Error, Sendable, CustomStringConvertible {
     public let field: String
     public var description: String { "outcome field \(field) is missing or invalid" }
 }
+
+extension Outcome {
+    /// The last word on a pending order whose provider cannot say what became of it (PROTOCOL.md §6).
+    public static func needsReview(_ order: Order, _ message: String, attempts: Int = 0) -> Outcome {
+        Outcome(order: order, status: .unknown, error: .init(code: ErrorInfo.needsReviewCode, message: message), attempts: attempts)
+    }
+}

@@ -25,6 +25,15 @@ public protocol ProviderConnector: Sendable {
     /// Validates and signs an order: the provider request (and the request that resolves an
     /// unknown outcome), or an outcome when no HTTP call is needed (a JWT or URL for the app).
     func sign(_ order: Order, purpose: DispatchPurpose, nowSeconds: Int64) throws(Rejection) -> Signed<Context>
+    /// Signs the provider's status call for an order that stayed `pending` (`purpose` is
+    /// `statusCheck` or `expiryCheck`); `pending` is the result of its stored pending outcome
+    /// (the references the provider assigned, e.g. the Nets paymentId). nil: this provider has
+    /// no call that can tell what became of the order. Read the answer in the `resolving` phase:
+    /// `pending` there means the provider confirms nothing was taken (yet); `unknown` that it
+    /// cannot tell; `succeeded`/`failed` are its final word about the order, never about the call.
+    func signStatusCheck(
+        _ order: Order, pending: [String: JSONValue], purpose: DispatchPurpose, nowSeconds: Int64
+    ) throws(Rejection) -> Signed<Context>?
 
     /// Reads a provider response to `current` (the request last sent in `exchange`).
     func read(_ response: HTTPResponseSpec, to current: HTTPRequestSpec, in exchange: Exchange<Context>) -> ProviderReading
@@ -52,6 +61,13 @@ public enum DispatchPurpose: String, Sendable {
     case submit
     /// The order was submitted and its confirmation never came: only the provider's status call.
     case statusCheck
+    /// The order stayed pending past `timers.pendingExpireAfterMs`: the last status call, whose
+    /// answer ends it (`failed` EXPIRED when the provider confirms nothing was taken, `unknown`
+    /// NEEDS_REVIEW when it cannot tell).
+    case expiryCheck
+
+    /// Both kinds of status check: only the provider's status call leaves.
+    public var isStatusCheck: Bool { self != .submit }
 }
 
 /// What signing an order produced.
@@ -124,8 +140,9 @@ public enum ProviderReading: Sendable, Equatable {
 
 /// What the ledger does with an order that stays `pending`.
 public enum PendingFollowUp: Sendable, Equatable {
-    /// After this long without a callback, the signers sign the provider's status call
-    /// (`DispatchPurpose.statusCheck`) and the submitters ask it.
+    /// After this long without a callback, and again every this long, the signers sign the
+    /// provider's status call (`DispatchPurpose.statusCheck`) and the submitters ask it; once the
+    /// order is pending `timers.pendingExpireAfterMs`, the check is the last (`expiryCheck`).
     case statusCheck(afterMilliseconds: Int64)
     /// The pollers own it from the moment it is pending; one still pending this long after was
     /// lost with a poller and goes to the pollers again.
@@ -143,6 +160,12 @@ extension ProviderConnector {
     }
 
     public func resolution(forUnknown exchange: Exchange<Context>) -> HTTPRequestSpec? { exchange.signed.resolve }
+
+    public func signStatusCheck(
+        _ order: Order, pending: [String: JSONValue], purpose: DispatchPurpose, nowSeconds: Int64
+    ) throws(Rejection) -> Signed<Context>? {
+        try sign(order, purpose: purpose, nowSeconds: nowSeconds)
+    }
 
     public var callbackRoutes: [CallbackRoute] { [] }
     public func callbackReferences(for order: Order) -> [String] { [] }

@@ -48,20 +48,24 @@ public struct PhonePeConnector: ProviderConnector {
 
     // MARK: - Signer
 
-    /// A status check (the callback never came) sends only the signed auth status call.
     public func sign(_ order: Order, purpose: DispatchPurpose, nowSeconds: Int64) throws(Rejection) -> Signed<Context> {
         let phonepe = try config.merchant(order.merchant).require(\.phonepe, .phonepe)
         let checksum = checksums[order.merchant] ?? PhonePeChecksum(config: phonepe)
-        if purpose == .statusCheck {
-            // Only the status call leaves, so the callback scheme (an auth/init field) is not
-            // required: an order accepted before phonepe.callbackScheme was configured still resolves.
-            let status = try PhonePeAuthStatus.request(order: order, config: phonepe, checksum: checksum)
-            let context = Context(authRequestId: try PhonePeAuthInitParams(order: order).authRequestId, merchantId: phonepe.merchantId)
-            return .request(SignedRequest(request: status, resolve: status, context: context))
-        }
         let authInit = try PhonePeAuthInit(order: order, config: phonepe, checksum: checksum)
         let context = Context(authRequestId: authInit.authRequestId, merchantId: phonepe.merchantId)
         return .request(SignedRequest(request: authInit.request, resolve: authInit.statusRequest, context: context))
+    }
+
+    /// The callback never came: only the signed auth status call. The callback scheme (an
+    /// auth/init field) is not required, so an order accepted before phonepe.callbackScheme was
+    /// configured still resolves.
+    public func signStatusCheck(
+        _ order: Order, pending: [String: JSONValue], purpose: DispatchPurpose, nowSeconds: Int64
+    ) throws(Rejection) -> Signed<Context>? {
+        let phonepe = try config.merchant(order.merchant).require(\.phonepe, .phonepe)
+        let status = try PhonePeAuthStatus.request(order: order, config: phonepe, checksum: checksums[order.merchant] ?? PhonePeChecksum(config: phonepe))
+        let context = Context(authRequestId: try PhonePeAuthInitParams(order: order).authRequestId, merchantId: phonepe.merchantId)
+        return .request(SignedRequest(request: status, resolve: status, context: context))
     }
 
     // MARK: - Submitter
@@ -71,12 +75,9 @@ public struct PhonePeConnector: ProviderConnector {
         guard exchange.phase == .resolving else {
             return .verdict(PhonePeAuthInit.classify(response, authRequestId: context.authRequestId))
         }
-        let verdict = PhonePeAuthStatus.classify(response, order: exchange.order, merchantId: context.merchantId)
-        if case .pending = verdict, exchange.purpose == .statusCheck {
-            // PROTOCOL.md: a missed callback is resolved by the status call, terminal either way.
-            return .verdict(.failed(code: "AUTH_NOT_COMPLETED", message: "no callback arrived and the provider's status is still pending"))
-        }
-        return .verdict(verdict)
+        // A status check's `pending` (the customer has not authorised) keeps the order pending
+        // until its last check, which ends it EXPIRED.
+        return .verdict(PhonePeAuthStatus.classify(response, order: exchange.order, merchantId: context.merchantId))
     }
 
     // MARK: - Callbacks

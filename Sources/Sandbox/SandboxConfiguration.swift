@@ -36,12 +36,7 @@ public struct SandboxConfiguration: Sendable {
     /// When set, access is granted from this getAccessStatus call on (counted per customer
     /// token), whatever the time; `cleengGrantAfterMilliseconds` is then ignored. Default nil.
     public var cleengGrantOnPoll: Int?
-    /// Where to POST Nets webhooks after checkout completion. Default nil: deliveries go to the
-    /// URLs the create request registered (none registered, none sent). When set, every
-    /// delivery goes here instead, and a payment that registered no webhooks still gets a
-    /// `payment.checkout.completed` one signed with the merchant's `nets.webhookAuthorization`.
-    public var netsWebhookURL: String?
-    /// How the checkout webhook sent to `netsWebhookURL` is made: `.genuine` (default),
+    /// How the checkout webhooks a payment registered are made: `.genuine` (default),
     /// `.wrongAuthorization` (→ 401) or `.wrongAmount` (authentic, → AMOUNT_MISMATCH).
     public var netsWebhookVariant: NetsWebhookVariant
     /// Time after a Nets create until the emulated customer completes the hosted payment page
@@ -66,7 +61,6 @@ public struct SandboxConfiguration: Sendable {
         outboundRetryBaseMilliseconds: Int = 200,
         cleengGrantAfterMilliseconds: Int? = 10000,
         cleengGrantOnPoll: Int? = nil,
-        netsWebhookURL: String? = nil,
         netsWebhookVariant: NetsWebhookVariant = .genuine,
         netsCompleteCheckoutAfterMilliseconds: Int? = 2000,
         ledgerKeyLimit: Int = 2_000_000,
@@ -83,7 +77,6 @@ public struct SandboxConfiguration: Sendable {
         self.outboundRetryBaseMilliseconds = outboundRetryBaseMilliseconds
         self.cleengGrantAfterMilliseconds = cleengGrantAfterMilliseconds
         self.cleengGrantOnPoll = cleengGrantOnPoll
-        self.netsWebhookURL = netsWebhookURL
         self.netsWebhookVariant = netsWebhookVariant
         self.netsCompleteCheckoutAfterMilliseconds = netsCompleteCheckoutAfterMilliseconds
         self.ledgerKeyLimit = ledgerKeyLimit
@@ -100,9 +93,6 @@ public struct SandboxConfiguration: Sendable {
         if phonePeCallbackDelayMilliseconds < 0 { problems.append("PhonePe callback delay must be 0 or more milliseconds") }
         if outboundAttempts < 1 { problems.append("outbound attempts must be at least 1") }
         if outboundRetryBaseMilliseconds < 0 { problems.append("outbound retry back-off must be 0 or more milliseconds") }
-        if let url = netsWebhookURL, !(url.hasPrefix("http://") || url.hasPrefix("https://")) {
-            problems.append("Nets webhook URL must be an absolute http(s) URL")
-        }
         if ledgerKeyLimit < 0 { problems.append("ledger key limit must be 0 or more") }
         if maxBodyBytes < 1024 { problems.append("max body size must be at least 1024 bytes") }
         return problems

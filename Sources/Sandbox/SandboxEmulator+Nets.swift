@@ -57,28 +57,13 @@ final class NetsEmulation: Sendable {
         return response
     }
 
-    /// The customer paid on the hosted page: the subscription now exists; deliver the webhooks.
+    /// The customer paid on the hosted page: the subscription now exists; deliver the webhooks
+    /// the payment registered, and only those (none registered, none sent: the pipeline then
+    /// learns of it with `GET /v1/payments/{paymentId}`, as with real Nets).
     static func completeCheckout(paymentId: String, merchant: Merchant, emulator: SandboxEmulator) async {
         let now = Timestamp.nowMilliseconds()
-        let (registered, payment) = merchant.sandbox.withLock { sandbox in
-            (sandbox.completeCheckout(paymentId: paymentId, timestampMilliseconds: now), sandbox.payments[paymentId])
-        }
-        var deliveries = registered
-        if let override = emulator.configuration.netsWebhookURL {
-            for index in deliveries.indices { deliveries[index].url = override }
-            if deliveries.isEmpty, let payment, !merchant.config.webhookAuthorization.isEmpty {
-                let content = NetsWebhookContent(
-                    kind: .checkoutCompleted, eventId: "sbx" + Digest.sha256Hex(Array("checkout\u{0}\(paymentId)".utf8)).prefix(29),
-                    paymentId: paymentId, amount: payment.amount, currency: payment.currency, reference: payment.reference,
-                    timestampMilliseconds: now)
-                let tampering: NetsWebhookTampering =
-                    switch emulator.configuration.netsWebhookVariant {
-                    case .genuine: .none
-                    case .wrongAuthorization: .authorization("sandbox-forged-authorization")
-                    case .wrongAmount: .amount(payment.amount + 1)
-                    }
-                deliveries = [NetsSandbox.webhookDelivery(content, config: merchant.config, url: override, tampering: tampering)]
-            }
+        let deliveries = merchant.sandbox.withLock { sandbox in
+            sandbox.completeCheckout(paymentId: paymentId, timestampMilliseconds: now, variant: emulator.configuration.netsWebhookVariant)
         }
         for delivery in deliveries {
             guard let url = delivery.url else { continue }

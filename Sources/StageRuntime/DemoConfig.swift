@@ -10,10 +10,13 @@ package enum DemoConfig {
     ///   - endpoints: further `endpoints` keys (PROTOCOL.md §4 and the internal hops).
     ///   - timers: `timers` keys.
     ///   - extraMerchants: further merchant profiles, by name (e.g. a Viva merchant without API credentials).
+    ///   - netsWebhooks: false leaves out `nets.webhookURL` (Nets payments are then resolved with GET payment).
     package static func text(
         sandboxURL: String, callbacks: String = "127.0.0.1:8080", providerURL: String? = nil,
-        endpoints: [String: String] = [:], timers: [String: Int64] = [:], extraMerchants: [String: JSONValue] = [:]
+        endpoints: [String: String] = [:], timers: [String: Int64] = [:], extraMerchants: [String: JSONValue] = [:],
+        netsWebhooks: Bool = true
     ) -> String {
+        let webhookJSON = netsWebhooks ? ",\n                                \"webhookURL\": \"http://\(callbacks)/callbacks/nets\"" : ""
         func url(_ path: String) -> String { providerURL ?? sandboxURL + path }
         var endpointValues = endpoints
         endpointValues["callbacks"] = callbacks
@@ -29,7 +32,7 @@ package enum DemoConfig {
                                      "webservicesUser": "ws@example.com", "webservicesPassword": "demo-ws-password",
                                      "notificationPassword": "demo-notify-password" },
                   "nets":     { "baseURL": "\(url("/nets"))", "secretKey": "demo-nets-secret-key",
-                                "webhookAuthorization": "demoWebhookAuth123" },
+                                "webhookAuthorization": "demoWebhookAuth123"\(webhookJSON) },
                   "phonepe":  { "baseURL": "\(url("/phonepe"))", "merchantId": "MERCHANTUAT",
                                 "saltKey": "demo-salt-099eb0cd-02cf-4e2a-8aca-3e6c6aff0399", "saltIndex": "1",
                                 "callbackURL": "http://\(callbacks)/callbacks/phonepe", "callbackScheme": "iOSIntentIntegration" },

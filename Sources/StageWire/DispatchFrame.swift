@@ -1,16 +1,19 @@
 import PaypipeCore
 
 /// An order on its way from the ledger to the signers or the pollers:
-/// `{"acceptedAt":ms,"purpose":"submit","order":{…}}`. The ledger writes the stored order JSON
-/// as is, without parsing it again.
+/// `{"acceptedAt":ms,"purpose":"submit","order":{…}}`, and for a status check of a pending order
+/// `"pending":{…}`, the result of its stored pending outcome (the provider's references, which
+/// the status call names). The ledger writes the stored order JSON as is, without parsing it again.
 package struct DispatchFrame: Sendable, Equatable {
     package var order: Order
     /// When the ledger accepted the order (for a poll: when the receipt became pending).
     package var acceptedAt: Int64
     package var purpose: DispatchPurpose
+    package var pending: [String: JSONValue]?
 
-    package static func encode(orderJSON: String, acceptedAt: Int64, purpose: DispatchPurpose = .submit) -> [UInt8] {
-        Array("{\"acceptedAt\":\(acceptedAt),\"purpose\":\"\(purpose.rawValue)\",\"order\":\(orderJSON)}".utf8)
+    package static func encode(orderJSON: String, acceptedAt: Int64, purpose: DispatchPurpose = .submit, pending: [String: JSONValue]? = nil) -> [UInt8] {
+        let pendingField = pending.map { ",\"pending\":" + JSONValue.object($0).serialized } ?? ""
+        return Array("{\"acceptedAt\":\(acceptedAt),\"purpose\":\"\(purpose.rawValue)\"\(pendingField),\"order\":\(orderJSON)}".utf8)
     }
 
     package static func decode(_ frame: [UInt8], catalog: OrderCatalog) throws(EnvelopeError) -> DispatchFrame {
@@ -22,6 +25,11 @@ package struct DispatchFrame: Sendable, Equatable {
         guard let purpose = object["purpose"]?.stringValue.flatMap(DispatchPurpose.init(rawValue:)) else {
             throw EnvelopeError("dispatch.purpose is invalid")
         }
-        return DispatchFrame(order: order, acceptedAt: object["acceptedAt"]?.integerValue ?? 0, purpose: purpose)
+        var pending: [String: JSONValue]?
+        if let value = object["pending"], value != .null {
+            guard let result = value.objectValue else { throw EnvelopeError("dispatch.pending is not an object") }
+            pending = result
+        }
+        return DispatchFrame(order: order, acceptedAt: object["acceptedAt"]?.integerValue ?? 0, purpose: purpose, pending: pending)
     }
 }

@@ -10,18 +10,22 @@ package struct SubmitWork: Sendable, Equatable {
     /// The connector's `Context`, as JSON; only the connector reads it.
     package var context: JSONValue
     package var purpose: DispatchPurpose
+    /// For a status check: the result of the order's stored pending outcome, which a still
+    /// pending answer repeats (the customer's page or JWT is still the one to use).
+    package var pending: [String: JSONValue]?
     /// When the ledger first accepted the order (ms since epoch), for end-to-end latency.
     package var acceptedAt: Int64
 
     package init(
         order: Order, request: HTTPRequestSpec, resolve: HTTPRequestSpec? = nil, context: JSONValue = .null,
-        purpose: DispatchPurpose = .submit, acceptedAt: Int64
+        purpose: DispatchPurpose = .submit, pending: [String: JSONValue]? = nil, acceptedAt: Int64
     ) {
         self.order = order
         self.request = request
         self.resolve = resolve
         self.context = context
         self.purpose = purpose
+        self.pending = pending
         self.acceptedAt = acceptedAt
     }
 
@@ -31,6 +35,7 @@ package struct SubmitWork: Sendable, Equatable {
             "purpose": .string(purpose.rawValue), "acceptedAt": .integer(acceptedAt),
         ]
         if let resolve { object["resolve"] = SubmitWork.encode(resolve) }
+        if let pending { object["pending"] = .object(pending) }
         return .object(object)
     }
 
@@ -47,7 +52,7 @@ package struct SubmitWork: Sendable, Equatable {
         }
         return SubmitWork(
             order: order, request: request, resolve: object["resolve"].flatMap(decodeRequest), context: object["context"] ?? .null,
-            purpose: purpose, acceptedAt: object["acceptedAt"]?.integerValue ?? 0)
+            purpose: purpose, pending: object["pending"]?.objectValue, acceptedAt: object["acceptedAt"]?.integerValue ?? 0)
     }
 
     static func encode(_ request: HTTPRequestSpec) -> JSONValue {

@@ -104,11 +104,29 @@ public struct TrustPaymentsConnector: ProviderConnector {
         return .request(SignedRequest(request: request.http, resolve: query?.http, context: Context(request, query: query)))
     }
 
+    /// An SDK JWT whose result never came back: TRANSACTIONQUERY by orderreference. The other
+    /// operations never stay pending.
+    public func signStatusCheck(
+        _ order: Order, pending: [String: JSONValue], purpose: DispatchPurpose, nowSeconds: Int64
+    ) throws(Rejection) -> Signed<Context>? {
+        guard order.operation == .subscriptionJwt else { return nil }
+        let query = TPWebServices.orderQuery(for: order.key, config: try settings(order.merchant))
+        return .request(SignedRequest(request: query.http, resolve: query.http, context: Context(query, query: nil)))
+    }
+
+    public func pendingFollowUp(for operation: Operation, timers: PaypipeConfig.Timers) -> PendingFollowUp? {
+        operation == .subscriptionJwt ? .statusCheck(afterMilliseconds: timers.pendingResolveAfterMs) : nil
+    }
+
     // MARK: - Submitter
 
     public func read(_ response: HTTPResponseSpec, to current: HTTPRequestSpec, in exchange: Exchange<Context>) -> ProviderReading {
         let context = exchange.signed.context
         let request = context.request(exchange.signed.request)
+        if context.kind == .orderQuery {
+            let siteReference = (try? settings(exchange.order.merchant))?.siteReference
+            return .verdict(Self.readOrderQuery(response, query: request, order: exchange.order, siteReference: siteReference))
+        }
         if exchange.phase == .resolving, let resolve = exchange.signed.resolve, let query = context.query(resolve) {
             return .verdict(TPWebServices.resolveUpdate(queryResponse: response, query: query, update: request))
         }
@@ -120,6 +138,20 @@ public struct TrustPaymentsConnector: ProviderConnector {
         // A query has no effect, so sending it again is safe even if the first one arrived.
         let readOnly = exchange.signed.context.kind.isReadOnly
         return !failure.mayHaveBeenSent || readOnly ? .retry(reason: failure.reason) : .unknown(reason: failure.reason)
+    }
+
+    /// The status check of a pending SDK JWT: no AUTH yet → `pending` (nothing taken); the
+    /// payment's own result → `succeeded`/`failed`. A query that failed as a call (credentials,
+    /// HTTP 4xx, its own errorcode) says nothing about the payment → `unknown`.
+    static func readOrderQuery(_ response: HTTPResponseSpec, query: TPWebServicesRequest, order: Order, siteReference: String?) -> ProviderVerdict {
+        guard let siteReference else { return .unknown(reason: "merchant \(order.merchant) has no trustpayments section in this stage's config") }
+        switch TPWebServices.classify(response, for: query) {
+        case .failed(let code, let message): return .unknown(reason: "the order query failed (\(code)): \(message)")
+        case .retry(let reason), .unknown(let reason): return .unknown(reason: reason)
+        case .succeeded, .pending: break
+        }
+        let expected = TPExpectedOrder(orderId: order.orderId, siteReference: siteReference, amount: order.amount, currency: order.currency)
+        return TPWebServices.classifyOrderQuery(response, for: query, expected: expected)
     }
 
     // MARK: - Callbacks

@@ -37,6 +37,18 @@ public struct VivaConnector: ProviderConnector {
         .verdict(.failed(code: "INTERNAL", message: "a viva sale needs no HTTP call"))
     }
 
+    /// Viva's transactions API answers by `transactionId`, which only the app's forwarded result
+    /// carries; a sale whose result never came has none, and Viva offers no lookup by
+    /// clientTransactionId. So nothing can tell: the expiry check ends it NEEDS_REVIEW.
+    public func signStatusCheck(
+        _ order: Order, pending: [String: JSONValue], purpose: DispatchPurpose, nowSeconds: Int64
+    ) throws(Rejection) -> Signed<NoContext>? { nil }
+
+    /// Only the last check is dispatched: earlier ones could not ask anything either.
+    public func pendingFollowUp(for operation: Operation, timers: PaypipeConfig.Timers) -> PendingFollowUp? {
+        operation == .sale ? .statusCheck(afterMilliseconds: timers.pendingExpireAfterMs) : nil
+    }
+
     public var callbackRoutes: [CallbackRoute] {
         [CallbackRoute(path: "/callbacks/viva", label: "viva", rateLimit: Self.callbackRateLimit) { request, context throws(CallbackRejection) in
             try await forwardedResult(request.body, context: context)

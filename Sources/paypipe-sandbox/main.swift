@@ -47,10 +47,7 @@ struct SandboxCommand: AsyncParsableCommand {
     @Option(name: .customLong("cleeng-grant-on-poll"), help: "Grant Cleeng access from this getAccessStatus call on, per customer (overrides --cleeng-grant-after-ms).")
     var cleengGrantOnPoll: Int?
 
-    @Option(name: .customLong("nets-webhook-url"), help: "Send Nets webhooks here after checkout completion (default: the URLs the payment registered).")
-    var netsWebhookURL: String?
-
-    @Option(name: .customLong("nets-webhook-variant"), help: "How the Nets checkout webhook is made: genuine, wrong-authorization or wrong-amount.")
+    @Option(name: .customLong("nets-webhook-variant"), help: "How the Nets checkout webhooks a payment registered are made: genuine, wrong-authorization or wrong-amount.")
     var netsWebhookVariant: String = "genuine"
 
     @Option(name: .customLong("nets-complete-checkout-after-ms"), help: "Time after a Nets create until the customer completes the hosted page (-1 = never).")
@@ -96,7 +93,6 @@ struct SandboxCommand: AsyncParsableCommand {
             phonePeCallbackVariant: phonePeCallbackVariant.sandboxVariant,
             cleengGrantAfterMilliseconds: cleengGrantAfterMilliseconds < 0 ? nil : cleengGrantAfterMilliseconds,
             cleengGrantOnPoll: cleengGrantOnPoll,
-            netsWebhookURL: netsWebhookURL,
             netsWebhookVariant: NetsWebhookVariant(rawValue: netsWebhookVariant) ?? { Self.fail("--nets-webhook-variant must be genuine, wrong-authorization or wrong-amount") }(),
             netsCompleteCheckoutAfterMilliseconds: netsCompleteCheckoutAfterMilliseconds < 0 ? nil : netsCompleteCheckoutAfterMilliseconds)
         let server: SandboxServer

@@ -67,7 +67,7 @@ struct Up: AsyncParsableCommand {
 
         do {
             if config == nil || sandbox {
-                var args = ["--config", path, "--port", String(sandboxPort), "--nets-webhook-url", "http://\(loaded.endpoints.callbacks)/callbacks/nets"]
+                var args = ["--config", path, "--port", String(sandboxPort)]
                 args += sandboxArgs.split(separator: " ").map(String.init)
                 try await supervisor.start("paypipe-sandbox", args, waitFor: "listening")
             }

@@ -55,6 +55,18 @@ struct ConfigTests {
         #expect(config.endpoints.callbacks == "127.0.0.1:8080")
     }
 
+    @Test func pendingTimersAndTheNetsWebhookURLAreOptional() throws {
+        let defaults = try parse(sampleConfig)
+        #expect(defaults.timers.pendingResolveAfterMs == 900_000 && defaults.timers.pendingExpireAfterMs == 86_400_000)
+        #expect(defaults.merchants["default"]?.nets?.webhookURL == nil)
+        let set = sampleConfig
+            .replacingFirst(#""timers": { "cleengPollIntervalMs": 50 }"#, with: #""timers": { "pendingResolveAfterMs": 1000, "pendingExpireAfterMs": 5000 }"#)
+            .replacingFirst(#""webhookAuthorization": "env:NETS_WEBHOOK_AUTH" }"#, with: #""webhookAuthorization": "env:NETS_WEBHOOK_AUTH", "webhookURL": "https://hooks.example/callbacks/nets" }"#)
+        let config = try parse(set)
+        #expect(config.timers.pendingResolveAfterMs == 1000 && config.timers.pendingExpireAfterMs == 5000)
+        #expect(config.merchants["default"]?.nets?.webhookURL == "https://hooks.example/callbacks/nets")
+    }
+
     @Test func phonePeCallbackSchemeIsOptional() throws {
         #expect(try parse(sampleConfig).merchant("default").phonepe?.callbackScheme == nil)
         let withScheme = sampleConfig.replacingOccurrences(
@@ -97,6 +109,11 @@ struct ConfigTests {
         (#""baseURL": "http://127.0.0.1:9102""#, #""baseURL": "ftp://x""#, "merchants.default.nets.baseURL: must be an http:// or https:// URL"),
         (#""timers": { "cleengPollIntervalMs": 50 }"#, #""timers": { "cleengPollIntervalMs": -1 }"#, "timers.cleengPollIntervalMs: must be a positive integer"),
         (#""timers": {"#, #""timerz": {"#, "timerz: unknown key"),
+        (#""timers": { "cleengPollIntervalMs": 50 }"#, #""timers": { "pendingResolveAfterMs": 0 }"#, "timers.pendingResolveAfterMs: must be a positive integer"),
+        (#""timers": { "cleengPollIntervalMs": 50 }"#, #""timers": { "pendingResolveAfterMs": 2000, "pendingExpireAfterMs": 1000 }"#,
+         "timers.pendingExpireAfterMs: must be at least pendingResolveAfterMs"),
+        (#""webhookAuthorization": "env:NETS_WEBHOOK_AUTH" }"#, #""webhookAuthorization": "env:NETS_WEBHOOK_AUTH", "webhookURL": "hooks.example" }"#,
+         "merchants.default.nets.webhookURL: must be an http:// or https:// URL"),
     ])
     func mistakesAreErrorsNamingTheKey(original: String, replacement: String, expected: String) {
         let text = sampleConfig.replacingFirst(original, with: replacement)

@@ -174,7 +174,7 @@ import Testing
             #expect(error.field == "params.merchantCallBackScheme")
         }
         // A status check sends no auth/init, so it needs no scheme.
-        guard case .request(let status) = try connector.sign(Fixtures.order(), purpose: .statusCheck, nowSeconds: 1_700_000_000) else {
+        guard case .request(let status)? = try connector.signStatusCheck(Fixtures.order(), pending: [:], purpose: .statusCheck, nowSeconds: 1_700_000_000) else {
             Issue.record("a status check is a request"); return
         }
         #expect(status.request.method == .GET)

@@ -351,4 +351,33 @@ extension NetsSandboxTests {
         #expect(event.amount == (kind == .other("payment.cancel.created") ? nil : 1050))
         #expect(event.timestamp == "1970-01-01T00:00:00.001Z")
     }
+
+    @Test func aPaymentWithoutRegisteredWebhooksGetsNoneAndGetPaymentTellsItsState() throws {
+        var sandbox = Self.sandbox()
+        func create(_ orderId: String) throws -> String? {
+            let request = try NetsPayments.createSubscription(NetsFixtures.createOrder(orderId: orderId), config: NetsFixtures.config, now: NetsFixtures.now)
+            guard case .pending(let created) = NetsPayments.classifyCreate(sandbox.handle(request, now: NetsFixtures.now)) else { return nil }
+            return created["paymentId"]?.stringValue
+        }
+        func payment(_ paymentId: String) throws -> ProviderVerdict {
+            let request = try NetsPayments.fetchPayment(paymentId: paymentId, config: NetsFixtures.config)
+            return NetsPendingCreate.read(sandbox.handle(request, now: NetsFixtures.now), paymentId: paymentId)
+        }
+        let paid = try #require(try create("ord-nohook-1"))
+        #expect(try payment(paid) == .pending(["paymentId": .string(paid)]))
+        // No webhook was registered, so none is sent; Nets' payment shows the subscription.
+        #expect(sandbox.completeCheckout(paymentId: paid, timestampMilliseconds: 1).isEmpty)
+        let subscriptionId = try #require(sandbox.payments[paid]?.subscriptionId)
+        #expect(try payment(paid) == .succeeded(["paymentId": .string(paid), "subscriptionId": .string(subscriptionId), "amount": 1050]))
+
+        let abandoned = try #require(try create("ord-nohook-2"))
+        sandbox.terminateCheckout(paymentId: abandoned, timestampMilliseconds: 2)
+        guard case .failed("NETS_CHECKOUT_ABANDONED", _) = try payment(abandoned) else {
+            Issue.record("a terminated checkout reads as abandoned")
+            return
+        }
+        // A terminated checkout can no longer be completed.
+        #expect(sandbox.completeCheckout(paymentId: abandoned, timestampMilliseconds: 3).isEmpty)
+        #expect(sandbox.payments[abandoned]?.subscriptionId == nil)
+    }
 }

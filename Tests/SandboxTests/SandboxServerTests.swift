@@ -140,7 +140,6 @@ import Viva
 
     @Test(arguments: [
         SandboxConfiguration(errorRate: 1.5), SandboxConfiguration(latencyMilliseconds: -1), SandboxConfiguration(port: 70000),
-        SandboxConfiguration(netsWebhookURL: "ftp://x"),
     ])
     func unusableSettingsAreRefused(settings: SandboxConfiguration) {
         #expect(throws: SandboxConfigurationError.self) {

@@ -146,6 +146,8 @@ struct SignerCoreTests {
                 #expect(try SubmitWork.decode(work.frame, catalog: testCatalog) == work)
             case .outcome(let outcome):
                 kinds[o.operation.rawValue] = outcome.status.rawValue
+            case .nothing:
+                Issue.record("a first dispatch is always signed or answered")
             }
         }
         #expect(kinds["subscriptionJwt"] == "pending")

@@ -38,14 +38,15 @@ final class PipelineHarness: @unchecked Sendable {
     /// `timers`: the config's "timers" (e.g. fast Cleeng polling). `connectOutcomes`: false
     /// leaves the live outcomes PUSH without any consumer. `curve`: a `curve` section with fresh
     /// keys (secret keys as `file:` secrets in the harness's directory). `extraMerchants`: merchant
-    /// profiles besides the demo's "default". `providerFront`: given the sandbox's URL, starts
+    /// profiles besides the demo's "default". `netsWebhooks`: false leaves `nets.webhookURL` out.
+    /// `providerFront`: given the sandbox's URL, starts
     /// something in front of it and returns the URL the stages should use instead.
     /// `redeliverAfterMilliseconds`: the ledger's `--redeliver-after-ms`.
     init(
         sandboxConfiguration: SandboxConfiguration = SandboxConfiguration(port: 0, phonePeCallbackDelayMilliseconds: 3_600_000),
         timers: [String: Int64] = [:], connectOutcomes: Bool = true, curve: Bool = false,
-        extraMerchants: [String: JSONValue] = [:], providerFront: ((String) async throws -> String)? = nil,
-        redeliverAfterMilliseconds: Int = 60_000
+        extraMerchants: [String: JSONValue] = [:], netsWebhooks: Bool = true,
+        providerFront: ((String) async throws -> String)? = nil, redeliverAfterMilliseconds: Int = 60_000
     ) async throws {
         self.redeliverAfterMilliseconds = redeliverAfterMilliseconds
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-e2e-\(UUID().uuidString)")
@@ -54,7 +55,6 @@ final class PipelineHarness: @unchecked Sendable {
         let callbacks = "127.0.0.1:\(callbacksPort)"
         var sandboxConfiguration = sandboxConfiguration
         sandboxConfiguration.port = 0
-        if sandboxConfiguration.netsWebhookURL == nil { sandboxConfiguration.netsWebhookURL = "http://\(callbacks)/callbacks/nets" }
         let credentials = try PaypipeConfig.parse(Array(DemoConfig.text(sandboxURL: "http://127.0.0.1:9", callbacks: callbacks).utf8))
         var logger = Logger(label: "e2e-sandbox")
         logger.logLevel = .critical
@@ -74,7 +74,7 @@ final class PipelineHarness: @unchecked Sendable {
                 "intake": any, "outcomes": any, "signQueue": any, "signedIn": any, "signedOut": any, "results": any,
                 "ledgerRPC": any, "pollQueue": any, "outcomesReplay": any, "ledgerMetrics": "127.0.0.1:0",
             ],
-            timers: timers, extraMerchants: extraMerchants)
+            timers: timers, extraMerchants: extraMerchants, netsWebhooks: netsWebhooks)
         if curve, case .object(var document) = try JSONValue.parse(Array(text.utf8)) {
             var section: [String: JSONValue] = [:]
             for role in CurveConfig.Role.allCases {

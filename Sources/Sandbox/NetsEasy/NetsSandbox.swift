@@ -18,6 +18,8 @@ public struct NetsSandbox: Sendable {
         public var webhooks: [Webhook]
         /// Set once the customer completed the hosted page.
         public var subscriptionId: String?
+        /// Set when the customer abandoned the checkout (`terminateCheckout`).
+        public var terminatedMilliseconds: Int64?
     }
 
     public struct Webhook: Sendable, Equatable {
@@ -118,7 +120,10 @@ public struct NetsSandbox: Sendable {
             "created": .string(Timestamp.iso8601(milliseconds: payment.createdEpochSeconds * 1000)),
             "orderDetails": .object(orderDetails),
         ]
+        // Nets' summary lists only the amounts that moved; the hosted page reserves the whole order.
+        object["summary"] = payment.subscriptionId == nil ? [:] : ["reservedAmount": .integer(payment.amount)]
         if let subscriptionId = payment.subscriptionId { object["subscription"] = ["id": .string(subscriptionId)] }
+        if let terminated = payment.terminatedMilliseconds { object["terminated"] = .string(Timestamp.iso8601(milliseconds: terminated)) }
         return NetsSandbox.json(200, ["payment": .object(object)])
     }
 
@@ -139,15 +144,30 @@ public struct NetsSandbox: Sendable {
     /// The customer completed the hosted page: the subscription now exists, and the
     /// deliveries Nets would send to the webhooks registered for checkout completed.
     /// Empty when the payment is unknown.
-    public mutating func completeCheckout(paymentId: String, timestampMilliseconds: Int64) -> [NetsWebhookDelivery] {
-        guard var payment = payments[paymentId] else { return [] }
+    public mutating func completeCheckout(
+        paymentId: String, timestampMilliseconds: Int64, variant: NetsWebhookVariant = .genuine
+    ) -> [NetsWebhookDelivery] {
+        guard var payment = payments[paymentId], payment.terminatedMilliseconds == nil else { return [] }
         if payment.subscriptionId == nil {
             let subscriptionId = NetsSandbox.derivedId("subscription", paymentId)
             payment.subscriptionId = subscriptionId
             subscriptions[subscriptionId] = paymentId
             payments[paymentId] = payment
         }
-        return deliveries(.checkoutCompleted, payment: payment, timestampMilliseconds: timestampMilliseconds)
+        let tampering: NetsWebhookTampering =
+            switch variant {
+            case .genuine: .none
+            case .wrongAuthorization: .authorization("sandbox-forged-authorization")
+            case .wrongAmount: .amount(payment.amount + 1)
+            }
+        return deliveries(.checkoutCompleted, payment: payment, timestampMilliseconds: timestampMilliseconds, tampering: tampering)
+    }
+
+    /// The customer abandoned the hosted page and the checkout was terminated: `GET payment`
+    /// then shows `terminated`, nothing reserved, and no webhook is sent.
+    public mutating func terminateCheckout(paymentId: String, timestampMilliseconds: Int64) {
+        guard payments[paymentId]?.subscriptionId == nil else { return }
+        payments[paymentId]?.terminatedMilliseconds = timestampMilliseconds
     }
 
     /// The customer's card was refused: deliveries for the reservation-failed webhooks.
@@ -156,14 +176,16 @@ public struct NetsSandbox: Sendable {
         return deliveries(.reservationFailed, payment: payment, timestampMilliseconds: timestampMilliseconds)
     }
 
-    func deliveries(_ kind: NetsWebhookEvent.Kind, payment: Payment, timestampMilliseconds: Int64) -> [NetsWebhookDelivery] {
+    func deliveries(
+        _ kind: NetsWebhookEvent.Kind, payment: Payment, timestampMilliseconds: Int64, tampering: NetsWebhookTampering = .none
+    ) -> [NetsWebhookDelivery] {
         payment.webhooks.filter { NetsWebhookEvent.Kind(eventName: $0.eventName) == kind }.map { hook in
             NetsSandbox.webhookDelivery(
                 NetsWebhookContent(
                     kind: kind, eventId: NetsSandbox.derivedId("event-\(kind.eventName)", payment.paymentId),
                     paymentId: payment.paymentId, amount: payment.amount, currency: payment.currency,
                     reference: payment.reference, merchantId: merchantId, timestampMilliseconds: timestampMilliseconds),
-                authorization: hook.authorization, url: hook.url)
+                authorization: hook.authorization, url: hook.url, tampering: tampering)
         }
     }
 

@@ -33,6 +33,8 @@ package struct LedgerCore {
     package private(set) var counters = Counters()
     /// Orders without a terminal or pending outcome are dispatched again after this long.
     package var redeliverAfterMilliseconds: Int64
+    /// A pending order's status check at or after this long is its last (`expiryCheck`).
+    let pendingExpireAfterMilliseconds: Int64
     /// What the connectors want done with each operation's pending orders.
     let followUps: [(operation: Operation, followUp: PendingFollowUp)]
 
@@ -43,6 +45,7 @@ package struct LedgerCore {
         self.store = store
         self.registry = registry
         self.redeliverAfterMilliseconds = redeliverAfterMilliseconds
+        pendingExpireAfterMilliseconds = timers.pendingExpireAfterMs
         followUps = registry.connectors.flatMap { connector in
             type(of: connector).operations.compactMap { spec in
                 connector.pendingFollowUp(for: spec.operation, timers: timers).map { (spec.operation, $0) }
@@ -176,10 +179,12 @@ package struct LedgerCore {
     /// Orders that stalled (a stage crashed with them, a TCP reset dropped them, or their
     /// outcome stayed unknown) go out again; every provider reference is idempotent.
     /// Pending orders get what their connector asked for: a status check once their callback
-    /// is overdue, or the pollers again once they were lost with a poller.
+    /// is overdue and again every wait, the last one once they are pending
+    /// `pendingExpireAfterMilliseconds`; or the pollers again once they were lost with a poller.
     package mutating func redeliver(now: Int64, limit: Int = 1000) throws -> [Effect] {
         let followUps = self.followUps
         let cutoff = now - redeliverAfterMilliseconds
+        let expiredBefore = now - pendingExpireAfterMilliseconds
         var redelivered = 0, statusChecks = 0
         let effects = try store.transaction { () throws -> [Effect] in
             let stalled = try store.stalled(dispatchedBefore: cutoff, now: now, limit: limit)
@@ -188,9 +193,15 @@ package struct LedgerCore {
             for (operation, followUp) in followUps {
                 switch followUp {
                 case .statusCheck(let wait):
-                    let due = try store.pendingToDispatch(operation: operation, pendingBefore: now - wait, dispatchedBefore: now - wait, now: now, limit: limit)
-                    statusChecks += due.count
-                    effects += due.map { .dispatch(DispatchFrame.encode(orderJSON: $0.json, acceptedAt: $0.pendingAt, purpose: .statusCheck)) }
+                    // Expired ones first: marked dispatched, the regular sweep below skips them.
+                    for (purpose, pendingBefore) in [(DispatchPurpose.expiryCheck, expiredBefore), (.statusCheck, now - wait)] {
+                        let due = try store.pendingToDispatch(
+                            operation: operation, pendingBefore: pendingBefore, dispatchedBefore: now - wait, now: now, limit: limit)
+                        statusChecks += due.count
+                        effects += due.map {
+                            .dispatch(DispatchFrame.encode(orderJSON: $0.json, acceptedAt: $0.pendingAt, purpose: purpose, pending: $0.result))
+                        }
+                    }
                 case .poll(let lostAfter):
                     let lost = try store.pendingToDispatch(
                         operation: operation, pendingBefore: now - lostAfter, dispatchedBefore: now - lostAfter, now: now, limit: limit)

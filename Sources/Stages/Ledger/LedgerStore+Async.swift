@@ -31,21 +31,22 @@ extension LedgerStore {
 
     /// Pending orders of one provider and operation whose pending time is before `pendingBefore`
     /// and whose last dispatch is before `dispatchedBefore`; marked dispatched at `now` and
-    /// returned as (order JSON, pending since). Call inside `transaction`.
+    /// returned with the `result` of their stored pending outcome. Call inside `transaction`.
     package func pendingToDispatch(
         operation: Operation, pendingBefore: Int64, dispatchedBefore: Int64, now: Int64, limit: Int
-    ) throws -> [(json: String, pendingAt: Int64)] {
+    ) throws -> [(json: String, pendingAt: Int64, result: [String: JSONValue])] {
         let rows = try db.query(
             """
-            SELECT merchant, order_id, order_json, pending_at FROM orders
+            SELECT merchant, order_id, order_json, pending_at, outcome FROM orders
             WHERE provider=? AND state='pending' AND pending_at < ? AND operation=? AND dispatched_at < ? LIMIT ?
             """,
             [.text(operation.provider.rawValue), .integer(pendingBefore), .text(operation.rawValue), .integer(dispatchedBefore), .integer(Int64(limit))])
-        var result: [(json: String, pendingAt: Int64)] = []
+        var result: [(json: String, pendingAt: Int64, result: [String: JSONValue])] = []
         for row in rows {
             guard let merchant = row[0].text, let orderId = row[1].text, let json = row[2].text, let pendingAt = row[3].integer else { continue }
             try markDispatched(merchant: merchant, orderId: orderId, now: now)
-            result.append((json, pendingAt))
+            let outcome = row[4].text.flatMap { try? JSONValue.parse(Array($0.utf8)) }
+            result.append((json, pendingAt, outcome?["result"]?.objectValue ?? [:]))
         }
         return result
     }

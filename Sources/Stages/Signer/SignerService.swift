@@ -40,6 +40,7 @@ package final class SignerService: MeasuredStage {
             self.metrics.counter("paypipe_signer_orders_total", [("result", result)], help: "Orders handled by the signer, by result")
         }
         let (signedCount, directCount, rejectedCount) = (counted("signed"), counted("outcome"), counted("rejected"))
+        let uncheckedCount = counted("no_status_call")
         let catalog = registry.catalog, logger = self.logger
 
         // Graceful shutdown stops taking orders; what was taken is signed and handed on.
@@ -56,13 +57,15 @@ package final class SignerService: MeasuredStage {
                     }
                     continue
                 }
-                switch core.sign(dispatch.order, acceptedAt: dispatch.acceptedAt, nowSeconds: milliseconds() / 1000, purpose: dispatch.purpose) {
+                switch core.sign(dispatch, nowSeconds: milliseconds() / 1000) {
                 case .submit(let work):
                     signedCount.increment()
                     try await signed.send(work.frame)
                 case .outcome(let outcome):
                     (outcome.status == .rejected ? rejectedCount : directCount).increment()
                     try await results.send(outcome.bytes)
+                case .nothing:
+                    uncheckedCount.increment()
                 }
             }
         } onGracefulShutdown: {

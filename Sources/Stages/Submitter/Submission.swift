@@ -45,7 +45,7 @@ package struct Submission: Sendable {
         self.connector = connector
         self.policy = policy
         current = work.request
-        if work.purpose == .statusCheck { phase = .resolving }
+        if work.purpose.isStatusCheck { phase = .resolving }
     }
 
     package mutating func start() -> Action {
@@ -78,6 +78,13 @@ package struct Submission: Sendable {
     // MARK: - Verdicts
 
     private mutating func apply(_ verdict: ProviderVerdict, jitter: Double) -> Action {
+        if work.purpose.isStatusCheck, case .pending(let result) = verdict {
+            // The provider confirms nothing was taken yet: the order stays pending with the answer
+            // it had, until its last check, which ends it (PROTOCOL.md §6 "Every order ends").
+            guard work.purpose == .expiryCheck else { return finish(.pending, result: work.pending ?? result) }
+            return finish(.failed, error: .init(
+                code: Self.expiredCode, message: "still pending at the provider when the order expired; the provider confirms nothing was taken"))
+        }
         switch verdict {
         case .succeeded(let result): return finish(.succeeded, result: result)
         case .pending(let result): return finish(.pending, result: result)
@@ -118,8 +125,14 @@ package struct Submission: Sendable {
     /// Still unknown after the resolution budget: reported as `unknown` (non-terminal); the
     /// ledger redelivers the order later, and every provider reference is idempotent.
     private func unresolved(_ reason: String) -> Action {
-        finish(.unknown, error: .init(code: "OUTCOME_UNKNOWN", message: "provider result not yet known: \(reason)"))
+        if work.purpose == .expiryCheck {
+            return .finish(.needsReview(work.order, "the provider cannot tell what became of the expired order: \(reason)", attempts: attempts))
+        }
+        return finish(.unknown, error: .init(code: "OUTCOME_UNKNOWN", message: "provider result not yet known: \(reason)"))
     }
+
+    /// `error.code` of a pending order the provider confirms took nothing before it expired.
+    package static let expiredCode = "EXPIRED"
 }
 
 extension ProviderConnector {
