@@ -15,7 +15,7 @@ import Testing
     @Test func authInitIsAcceptedTheCallbackArrivesSignedAndStatusTurnsTerminal() async throws {
         try await Receiver.run { receiver, callbackPort in
             // Long enough that the status call right after auth/init still sees the mandate pending on a busy machine.
-            let settings = SandboxConfiguration(phonePeCallbackDelayMilliseconds: 400)
+            let settings = SandboxConfiguration(phonePeCallbackDelayMilliseconds: 3000)
             try await withSandbox(settings, callbackPort: callbackPort) { sandbox in
                 let config = try #require(try Fixtures.merchant(sandbox.config).phonepe)
                 let order = Self.order("pp-flow")
