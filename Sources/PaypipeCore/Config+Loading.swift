@@ -154,6 +154,10 @@ extension PaypipeConfig {
             config.timers.httpRequestTimeoutMs = try t.positiveInteger("httpRequestTimeoutMs") ?? d.httpRequestTimeoutMs
             config.timers.phonepeCallbackWaitMs = try t.positiveInteger("phonepeCallbackWaitMs") ?? d.phonepeCallbackWaitMs
             config.timers.tpResponseMaxAgeS = try t.positiveInteger("tpResponseMaxAgeS") ?? d.tpResponseMaxAgeS
+            config.timers.leaseMs = try t.positiveInteger("leaseMs") ?? d.leaseMs
+            // Renewed every third of the lease: much shorter and the renewals alone load the ledger.
+            guard config.timers.leaseMs >= 300 else { throw ConfigError(path: "timers.leaseMs", reason: "must be at least 300 (ms)") }
+            config.timers.maxDispatches = try t.positiveInteger("maxDispatches") ?? d.maxDispatches
             try t.finish()
         }
         if var c = try root.optionalObject("curve") { config.curve = try CurveConfig.parse(&c) }

@@ -47,6 +47,11 @@ public struct PaypipeConfig: Sendable {
         public var httpRequestTimeoutMs: Int64 = 10000
         public var phonepeCallbackWaitMs: Int64 = 900_000
         public var tpResponseMaxAgeS: Int64 = 3600
+        /// How long a submitter's claim on an order holds without renewal; the holder renews
+        /// every third of it, so a lapse means the holder died.
+        public var leaseMs: Int64 = 30_000
+        /// Dispatches of one order before it goes to review (`unknown` NEEDS_REVIEW).
+        public var maxDispatches: Int64 = 5
         public init() {}
     }
 

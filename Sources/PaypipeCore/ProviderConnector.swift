@@ -32,6 +32,9 @@ public protocol ProviderConnector: Sendable {
     func readFailure(_ failure: TransportFailure, of current: HTTPRequestSpec, in exchange: Exchange<Context>) -> ProviderVerdict
     /// The request that resolves an unknown outcome, or nil when nothing can resolve it safely.
     func resolution(forUnknown exchange: Exchange<Context>) -> HTTPRequestSpec?
+    /// What a redelivered order (its dispatch after the first) takes before anything is sent
+    /// again (PROTOCOL.md §6: resolved first by its deterministic reference).
+    func redelivery(of exchange: Exchange<Context>) -> Redelivery
 
     /// The HTTP callbacks this provider sends (PROTOCOL.md §3).
     var callbackRoutes: [CallbackRoute] { get }
@@ -52,6 +55,19 @@ public enum DispatchPurpose: String, Sendable {
     case submit
     /// The order was submitted and its confirmation never came: only the provider's status call.
     case statusCheck
+}
+
+/// How a redelivered order is handled: its first copy may have reached the provider.
+public enum Redelivery: Sendable, Equatable {
+    /// Sending the same request again is safe: the provider replays its first answer (Nets'
+    /// Idempotency-Key) or the request has no effect (reads).
+    case resubmit
+    /// Ask this status/query call first: the order is submitted again only on a `neverSeen`
+    /// reading; any other verdict is the order's.
+    case resolveFirst(HTTPRequestSpec)
+    /// Nothing can tell whether the provider saw it: the order ends `unknown` NEEDS_REVIEW
+    /// rather than moving money twice.
+    case review
 }
 
 /// What signing an order produced.
@@ -106,12 +122,18 @@ public struct Exchange<Context: ConnectorContext>: Sendable {
     public var signed: SignedRequest<Context>
     public var purpose: DispatchPurpose
     public var phase: ExchangePhase
+    /// In the `resolving` phase: the call decides whether a redelivered order is submitted
+    /// again, so a reading that the provider never saw it is `ProviderVerdict.neverSeen`.
+    public var resolvingBeforeResubmit: Bool
 
-    public init(order: Order, signed: SignedRequest<Context>, purpose: DispatchPurpose, phase: ExchangePhase) {
+    public init(
+        order: Order, signed: SignedRequest<Context>, purpose: DispatchPurpose, phase: ExchangePhase, resolvingBeforeResubmit: Bool = false
+    ) {
         self.order = order
         self.signed = signed
         self.purpose = purpose
         self.phase = phase
+        self.resolvingBeforeResubmit = resolvingBeforeResubmit
     }
 }
 
@@ -143,6 +165,13 @@ extension ProviderConnector {
     }
 
     public func resolution(forUnknown exchange: Exchange<Context>) -> HTTPRequestSpec? { exchange.signed.resolve }
+
+    /// Safe by default: an operation that moves no money is simply sent again; one that does
+    /// goes to review unless its connector knows how to resolve it.
+    public func redelivery(of exchange: Exchange<Context>) -> Redelivery {
+        let spec = Self.operations.first { $0.operation == exchange.order.operation }
+        return spec?.movesMoney(exchange.order.params) == false ? .resubmit : .review
+    }
 
     public var callbackRoutes: [CallbackRoute] { [] }
     public func callbackReferences(for order: Order) -> [String] { [] }

@@ -72,11 +72,20 @@ public struct PhonePeConnector: ProviderConnector {
             return .verdict(PhonePeAuthInit.classify(response, authRequestId: context.authRequestId))
         }
         let verdict = PhonePeAuthStatus.classify(response, order: exchange.order, merchantId: context.merchantId)
+        if exchange.resolvingBeforeResubmit, case .failed(PhonePeAuthStatus.notFoundCode, let message) = verdict {
+            return .verdict(.neverSeen(reason: message))
+        }
         if case .pending = verdict, exchange.purpose == .statusCheck {
             // PROTOCOL.md: a missed callback is resolved by the status call, terminal either way.
             return .verdict(.failed(code: "AUTH_NOT_COMPLETED", message: "no callback arrived and the provider's status is still pending"))
         }
         return .verdict(verdict)
+    }
+
+    /// PhonePe refuses a repeated authRequestId, so a redelivered auth/init asks the auth status
+    /// by that id first; only "not found" sends auth/init again.
+    public func redelivery(of exchange: Exchange<Context>) -> Redelivery {
+        exchange.signed.resolve.map(Redelivery.resolveFirst) ?? .review
     }
 
     // MARK: - Callbacks

@@ -8,9 +8,12 @@ package struct DispatchFrame: Sendable, Equatable {
     /// When the ledger accepted the order (for a poll: when the receipt became pending).
     package var acceptedAt: Int64
     package var purpose: DispatchPurpose
+    /// The order's dispatch count when this copy left the ledger: its lease is granted only to
+    /// the current generation, so an older copy still queued somewhere is never sent.
+    package var generation: Int64
 
-    package static func encode(orderJSON: String, acceptedAt: Int64, purpose: DispatchPurpose = .submit) -> [UInt8] {
-        Array("{\"acceptedAt\":\(acceptedAt),\"purpose\":\"\(purpose.rawValue)\",\"order\":\(orderJSON)}".utf8)
+    package static func encode(orderJSON: String, acceptedAt: Int64, purpose: DispatchPurpose = .submit, generation: Int64 = 1) -> [UInt8] {
+        Array("{\"acceptedAt\":\(acceptedAt),\"purpose\":\"\(purpose.rawValue)\",\"generation\":\(generation),\"order\":\(orderJSON)}".utf8)
     }
 
     package static func decode(_ frame: [UInt8], catalog: OrderCatalog) throws(EnvelopeError) -> DispatchFrame {
@@ -22,6 +25,7 @@ package struct DispatchFrame: Sendable, Equatable {
         guard let purpose = object["purpose"]?.stringValue.flatMap(DispatchPurpose.init(rawValue:)) else {
             throw EnvelopeError("dispatch.purpose is invalid")
         }
-        return DispatchFrame(order: order, acceptedAt: object["acceptedAt"]?.integerValue ?? 0, purpose: purpose)
+        return DispatchFrame(
+            order: order, acceptedAt: object["acceptedAt"]?.integerValue ?? 0, purpose: purpose, generation: object["generation"]?.integerValue ?? 1)
     }
 }

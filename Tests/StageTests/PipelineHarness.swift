@@ -32,6 +32,9 @@ final class PipelineHarness: @unchecked Sendable {
     /// sandbox sends PhonePe callbacks and Nets webhooks there).
     let callbacksPort: Int
 
+    /// The ledger's `--redeliver-after-ms`: an unclaimed dispatch this old goes out again.
+    let redeliverAfterMilliseconds: Int64
+
     /// Each role's CURVE keys when the harness was started with `curve: true`.
     private(set) var curveKeys: [CurveConfig.Role: ZMQCurveKeyPair] = [:]
 
@@ -42,8 +45,9 @@ final class PipelineHarness: @unchecked Sendable {
     init(
         sandboxConfiguration: SandboxConfiguration = SandboxConfiguration(port: 0, phonePeCallbackDelayMilliseconds: 3_600_000),
         timers: [String: Int64] = [:], connectOutcomes: Bool = true, curve: Bool = false,
-        extraMerchants: [String: JSONValue] = [:]
+        extraMerchants: [String: JSONValue] = [:], redeliverAfterMilliseconds: Int64 = 60_000
     ) async throws {
+        self.redeliverAfterMilliseconds = redeliverAfterMilliseconds
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-e2e-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         callbacksPort = try freeLoopbackPort()
@@ -88,7 +92,9 @@ final class PipelineHarness: @unchecked Sendable {
 
         context = try ZMQContext()
         let (ledger, ready) = try PipelineHarness.spawn(
-            "paypipe-ledger", PipelineHarness.ledgerArguments(configPath: configPath, directory: directory), in: directory, index: 0,
+            "paypipe-ledger",
+            PipelineHarness.ledgerArguments(configPath: configPath, directory: directory, redeliverAfterMilliseconds: redeliverAfterMilliseconds),
+            in: directory, index: 0,
             waitForLine: "paypipe-ledger ready")
         children.append(ledger.0)
         stderrFiles.append(ledger.1)
@@ -104,8 +110,11 @@ final class PipelineHarness: @unchecked Sendable {
         sender = try ZMQSender(socket: push)
     }
 
-    static func ledgerArguments(configPath: String, directory: URL) -> [String] {
-        ["--config", configPath, "--store", directory.appendingPathComponent("ledger.sqlite").path, "--redeliver-after-ms", "60000"]
+    static func ledgerArguments(configPath: String, directory: URL, redeliverAfterMilliseconds: Int64) -> [String] {
+        [
+            "--config", configPath, "--store", directory.appendingPathComponent("ledger.sqlite").path,
+            "--redeliver-after-ms", String(redeliverAfterMilliseconds),
+        ]
     }
 
     /// Starts a new ledger on the same store and the same addresses (after the old one was
@@ -118,7 +127,9 @@ final class PipelineHarness: @unchecked Sendable {
             "--results", e["results"]!, "--ledger-rpc", e["ledgerRPC"]!, "--poll-queue", e["pollQueue"]!,
         ]
         let ((process, errorFile), _) = try PipelineHarness.spawn(
-            "paypipe-ledger", PipelineHarness.ledgerArguments(configPath: configPath, directory: directory) + pinned, in: directory, index: children.count, waitForLine: "paypipe-ledger ready")
+            "paypipe-ledger",
+            PipelineHarness.ledgerArguments(configPath: configPath, directory: directory, redeliverAfterMilliseconds: redeliverAfterMilliseconds)
+                + pinned, in: directory, index: children.count, waitForLine: "paypipe-ledger ready")
         children[0] = process
         stderrFiles[0] = errorFile
     }
@@ -129,8 +140,13 @@ final class PipelineHarness: @unchecked Sendable {
     }
 
     @discardableResult
-    func startSubmitter(concurrency: Int = 64) throws -> Process {
-        try spawn("paypipe-submitter", ["--config", configPath, "--concurrency", String(concurrency), "--signed-out", ledgerEndpoints["signedOut"]!, "--results", ledgerEndpoints["results"]!], waitForLine: nil).0
+    func startSubmitter(concurrency: Int = 64, backlog: Int? = nil) throws -> Process {
+        let backlogArguments = backlog.map { ["--backlog", String($0)] } ?? []
+        return try spawn(
+            "paypipe-submitter",
+            ["--config", configPath, "--concurrency", String(concurrency), "--signed-out", ledgerEndpoints["signedOut"]!, "--results", ledgerEndpoints["results"]!,
+             "--ledger-rpc", ledgerEndpoints["ledgerRPC"]!] + backlogArguments,
+            waitForLine: nil).0
     }
 
     @discardableResult

@@ -26,13 +26,18 @@ package struct LedgerCore {
         package var callbacksApplied = 0
         package var callbacksDuplicate = 0
         package var statusChecks = 0
+        /// Orders sent to review after `timers.maxDispatches` dispatches.
+        package var dispatchCapReached = 0
     }
 
     package let store: LedgerStore
     let registry: ConnectorRegistry
     package private(set) var counters = Counters()
-    /// Orders without a terminal or pending outcome are dispatched again after this long.
+    /// An order dispatched this long ago that nobody claimed is dispatched again.
     package var redeliverAfterMilliseconds: Int64
+    /// How long a claim holds without renewal.
+    let leaseMilliseconds: Int64
+    let maxDispatches: Int64
     /// What the connectors want done with each operation's pending orders.
     let followUps: [(operation: Operation, followUp: PendingFollowUp)]
 
@@ -43,6 +48,8 @@ package struct LedgerCore {
         self.store = store
         self.registry = registry
         self.redeliverAfterMilliseconds = redeliverAfterMilliseconds
+        leaseMilliseconds = timers.leaseMs
+        maxDispatches = timers.maxDispatches
         followUps = registry.connectors.flatMap { connector in
             type(of: connector).operations.compactMap { spec in
                 connector.pendingFollowUp(for: spec.operation, timers: timers).map { (spec.operation, $0) }
@@ -159,6 +166,9 @@ package struct LedgerCore {
                 }
                 if duplicate { counters.callbacksDuplicate += 1 }
                 return (.settled(applied: applied, duplicate: duplicate), effects)
+            case .claim(let claims):
+                let until = now + leaseMilliseconds
+                return (.claimed(try store.transaction { try store.claim(claims, until: until) }), [])
             case .resumePolls:
                 let operations = polledOperations
                 let pending = try store.transaction {
@@ -173,18 +183,38 @@ package struct LedgerCore {
         }
     }
 
-    /// Orders that stalled (a stage crashed with them, a TCP reset dropped them, or their
-    /// outcome stayed unknown) go out again; every provider reference is idempotent.
+    /// Orders that stalled (their holder died and its lease lapsed, nobody claimed their
+    /// dispatch, or their outcome stayed unknown) go out again as a new generation, which the
+    /// submitter resolves before sending anything again; past `maxDispatches` they go to review.
     /// Pending orders get what their connector asked for: a status check once their callback
     /// is overdue, or the pollers again once they were lost with a poller.
     package mutating func redeliver(now: Int64, limit: Int = 1000) throws -> [Effect] {
         let followUps = self.followUps
         let cutoff = now - redeliverAfterMilliseconds
-        var redelivered = 0, statusChecks = 0
+        var redelivered = 0, statusChecks = 0, capped = 0
+        var outcomesOut = counters.outcomesOut
+        let maxDispatches = self.maxDispatches
         let effects = try store.transaction { () throws -> [Effect] in
-            let stalled = try store.stalled(dispatchedBefore: cutoff, now: now, limit: limit)
-            redelivered += stalled.count
-            var effects = stalled.map { Effect.dispatch(DispatchFrame.encode(orderJSON: $0.0, acceptedAt: $0.1)) }
+            let stalled = try store.stalled(dispatchedBefore: cutoff, now: now, limit: limit, maxDispatches: maxDispatches)
+            redelivered += stalled.redispatch.count
+            var effects = stalled.redispatch.map {
+                Effect.dispatch(DispatchFrame.encode(orderJSON: $0.json, acceptedAt: $0.acceptedAt, generation: $0.generation))
+            }
+            for order in stalled.exhausted {
+                let outcome = Outcome(
+                    orderId: order.key.orderId, merchant: order.key.merchant, provider: order.provider, operation: order.operation,
+                    status: .unknown,
+                    error: .init(
+                        code: Outcome.ErrorInfo.needsReviewCode,
+                        message: "dispatched \(order.dispatches) times without an outcome (timers.maxDispatches)"),
+                    attempts: 0, at: Timestamp.iso8601(milliseconds: now))
+                let recorded = try store.record(outcome, serialized: outcome.serialized, references: [], readBack: false, now: now)
+                if let text = recorded.emit {
+                    capped += 1
+                    outcomesOut[outcome.status.rawValue, default: 0] += 1
+                    effects.append(.emit(Array(text.utf8)))
+                }
+            }
             for (operation, followUp) in followUps {
                 switch followUp {
                 case .statusCheck(let wait):
@@ -202,6 +232,8 @@ package struct LedgerCore {
         }
         counters.redelivered += redelivered
         counters.statusChecks += statusChecks
+        counters.dispatchCapReached += capped
+        counters.outcomesOut = outcomesOut
         return effects
     }
 }

@@ -56,7 +56,7 @@ package final class SignerService: MeasuredStage {
                     }
                     continue
                 }
-                switch core.sign(dispatch.order, acceptedAt: dispatch.acceptedAt, nowSeconds: milliseconds() / 1000, purpose: dispatch.purpose) {
+                switch core.sign(dispatch.order, acceptedAt: dispatch.acceptedAt, nowSeconds: milliseconds() / 1000, purpose: dispatch.purpose, generation: dispatch.generation) {
                 case .submit(let work):
                     signedCount.increment()
                     try await signed.send(work.frame)
