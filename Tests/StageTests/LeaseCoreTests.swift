@@ -2,6 +2,7 @@ import Foundation
 import LedgerStage
 import PaypipeCore
 import SignerStage
+import StageRuntime
 import StageWire
 import SubmitterStage
 import Testing
@@ -46,6 +47,21 @@ struct LeaseCoreTests {
         #expect(core.handle(.claim([LeaseClaim(key: key, generation: 2)]), now: 56_100).0 == .claimed([false]))
     }
 
+    @Test func aRestartedLedgerGivesHoldersAWholeLeaseToRenew() async throws {
+        let store = try temporaryStore()
+        var core = LedgerCore(store: store, registry: await testRegistry(), timers: leaseTimers(leaseMs: 30_000), redeliverAfterMilliseconds: 1000)
+        _ = try core.intake([Array(netsChargeOrder.utf8)], now: 0)
+        let key = try order(netsChargeOrder).key
+        #expect(core.handle(.claim([LeaseClaim(key: key, generation: 1)]), now: 0).0 == .claimed([true]))
+        // The ledger was down from 10 s to 40 s: the lease lapsed meanwhile, the holder lives on.
+        var restarted = LedgerCore(store: store, registry: await testRegistry(), timers: leaseTimers(leaseMs: 30_000), redeliverAfterMilliseconds: 1000)
+        try restarted.resumeLeases(now: 40_000)
+        #expect(try restarted.redeliver(now: 40_500).isEmpty)
+        #expect(restarted.handle(.claim([LeaseClaim(key: key, generation: 1)]), now: 45_000).0 == .claimed([true]))
+        #expect(try restarted.redeliver(now: 74_000).isEmpty)
+        #expect(dispatches(try restarted.redeliver(now: 75_001)).map(\.generation) == [2])
+    }
+
     @Test func anUnclaimedOrderIsRedeliveredThenSentToReviewAtTheCap() async throws {
         var core = LedgerCore(store: try temporaryStore(), registry: await testRegistry(), timers: leaseTimers(maxDispatches: 2), redeliverAfterMilliseconds: 1000)
         _ = try core.intake([Array(netsChargeOrder.utf8)], now: 0)
@@ -69,6 +85,24 @@ struct LeaseCoreTests {
         let tooMany = LedgerRequest.claim(Array(repeating: claims[0], count: LeaseClaim.maxPerRequest + 1)).json.bytes
         #expect(throws: EnvelopeError.self) { try LedgerRequest.parse(tooMany) }
         #expect(try LedgerReply.parse(LedgerReply.claimed([true, false]).json.bytes, for: .claim(claims + claims)) == .claimed([true, false]))
+    }
+
+    @Test func leaseTimersAreOptionalAndValidated() throws {
+        func parse(_ timers: [String: Int64]) throws -> PaypipeConfig {
+            try PaypipeConfig.parse(Array(DemoConfig.text(sandboxURL: "http://127.0.0.1:9", timers: timers).utf8))
+        }
+        #expect(try parse([:]).timers.leaseMs == 30_000 && parse([:]).timers.maxDispatches == 5)
+        #expect(try parse(["leaseMs": 900, "maxDispatches": 2]).timers == leaseTimers(leaseMs: 900, maxDispatches: 2))
+        #expect { try parse(["leaseMs": 299]) } throws: { ($0 as? ConfigError)?.path == "timers.leaseMs" }
+        #expect { try parse(["maxDispatches": 0]) } throws: { ($0 as? ConfigError)?.path == "timers.maxDispatches" }
+    }
+
+    @Test func onlySubmittersClaimAndSubmittersNeverSettle() {
+        let claim = LedgerRequest.claim([LeaseClaim(key: OrderKey(merchant: "default", orderId: "a"), generation: 1)])
+        let settle = LedgerRequest.settle(OrderKey(merchant: "default", orderId: "a"), event: "e", outcome: nil)
+        #expect(CurveConfig.Role.allCases.filter { claim.permits($0) } == [.submitter])
+        #expect(!settle.permits(.submitter) && !LedgerRequest.lookup(OrderKey(merchant: "default", orderId: "a")).permits(.submitter))
+        #expect(StageLinks.admitted[.ledgerRPC]?.contains(.submitter) == true)
     }
 }
 

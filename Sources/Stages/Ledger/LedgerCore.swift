@@ -57,6 +57,12 @@ package struct LedgerCore {
         }
     }
 
+    /// Called once when the ledger starts: leases that lapsed while it was down are held one
+    /// lease longer, so live holders renew them before anything is redelivered.
+    package func resumeLeases(now: Int64) throws {
+        try store.transaction { try store.extendHeldLeases(until: now + leaseMilliseconds) }
+    }
+
     /// The operations whose pending orders the pollers own.
     var polledOperations: [Operation] {
         followUps.compactMap { if case .poll = $0.followUp { $0.operation } else { nil } }

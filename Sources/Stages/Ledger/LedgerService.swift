@@ -23,6 +23,7 @@ package final class LedgerService: MeasuredStage {
         func intake(_ frames: [[UInt8]]) throws -> [LedgerCore.Effect] { try core.intake(frames, now: milliseconds()) }
         func results(_ frames: [[UInt8]]) throws -> [LedgerCore.Effect] { try core.results(frames, now: milliseconds()) }
         func redeliver() throws -> [LedgerCore.Effect] { try core.redeliver(now: milliseconds()) }
+        func resumeLeases() throws { try core.resumeLeases(now: milliseconds()) }
         func handle(_ request: LedgerRequest) -> (LedgerReply, [LedgerCore.Effect]) { core.handle(request, now: milliseconds()) }
         var counters: LedgerCore.Counters { core.counters }
         func replay(_ request: OutcomeReplay.Request) throws -> (outcomes: [(seq: Int64, text: String)], more: Bool) {
@@ -66,6 +67,7 @@ package final class LedgerService: MeasuredStage {
         let store = try LedgerStore(path: storePath)
         let core = Core(core: LedgerCore(
             store: store, registry: registry, timers: config.timers, redeliverAfterMilliseconds: redeliverAfterMilliseconds))
+        try await core.resumeLeases()
         running.withLock { $0 = core }
         defer { running.withLock { $0 = nil } }
         let links = try StageLinks(config: config, role: .ledger)

@@ -265,6 +265,14 @@ package final class LedgerStore {
         }
     }
 
+    /// Every held lease runs until at least `until`: after a ledger restart its holders get a
+    /// whole lease to renew, so an outage of the ledger alone is not taken for their death.
+    package func extendHeldLeases(until: Int64) throws {
+        try db.query(
+            "UPDATE orders SET lease_until=? WHERE state IN ('open','unknown') AND lease_until IS NOT NULL AND lease_until < ?",
+            [.integer(until), .integer(until)])
+    }
+
     /// The outcomes of orders in review, in key order, at most `limit`.
     package func reviewOutcomes(limit: Int) throws -> [String] {
         try db.query("SELECT outcome FROM orders WHERE state='review' LIMIT ?", [.integer(Int64(limit))]).compactMap { $0[0].text }
