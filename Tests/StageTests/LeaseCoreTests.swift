@@ -150,10 +150,28 @@ struct RedeliveryTests {
         #expect(work.request.headers.contains { $0.name == "Idempotency-Key" })
     }
 
-    @Test func aRedeliveredTrustPaymentsUpdateQueriesTheTransactionFirst() async throws {
+    @Test func aRedeliveredTrustPaymentsUpdateIsAppliedOnlyWhenNotInPlace() async throws {
         let update = #"{"v":1,"orderId":"tu-1","provider":"trustpayments","operation":"transactionUpdate","params":{"transactionReference":"1-2-3","updates":{"transactionactive":1}}}"#
         let work = try await signedWork(update, generation: 2)
-        var submission = Submission(work: work, connector: await connector(for: work))
-        #expect(submission.start() == .send(try #require(work.resolve), afterMilliseconds: 0))
+        let queryReference = try #require(work.context["queryReference"]?.stringValue)
+        /// Trust Payments' TRANSACTIONQUERY answer with the transaction's current `transactionactive`.
+        func queried(active: String) -> HTTPResponseSpec {
+            let record: JSONValue = ["transactionreference": "1-2-3", "transactionactive": .string(active)]
+            let body: JSONValue = [
+                "requestreference": .string(queryReference), "version": "1.00", "secrand": "ab12",
+                "response": [["errorcode": "0", "found": "1", "requesttypedescription": "TRANSACTIONQUERY", "records": [record]]],
+            ]
+            return HTTPResponseSpec(status: 200, headers: [HTTPHeader("Content-Type", "application/json")], body: body.bytes)
+        }
+        var inPlace = Submission(work: work, connector: await connector(for: work))
+        #expect(inPlace.start() == .send(try #require(work.resolve), afterMilliseconds: 0))
+        guard case .finish(let outcome) = inPlace.receive(queried(active: "1"), jitter: 0) else {
+            Issue.record("an update in place ends the order without sending it again")
+            return
+        }
+        #expect(outcome.status == .succeeded)
+        var notApplied = Submission(work: work, connector: await connector(for: work))
+        _ = notApplied.start()
+        #expect(notApplied.receive(queried(active: "0"), jitter: 0) == .send(work.request, afterMilliseconds: 0))
     }
 }
