@@ -3,7 +3,8 @@
 /// connector, and no stage ever branches on the provider.
 ///
 /// - the signer calls `sign`;
-/// - the submitter follows `read`, `readFailure` and `resolution` (DESIGN.md: retry, query or fail);
+/// - the submitter follows `read`, `readFailure` and `resolution` (DESIGN.md: retry, query or fail),
+///   and asks `redelivery` before a redelivered order is sent again;
 /// - the callback validator serves `callbackRoutes`;
 /// - the ledger indexes `callbackReferences` and schedules `pendingFollowUp`.
 public protocol ProviderConnector: Sendable {
