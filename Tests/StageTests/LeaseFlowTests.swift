@@ -14,6 +14,11 @@ final class SlowNetsProvider: Sendable {
 
     init(latency: Duration) { self.latency = latency }
 
+    /// A merchant profile whose Nets calls reach this provider on `port`.
+    func merchant(port: Int) -> JSONValue {
+        ["nets": ["baseURL": .string("http://127.0.0.1:\(port)"), "secretKey": "fake-nets-secret-key", "webhookAuthorization": "fakeWebhookAuth1"]]
+    }
+
     /// Serves until the task is cancelled; returns the port once listening.
     func start() async throws -> (port: Int, task: Task<Void, any Error>) {
         let router = Router()
@@ -72,12 +77,9 @@ struct LeaseFlowTests {
         let provider = SlowNetsProvider(latency: .milliseconds(latencyMilliseconds))
         let (port, providerTask) = try await provider.start()
         defer { providerTask.cancel() }
-        let slow: JSONValue = [
-            "nets": ["baseURL": .string("http://127.0.0.1:\(port)"), "secretKey": "slow-nets-secret-key", "webhookAuthorization": "slowWebhookAuth1"],
-        ]
         // A lease of 3 s, renewed every second, rides out a loaded machine; it only matters
         // when a holder dies.
-        let h = try await PipelineHarness(timers: ["leaseMs": 3000], extraMerchants: ["slow": slow], redeliverAfterMilliseconds: 700)
+        let h = try await PipelineHarness(timers: ["leaseMs": 3000], extraMerchants: ["slow": provider.merchant(port: port)], redeliverAfterMilliseconds: 700)
         defer { Task { await h.shutdown() } }
         try h.startSigner()
         let concurrency = 8
@@ -108,10 +110,7 @@ struct LeaseFlowTests {
         let provider = SlowNetsProvider(latency: .zero)
         let (port, providerTask) = try await provider.start()
         defer { providerTask.cancel() }
-        let fast: JSONValue = [
-            "nets": ["baseURL": .string("http://127.0.0.1:\(port)"), "secretKey": "fast-nets-secret-key", "webhookAuthorization": "fastWebhookAuth1"],
-        ]
-        let h = try await PipelineHarness(timers: ["maxDispatches": 40], extraMerchants: ["fast": fast], redeliverAfterMilliseconds: 300)
+        let h = try await PipelineHarness(timers: ["maxDispatches": 40], extraMerchants: ["fast": provider.merchant(port: port)], redeliverAfterMilliseconds: 300)
         defer { Task { await h.shutdown() } }
         try h.startSigner()
         try await h.send(netsCharge("stale-1", merchant: "fast"))
