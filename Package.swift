@@ -87,7 +87,7 @@ let package = Package(
         .target(
             name: "StageRuntime",
             dependencies: [
-                "PaypipeCore", "StageWire", "ZeroMQ",
+                "PaypipeCore", "StageWire", "ZeroMQ", "HTTPTransport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -107,7 +107,9 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        stage("LedgerStage", path: "Ledger", ["CSQLite"]),
+        stage("LedgerStage", path: "Ledger", [
+            "CSQLite", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "NIOCore", package: "swift-nio"),
+        ]),
         stage("SignerStage", path: "Signer"),
         stage("SubmitterStage", path: "Submitter", ["HTTPTransport"]),
         stage("CallbacksStage", path: "Callbacks", [

@@ -69,6 +69,11 @@ public struct NetsConnector: ProviderConnector {
         }
     }
 
+    /// The same request, with the same Idempotency-Key, is Nets' own answer to "did you see it".
+    public func redelivery(of exchange: Exchange<NoContext>) -> Redelivery {
+        resolution(forUnknown: exchange) == nil ? .review : .resubmit
+    }
+
     public var callbackRoutes: [CallbackRoute] {
         [CallbackRoute(path: "/callbacks/nets", label: "nets", headers: ["Authorization"]) { request, context throws(CallbackRejection) in
             try await webhook(request, context: context)

@@ -159,6 +159,10 @@ extension PaypipeConfig {
             guard config.timers.pendingExpireAfterMs >= config.timers.pendingResolveAfterMs else {
                 throw ConfigError(path: t.child("pendingExpireAfterMs"), reason: "must be at least pendingResolveAfterMs")
             }
+            config.timers.leaseMs = try t.positiveInteger("leaseMs") ?? d.leaseMs
+            // Renewed every third of the lease: much shorter and the renewals alone load the ledger.
+            guard config.timers.leaseMs >= 300 else { throw ConfigError(path: "timers.leaseMs", reason: "must be at least 300 (ms)") }
+            config.timers.maxDispatches = try t.positiveInteger("maxDispatches") ?? d.maxDispatches
             try t.finish()
         }
         if var c = try root.optionalObject("curve") { config.curve = try CurveConfig.parse(&c) }

@@ -52,6 +52,11 @@ public struct PaypipeConfig: Sendable {
         public var pendingResolveAfterMs: Int64 = 900_000
         /// A pending order's check at or after this long is the last: it ends the order.
         public var pendingExpireAfterMs: Int64 = 86_400_000
+        /// How long a submitter's claim on an order holds without renewal; the holder renews
+        /// every third of it, so a lapse means the holder died.
+        public var leaseMs: Int64 = 30_000
+        /// Dispatches of one order before it goes to review (`unknown` NEEDS_REVIEW).
+        public var maxDispatches: Int64 = 5
         public init() {}
     }
 

@@ -3,7 +3,8 @@
 /// connector, and no stage ever branches on the provider.
 ///
 /// - the signer calls `sign`;
-/// - the submitter follows `read`, `readFailure` and `resolution` (DESIGN.md: retry, query or fail);
+/// - the submitter follows `read`, `readFailure` and `resolution` (DESIGN.md: retry, query or fail),
+///   and asks `redelivery` before a redelivered order is sent again;
 /// - the callback validator serves `callbackRoutes`;
 /// - the ledger indexes `callbackReferences` and schedules `pendingFollowUp`.
 public protocol ProviderConnector: Sendable {
@@ -41,6 +42,9 @@ public protocol ProviderConnector: Sendable {
     func readFailure(_ failure: TransportFailure, of current: HTTPRequestSpec, in exchange: Exchange<Context>) -> ProviderVerdict
     /// The request that resolves an unknown outcome, or nil when nothing can resolve it safely.
     func resolution(forUnknown exchange: Exchange<Context>) -> HTTPRequestSpec?
+    /// What a redelivered order (its dispatch after the first) takes before anything is sent
+    /// again (PROTOCOL.md §6: resolved first by its deterministic reference).
+    func redelivery(of exchange: Exchange<Context>) -> Redelivery
 
     /// The HTTP callbacks this provider sends (PROTOCOL.md §3).
     var callbackRoutes: [CallbackRoute] { get }
@@ -68,6 +72,19 @@ public enum DispatchPurpose: String, Sendable {
 
     /// Both kinds of status check: only the provider's status call leaves.
     public var isStatusCheck: Bool { self != .submit }
+}
+
+/// How a redelivered order is handled: its first copy may have reached the provider.
+public enum Redelivery: Sendable, Equatable {
+    /// Sending the same request again is safe: the provider replays its first answer (Nets'
+    /// Idempotency-Key) or the request has no effect (reads).
+    case resubmit
+    /// Ask this status/query call first: the order is submitted again only on a `neverSeen`
+    /// reading; any other verdict is the order's.
+    case resolveFirst(HTTPRequestSpec)
+    /// Nothing can tell whether the provider saw it: the order ends `unknown` NEEDS_REVIEW
+    /// rather than moving money twice.
+    case review
 }
 
 /// What signing an order produced.
@@ -122,12 +139,18 @@ public struct Exchange<Context: ConnectorContext>: Sendable {
     public var signed: SignedRequest<Context>
     public var purpose: DispatchPurpose
     public var phase: ExchangePhase
+    /// In the `resolving` phase: the call decides whether a redelivered order is submitted
+    /// again, so a reading that the provider never saw it is `ProviderVerdict.neverSeen`.
+    public var resolvingBeforeResubmit: Bool
 
-    public init(order: Order, signed: SignedRequest<Context>, purpose: DispatchPurpose, phase: ExchangePhase) {
+    public init(
+        order: Order, signed: SignedRequest<Context>, purpose: DispatchPurpose, phase: ExchangePhase, resolvingBeforeResubmit: Bool = false
+    ) {
         self.order = order
         self.signed = signed
         self.purpose = purpose
         self.phase = phase
+        self.resolvingBeforeResubmit = resolvingBeforeResubmit
     }
 }
 
@@ -165,6 +188,13 @@ extension ProviderConnector {
         _ order: Order, pending: [String: JSONValue], purpose: DispatchPurpose, nowSeconds: Int64
     ) throws(Rejection) -> Signed<Context>? {
         try sign(order, purpose: purpose, nowSeconds: nowSeconds)
+    }
+
+    /// Safe by default: an operation that moves no money is simply sent again; one that does
+    /// goes to review unless its connector knows how to resolve it.
+    public func redelivery(of exchange: Exchange<Context>) -> Redelivery {
+        let spec = Self.operations.first { $0.operation == exchange.order.operation }
+        return spec?.movesMoney(exchange.order.params) == false ? .resubmit : .review
     }
 
     public var callbackRoutes: [CallbackRoute] { [] }

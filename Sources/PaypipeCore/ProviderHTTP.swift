@@ -70,4 +70,8 @@ public enum ProviderVerdict: Sendable, Equatable {
     /// The request may have taken effect: resolve with the provider's status/query call,
     /// never by resending.
     case unknown(reason: String)
+    /// A status/query call asked before a redelivered order is submitted again
+    /// (`Exchange.resolvingBeforeResubmit`) found no trace of it: the provider never saw it,
+    /// so submitting it is safe. Connectors give it only in that phase.
+    case neverSeen(reason: String)
 }

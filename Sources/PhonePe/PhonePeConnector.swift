@@ -75,9 +75,19 @@ public struct PhonePeConnector: ProviderConnector {
         guard exchange.phase == .resolving else {
             return .verdict(PhonePeAuthInit.classify(response, authRequestId: context.authRequestId))
         }
+        let verdict = PhonePeAuthStatus.classify(response, order: exchange.order, merchantId: context.merchantId)
+        if exchange.resolvingBeforeResubmit, case .failed(PhonePeAuthStatus.notFoundCode, let message) = verdict {
+            return .verdict(.neverSeen(reason: message))
+        }
         // A status check's `pending` (the customer has not authorised) keeps the order pending
         // until its last check, which ends it EXPIRED.
-        return .verdict(PhonePeAuthStatus.classify(response, order: exchange.order, merchantId: context.merchantId))
+        return .verdict(verdict)
+    }
+
+    /// PhonePe refuses a repeated authRequestId, so a redelivered auth/init asks the auth status
+    /// by that id first; only "not found" sends auth/init again.
+    public func redelivery(of exchange: Exchange<Context>) -> Redelivery {
+        exchange.signed.resolve.map(Redelivery.resolveFirst) ?? .review
     }
 
     // MARK: - Callbacks

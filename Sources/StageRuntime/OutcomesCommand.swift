@@ -68,12 +68,17 @@ package struct OutcomesCommand: AsyncParsableCommand {
     }
 
     private func replayEndpoint() throws -> String {
-        if let replay { return replay }
-        guard let path = config ?? ProcessInfo.processInfo.environment["PAYPIPE_CONFIG"], !path.isEmpty else { return "tcp://127.0.0.1:5558" }
-        do {
-            return try PaypipeConfig.load(path: path, sources: PaypipeConfig.Sources.process.withoutSecrets).endpoints.outcomesReplay
-        } catch {
-            StageProcess.fail("bad config \(path): \(error)")
-        }
+        replay ?? configuredEndpoints(config)?.outcomesReplay ?? "tcp://127.0.0.1:5558"
+    }
+}
+
+/// The endpoints of `--config PATH`, else of `$PAYPIPE_CONFIG`; nil when neither is given. A
+/// config that cannot be read ends the command.
+func configuredEndpoints(_ configPath: String?) -> PaypipeConfig.Endpoints? {
+    guard let path = configPath ?? ProcessInfo.processInfo.environment["PAYPIPE_CONFIG"], !path.isEmpty else { return nil }
+    do {
+        return try PaypipeConfig.load(path: path, sources: PaypipeConfig.Sources.process.withoutSecrets).endpoints
+    } catch {
+        StageProcess.fail("bad config \(path): \(error)")
     }
 }

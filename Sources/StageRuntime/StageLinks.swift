@@ -19,7 +19,7 @@ package struct StageLinks: Sendable {
         .signedIn: [.signer],
         .signedOut: [.submitter],
         .results: [.signer, .submitter, .poller],
-        .ledgerRPC: [.callbacks, .poller],
+        .ledgerRPC: [.callbacks, .poller, .submitter],
         .pollQueue: [.poller],
     ]
 
@@ -63,7 +63,8 @@ package struct StageLinks: Sendable {
         return try ZMQCurveAuthenticator(context: context, policy: .init(users: users, domains: domains))
     }
 
-    /// Refuses a ledger request its sender's role may not make: only callback validators settle.
+    /// Refuses a ledger request its sender's role may not make: only callback validators settle,
+    /// only submitters claim leases.
     /// Without `curve` there are no roles, and every request is served as in v1.
     package func authorize(_ request: LedgerRequest, from message: ZMQMessage) throws(LinkRefusal) {
         guard isSecured else { return }
@@ -86,6 +87,7 @@ extension LedgerRequest {
         switch self {
         case .lookup, .lookupRef, .settle: role == .callbacks
         case .resumePolls: role == .poller
+        case .claim: role == .submitter
         }
     }
 
@@ -95,6 +97,7 @@ extension LedgerRequest {
         case .lookupRef: "lookupRef"
         case .settle: "settle"
         case .resumePolls: "resumePolls"
+        case .claim: "claim"
         }
     }
 }

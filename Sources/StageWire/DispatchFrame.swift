@@ -10,10 +10,15 @@ package struct DispatchFrame: Sendable, Equatable {
     package var acceptedAt: Int64
     package var purpose: DispatchPurpose
     package var pending: [String: JSONValue]?
+    /// The order's dispatch count when this copy left the ledger: its lease is granted only to
+    /// the current generation, so an older copy still queued somewhere is never sent.
+    package var generation: Int64
 
-    package static func encode(orderJSON: String, acceptedAt: Int64, purpose: DispatchPurpose = .submit, pending: [String: JSONValue]? = nil) -> [UInt8] {
+    package static func encode(
+        orderJSON: String, acceptedAt: Int64, purpose: DispatchPurpose = .submit, pending: [String: JSONValue]? = nil, generation: Int64 = 1
+    ) -> [UInt8] {
         let pendingField = pending.map { ",\"pending\":" + JSONValue.object($0).serialized } ?? ""
-        return Array("{\"acceptedAt\":\(acceptedAt),\"purpose\":\"\(purpose.rawValue)\"\(pendingField),\"order\":\(orderJSON)}".utf8)
+        return Array("{\"acceptedAt\":\(acceptedAt),\"purpose\":\"\(purpose.rawValue)\"\(pendingField),\"generation\":\(generation),\"order\":\(orderJSON)}".utf8)
     }
 
     package static func decode(_ frame: [UInt8], catalog: OrderCatalog) throws(EnvelopeError) -> DispatchFrame {
@@ -30,6 +35,8 @@ package struct DispatchFrame: Sendable, Equatable {
             guard let result = value.objectValue else { throw EnvelopeError("dispatch.pending is not an object") }
             pending = result
         }
-        return DispatchFrame(order: order, acceptedAt: object["acceptedAt"]?.integerValue ?? 0, purpose: purpose, pending: pending)
+        return DispatchFrame(
+            order: order, acceptedAt: object["acceptedAt"]?.integerValue ?? 0, purpose: purpose, pending: pending,
+            generation: object["generation"]?.integerValue ?? 1)
     }
 }

@@ -14,6 +14,9 @@ package enum LedgerRequest: Sendable, Equatable {
     case settle(OrderKey, event: String?, outcome: Outcome?)
     /// A poller (re)started: send it every pending Cleeng receipt again.
     case resumePolls
+    /// A submitter takes (or renews) the leases of the work it holds, before sending anything:
+    /// granted only for an order's current generation while it is open or unknown.
+    case claim([LeaseClaim])
 
     package var json: JSONValue {
         switch self {
@@ -25,6 +28,13 @@ package enum LedgerRequest: Sendable, Equatable {
                 "event": event.map(JSONValue.string) ?? .null, "outcome": outcome.map { $0.json } ?? .null,
             ]
         case .resumePolls: ["op": "resumePolls"]
+        case .claim(let claims):
+            [
+                "op": "claim",
+                "claims": .array(claims.map {
+                    ["merchant": .string($0.key.merchant), "orderId": .string($0.key.orderId), "generation": .integer($0.generation)]
+                }),
+            ]
         }
     }
 
@@ -53,6 +63,18 @@ package enum LedgerRequest: Sendable, Equatable {
             }
             return .settle(try key(), event: o["event"]?.stringValue, outcome: outcome)
         case "resumePolls": return .resumePolls
+        case "claim":
+            guard let items = o["claims"]?.arrayValue, items.count <= LeaseClaim.maxPerRequest else {
+                throw EnvelopeError("claim needs claims, an array of at most \(LeaseClaim.maxPerRequest)")
+            }
+            var claims: [LeaseClaim] = []
+            for item in items {
+                guard let merchant = item["merchant"]?.stringValue, let orderId = item["orderId"]?.stringValue,
+                    let generation = item["generation"]?.integerValue
+                else { throw EnvelopeError("each claim needs merchant, orderId and generation") }
+                claims.append(LeaseClaim(key: OrderKey(merchant: merchant, orderId: orderId), generation: generation))
+            }
+            return .claim(claims)
         default: throw EnvelopeError("unknown ledger op")
         }
     }
@@ -62,6 +84,8 @@ package enum LedgerReply: Sendable, Equatable {
     case order(StoredOrder?)
     case settled(applied: Bool, duplicate: Bool)
     case resumed(count: Int)
+    /// One answer per claim, in order: whether the lease is held.
+    case claimed([Bool])
     case failure(String)
 
     package var json: JSONValue {
@@ -75,6 +99,7 @@ package enum LedgerReply: Sendable, Equatable {
         case .order(nil): ["ok": true, "order": .null]
         case .settled(let applied, let duplicate): ["ok": true, "applied": .bool(applied), "duplicate": .bool(duplicate)]
         case .resumed(let count): ["ok": true, "count": .integer(Int64(count))]
+        case .claimed(let granted): ["ok": true, "granted": .array(granted.map(JSONValue.bool))]
         case .failure(let message): ["ok": false, "error": .string(message)]
         }
     }
@@ -95,7 +120,25 @@ package enum LedgerReply: Sendable, Equatable {
                 key: OrderKey(merchant: merchant, orderId: orderId), orderJSON: json, state: state, pendingAt: o["pendingAt"]?.integerValue))
         case .settle: return .settled(applied: o["applied"]?.boolValue ?? false, duplicate: o["duplicate"]?.boolValue ?? false)
         case .resumePolls: return .resumed(count: Int(o["count"]?.integerValue ?? 0))
+        case .claim(let claims):
+            guard let granted = o["granted"]?.arrayValue?.map({ $0.boolValue ?? false }), granted.count == claims.count else {
+                throw EnvelopeError("claim reply needs one answer per claim")
+            }
+            return .claimed(granted)
         }
+    }
+}
+
+/// One copy of an order's work, named by the dispatch it came from.
+package struct LeaseClaim: Sendable, Hashable {
+    package var key: OrderKey
+    package var generation: Int64
+    /// Claims in one request; a submitter splits larger batches.
+    package static let maxPerRequest = 1024
+
+    package init(key: OrderKey, generation: Int64) {
+        self.key = key
+        self.generation = generation
     }
 }
 

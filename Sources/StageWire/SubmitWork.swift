@@ -15,10 +15,13 @@ package struct SubmitWork: Sendable, Equatable {
     package var pending: [String: JSONValue]?
     /// When the ledger first accepted the order (ms since epoch), for end-to-end latency.
     package var acceptedAt: Int64
+    /// The dispatch this work came from (`DispatchFrame.generation`): the submitter claims the
+    /// order's lease for it, and a generation above 1 is a redelivery.
+    package var generation: Int64
 
     package init(
         order: Order, request: HTTPRequestSpec, resolve: HTTPRequestSpec? = nil, context: JSONValue = .null,
-        purpose: DispatchPurpose = .submit, pending: [String: JSONValue]? = nil, acceptedAt: Int64
+        purpose: DispatchPurpose = .submit, pending: [String: JSONValue]? = nil, acceptedAt: Int64, generation: Int64 = 1
     ) {
         self.order = order
         self.request = request
@@ -27,12 +30,19 @@ package struct SubmitWork: Sendable, Equatable {
         self.purpose = purpose
         self.pending = pending
         self.acceptedAt = acceptedAt
+        self.generation = generation
+    }
+
+    /// The lease this work needs before anything is sent; nil for a status check of a pending
+    /// order, which sends only a read.
+    package var lease: LeaseClaim? {
+        purpose == .submit ? LeaseClaim(key: order.key, generation: generation) : nil
     }
 
     package var json: JSONValue {
         var object: [String: JSONValue] = [
             "order": order.json, "request": SubmitWork.encode(request), "context": context,
-            "purpose": .string(purpose.rawValue), "acceptedAt": .integer(acceptedAt),
+            "purpose": .string(purpose.rawValue), "acceptedAt": .integer(acceptedAt), "generation": .integer(generation),
         ]
         if let resolve { object["resolve"] = SubmitWork.encode(resolve) }
         if let pending { object["pending"] = .object(pending) }
@@ -52,7 +62,8 @@ package struct SubmitWork: Sendable, Equatable {
         }
         return SubmitWork(
             order: order, request: request, resolve: object["resolve"].flatMap(decodeRequest), context: object["context"] ?? .null,
-            purpose: purpose, pending: object["pending"]?.objectValue, acceptedAt: object["acceptedAt"]?.integerValue ?? 0)
+            purpose: purpose, pending: object["pending"]?.objectValue, acceptedAt: object["acceptedAt"]?.integerValue ?? 0,
+            generation: object["generation"]?.integerValue ?? 1)
     }
 
     static func encode(_ request: HTTPRequestSpec) -> JSONValue {

@@ -133,7 +133,7 @@ extension TPWebServices {
             return .retry(reason: "the update is not in place at Trust Payments")
         case .failed(let code, let message):
             return .failed(code: code, message: message)
-        case .retry(let reason), .unknown(let reason):
+        case .retry(let reason), .unknown(let reason), .neverSeen(let reason):
             return .unknown(reason: "update still unresolved: \(reason)")
         case .pending(let result):
             return .pending(result)

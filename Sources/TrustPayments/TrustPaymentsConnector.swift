@@ -128,9 +128,19 @@ public struct TrustPaymentsConnector: ProviderConnector {
             return .verdict(Self.readOrderQuery(response, query: request, order: exchange.order, siteReference: siteReference))
         }
         if exchange.phase == .resolving, let resolve = exchange.signed.resolve, let query = context.query(resolve) {
-            return .verdict(TPWebServices.resolveUpdate(queryResponse: response, query: query, update: request))
+            let verdict = TPWebServices.resolveUpdate(queryResponse: response, query: query, update: request)
+            // An update not in place was never applied: applying it now is its first effect.
+            if exchange.resolvingBeforeResubmit, case .retry(let reason) = verdict { return .verdict(.neverSeen(reason: reason)) }
+            return .verdict(verdict)
         }
         return .verdict(TPWebServices.classify(response, for: request))
+    }
+
+    /// A redelivered update is compared with the transaction's record first (TRANSACTIONQUERY by
+    /// its reference); a query is simply asked again.
+    public func redelivery(of exchange: Exchange<Context>) -> Redelivery {
+        if exchange.signed.context.kind.isReadOnly { return .resubmit }
+        return exchange.signed.resolve.map(Redelivery.resolveFirst) ?? .review
     }
 
     public func readFailure(_ failure: TransportFailure, of current: HTTPRequestSpec, in exchange: Exchange<Context>) -> ProviderVerdict {
@@ -215,7 +225,7 @@ public struct TrustPaymentsConnector: ProviderConnector {
     /// carries the final result names the same transactionreference and must not be a duplicate.
     static func eventKey(_ key: String, unlessUndecided verdict: ProviderVerdict?) -> String? {
         switch verdict {
-        case .unknown?, .retry?, .pending?: nil
+        case .unknown?, .retry?, .pending?, .neverSeen?: nil
         case .succeeded?, .failed?, nil: key
         }
     }

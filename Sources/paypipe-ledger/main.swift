@@ -24,6 +24,10 @@ struct LedgerCommand: AsyncParsableCommand {
             StageProcess.printLine(
                 "paypipe-ledger ready intake=\(bound.intake) outcomes=\(bound.outcomes) signQueue=\(bound.signQueue) signedIn=\(bound.signedIn) signedOut=\(bound.signedOut) results=\(bound.results) ledgerRPC=\(bound.ledgerRPC) pollQueue=\(bound.pollQueue) outcomesReplay=\(bound.outcomesReplay)")
         }
-        await StageProcess.run(stage: ledger, metricsAddress: config.endpoints.ledgerMetrics, role: "ledger", logger: logger)
+        do {
+            await StageProcess.run([ledger, try ledger.metricsServer(address: config.endpoints.ledgerMetrics)], logger: logger)
+        } catch {
+            StageProcess.fail("\(error)")
+        }
     }
 }

@@ -11,12 +11,13 @@ struct SubmitterCommand: AsyncParsableCommand {
 
     @OptionGroup var options: StageOptions
     @Option(help: "Requests in flight at once.") var concurrency = 256
+    @Option(help: "Work held at once, claimed and leased, in flight or waiting for a slot (default: 4 x --concurrency).") var backlog: Int?
 
     func run() async throws {
         let config = options.loadConfig(secrets: false, connectors: StandardConnectors.all)
         let logger = options.logger("paypipe-submitter")
         let submitter = SubmitterService(
-            config: config, registry: await StandardConnectors.registry(config: config), concurrency: concurrency, logger: logger)
+            config: config, registry: await StandardConnectors.registry(config: config), concurrency: concurrency, backlog: backlog, logger: logger)
         await StageProcess.run(stage: submitter, metricsAddress: options.metrics ?? "127.0.0.1:0", role: "submitter", logger: logger)
     }
 }

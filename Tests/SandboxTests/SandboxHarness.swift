@@ -197,6 +197,7 @@ extension ProviderVerdict {
         case .failed(let code, _): "failed:\(code)"
         case .retry: "retry"
         case .unknown: "unknown"
+        case .neverSeen: "neverSeen"
         }
     }
 

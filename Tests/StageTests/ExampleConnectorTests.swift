@@ -80,7 +80,7 @@ struct ExampleConnectorTests {
         }
         for (index, arguments) in [
             ["signer", "--sign-queue", endpoints["signQueue"]!, "--signed-in", endpoints["signedIn"]!, "--results", endpoints["results"]!],
-            ["submitter", "--signed-out", endpoints["signedOut"]!, "--results", endpoints["results"]!],
+            ["submitter", "--signed-out", endpoints["signedOut"]!, "--results", endpoints["results"]!, "--ledger-rpc", endpoints["ledgerRPC"]!],
         ].enumerated() {
             children.append(try PipelineHarness.spawn(stages, arguments + ["--config", configPath], in: directory, index: index + 1, waitForLine: nil).0.0)
         }

@@ -181,7 +181,8 @@ private func isAlive(_ pid: Int32) -> Bool {
     return stat[afterName.upperBound...].first != "Z"
 }
 
-private func eventually(within limit: Duration, _ condition: () -> Bool) async -> Bool {
+/// Waits (bounded) until `condition` holds; false when `limit` passed first.
+func eventually(within limit: Duration, _ condition: () -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + limit
     while !condition() {
         if ContinuousClock.now >= deadline { return false }

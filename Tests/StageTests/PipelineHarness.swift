@@ -32,6 +32,9 @@ final class PipelineHarness: @unchecked Sendable {
     /// sandbox sends PhonePe callbacks and Nets webhooks there).
     let callbacksPort: Int
 
+    /// The ledger's `--redeliver-after-ms`: an unclaimed dispatch this old goes out again.
+    let redeliverAfterMilliseconds: Int64
+
     /// Each role's CURVE keys when the harness was started with `curve: true`.
     private(set) var curveKeys: [CurveConfig.Role: ZMQCurveKeyPair] = [:]
 
@@ -46,7 +49,7 @@ final class PipelineHarness: @unchecked Sendable {
         sandboxConfiguration: SandboxConfiguration = SandboxConfiguration(port: 0, phonePeCallbackDelayMilliseconds: 3_600_000),
         timers: [String: Int64] = [:], connectOutcomes: Bool = true, curve: Bool = false,
         extraMerchants: [String: JSONValue] = [:], netsWebhooks: Bool = true,
-        providerFront: ((String) async throws -> String)? = nil, redeliverAfterMilliseconds: Int = 60_000
+        providerFront: ((String) async throws -> String)? = nil, redeliverAfterMilliseconds: Int64 = 60_000
     ) async throws {
         self.redeliverAfterMilliseconds = redeliverAfterMilliseconds
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-e2e-\(UUID().uuidString)")
@@ -92,7 +95,9 @@ final class PipelineHarness: @unchecked Sendable {
 
         context = try ZMQContext()
         let (ledger, ready) = try PipelineHarness.spawn(
-            "paypipe-ledger", PipelineHarness.ledgerArguments(configPath: configPath, directory: directory, redeliverAfterMilliseconds: redeliverAfterMilliseconds), in: directory, index: 0,
+            "paypipe-ledger",
+            PipelineHarness.ledgerArguments(configPath: configPath, directory: directory, redeliverAfterMilliseconds: redeliverAfterMilliseconds),
+            in: directory, index: 0,
             waitForLine: "paypipe-ledger ready")
         children.append(ledger.0)
         stderrFiles.append(ledger.1)
@@ -108,10 +113,11 @@ final class PipelineHarness: @unchecked Sendable {
         sender = try ZMQSender(socket: push)
     }
 
-    let redeliverAfterMilliseconds: Int
-
-    static func ledgerArguments(configPath: String, directory: URL, redeliverAfterMilliseconds: Int = 60_000) -> [String] {
-        ["--config", configPath, "--store", directory.appendingPathComponent("ledger.sqlite").path, "--redeliver-after-ms", String(redeliverAfterMilliseconds)]
+    static func ledgerArguments(configPath: String, directory: URL, redeliverAfterMilliseconds: Int64) -> [String] {
+        [
+            "--config", configPath, "--store", directory.appendingPathComponent("ledger.sqlite").path,
+            "--redeliver-after-ms", String(redeliverAfterMilliseconds),
+        ]
     }
 
     /// Starts a new ledger on the same store and the same addresses (after the old one was
@@ -124,7 +130,9 @@ final class PipelineHarness: @unchecked Sendable {
             "--results", e["results"]!, "--ledger-rpc", e["ledgerRPC"]!, "--poll-queue", e["pollQueue"]!,
         ]
         let ((process, errorFile), _) = try PipelineHarness.spawn(
-            "paypipe-ledger", PipelineHarness.ledgerArguments(configPath: configPath, directory: directory, redeliverAfterMilliseconds: redeliverAfterMilliseconds) + pinned, in: directory, index: children.count, waitForLine: "paypipe-ledger ready")
+            "paypipe-ledger",
+            PipelineHarness.ledgerArguments(configPath: configPath, directory: directory, redeliverAfterMilliseconds: redeliverAfterMilliseconds)
+                + pinned, in: directory, index: children.count, waitForLine: "paypipe-ledger ready")
         children[0] = process
         stderrFiles[0] = errorFile
     }
@@ -135,8 +143,13 @@ final class PipelineHarness: @unchecked Sendable {
     }
 
     @discardableResult
-    func startSubmitter(concurrency: Int = 64) throws -> Process {
-        try spawn("paypipe-submitter", ["--config", configPath, "--concurrency", String(concurrency), "--signed-out", ledgerEndpoints["signedOut"]!, "--results", ledgerEndpoints["results"]!], waitForLine: nil).0
+    func startSubmitter(concurrency: Int = 64, backlog: Int? = nil) throws -> Process {
+        let backlogArguments = backlog.map { ["--backlog", String($0)] } ?? []
+        return try spawn(
+            "paypipe-submitter",
+            ["--config", configPath, "--concurrency", String(concurrency), "--signed-out", ledgerEndpoints["signedOut"]!, "--results", ledgerEndpoints["results"]!,
+             "--ledger-rpc", ledgerEndpoints["ledgerRPC"]!] + backlogArguments,
+            waitForLine: nil).0
     }
 
     @discardableResult

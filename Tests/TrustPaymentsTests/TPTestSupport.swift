@@ -58,6 +58,7 @@ enum TPFixtures {
         case .failed(let code, _)?: "failed:\(code)"
         case .retry?: "retry"
         case .unknown?: "unknown"
+        case .neverSeen?: "neverSeen"
         case nil: "nil"
         }
     }

@@ -73,7 +73,7 @@ package struct CallbackValidator: Sendable {
         case .succeeded(let result)?: outcome = Outcome(order: order, status: .succeeded, result: result)
         case .failed(let code, let message)?:
             outcome = Outcome(order: order, status: .failed, result: decision.failureResult, error: .init(code: code, message: message))
-        case .pending?, .retry?, .unknown?, nil: outcome = nil
+        case .pending?, .retry?, .unknown?, .neverSeen?, nil: outcome = nil
         }
         // Event ids are namespaced by provider, and long ones are shortened to a digest.
         let eventKey = decision.event.map { event in

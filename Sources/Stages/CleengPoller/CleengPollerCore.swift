@@ -129,7 +129,7 @@ package struct CleengPollerCore: Sendable {
         case .succeeded(let result): make(.succeeded, result: result)
         case .failed(let code, let message): make(.failed, error: .init(code: code, message: message))
         case .pending(let result): make(.pending, result: result)
-        case .retry(let reason), .unknown(let reason): make(.failed, error: .init(code: "ACCESS_NOT_GRANTED", message: reason))
+        case .retry(let reason), .unknown(let reason), .neverSeen(let reason): make(.failed, error: .init(code: "ACCESS_NOT_GRANTED", message: reason))
         }
     }
 }

@@ -26,15 +26,20 @@ package struct LedgerCore {
         package var callbacksApplied = 0
         package var callbacksDuplicate = 0
         package var statusChecks = 0
+        /// Orders sent to review after `timers.maxDispatches` dispatches.
+        package var dispatchCapReached = 0
     }
 
     package let store: LedgerStore
     let registry: ConnectorRegistry
     package private(set) var counters = Counters()
-    /// Orders without a terminal or pending outcome are dispatched again after this long.
+    /// An order dispatched this long ago that nobody claimed is dispatched again.
     package var redeliverAfterMilliseconds: Int64
     /// A pending order's status check at or after this long is its last (`expiryCheck`).
     let pendingExpireAfterMilliseconds: Int64
+    /// How long a claim holds without renewal.
+    let leaseMilliseconds: Int64
+    let maxDispatches: Int64
     /// What the connectors want done with each operation's pending orders.
     let followUps: [(operation: Operation, followUp: PendingFollowUp)]
 
@@ -46,11 +51,19 @@ package struct LedgerCore {
         self.registry = registry
         self.redeliverAfterMilliseconds = redeliverAfterMilliseconds
         pendingExpireAfterMilliseconds = timers.pendingExpireAfterMs
+        leaseMilliseconds = timers.leaseMs
+        maxDispatches = timers.maxDispatches
         followUps = registry.connectors.flatMap { connector in
             type(of: connector).operations.compactMap { spec in
                 connector.pendingFollowUp(for: spec.operation, timers: timers).map { (spec.operation, $0) }
             }
         }
+    }
+
+    /// Called once when the ledger starts: leases that lapsed while it was down are held one
+    /// lease longer, so live holders renew them before anything is redelivered.
+    package func resumeLeases(now: Int64) throws {
+        try store.transaction { try store.extendHeldLeases(until: now + leaseMilliseconds) }
     }
 
     /// The operations whose pending orders the pollers own.
@@ -162,6 +175,9 @@ package struct LedgerCore {
                 }
                 if duplicate { counters.callbacksDuplicate += 1 }
                 return (.settled(applied: applied, duplicate: duplicate), effects)
+            case .claim(let claims):
+                let until = now + leaseMilliseconds
+                return (.claimed(try store.transaction { try store.claim(claims, until: until) }), [])
             case .resumePolls:
                 let operations = polledOperations
                 let pending = try store.transaction {
@@ -176,8 +192,9 @@ package struct LedgerCore {
         }
     }
 
-    /// Orders that stalled (a stage crashed with them, a TCP reset dropped them, or their
-    /// outcome stayed unknown) go out again; every provider reference is idempotent.
+    /// Orders that stalled (their holder died and its lease lapsed, nobody claimed their
+    /// dispatch, or their outcome stayed unknown) go out again as a new generation, which the
+    /// submitter resolves before sending anything again; past `maxDispatches` they go to review.
     /// Pending orders get what their connector asked for: a status check once their callback
     /// is overdue and again every wait, the last one once they are pending
     /// `pendingExpireAfterMilliseconds`; or the pollers again once they were lost with a poller.
@@ -185,11 +202,30 @@ package struct LedgerCore {
         let followUps = self.followUps
         let cutoff = now - redeliverAfterMilliseconds
         let expiredBefore = now - pendingExpireAfterMilliseconds
-        var redelivered = 0, statusChecks = 0
+        var redelivered = 0, statusChecks = 0, capped = 0
+        var outcomesOut = counters.outcomesOut
+        let maxDispatches = self.maxDispatches
         let effects = try store.transaction { () throws -> [Effect] in
-            let stalled = try store.stalled(dispatchedBefore: cutoff, now: now, limit: limit)
-            redelivered += stalled.count
-            var effects = stalled.map { Effect.dispatch(DispatchFrame.encode(orderJSON: $0.0, acceptedAt: $0.1)) }
+            let stalled = try store.stalled(dispatchedBefore: cutoff, now: now, limit: limit, maxDispatches: maxDispatches)
+            redelivered += stalled.redispatch.count
+            var effects = stalled.redispatch.map {
+                Effect.dispatch(DispatchFrame.encode(orderJSON: $0.json, acceptedAt: $0.acceptedAt, generation: $0.generation))
+            }
+            for order in stalled.exhausted {
+                let outcome = Outcome(
+                    orderId: order.key.orderId, merchant: order.key.merchant, provider: order.provider, operation: order.operation,
+                    status: .unknown,
+                    error: .init(
+                        code: Outcome.ErrorInfo.needsReviewCode,
+                        message: "dispatched \(order.dispatches) times without an outcome (timers.maxDispatches)"),
+                    attempts: 0, at: Timestamp.iso8601(milliseconds: now))
+                let recorded = try store.record(outcome, serialized: outcome.serialized, references: [], readBack: false, now: now)
+                if let text = recorded.emit {
+                    capped += 1
+                    outcomesOut[outcome.status.rawValue, default: 0] += 1
+                    effects.append(.emit(Array(text.utf8)))
+                }
+            }
             for (operation, followUp) in followUps {
                 switch followUp {
                 case .statusCheck(let wait):
@@ -213,6 +249,8 @@ package struct LedgerCore {
         }
         counters.redelivered += redelivered
         counters.statusChecks += statusChecks
+        counters.dispatchCapReached += capped
+        counters.outcomesOut = outcomesOut
         return effects
     }
 }

@@ -1,4 +1,6 @@
+import Hummingbird
 import Logging
+import NIOCore
 import PaypipeCore
 import Prometheus
 import ServiceLifecycle
@@ -21,6 +23,7 @@ package final class LedgerService: MeasuredStage {
         func intake(_ frames: [[UInt8]]) throws -> [LedgerCore.Effect] { try core.intake(frames, now: milliseconds()) }
         func results(_ frames: [[UInt8]]) throws -> [LedgerCore.Effect] { try core.results(frames, now: milliseconds()) }
         func redeliver() throws -> [LedgerCore.Effect] { try core.redeliver(now: milliseconds()) }
+        func resumeLeases() throws { try core.resumeLeases(now: milliseconds()) }
         func handle(_ request: LedgerRequest) -> (LedgerReply, [LedgerCore.Effect]) { core.handle(request, now: milliseconds()) }
         var counters: LedgerCore.Counters { core.counters }
         func replay(_ request: OutcomeReplay.Request) throws -> (outcomes: [(seq: Int64, text: String)], more: Bool) {
@@ -30,6 +33,7 @@ package final class LedgerService: MeasuredStage {
             let cutoff = milliseconds() - keepMilliseconds
             return try core.store.transaction { try core.store.pruneOutcomes(recordedBefore: cutoff, limit: limit) }
         }
+        func reviewOutcomes(limit: Int) throws -> [String] { try core.store.reviewOutcomes(limit: limit) }
         func depth() throws -> (open: Int, pending: Int) {
             let counts = try core.store.counts()
             return (counts[.open, default: 0] + counts[.unknown, default: 0], counts[.pending, default: 0])
@@ -43,6 +47,8 @@ package final class LedgerService: MeasuredStage {
     let redeliverAfterMilliseconds: Int64
     let onReady: @Sendable (BoundEndpoints) -> Void
     package let metrics = StageMetrics()
+    /// The running ledger's core, for the operators' `GET /review`.
+    private let running = Mutex<Core?>(nil)
 
     /// `onReady` is called once every socket is bound.
     package init(
@@ -61,6 +67,9 @@ package final class LedgerService: MeasuredStage {
         let store = try LedgerStore(path: storePath)
         let core = Core(core: LedgerCore(
             store: store, registry: registry, timers: config.timers, redeliverAfterMilliseconds: redeliverAfterMilliseconds))
+        try await core.resumeLeases()
+        running.withLock { $0 = core }
+        defer { running.withLock { $0 = nil } }
         let links = try StageLinks(config: config, role: .ledger)
         let context = try ZMQContext()
         let authenticator = try links.authenticator(context: context)
@@ -204,6 +213,40 @@ package final class LedgerService: MeasuredStage {
 }
 
 extension LedgerService {
+    /// Orders in review listed at most, per `GET /review` (`?limit=` asks for fewer).
+    package static let reviewListLimit = 1000
+
+    /// The outcomes of orders in review (`unknown` NEEDS_REVIEW), one JSON line each; nil while
+    /// the ledger is not running.
+    package func reviewOutcomes(limit: Int) async throws -> [String]? {
+        guard let core = running.withLock({ $0 }) else { return nil }
+        return try await core.reviewOutcomes(limit: min(max(limit, 1), Self.reviewListLimit))
+    }
+
+    /// The ledger's `/metrics` and `/healthz` server with `GET /review` beside them.
+    package func metricsServer(address: String) throws(EndpointError) -> some Service {
+        let logger = self.logger
+        return try metrics.server(
+            address: address, logger: logger,
+            routes: { router in
+                router.get("/review") { request, _ -> Response in
+                    let limit = request.uri.queryParameters.get("limit", as: Int.self) ?? Self.reviewListLimit
+                    do {
+                        guard let lines = try await self.reviewOutcomes(limit: limit) else {
+                            return Response(status: .serviceUnavailable, body: .init(byteBuffer: ByteBuffer(string: "the ledger is not running\n")))
+                        }
+                        return Response(
+                            status: .ok, headers: [.contentType: "application/x-ndjson"],
+                            body: .init(byteBuffer: ByteBuffer(string: lines.map { $0 + "\n" }.joined())))
+                    } catch {
+                        logger.error("listing review orders failed", metadata: ["error": "\(error)"])
+                        return Response(status: .internalServerError, body: .init(byteBuffer: ByteBuffer(string: "the ledger store failed\n")))
+                    }
+                }
+            },
+            onListening: { port in logger.info("ledger metrics", metadata: ["port": "\(port)"]) })
+    }
+
     /// Outcomes queued for the live PUSH before further ones skip it (they are in the log).
     static let outcomesFastPathCapacity = 4096
 
@@ -245,13 +288,15 @@ extension LedgerService {
 final class LedgerMetrics: Sendable {
     let metrics: StageMetrics
     let previous = Mutex(LedgerCore.Counters())
-    let ordersIn, duplicates, redelivered: Counter
+    let ordersIn, duplicates, redelivered, dispatchCapReached: Counter
 
     init(_ metrics: StageMetrics) {
         self.metrics = metrics
         ordersIn = metrics.counter("paypipe_orders_in_total", help: "Intake frames received")
         duplicates = metrics.counter("paypipe_orders_duplicate_total", help: "Orders whose (merchant, orderId) was already known")
         redelivered = metrics.counter("paypipe_orders_redelivered_total", help: "Stalled orders dispatched again")
+        dispatchCapReached = metrics.counter(
+            "paypipe_orders_dispatch_cap_total", help: "Orders sent to review (unknown NEEDS_REVIEW) after timers.maxDispatches dispatches")
     }
 
     func update(_ now: LedgerCore.Counters) {
@@ -262,6 +307,9 @@ final class LedgerMetrics: Sendable {
         if now.ordersIn > before.ordersIn { ordersIn.increment(by: Int64(now.ordersIn - before.ordersIn)) }
         if now.duplicates > before.duplicates { duplicates.increment(by: Int64(now.duplicates - before.duplicates)) }
         if now.redelivered > before.redelivered { redelivered.increment(by: Int64(now.redelivered - before.redelivered)) }
+        if now.dispatchCapReached > before.dispatchCapReached {
+            dispatchCapReached.increment(by: Int64(now.dispatchCapReached - before.dispatchCapReached))
+        }
         for (reason, count) in now.dropped where count > before.dropped[reason, default: 0] {
             metrics.counter("paypipe_frames_dropped_total", [("reason", reason)], help: "Intake frames dropped unparsed, by reason")
                 .increment(by: Int64(count - before.dropped[reason, default: 0]))

@@ -35,9 +35,12 @@ package final class LedgerStore {
         try db.execute("CREATE INDEX IF NOT EXISTS orders_redelivery ON orders(state, dispatched_at)")
         // Added with the callback validator and the Cleeng poller; older ledgers gain the columns.
         let columns = Set(try db.query("PRAGMA table_info(orders)").compactMap { $0[1].text })
-        for (name, type) in [("provider", "TEXT"), ("operation", "TEXT"), ("pending_at", "INTEGER")] where !columns.contains(name) {
+        // lease_until: until when a submitter's claim on the order's current dispatch holds.
+        for (name, type) in [("provider", "TEXT"), ("operation", "TEXT"), ("pending_at", "INTEGER"), ("lease_until", "INTEGER")]
+        where !columns.contains(name) {
             try db.execute("ALTER TABLE orders ADD COLUMN \(name) \(type)")
         }
+        try db.execute("CREATE INDEX IF NOT EXISTS orders_lease ON orders(state, lease_until)")
         try db.execute("CREATE INDEX IF NOT EXISTS orders_async ON orders(provider, state, pending_at)")
         // Provider references that callbacks name instead of the orderId (PhonePe authRequestId, Nets paymentId).
         try db.execute("""
@@ -198,25 +201,81 @@ package final class LedgerStore {
         return Recorded(emit: emit, becamePending: rows.first?[0].text.map { Pending(json: $0, since: now) })
     }
 
-    /// Orders without a terminal or pending outcome whose last dispatch is older than `cutoff`:
-    /// they are marked re-dispatched and returned as (order JSON, accepted_at).
-    package func stalled(dispatchedBefore cutoff: Int64, now: Int64, limit: Int) throws -> [(String, Int64)] {
-        let rows = try db.query(
-            "SELECT merchant, order_id, order_json, accepted_at FROM orders WHERE state IN ('open','unknown') AND dispatched_at < ? AND order_json IS NOT NULL LIMIT ?",
-            [.integer(cutoff), .integer(Int64(limit))])
-        var result: [(String, Int64)] = []
-        for row in rows {
-            guard let merchant = row[0].text, let orderId = row[1].text, let json = row[2].text, let acceptedAt = row[3].integer else { continue }
-            try markDispatched(merchant: merchant, orderId: orderId, now: now)
-            result.append((json, acceptedAt))
-        }
-        return result
+    /// A stalled order dispatched again, as its new generation.
+    package struct Redispatch: Sendable, Equatable {
+        package var json: String
+        package var acceptedAt: Int64
+        package var generation: Int64
     }
 
+    /// A stalled order that has had its dispatches: it goes to review instead.
+    package struct Exhausted: Sendable, Equatable {
+        package var key: OrderKey
+        package var provider: String
+        package var operation: String
+        package var dispatches: Int64
+    }
+
+    /// Orders without a terminal or pending outcome that nobody holds: their lease lapsed (the
+    /// holder died), or nobody claimed their last dispatch before `cutoff`. Each is marked
+    /// dispatched once more and returned with its new generation, unless it already had
+    /// `maxDispatches`: then it is returned as exhausted, unchanged. Call inside `transaction`.
+    package func stalled(
+        dispatchedBefore cutoff: Int64, now: Int64, limit: Int, maxDispatches: Int64
+    ) throws -> (redispatch: [Redispatch], exhausted: [Exhausted]) {
+        let rows = try db.query(
+            """
+            SELECT merchant, order_id, order_json, accepted_at, dispatches, provider, operation FROM orders
+            WHERE state IN ('open','unknown') AND order_json IS NOT NULL
+              AND ((lease_until IS NULL AND dispatched_at < ?) OR lease_until < ?) LIMIT ?
+            """,
+            [.integer(cutoff), .integer(now), .integer(Int64(limit))])
+        var redispatch: [Redispatch] = [], exhausted: [Exhausted] = []
+        for row in rows {
+            guard let merchant = row[0].text, let orderId = row[1].text, let json = row[2].text, let acceptedAt = row[3].integer,
+                let dispatches = row[4].integer
+            else { continue }
+            if dispatches >= maxDispatches {
+                exhausted.append(Exhausted(
+                    key: OrderKey(merchant: merchant, orderId: orderId), provider: row[5].text ?? "", operation: row[6].text ?? "",
+                    dispatches: dispatches))
+                continue
+            }
+            try markDispatched(merchant: merchant, orderId: orderId, now: now)
+            redispatch.append(Redispatch(json: json, acceptedAt: acceptedAt, generation: dispatches + 1))
+        }
+        return (redispatch, exhausted)
+    }
+
+    /// A new dispatch is a new generation: the previous holder's lease ends with it.
     func markDispatched(merchant: String, orderId: String, now: Int64) throws {
         try db.query(
-            "UPDATE orders SET dispatched_at=?, dispatches=dispatches+1 WHERE merchant=? AND order_id=?",
+            "UPDATE orders SET dispatched_at=?, dispatches=dispatches+1, lease_until=NULL WHERE merchant=? AND order_id=?",
             [.integer(now), .text(merchant), .text(orderId)])
+    }
+
+    /// Grants (or renews) each claim whose generation is the order's current dispatch while the
+    /// order is open or unknown, holding it until `until`. Call inside `transaction`.
+    package func claim(_ claims: [LeaseClaim], until: Int64) throws -> [Bool] {
+        try claims.map { claim in
+            try db.query(
+                "UPDATE orders SET lease_until=? WHERE merchant=? AND order_id=? AND dispatches=? AND state IN ('open','unknown')",
+                [.integer(until), .text(claim.key.merchant), .text(claim.key.orderId), .integer(claim.generation)])
+            return db.changes == 1
+        }
+    }
+
+    /// Every held lease runs until at least `until`: after a ledger restart its holders get a
+    /// whole lease to renew, so an outage of the ledger alone is not taken for their death.
+    package func extendHeldLeases(until: Int64) throws {
+        try db.query(
+            "UPDATE orders SET lease_until=? WHERE state IN ('open','unknown') AND lease_until IS NOT NULL AND lease_until < ?",
+            [.integer(until), .integer(until)])
+    }
+
+    /// The outcomes of orders in review, in key order, at most `limit`.
+    package func reviewOutcomes(limit: Int) throws -> [String] {
+        try db.query("SELECT outcome FROM orders WHERE state='review' LIMIT ?", [.integer(Int64(limit))]).compactMap { $0[0].text }
     }
 
     /// How many orders are in each state.

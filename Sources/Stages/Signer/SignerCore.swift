@@ -22,13 +22,15 @@ package struct SignerCore: Sendable {
     }
 
     package func sign(
-        _ order: Order, acceptedAt: Int64, nowSeconds: Int64, purpose: DispatchPurpose = .submit, pending: [String: JSONValue]? = nil
+        _ order: Order, acceptedAt: Int64, nowSeconds: Int64, purpose: DispatchPurpose = .submit, pending: [String: JSONValue]? = nil,
+        generation: Int64 = 1
     ) -> SignerOutput {
         do throws(Rejection) {
             guard let connector = registry.connector(for: order.provider) else {
                 throw Rejection(.unknownProvider, field: "provider", "no connector is registered for \(order.provider.rawValue)")
             }
-            return try connector.signWork(order, purpose: purpose, pending: pending ?? [:], acceptedAt: acceptedAt, nowSeconds: nowSeconds)
+            return try connector.signWork(
+                order, purpose: purpose, pending: pending ?? [:], acceptedAt: acceptedAt, nowSeconds: nowSeconds, generation: generation)
         } catch {
             // A status check of an accepted, pending order cannot make it `rejected`: the
             // provider may hold its money, so a person looks at it.
@@ -39,14 +41,16 @@ package struct SignerCore: Sendable {
     }
 
     package func sign(_ dispatch: DispatchFrame, nowSeconds: Int64) -> SignerOutput {
-        sign(dispatch.order, acceptedAt: dispatch.acceptedAt, nowSeconds: nowSeconds, purpose: dispatch.purpose, pending: dispatch.pending)
+        sign(
+            dispatch.order, acceptedAt: dispatch.acceptedAt, nowSeconds: nowSeconds, purpose: dispatch.purpose, pending: dispatch.pending,
+            generation: dispatch.generation)
     }
 }
 
 extension ProviderConnector {
     /// `sign` with the connector's context written for the wire.
     func signWork(
-        _ order: Order, purpose: DispatchPurpose, pending: [String: JSONValue], acceptedAt: Int64, nowSeconds: Int64
+        _ order: Order, purpose: DispatchPurpose, pending: [String: JSONValue], acceptedAt: Int64, nowSeconds: Int64, generation: Int64
     ) throws(Rejection) -> SignerOutput {
         let signed: Signed<Context>
         if purpose.isStatusCheck {
@@ -62,7 +66,7 @@ extension ProviderConnector {
         case .request(let signed):
             return .submit(SubmitWork(
                 order: order, request: signed.request, resolve: signed.resolve, context: signed.context.json, purpose: purpose,
-                pending: purpose.isStatusCheck ? pending : nil, acceptedAt: acceptedAt))
+                pending: purpose.isStatusCheck ? pending : nil, acceptedAt: acceptedAt, generation: generation))
         case .outcome(let status, let result):
             return .outcome(Outcome(order: order, status: status, result: result))
         }

@@ -39,6 +39,8 @@ package struct Submission: Sendable {
     var attempts = 0
     var resolveAttempts = 0
     var retriesInPhase = 0
+    /// Resolving a redelivered order before it may be submitted again.
+    var resolvingBeforeResubmit = false
 
     package init(work: SubmitWork, connector: any ProviderConnector, policy: SubmissionPolicy = SubmissionPolicy()) {
         self.work = work
@@ -57,12 +59,26 @@ package struct Submission: Sendable {
                 error: .init(code: Rejection.Code.unreadableWork.rawValue, message: "the signed work's \(work.order.provider.rawValue) context is unreadable"),
                 attempts: 0))
         }
+        // A redelivery: the first copy may have reached the provider (PROTOCOL.md §6).
+        if work.purpose == .submit, work.generation > 1 {
+            switch connector.redelivery(of: work) {
+            case .resubmit: break
+            case .resolveFirst(let request):
+                phase = .resolving
+                resolvingBeforeResubmit = true
+                current = request
+                resolveAttempts = 1
+                return .send(request, afterMilliseconds: 0)
+            case .review:
+                return needsReview("redelivered (dispatch \(work.generation)) and \(work.order.provider.rawValue) cannot tell whether it saw the first copy")
+            }
+        }
         attempts = 1
         return .send(current, afterMilliseconds: 0)
     }
 
     package mutating func receive(_ response: HTTPResponseSpec, jitter: Double) -> Action {
-        switch connector.read(response, to: current, work: work, phase: phase) {
+        switch connector.read(response, to: current, work: work, phase: phase, resolvingBeforeResubmit: resolvingBeforeResubmit) {
         case .followUp(let next):
             current = next
             return .send(next, afterMilliseconds: 0)
@@ -72,7 +88,7 @@ package struct Submission: Sendable {
     }
 
     package mutating func fail(_ failure: TransportFailure, jitter: Double) -> Action {
-        apply(connector.readFailure(failure, of: current, work: work, phase: phase), jitter: jitter)
+        apply(connector.readFailure(failure, of: current, work: work, phase: phase, resolvingBeforeResubmit: resolvingBeforeResubmit), jitter: jitter)
     }
 
     // MARK: - Verdicts
@@ -89,6 +105,16 @@ package struct Submission: Sendable {
         case .succeeded(let result): return finish(.succeeded, result: result)
         case .pending(let result): return finish(.pending, result: result)
         case .failed(let code, let message): return finish(.failed, error: .init(code: code, message: message))
+        case .neverSeen(let reason):
+            // Only a resolution before a resubmit may send the order again; anywhere else the
+            // reading settles nothing.
+            guard resolvingBeforeResubmit else { return apply(.unknown(reason: reason), jitter: jitter) }
+            resolvingBeforeResubmit = false
+            phase = .submitting
+            retriesInPhase = 0
+            current = work.request
+            attempts = 1
+            return .send(current, afterMilliseconds: 0)
         case .retry(let reason):
             retriesInPhase += 1
             let budget = phase == .submitting ? policy.maxAttempts : policy.maxResolveAttempts
@@ -123,12 +149,16 @@ package struct Submission: Sendable {
     }
 
     /// Still unknown after the resolution budget: reported as `unknown` (non-terminal); the
-    /// ledger redelivers the order later, and every provider reference is idempotent.
+    /// ledger redelivers the order later, resolved first. A redelivered order still unknown
+    /// has had its budget: it goes to review, never to a guess.
     private func unresolved(_ reason: String) -> Action {
-        if work.purpose == .expiryCheck {
-            return .finish(.needsReview(work.order, "the provider cannot tell what became of the expired order: \(reason)", attempts: attempts))
-        }
+        if work.purpose == .expiryCheck { return needsReview("the provider cannot tell what became of the expired order: \(reason)") }
+        if work.purpose == .submit, work.generation > 1 { return needsReview("still unresolved after dispatch \(work.generation): \(reason)") }
         return finish(.unknown, error: .init(code: "OUTCOME_UNKNOWN", message: "provider result not yet known: \(reason)"))
+    }
+
+    private func needsReview(_ reason: String) -> Action {
+        .finish(.needsReview(work.order, reason, attempts: attempts))
     }
 
     /// `error.code` of a pending order the provider confirms took nothing before it expired.
@@ -137,23 +167,35 @@ package struct Submission: Sendable {
 
 extension ProviderConnector {
     /// The connector's typed view of one submission, or nil when its context is unreadable.
-    func exchange(_ work: SubmitWork, phase: ExchangePhase) -> Exchange<Context>? {
+    func exchange(_ work: SubmitWork, phase: ExchangePhase, resolvingBeforeResubmit: Bool = false) -> Exchange<Context>? {
         guard let context = Context(json: work.context) else { return nil }
         return Exchange(
             order: work.order, signed: SignedRequest(request: work.request, resolve: work.resolve, context: context),
-            purpose: work.purpose, phase: phase)
+            purpose: work.purpose, phase: phase, resolvingBeforeResubmit: resolvingBeforeResubmit)
     }
 
     func canRead(_ work: SubmitWork) -> Bool { Context(json: work.context) != nil }
 
-    func read(_ response: HTTPResponseSpec, to current: HTTPRequestSpec, work: SubmitWork, phase: ExchangePhase) -> ProviderReading {
-        guard let exchange = exchange(work, phase: phase) else { return .verdict(.unknown(reason: "unreadable work context")) }
+    func read(
+        _ response: HTTPResponseSpec, to current: HTTPRequestSpec, work: SubmitWork, phase: ExchangePhase, resolvingBeforeResubmit: Bool
+    ) -> ProviderReading {
+        guard let exchange = exchange(work, phase: phase, resolvingBeforeResubmit: resolvingBeforeResubmit) else {
+            return .verdict(.unknown(reason: "unreadable work context"))
+        }
         return read(response, to: current, in: exchange)
     }
 
-    func readFailure(_ failure: TransportFailure, of current: HTTPRequestSpec, work: SubmitWork, phase: ExchangePhase) -> ProviderVerdict {
-        guard let exchange = exchange(work, phase: phase) else { return .unknown(reason: failure.reason) }
+    func readFailure(
+        _ failure: TransportFailure, of current: HTTPRequestSpec, work: SubmitWork, phase: ExchangePhase, resolvingBeforeResubmit: Bool
+    ) -> ProviderVerdict {
+        guard let exchange = exchange(work, phase: phase, resolvingBeforeResubmit: resolvingBeforeResubmit) else {
+            return .unknown(reason: failure.reason)
+        }
         return readFailure(failure, of: current, in: exchange)
+    }
+
+    func redelivery(of work: SubmitWork) -> Redelivery {
+        exchange(work, phase: .submitting).map { redelivery(of: $0) } ?? .review
     }
 
     func resolution(forUnknown work: SubmitWork) -> HTTPRequestSpec? {

@@ -14,6 +14,8 @@ package final class SubmitterService: MeasuredStage {
     let config: PaypipeConfig
     let registry: ConnectorRegistry
     let concurrency: Int
+    /// Work held at once: claimed and leased, waiting for a slot or in flight.
+    let backlog: Int
     let policy: SubmissionPolicy
     let logger: Logger
     package let metrics = StageMetrics()
@@ -21,12 +23,13 @@ package final class SubmitterService: MeasuredStage {
     private let inFlight = Atomic<Int>(0)
 
     package init(
-        config: PaypipeConfig, registry: ConnectorRegistry, concurrency: Int = 256, policy: SubmissionPolicy = SubmissionPolicy(),
-        logger: Logger
+        config: PaypipeConfig, registry: ConnectorRegistry, concurrency: Int = 256, backlog: Int? = nil,
+        policy: SubmissionPolicy = SubmissionPolicy(), logger: Logger
     ) {
         self.config = config
         self.registry = registry
         self.concurrency = max(1, concurrency)
+        self.backlog = max(self.concurrency, backlog ?? 4 * self.concurrency)
         self.policy = policy
         self.logger = logger
     }
@@ -42,15 +45,26 @@ package final class SubmitterService: MeasuredStage {
         try resultsSocket.connect(e.results)
         let work = try workReceiver(pull, capacity: concurrency)
         let results = try ZMQSender(socket: resultsSocket)
+        let ledger = try LedgerClient(context: context, endpoint: e.ledgerRPC, options: links.client(stageOptions()))
+        let leases = LeaseKeeper(directory: ledger)
+        let slots = WorkSlots(limit: backlog)
         let http = ProviderHTTPClient(
             connectTimeoutMilliseconds: config.timers.httpConnectTimeoutMs,
             requestTimeoutMilliseconds: config.timers.httpRequestTimeoutMs)
-        logger.info("submitter ready", metadata: ["signedOut": "\(e.signedOut)", "concurrency": "\(concurrency)"])
+        logger.info("submitter ready", metadata: ["signedOut": "\(e.signedOut)", "concurrency": "\(concurrency)", "backlog": "\(backlog)"])
 
         let (policy, logger, metrics, registry, concurrency) = (self.policy, self.logger, self.metrics, self.registry, self.concurrency)
         let inFlightGauge = metrics.gauge("paypipe_submitter_in_flight", help: "Submissions in progress")
+        let heldGauge = metrics.gauge("paypipe_submitter_leases_held", help: "Orders this submitter holds a lease on (waiting or in flight)")
         let retries = metrics.counter("paypipe_submitter_retries_total", help: "Requests sent again after a retryable failure")
         let latency = metrics.latency("paypipe_order_latency_seconds", help: "From ledger acceptance to the submitter's outcome")
+        let leasesLost = metrics.counter(
+            "paypipe_submitter_leases_lost_total", help: "Held leases the ledger refused to renew (the order ended or was redelivered)")
+        @Sendable func dropped(_ reason: String) -> Counter {
+            metrics.counter(
+                "paypipe_submitter_work_dropped_total", [("reason", reason)],
+                help: "Work never sent: its claim was refused (stale: an older dispatch, or the order ended) or not answered (unclaimed)")
+        }
         @Sendable func report(_ outcome: Outcome) async {
             metrics.counter("paypipe_submitter_outcomes_total", [("status", outcome.status.rawValue)], help: "Outcomes from the submitter, by status")
                 .increment()
@@ -61,52 +75,104 @@ package final class SubmitterService: MeasuredStage {
                 logger.error("could not hand an outcome to the ledger", metadata: ["order": "\(outcome.merchant)/\(outcome.orderId)", "error": "\(error)"])
             }
         }
+        /// Claims a batch of received work in one ledger request; what the ledger refuses is
+        /// dropped unsent. Unreadable work ends with its outcome here.
+        @Sendable func claimed(_ batch: [ZMQMessage]) async -> [SubmitWork] {
+            var readable: [SubmitWork] = []
+            for message in batch {
+                do throws(EnvelopeError) {
+                    readable.append(try SubmitWork.decode(message.body, catalog: registry.catalog))
+                } catch {
+                    logger.warning("unreadable work frame", metadata: ["bytes": "\(message.body.count)", "reason": "\(error)"])
+                    if let outcome = Outcome.unreadableWork(message.body, reason: error.description) { await report(outcome) }
+                }
+            }
+            var answers = await leases.claim(readable.compactMap(\.lease)).makeIterator()
+            var kept: [SubmitWork] = []
+            for item in readable {
+                guard item.lease != nil else {
+                    kept.append(item)
+                    continue
+                }
+                switch answers.next() {
+                case true??: kept.append(item)
+                case false??: dropped("stale").increment()
+                default: dropped("unclaimed").increment()
+                }
+            }
+            heldGauge.set(Double(leases.count))
+            return kept
+        }
 
+        let (claimedWork, claimedSink) = AsyncStream<SubmitWork>.makeStream()
         // Graceful shutdown stops taking work; submissions in flight finish and report.
         await withGracefulShutdownHandler {
             await withTaskGroup(of: Void.self) { group in
-                var running = 0
-                do {
-                    for try await message in work {
+                group.addTask {
+                    defer { claimedSink.finish() }
+                    do {
+                        while let batch = try await work.nextBatch() {
+                            for _ in batch { await slots.acquire() }
+                            let kept = await claimed(batch)
+                            for _ in kept.count..<batch.count { await slots.release() }
+                            for item in kept { claimedSink.yield(item) }
+                        }
+                    } catch {
+                        logger.error("work socket failed", metadata: ["error": "\(error)"])
+                    }
+                }
+                let renewal = Task {
+                    let interval = max(100, config.timers.leaseMs / 3)
+                    for await _ in ticks(every: .milliseconds(interval)) {
+                        if Task.isCancelled { break }
+                        let lost = await leases.renew()
+                        if lost > 0 { leasesLost.increment(by: Int64(lost)) }
+                        heldGauge.set(Double(leases.count))
+                    }
+                }
+                await withTaskGroup(of: Void.self) { submissions in
+                    var running = 0
+                    for await item in claimedWork {
                         if running >= concurrency {
-                            await group.next()
+                            await submissions.next()
                             running -= 1
                         }
                         running += 1
-                        group.addTask {
+                        submissions.addTask {
                             inFlightGauge.set(Double(self.inFlight.add(1, ordering: .relaxed).newValue))
                             defer { inFlightGauge.set(Double(self.inFlight.subtract(1, ordering: .relaxed).newValue)) }
-                            let item: SubmitWork
-                            do throws(EnvelopeError) {
-                                item = try SubmitWork.decode(message.body, catalog: registry.catalog)
-                            } catch {
-                                logger.warning("unreadable work frame", metadata: ["bytes": "\(message.body.count)", "reason": "\(error)"])
-                                if let outcome = Outcome.unreadableWork(message.body, reason: error.description) { await report(outcome) }
-                                return
-                            }
-                            guard let connector = registry.connector(for: item.order.provider) else {
-                                await report(Outcome(
-                                    order: item.order, status: .rejected,
-                                    error: .init(code: Rejection.Code.unknownProvider.rawValue, message: "this submitter has no connector for \(item.order.provider.rawValue)"),
-                                    attempts: 0))
-                                return
-                            }
-                            let outcome = await SubmitterService.submit(Submission(work: item, connector: connector, policy: policy), http: http)
-                            if outcome.attempts > 1 { retries.increment(by: Int64(outcome.attempts - 1)) }
-                            if item.acceptedAt > 0 { latency.recordNanoseconds(max(0, milliseconds() - item.acceptedAt) * 1_000_000) }
-                            await report(outcome)
+                            await report(await SubmitterService.outcome(for: item, registry: registry, policy: policy, http: http, retries: retries, latency: latency))
+                            if let lease = item.lease { leases.release(lease) }
+                            await slots.release()
                         }
                     }
-                } catch {
-                    logger.error("work socket failed", metadata: ["error": "\(error)"])
                 }
+                renewal.cancel()
             }
         } onGracefulShutdown: {
             work.stop()
         }
         await http.shutdown()
         _ = await results.finish()
+        await ledger.close()
         logger.info("submitter stopped")
+    }
+
+    /// The outcome of one piece of claimed work.
+    static func outcome(
+        for item: SubmitWork, registry: ConnectorRegistry, policy: SubmissionPolicy, http: ProviderHTTPClient, retries: Counter,
+        latency: DurationHistogram
+    ) async -> Outcome {
+        guard let connector = registry.connector(for: item.order.provider) else {
+            return Outcome(
+                order: item.order, status: .rejected,
+                error: .init(code: Rejection.Code.unknownProvider.rawValue, message: "this submitter has no connector for \(item.order.provider.rawValue)"),
+                attempts: 0)
+        }
+        let outcome = await submit(Submission(work: item, connector: connector, policy: policy), http: http)
+        if outcome.attempts > 1 { retries.increment(by: Int64(outcome.attempts - 1)) }
+        if item.acceptedAt > 0 { latency.recordNanoseconds(max(0, milliseconds() - item.acceptedAt) * 1_000_000) }
+        return outcome
     }
 
     /// Drives one submission to its outcome. Every decision is `Submission`'s.
