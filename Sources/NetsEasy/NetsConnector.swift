@@ -126,7 +126,7 @@ public struct NetsConnector: ProviderConnector {
             switch NetsPendingCreate.read(response, paymentId: paymentId) {
             case .succeeded(let result): return result
             case .pending: throw unavailable("the payment shows no subscription yet")
-            case .failed(_, let message), .retry(let message), .unknown(let message): throw unavailable(message)
+            case .failed(_, let message), .retry(let message), .unknown(let message), .neverSeen(let message): throw unavailable(message)
             }
         }
     }

@@ -157,7 +157,7 @@ public struct TrustPaymentsConnector: ProviderConnector {
         guard let siteReference else { return .unknown(reason: "merchant \(order.merchant) has no trustpayments section in this stage's config") }
         switch TPWebServices.classify(response, for: query) {
         case .failed(let code, let message): return .unknown(reason: "the order query failed (\(code)): \(message)")
-        case .retry(let reason), .unknown(let reason): return .unknown(reason: reason)
+        case .retry(let reason), .unknown(let reason), .neverSeen(let reason): return .unknown(reason: reason)
         case .succeeded, .pending: break
         }
         let expected = TPExpectedOrder(orderId: order.orderId, siteReference: siteReference, amount: order.amount, currency: order.currency)
