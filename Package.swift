@@ -175,7 +175,7 @@ let package = Package(
         .testTarget(
             name: "StageTests",
             dependencies: [
-                "PaypipeCore", "ZeroMQ", "Sandbox", "Connectors", "StageWire", "StageRuntime", "ExampleConnector",
+                "PaypipeCore", "ZeroMQ", "Sandbox", "Connectors", "StageWire", "StageRuntime", "ExampleConnector", "CSQLite",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Hummingbird", package: "hummingbird"),
             ] + stageModules.map { .target(name: $0) } + providers.map { .target(name: $0) },
@@ -191,6 +191,12 @@ let package = Package(
             name: "paypipe-poller-bench",
             dependencies: ["BenchSupport", "StageRuntime", "PaypipeCore", "ZeroMQ"],
             path: "bench/poller",
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "paypipe-ledger-bench",
+            dependencies: ["BenchSupport", "StageRuntime", "PaypipeCore", "ZeroMQ", "CSQLite"],
+            path: "bench/ledger",
             swiftSettings: strict
         ),
         .executableTarget(
