@@ -100,6 +100,9 @@ struct StoreFailureTests {
             if !healthy { try await Task.sleep(for: .milliseconds(250)) }
         }
         #expect(healthy)
+        // The per-state gauges, review included, come from the running counts.
+        let metrics = h.metricsPort(of: h.ledgerProcess).flatMap { httpGet("http://127.0.0.1:\($0)/metrics") } ?? ""
+        #expect(metrics.contains("paypipe_orders_review 0") && metrics.contains("paypipe_orders_open "), "\(metrics.prefix(400))")
         await h.shutdown()
     }
 
