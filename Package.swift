@@ -177,7 +177,7 @@ let package = Package(
         .testTarget(
             name: "StageTests",
             dependencies: [
-                "PaypipeCore", "ZeroMQ", "Sandbox", "Connectors", "StageWire", "StageRuntime", "ExampleConnector", "HTTPTransport",
+                "PaypipeCore", "ZeroMQ", "Sandbox", "Connectors", "StageWire", "StageRuntime", "ExampleConnector", "HTTPTransport", "CSQLite",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -194,6 +194,12 @@ let package = Package(
             name: "paypipe-poller-bench",
             dependencies: ["BenchSupport", "StageRuntime", "PaypipeCore", "ZeroMQ"],
             path: "bench/poller",
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "paypipe-ledger-bench",
+            dependencies: ["BenchSupport", "StageRuntime", "PaypipeCore", "ZeroMQ", "CSQLite"],
+            path: "bench/ledger",
             swiftSettings: strict
         ),
         .executableTarget(

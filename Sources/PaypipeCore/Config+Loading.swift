@@ -167,7 +167,14 @@ extension PaypipeConfig {
         }
         if var c = try root.optionalObject("curve") { config.curve = try CurveConfig.parse(&c) }
         if var r = try root.optionalObject("retention") {
-            config.retention.outcomesDays = try r.positiveInteger("outcomesDays") ?? config.retention.outcomesDays
+            let d = config.retention
+            config.retention.outcomesDays = try r.positiveInteger("outcomesDays") ?? d.outcomesDays
+            config.retention.ordersDays = try r.positiveInteger("ordersDays") ?? d.ordersDays
+            config.retention.orderKeysDays = try r.positiveInteger("orderKeysDays") ?? d.orderKeysDays
+            // A key removed before its order is compacted would take the order's contents with it early.
+            guard config.retention.orderKeysDays >= config.retention.ordersDays else {
+                throw ConfigError(path: r.child("orderKeysDays"), reason: "must be at least retention.ordersDays (\(config.retention.ordersDays))")
+            }
             try r.finish()
         }
         try root.finish()

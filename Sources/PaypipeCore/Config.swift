@@ -64,6 +64,12 @@ public struct PaypipeConfig: Sendable {
     public struct Retention: Sendable, Equatable {
         /// Logged outcomes older than this many days may be removed from the replay log.
         public var outcomesDays: Int64 = 30
+        /// Terminal orders older than this many days (since they ended) lose their contents,
+        /// provider references and callback events; the key and its outcome stay.
+        public var ordersDays: Int64 = 90
+        /// Terminal orders older than this many days lose their key too: an order sent again
+        /// after that is treated as new. At least `ordersDays`.
+        public var orderKeysDays: Int64 = 400
         public init() {}
     }
 

@@ -16,7 +16,10 @@ package struct LedgerUnavailable: Error, Sendable, CustomStringConvertible {
 }
 
 /// Requests to the ledger over one DEALER socket, matched to replies by a request id frame.
-/// Many tasks may call at once; each waits at most `timeoutMilliseconds`.
+/// Many tasks may call at once; each waits at most `timeoutMilliseconds`, re-sending its request
+/// every `resendAfterMilliseconds` meanwhile: a request the old connection took dies with a
+/// restarting ledger, and the DEALER reconnects by itself. Re-sending is safe because a lookup
+/// changes nothing and a settle is idempotent by its event key (the first reply wins).
 package final class LedgerClient: OrderDirectory {
     private let duplex: ZMQDuplex
     /// Callers waiting for a reply, by request id.
@@ -32,14 +35,25 @@ package final class LedgerClient: OrderDirectory {
     private let waiting = Waiting()
     private let nextId = Atomic<UInt64>(1)
     private let timeoutMilliseconds: Int64
+    private let resendAfterMilliseconds: Int64
     private let reader = Mutex<Task<Void, Never>?>(nil)
 
+    /// The default budget of one call: a supervised ledger restart (about a second) fits in it
+    /// many times over, while a provider's callback still gets its answer (503, so it retries)
+    /// well before the 30 s a webhook sender commonly waits. The providers' documents name no
+    /// callback timeout, so this figure is a choice (README.md, "Store failures and restarts").
+    package static let defaultTimeoutMilliseconds: Int64 = 20_000
+
     /// `options`: e.g. a role's CURVE keys (`StageLinks.client`).
-    package init(context: ZMQContext, endpoint: String, options: ZMQSocketOptions = stageOptions(), timeoutMilliseconds: Int64 = 5000) throws(ZMQError) {
+    package init(
+        context: ZMQContext, endpoint: String, options: ZMQSocketOptions = stageOptions(),
+        timeoutMilliseconds: Int64 = LedgerClient.defaultTimeoutMilliseconds, resendAfterMilliseconds: Int64 = 2000
+    ) throws(ZMQError) {
         let socket = try context.socket(.dealer, options: options)
         _ = try socket.connect(endpoint)
         duplex = try ZMQDuplex(socket: socket)
         self.timeoutMilliseconds = timeoutMilliseconds
+        self.resendAfterMilliseconds = max(1, resendAfterMilliseconds)
         let duplex = self.duplex, waiting = self.waiting
         reader.withLock {
             $0 = Task {
@@ -58,19 +72,25 @@ package final class LedgerClient: OrderDirectory {
         let id = nextId.add(1, ordering: .relaxed).oldValue
         let payload = request.json.bytes
         let idFrame = withUnsafeBytes(of: id) { Array($0) }
-        let timeout = timeoutMilliseconds
-        let waiting = self.waiting
+        let (timeout, resendAfter) = (timeoutMilliseconds, resendAfterMilliseconds)
+        let (waiting, duplex) = (self.waiting, self.duplex)
         let timer = Mutex<Task<Void, Never>?>(nil)
         let answer: [UInt8]? = await withCheckedContinuation { continuation in
-            // Registered before the timer starts, so the timeout always finds the caller.
+            // Registered before the first send, so the timeout and any reply always find the caller.
             waiting.add(id, continuation)
             timer.withLock {
                 $0 = Task {
-                    try? await Task.sleep(for: .milliseconds(timeout))
+                    var waited: Int64 = 0
+                    while waited < timeout {
+                        // Every copy carries the same id: whichever reply comes first answers.
+                        guard duplex.send(ZMQMessage(frames: [idFrame, payload])) else { break }
+                        let pause = min(resendAfter, timeout - waited)
+                        do { try await Task.sleep(for: .milliseconds(pause)) } catch { return }
+                        waited += pause
+                    }
                     waiting.resume(id, with: nil)
                 }
             }
-            if !duplex.send(ZMQMessage(frames: [idFrame, payload])) { waiting.resume(id, with: nil) }
         }
         timer.withLock { $0 }?.cancel()
         guard let answer else { throw LedgerUnavailable("the ledger did not answer within \(timeout) ms") }

@@ -9,8 +9,13 @@ import Synchronization
 /// that exposes them.
 package final class StageMetrics: Sendable {
     package let registry = PrometheusCollectorRegistry()
+    /// Why the stage cannot take work right now; `/healthz` answers 503 with it.
+    private let notReadyReason = Mutex<String?>(nil)
 
     package init() {}
+
+    /// `reason` nil: ready again.
+    package func setNotReady(_ reason: String?) { notReadyReason.withLock { $0 = reason } }
 
     package func counter(_ name: String, _ labels: [(String, String)] = [], help: String) -> Counter {
         registry.makeCounter(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), labels: labels)
@@ -44,7 +49,12 @@ package final class StageMetrics: Sendable {
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
                 body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
         }
-        router.get("/healthz") { _, _ -> String in "ok\n" }
+        router.get("/healthz") { _, _ -> Response in
+            let reason = self.notReadyReason.withLock { $0 }
+            return Response(
+                status: reason == nil ? .ok : .serviceUnavailable, headers: [.contentType: "text/plain"],
+                body: .init(byteBuffer: ByteBuffer(string: reason.map { "not ready: \($0)\n" } ?? "ok\n")))
+        }
         routes(router)
         return Application(
             router: router, configuration: .init(address: .hostname(host, port: port)),

@@ -65,9 +65,9 @@ extension StageOptions {
 
 /// What every stage executable shares beyond its options.
 package enum StageProcess {
-    package static func fail(_ reason: String) -> Never {
+    package static func fail(_ reason: String, status: Int32 = 1) -> Never {
         FileHandle.standardError.write(Data("\(CommandLine.arguments.first.map { ($0 as NSString).lastPathComponent } ?? "paypipe"): \(reason)\n".utf8))
-        exit(1)
+        exit(status)
     }
 
     package static func printLine(_ line: String) {
@@ -83,6 +83,8 @@ package enum StageProcess {
                 services: services, gracefulShutdownSignals: [.sigterm, .sigint], cancellationSignals: [], logger: logger))
         do {
             try await group.run()
+        } catch let error as any StageExit {
+            fail("\(error)", status: error.exitStatus)
         } catch {
             fail("\(error)")
         }
@@ -98,6 +100,12 @@ extension StageProcess {
             fail("\(error)")
         }
     }
+}
+
+/// A failure that ends a stage with its own exit status, so a supervisor can tell it from a
+/// bad configuration (status 1) and restart the stage.
+package protocol StageExit: Error {
+    var exitStatus: Int32 { get }
 }
 
 /// A stage that exports metrics.

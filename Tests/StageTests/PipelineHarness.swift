@@ -294,7 +294,10 @@ private func loopbackPortIsFree(_ port: Int) throws -> Bool {
 
 /// One HTTP/1.1 exchange on a fresh loopback connection (`Connection: close`): (status, body).
 /// Reads up to Content-Length, since a server may keep the connection open anyway.
-func httpExchange(port: Int, method: String, path: String, headers: [(String, String)] = [], body: [UInt8] = []) -> (Int, String)? {
+/// `receiveTimeoutSeconds`: how long to wait for the answer (a callback may wait for the ledger).
+func httpExchange(
+    port: Int, method: String, path: String, headers: [(String, String)] = [], body: [UInt8] = [], receiveTimeoutSeconds: Int = 10
+) -> (Int, String)? {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { return nil }
     defer { close(fd) }
@@ -306,7 +309,7 @@ func httpExchange(port: Int, method: String, path: String, headers: [(String, St
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
     }
     guard connected == 0 else { return nil }
-    var timeout = timeval(tv_sec: 10, tv_usec: 0)
+    var timeout = timeval(tv_sec: receiveTimeoutSeconds, tv_usec: 0)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: \(body.count)\r\n"
     for (name, value) in headers { head += "\(name): \(value)\r\n" }

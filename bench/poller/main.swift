@@ -7,11 +7,6 @@ import PaypipeCore
 import StageRuntime
 import ZeroMQ
 
-func argument(_ name: String, _ fallback: Int) -> Int {
-    guard let index = CommandLine.arguments.firstIndex(of: name), index + 1 < CommandLine.arguments.count else { return fallback }
-    return Int(CommandLine.arguments[index + 1]) ?? fallback
-}
-
 let receipts = argument("--receipts", 100_000)
 let intervalMs = argument("--interval-ms", 5000)
 let giveUpMs = argument("--give-up-ms", 60000)

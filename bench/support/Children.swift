@@ -11,6 +11,12 @@ public func monotonicNanoseconds() -> UInt64 {
     return UInt64(t.tv_sec) * 1_000_000_000 + UInt64(t.tv_nsec)
 }
 
+/// The integer after `name` on the command line, or `fallback`.
+public func argument(_ name: String, _ fallback: Int) -> Int {
+    guard let index = CommandLine.arguments.firstIndex(of: name), index + 1 < CommandLine.arguments.count else { return fallback }
+    return Int(CommandLine.arguments[index + 1]) ?? fallback
+}
+
 public func log(_ text: String) {
     let program = (CommandLine.arguments.first.map { ($0 as NSString).lastPathComponent }) ?? "bench"
     FileHandle.standardError.write(Data("\(program): \(text)\n".utf8))

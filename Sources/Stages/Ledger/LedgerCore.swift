@@ -150,45 +150,50 @@ package struct LedgerCore {
     /// returns, so a `settle` is answered after its transaction has committed.
     package mutating func handle(_ request: LedgerRequest, now: Int64) -> (LedgerReply, [Effect]) {
         do {
-            switch request {
-            case .lookup(let key):
-                return (.order(try store.lookup(key)), [])
-            case .lookupRef(let provider, let ref):
-                return (.order(try store.lookup(provider: provider, ref: ref)), [])
-            case .settle(let key, let event, let outcome):
-                if let outcome {
-                    guard outcome.status.isTerminal, OrderKey(merchant: outcome.merchant, orderId: outcome.orderId) == key else {
-                        return (.failure("settle takes the order's own terminal outcome"), [])
-                    }
-                }
-                var effects: [Effect] = []
-                let (applied, duplicate) = try store.transaction { () throws -> (Bool, Bool) in
-                    if let event, try !store.recordCallbackEvent(event, for: key, now: now) { return (false, true) }
-                    guard let outcome, let text = try store.record(outcome, serialized: outcome.serialized, references: [], readBack: false, now: now).emit
-                    else { return (false, false) }
-                    effects.append(.emit(Array(text.utf8)))
-                    return (true, false)
-                }
-                if applied {
-                    counters.callbacksApplied += 1
-                    counters.outcomesOut[outcome?.status.rawValue ?? "", default: 0] += 1
-                }
-                if duplicate { counters.callbacksDuplicate += 1 }
-                return (.settled(applied: applied, duplicate: duplicate), effects)
-            case .claim(let claims):
-                let until = now + leaseMilliseconds
-                return (.claimed(try store.transaction { try store.claim(claims, until: until) }), [])
-            case .resumePolls:
-                let operations = polledOperations
-                let pending = try store.transaction {
-                    try operations.flatMap { operation in
-                        try store.pendingToDispatch(operation: operation, pendingBefore: .max, dispatchedBefore: .max, now: now, limit: 1_000_000)
-                    }
-                }
-                return (.resumed(count: pending.count), pending.map { .poll(DispatchFrame.encode(orderJSON: $0.json, acceptedAt: $0.pendingAt)) })
-            }
+            return try answer(request, now: now)
         } catch {
             return (.failure("the ledger store failed"), [])
+        }
+    }
+
+    /// `handle`, with a store failure thrown for a caller that retries the request.
+    package mutating func answer(_ request: LedgerRequest, now: Int64) throws -> (LedgerReply, [Effect]) {
+        switch request {
+        case .lookup(let key):
+            return (.order(try store.lookup(key)), [])
+        case .lookupRef(let provider, let ref):
+            return (.order(try store.lookup(provider: provider, ref: ref)), [])
+        case .settle(let key, let event, let outcome):
+            if let outcome {
+                guard outcome.status.isTerminal, OrderKey(merchant: outcome.merchant, orderId: outcome.orderId) == key else {
+                    return (.failure("settle takes the order's own terminal outcome"), [])
+                }
+            }
+            var effects: [Effect] = []
+            let (applied, duplicate) = try store.transaction { () throws -> (Bool, Bool) in
+                if let event, try !store.recordCallbackEvent(event, for: key, now: now) { return (false, true) }
+                guard let outcome, let text = try store.record(outcome, serialized: outcome.serialized, references: [], readBack: false, now: now).emit
+                else { return (false, false) }
+                effects.append(.emit(Array(text.utf8)))
+                return (true, false)
+            }
+            if applied {
+                counters.callbacksApplied += 1
+                counters.outcomesOut[outcome?.status.rawValue ?? "", default: 0] += 1
+            }
+            if duplicate { counters.callbacksDuplicate += 1 }
+            return (.settled(applied: applied, duplicate: duplicate), effects)
+        case .claim(let claims):
+            let until = now + leaseMilliseconds
+            return (.claimed(try store.transaction { try store.claim(claims, until: until) }), [])
+        case .resumePolls:
+            let operations = polledOperations
+            let pending = try store.transaction {
+                try operations.flatMap { operation in
+                    try store.pendingToDispatch(operation: operation, pendingBefore: .max, dispatchedBefore: .max, now: now, limit: 1_000_000)
+                }
+            }
+            return (.resumed(count: pending.count), pending.map { .poll(DispatchFrame.encode(orderJSON: $0.json, acceptedAt: $0.pendingAt)) })
         }
     }
 

@@ -24,20 +24,23 @@ package final class LedgerService: MeasuredStage {
         func results(_ frames: [[UInt8]]) throws -> [LedgerCore.Effect] { try core.results(frames, now: milliseconds()) }
         func redeliver() throws -> [LedgerCore.Effect] { try core.redeliver(now: milliseconds()) }
         func resumeLeases() throws { try core.resumeLeases(now: milliseconds()) }
-        func handle(_ request: LedgerRequest) -> (LedgerReply, [LedgerCore.Effect]) { core.handle(request, now: milliseconds()) }
+        func answer(_ request: LedgerRequest) throws -> (LedgerReply, [LedgerCore.Effect]) { try core.answer(request, now: milliseconds()) }
         var counters: LedgerCore.Counters { core.counters }
         func replay(_ request: OutcomeReplay.Request) throws -> (outcomes: [(seq: Int64, text: String)], more: Bool) {
             try core.store.outcomes(after: request.since, limit: request.limit)
         }
-        func pruneOutcomes(keepMilliseconds: Int64, limit: Int) throws -> Int {
-            let cutoff = milliseconds() - keepMilliseconds
-            return try core.store.transaction { try core.store.pruneOutcomes(recordedBefore: cutoff, limit: limit) }
-        }
         func reviewOutcomes(limit: Int) throws -> [String] { try core.store.reviewOutcomes(limit: limit) }
-        func depth() throws -> (open: Int, pending: Int) {
-            let counts = try core.store.counts()
-            return (counts[.open, default: 0] + counts[.unknown, default: 0], counts[.pending, default: 0])
+        /// One tick of retention: at most `limit` rows of each kind, in one transaction.
+        func applyRetention(_ retention: PaypipeConfig.Retention, limit: Int) throws {
+            let now = milliseconds()
+            let store = core.store
+            try store.transaction {
+                _ = try store.pruneOutcomes(recordedBefore: now - LedgerService.retentionMilliseconds(days: retention.outcomesDays), limit: limit)
+                _ = try store.compactOrders(endedBefore: now - LedgerService.retentionMilliseconds(days: retention.ordersDays), limit: limit)
+                _ = try store.forgetOrders(endedBefore: now - LedgerService.retentionMilliseconds(days: retention.orderKeysDays), limit: limit)
+            }
         }
+        func counts() throws -> [OrderState: Int] { try core.store.counts() }
     }
 
     let config: PaypipeConfig
@@ -135,18 +138,25 @@ package final class LedgerService: MeasuredStage {
             }
         }
         let metrics = self.metrics
+        // A batch read from a socket stays in memory while its transaction is retried.
+        let retrying = StoreRetry(metrics: metrics, logger: logger) {
+            intake.stop()
+            results.stop()
+            rpc.stop()
+            replay.stop()
+        }
         // Graceful shutdown stops taking orders, outcomes and requests; what was received is
         // still recorded and forwarded.
         try await withGracefulShutdownHandler {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 while let batch = try await intake.nextBatch() {
-                    try await perform(try await core.intake(batch.map(\.body)))
+                    try await perform(try await retrying.run("intake") { try await core.intake(batch.map(\.body)) })
                 }
             }
             group.addTask {
                 while let batch = try await results.nextBatch() {
-                    try await perform(try await core.results(batch.map(\.body)))
+                    try await perform(try await retrying.run("results") { try await core.results(batch.map(\.body)) })
                 }
             }
             group.addTask {
@@ -158,7 +168,9 @@ package final class LedgerService: MeasuredStage {
                         do {
                             let request = try LedgerRequest.parse(message.frames[2])
                             try links.authorize(request, from: message)
-                            (reply, effects) = await core.handle(request)
+                            (reply, effects) = try await retrying.run("a ledger request") { try await core.answer(request) }
+                        } catch let failure as LedgerStoreFailure {
+                            throw failure
                         } catch {
                             (reply, effects) = (.failure("\(error)"), [])
                         }
@@ -174,20 +186,18 @@ package final class LedgerService: MeasuredStage {
                     }
                 }
             }
-            let keepOutcomes = self.keepOutcomesMilliseconds
+            let retention = config.retention
             group.addTask {
                 let open = metrics.gauge("paypipe_orders_open", help: "Accepted orders with no outcome yet, or an unknown one (the work queue depth)")
                 let pending = metrics.gauge("paypipe_orders_pending", help: "Orders waiting on the customer or an asynchronous provider step")
+                let review = metrics.gauge("paypipe_orders_review", help: "Orders that could not be resolved and wait for an operator (NEEDS_REVIEW)")
                 for await _ in ticks(every: .milliseconds(500)).cancelOnGracefulShutdown() {
-                    try await perform(try await core.redeliver())
-                    do {
-                        _ = try await core.pruneOutcomes(keepMilliseconds: keepOutcomes, limit: 1000)
-                    } catch {
-                        logger.error("pruning the outcome log failed", metadata: ["error": "\(error)"])
-                    }
-                    if let depth = try? await core.depth() {
-                        open.set(Double(depth.open))
-                        pending.set(Double(depth.pending))
+                    try await perform(try await retrying.run("redelivery") { try await core.redeliver() })
+                    try await retrying.run("retention") { try await core.applyRetention(retention, limit: 1000) }
+                    if let counts = try? await core.counts() {
+                        open.set(Double(counts[.open, default: 0] + counts[.unknown, default: 0]))
+                        pending.set(Double(counts[.pending, default: 0]))
+                        review.set(Double(counts[.review, default: 0]))
                     }
                 }
             }
@@ -250,9 +260,9 @@ extension LedgerService {
     /// Outcomes queued for the live PUSH before further ones skip it (they are in the log).
     static let outcomesFastPathCapacity = 4096
 
-    /// `retention.outcomesDays` in milliseconds (saturating: a huge value keeps everything).
-    var keepOutcomesMilliseconds: Int64 {
-        let (product, overflow) = config.retention.outcomesDays.multipliedReportingOverflow(by: 86_400_000)
+    /// A retention period in milliseconds (saturating: a huge value keeps everything).
+    static func retentionMilliseconds(days: Int64) -> Int64 {
+        let (product, overflow) = days.multipliedReportingOverflow(by: 86_400_000)
         return overflow ? .max / 2 : product
     }
 

@@ -56,6 +56,49 @@ package final class LedgerStore {
         // AUTOINCREMENT so that a seq is never handed out twice, even after retention emptied the log.
         try db.execute("CREATE TABLE IF NOT EXISTS outcome_log(seq INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, outcome TEXT NOT NULL)")
         try db.execute("CREATE INDEX IF NOT EXISTS outcome_log_at ON outcome_log(at)")
+        try db.transaction { try addRetentionAndRunningCounts() }
+    }
+
+    /// When terminal orders ended (for retention) and how many orders are in each state, kept
+    /// by triggers so that no statement that changes an order has to know. Stores from before
+    /// gain both: their terminal orders count as ended now, so none is compacted early.
+    private func addRetentionAndRunningCounts() throws {
+        let columns = Set(try db.query("PRAGMA table_info(orders)").compactMap { $0[1].text })
+        if !columns.contains("ended_at") {
+            try db.execute("ALTER TABLE orders ADD COLUMN ended_at INTEGER")
+            try db.query("UPDATE orders SET ended_at=? WHERE state='terminal'", [.integer(Timestamp.nowMilliseconds())])
+        }
+        // SQLite's clock in ms: a trigger cannot see the caller's `now`.
+        let now = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
+        try db.execute("""
+            CREATE TRIGGER IF NOT EXISTS orders_ended_on_insert AFTER INSERT ON orders WHEN NEW.state='terminal' BEGIN
+              UPDATE orders SET ended_at=\(now) WHERE merchant=NEW.merchant AND order_id=NEW.order_id;
+            END;
+            CREATE TRIGGER IF NOT EXISTS orders_ended_on_update AFTER UPDATE OF state ON orders
+            WHEN NEW.state='terminal' AND OLD.state!='terminal' BEGIN
+              UPDATE orders SET ended_at=\(now) WHERE merchant=NEW.merchant AND order_id=NEW.order_id;
+            END;
+            CREATE INDEX IF NOT EXISTS orders_to_compact ON orders(ended_at) WHERE order_json IS NOT NULL AND ended_at IS NOT NULL;
+            CREATE INDEX IF NOT EXISTS orders_ended ON orders(ended_at) WHERE ended_at IS NOT NULL;
+            CREATE INDEX IF NOT EXISTS refs_order ON refs(merchant, order_id);
+            CREATE INDEX IF NOT EXISTS callback_events_order ON callback_events(merchant, order_id);
+            """)
+        let tables = Set(try db.query("SELECT name FROM sqlite_master WHERE type='table'").compactMap { $0[0].text })
+        guard !tables.contains("state_counts") else { return }
+        try db.execute("""
+            CREATE TABLE state_counts(state TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
+            INSERT INTO state_counts(state, n) SELECT state, COUNT(*) FROM orders GROUP BY state;
+            CREATE TRIGGER orders_count_insert AFTER INSERT ON orders BEGIN
+              INSERT INTO state_counts(state, n) VALUES(NEW.state, 1) ON CONFLICT(state) DO UPDATE SET n=n+1;
+            END;
+            CREATE TRIGGER orders_count_update AFTER UPDATE OF state ON orders WHEN NEW.state!=OLD.state BEGIN
+              UPDATE state_counts SET n=n-1 WHERE state=OLD.state;
+              INSERT INTO state_counts(state, n) VALUES(NEW.state, 1) ON CONFLICT(state) DO UPDATE SET n=n+1;
+            END;
+            CREATE TRIGGER orders_count_delete AFTER DELETE ON orders BEGIN
+              UPDATE state_counts SET n=n-1 WHERE state=OLD.state;
+            END;
+            """)
     }
 
     package func transaction<T>(_ body: () throws -> T) throws -> T { try db.transaction(body) }
@@ -278,12 +321,44 @@ package final class LedgerStore {
         try db.query("SELECT outcome FROM orders WHERE state='review' LIMIT ?", [.integer(Int64(limit))]).compactMap { $0[0].text }
     }
 
-    /// How many orders are in each state.
+    /// How many orders are in each state that has any (the running counts: no scan of the orders).
     package func counts() throws -> [State: Int] {
         var counts: [State: Int] = [:]
-        for row in try db.query("SELECT state, COUNT(*) FROM orders GROUP BY state") {
+        for row in try db.query("SELECT state, n FROM state_counts WHERE n > 0") {
             if let state = row[0].text.flatMap(State.init(rawValue:)), let n = row[1].integer { counts[state] = Int(n) }
         }
         return counts
+    }
+}
+
+extension LedgerStore {
+    /// Terminal orders that ended before `cutoff` lose their contents, provider references and
+    /// callback events, at most `limit` of them; the key and its outcome stay, so a repeated
+    /// order is still answered. Returns how many. Call inside `transaction`.
+    package func compactOrders(endedBefore cutoff: Int64, limit: Int) throws -> Int {
+        try retire(
+            // By the index of uncompacted orders only: compacted ones keep their end time for years.
+            "SELECT merchant, order_id FROM orders INDEXED BY orders_to_compact WHERE order_json IS NOT NULL AND ended_at < ? ORDER BY ended_at LIMIT ?",
+            cutoff: cutoff, limit: limit, then: "UPDATE orders SET order_json=NULL WHERE merchant=? AND order_id=?")
+    }
+
+    /// Terminal orders that ended before `cutoff` are forgotten, at most `limit` of them: the
+    /// same key is then a new order. Returns how many. Call inside `transaction`.
+    package func forgetOrders(endedBefore cutoff: Int64, limit: Int) throws -> Int {
+        try retire(
+            "SELECT merchant, order_id FROM orders WHERE ended_at < ? ORDER BY ended_at LIMIT ?",
+            cutoff: cutoff, limit: limit, then: "DELETE FROM orders WHERE merchant=? AND order_id=?")
+    }
+
+    /// The orders `selection` finds lose their references and callback events, then `statement`
+    /// runs on each key.
+    private func retire(_ selection: String, cutoff: Int64, limit: Int, then statement: String) throws -> Int {
+        let keys = try db.query(selection, [.integer(cutoff), .integer(Int64(limit))])
+        for key in keys {
+            try db.query("DELETE FROM refs WHERE merchant=? AND order_id=?", key)
+            try db.query("DELETE FROM callback_events WHERE merchant=? AND order_id=?", key)
+            try db.query(statement, key)
+        }
+        return keys.count
     }
 }

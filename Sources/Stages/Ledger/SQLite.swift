@@ -13,7 +13,9 @@ final class SQLiteConnection {
             sqlite3_close(db)
             throw SQLiteError(message: "open \(path): \(message)")
         }
-        sqlite3_busy_timeout(db, 5000)
+        // Short: the ledger retries a failed transaction after a pause (StoreRetry), which keeps
+        // the whole wait for a store locked from outside bounded.
+        sqlite3_busy_timeout(db, 2000)
     }
 
     deinit {

@@ -1,0 +1,84 @@
+import Logging
+import StageRuntime
+import Synchronization
+
+/// The store failed past every retry: the ledger stops and exits with `exitStatus`, so that its
+/// supervisor restarts it (a locked or full store is often gone by then).
+package struct LedgerStoreFailure: StageExit, CustomStringConvertible {
+    /// EX_TEMPFAIL (sysexits.h): a temporary failure, worth a restart.
+    package static let status: Int32 = 75
+    package var exitStatus: Int32 { Self.status }
+    let operation: String
+    let attempts: Int
+    let reason: String
+    package var description: String { "the ledger store failed \(attempts) times in a row (\(operation)): \(reason)" }
+}
+
+/// Runs the ledger's store transactions with a bounded retry. The caller keeps what it read from
+/// ZeroMQ until a transaction commits, so a store that is briefly locked or full loses nothing;
+/// one that stays failed makes the ledger stop taking work, report not-ready and exit.
+final class StoreRetry: Sendable {
+    struct Policy: Sendable {
+        /// Each try may itself wait the connection's busy timeout for a lock.
+        var attempts = 5
+        var firstDelay: Duration = .milliseconds(50)
+        var maxDelay: Duration = .seconds(1)
+        /// How long `/healthz` reports the failure before the process exits, so a probe sees why.
+        var notReadyBeforeExit: Duration = .seconds(1)
+    }
+
+    let policy: Policy
+    let metrics: StageMetrics
+    let logger: Logger
+    /// Stops every read of new work (intake, results, RPC, replay).
+    let stopTakingWork: @Sendable () -> Void
+    private let failure = Mutex<LedgerStoreFailure?>(nil)
+
+    init(policy: Policy = Policy(), metrics: StageMetrics, logger: Logger, stopTakingWork: @escaping @Sendable () -> Void) {
+        self.policy = policy
+        self.metrics = metrics
+        self.logger = logger
+        self.stopTakingWork = stopTakingWork
+    }
+
+    /// `body`'s value once it succeeds; every failure is followed by a growing pause, never a spin.
+    func run<T>(_ operation: String, _ body: () async throws -> T) async throws -> T {
+        var (delay, attempt) = (policy.firstDelay, 0)
+        while true {
+            attempt += 1
+            if let failure = failure.withLock({ $0 }) { throw failure }
+            do {
+                let value = try await body()
+                if attempt > 1 {
+                    metrics.setNotReady(nil)
+                    logger.notice("the ledger store recovered", metadata: ["operation": "\(operation)", "attempts": "\(attempt)"])
+                }
+                return value
+            } catch {
+                // SQLite's messages name the failure (locked, full, I/O), never a row's contents.
+                guard attempt < policy.attempts else { try await giveUp(operation, error) }
+                metrics.setNotReady("the ledger store is failing (\(operation)), retrying: \(error)")
+                logger.warning("a ledger store transaction failed; retrying", metadata: [
+                    "operation": "\(operation)", "attempt": "\(attempt)", "error": "\(error)"])
+                try await Task.sleep(for: delay)
+                delay = min(delay * 2, policy.maxDelay)
+            }
+        }
+    }
+
+    private func giveUp(_ operation: String, _ error: any Error) async throws -> Never {
+        let failure = LedgerStoreFailure(operation: operation, attempts: policy.attempts, reason: "\(error)")
+        let first = self.failure.withLock { recorded in
+            defer { if recorded == nil { recorded = failure } }
+            return recorded == nil
+        }
+        if first {
+            metrics.setNotReady(failure.description)
+            logger.critical("stopping: no more work is taken; exiting for a restart", metadata: [
+                "reason": "\(failure)", "exitStatus": "\(LedgerStoreFailure.status)"])
+            stopTakingWork()
+            try? await Task.sleep(for: policy.notReadyBeforeExit)
+        }
+        throw failure
+    }
+}

@@ -1,0 +1,123 @@
+import CSQLite
+import Foundation
+import LedgerStage
+import PaypipeCore
+import StageRuntime
+import StageWire
+import Testing
+
+/// Issue 11 item 8: running per-state counts, and retention of terminal orders.
+@Suite("Ledger store: running counts and retention")
+struct RetentionTests {
+    static func isDispatch(_ effect: LedgerCore.Effect) -> Bool { if case .dispatch = effect { true } else { false } }
+
+    /// Runs SQL on a store file from outside the ledger (to build a store as older versions left it).
+    static func execute(_ sql: String, on path: String) throws {
+        var db: OpaquePointer?
+        defer { sqlite3_close(db) }
+        guard sqlite3_open(path, &db) == SQLITE_OK, sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else {
+            throw HarnessError("sql failed: \(String(cString: sqlite3_errmsg(db)))")
+        }
+    }
+
+    @Test func countsFollowEveryStateChangeIncludingReview() async throws {
+        var core = LedgerCore(store: try temporaryStore(), registry: await testRegistry())
+        let viva = try order(vivaOrder), phonepe = try order(phonePeOrder)
+        _ = try core.intake([Array(vivaOrder.utf8), Array(phonePeOrder.utf8), Array(rejectedOrder("r-1").utf8)], now: 1000)
+        #expect(try core.store.counts() == [.open: 2, .terminal: 1])
+        _ = try core.results([Array(Outcome(order: phonepe, status: .pending, result: ["authRequestId": "AR1"]).serialized.utf8)], now: 2000)
+        #expect(try core.store.counts() == [.open: 1, .pending: 1, .terminal: 1])
+        let review = Outcome(order: phonepe, status: .unknown, error: .init(code: Outcome.ErrorInfo.needsReviewCode, message: "cannot tell"))
+        _ = try core.results([Array(review.serialized.utf8)], now: 3000)
+        _ = try core.results([Array(Outcome(order: viva, status: .succeeded, result: [:]).serialized.utf8)], now: 3000)
+        // A second terminal outcome changes nothing.
+        _ = try core.results([Array(Outcome(order: viva, status: .failed, error: .init(code: "X", message: "m")).serialized.utf8)], now: 3100)
+        #expect(try core.store.counts() == [.review: 1, .terminal: 2])
+    }
+
+    @Test func aStoreFromBeforeGainsItsCountsAndEndTimesOnOpening() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-\(UUID().uuidString).sqlite").path
+        do {
+            var core = LedgerCore(store: try LedgerStore(path: path), registry: await testRegistry())
+            _ = try core.intake([Array(vivaOrder.utf8), Array(phonePeOrder.utf8), Array(rejectedOrder("r-1").utf8)], now: 1000)
+        }
+        // As a store of the previous version: no counts, no end times, no triggers.
+        try Self.execute(
+            """
+            DROP TRIGGER orders_count_insert; DROP TRIGGER orders_count_update; DROP TRIGGER orders_count_delete;
+            DROP TRIGGER orders_ended_on_insert; DROP TRIGGER orders_ended_on_update;
+            DROP INDEX orders_to_compact; DROP INDEX orders_ended; DROP TABLE state_counts;
+            ALTER TABLE orders DROP COLUMN ended_at;
+            """, on: path)
+        let before = Timestamp.nowMilliseconds()
+        var reopened = LedgerCore(store: try LedgerStore(path: path), registry: await testRegistry())
+        #expect(try reopened.store.counts() == [.open: 2, .terminal: 1])
+        // The rejection ended "now" as far as retention knows: nothing older is compacted early.
+        #expect(try reopened.store.transaction { try reopened.store.forgetOrders(endedBefore: before - 1, limit: 10) } == 0)
+        _ = try reopened.results([Array(Outcome(order: try order(vivaOrder), status: .succeeded, result: [:]).serialized.utf8)], now: 2000)
+        #expect(try reopened.store.counts() == [.open: 1, .terminal: 2])
+    }
+
+    @Test func compactionKeepsTheKeyAndOutcomeAndForgettingMakesTheKeyNew() async throws {
+        var core = LedgerCore(store: try temporaryStore(), registry: await testRegistry())
+        let store = core.store
+        let phonepe = try order(phonePeOrder)
+        _ = try core.intake([Array(phonePeOrder.utf8)], now: 1000)
+        _ = try core.results([Array(Outcome(order: phonepe, status: .pending, result: ["authRequestId": "AR1"]).serialized.utf8)], now: 2000)
+        let done = Outcome(order: phonepe, status: .succeeded, result: ["state": "COMPLETED"])
+        #expect(core.handle(.settle(phonepe.key, event: "phonepe|AR1|COMPLETED", outcome: done), now: 3000).0 == .settled(applied: true, duplicate: false))
+        #expect(try store.lookup(provider: .phonepe, ref: "AR1") != nil)
+        // Still open: never compacted, however old.
+        _ = try core.intake([Array(vivaOrder.utf8)], now: 1000)
+        let ended = Timestamp.nowMilliseconds()
+
+        #expect(try store.transaction { try store.compactOrders(endedBefore: ended - 60_000, limit: 10) } == 0)
+        #expect(try store.transaction { try store.compactOrders(endedBefore: .max, limit: 10) } == 1)
+        #expect(try store.transaction { try store.compactOrders(endedBefore: .max, limit: 10) } == 0)
+        #expect(try store.lookup(phonepe.key) == nil)
+        #expect(try store.lookup(provider: .phonepe, ref: "AR1") == nil)
+        #expect(try store.lookup(try order(vivaOrder).key)?.state == .open)
+        // The callback event went too; the repeated order is still answered with its outcome.
+        let repeated = try core.intake([Array(phonePeOrder.utf8)], now: 4000)
+        guard repeated.count == 1, case .emit(let bytes) = repeated[0], let outcome = try? Outcome.parse(bytes) else {
+            Issue.record("expected the stored outcome, got \(repeated)")
+            return
+        }
+        #expect(outcome.status == .succeeded && outcome.orderId == phonepe.orderId)
+        #expect(try store.counts() == [.open: 1, .terminal: 1])
+
+        #expect(try store.transaction { try store.forgetOrders(endedBefore: ended - 60_000, limit: 10) } == 0)
+        #expect(try store.transaction { try store.forgetOrders(endedBefore: .max, limit: 10) } == 1)
+        #expect(try store.counts() == [.open: 1])
+        #expect(try core.intake([Array(phonePeOrder.utf8)], now: 5000).contains(where: Self.isDispatch))
+    }
+
+    @Test func retentionIsBoundedPerCall() async throws {
+        var core = LedgerCore(store: try temporaryStore(), registry: await testRegistry())
+        let store = core.store
+        _ = try core.intake((1...25).map { Array(rejectedOrder("old-\($0)").utf8) }, now: 1000)
+        // Rejections keep no order contents: nothing to compact, only keys to forget.
+        #expect(try store.transaction { try store.compactOrders(endedBefore: .max, limit: 10) } == 0)
+        #expect(try store.transaction { try store.forgetOrders(endedBefore: .max, limit: 10) } == 10)
+        #expect(try store.transaction { try store.forgetOrders(endedBefore: .max, limit: 10) } == 10)
+        #expect(try store.transaction { try store.forgetOrders(endedBefore: .max, limit: 10) } == 5)
+        #expect(try store.counts()[.terminal] == nil)
+    }
+
+    @Test func configReadsOrderRetentionAndRefusesKeysKeptShorterThanOrders() throws {
+        let defaults = try demoConfig()
+        #expect(defaults.retention.ordersDays == 90 && defaults.retention.orderKeysDays == 400)
+        func config(_ retention: String) throws -> PaypipeConfig {
+            let text = DemoConfig.text(sandboxURL: "http://127.0.0.1:9")
+                .replacingOccurrences(of: #""endpoints":"#, with: #""retention": \#(retention), "endpoints":"#)
+            return try PaypipeConfig.parse(Array(text.utf8))
+        }
+        let set = try config(#"{"ordersDays": 7, "orderKeysDays": 30}"#)
+        #expect(set.retention.ordersDays == 7 && set.retention.orderKeysDays == 30)
+        #expect(throws: ConfigError(path: "retention.orderKeysDays", reason: "must be at least retention.ordersDays (120)")) {
+            try config(#"{"ordersDays": 120, "orderKeysDays": 100}"#)
+        }
+        #expect(throws: ConfigError.self) { try config(#"{"ordersDays": 0}"#) }
+        #expect(throws: ConfigError.self) { try config(#"{"orderDays": 7}"#) }
+    }
+}
