@@ -55,7 +55,8 @@ public struct PaypipeConfig: Sendable {
         /// How long a submitter's claim on an order holds without renewal; the holder renews
         /// every third of it, so a lapse means the holder died.
         public var leaseMs: Int64 = 30_000
-        /// Dispatches of one order before it goes to review (`unknown` NEEDS_REVIEW).
+        /// Dispatches of one order a submitter claimed and lost (it died or never answered) before
+        /// the order goes to review (`unknown` NEEDS_REVIEW); copies nobody claimed do not count.
         public var maxDispatches: Int64 = 5
         public init() {}
     }

@@ -62,21 +62,31 @@ struct LeaseCoreTests {
         #expect(dispatches(try restarted.redeliver(now: 75_001)).map(\.generation) == [2])
     }
 
-    @Test func anUnclaimedOrderIsRedeliveredThenSentToReviewAtTheCap() async throws {
-        var core = LedgerCore(store: try temporaryStore(), registry: await testRegistry(), timers: leaseTimers(maxDispatches: 2), redeliverAfterMilliseconds: 1000)
+    @Test func unclaimedCopiesBackOffAndOnlyClaimedOnesCountTowardTheCap() async throws {
+        var core = LedgerCore(
+            store: try temporaryStore(), registry: await testRegistry(), timers: leaseTimers(leaseMs: 30_000, maxDispatches: 2),
+            redeliverAfterMilliseconds: 1000)
         _ = try core.intake([Array(netsChargeOrder.utf8)], now: 0)
+        let key = try order(netsChargeOrder).key
         #expect(try core.redeliver(now: 900).isEmpty)
         #expect(dispatches(try core.redeliver(now: 1001)).map(\.generation) == [2])
-        let capped = try core.redeliver(now: 2002)
+        // A second unclaimed copy waits twice as long, and neither counts toward the cap of 2.
+        #expect(try core.redeliver(now: 2500).isEmpty)
+        #expect(dispatches(try core.redeliver(now: 3002)).map(\.generation) == [3])
+        // Claimed and lost (the holder's lease lapses) twice: that is the cap.
+        #expect(core.handle(.claim([LeaseClaim(key: key, generation: 3)]), now: 3100).0 == .claimed([true]))
+        #expect(core.handle(.claim([LeaseClaim(key: key, generation: 3)]), now: 4000).0 == .claimed([true]))  // a renewal
+        #expect(dispatches(try core.redeliver(now: 34_001)).map(\.generation) == [4])
+        #expect(core.handle(.claim([LeaseClaim(key: key, generation: 4)]), now: 34_100).0 == .claimed([true]))
+        let capped = try core.redeliver(now: 64_101)
         #expect(dispatches(capped).isEmpty)
         let review = emitted(capped)
         #expect(review.count == 1 && review.first?.status == .unknown && review.first?.error?.code == "NEEDS_REVIEW")
         #expect(core.counters.dispatchCapReached == 1)
         #expect(try core.store.reviewOutcomes(limit: 10).count == 1)
         // In review: never dispatched again, and no claim is granted.
-        #expect(try core.redeliver(now: 100_000).isEmpty)
-        let key = try order(netsChargeOrder).key
-        #expect(core.handle(.claim([LeaseClaim(key: key, generation: 2)]), now: 100_001).0 == .claimed([false]))
+        #expect(try core.redeliver(now: 1_000_000).isEmpty)
+        #expect(core.handle(.claim([LeaseClaim(key: key, generation: 4)]), now: 1_000_001).0 == .claimed([false]))
     }
 
     @Test func aClaimRequestRoundTripsAndRejectsOversizedBatches() throws {

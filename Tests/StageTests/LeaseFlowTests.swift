@@ -4,7 +4,10 @@ import Hummingbird
 import PaypipeCore
 import Sandbox
 import Synchronization
+import StageRuntime
+import StageWire
 import Testing
+import ZeroMQ
 
 /// A Nets charge endpoint on loopback that answers after `latency` and counts every request per
 /// Idempotency-Key itself: it never replays, so a second request for one order shows up here.
@@ -169,13 +172,32 @@ struct LeaseFlowTests {
         await h.shutdown()
     }
 
-    /// Nobody takes the order (no signer runs): it is dispatched twice, then goes to review,
-    /// is counted, and both `GET /review` and `paypipe review` list it.
+    /// The test takes each dispatch up in a submitter's place (it claims it and then never
+    /// renews, as a submitter that dies would): after the second lost claim the order goes to
+    /// review, is counted, and both `GET /review` and `paypipe review` list it.
     @Test func theDispatchCapSendsAnOrderToReview() async throws {
-        let h = try await PipelineHarness(timers: ["maxDispatches": 2], redeliverAfterMilliseconds: 300)
+        let h = try await PipelineHarness(timers: ["maxDispatches": 2, "leaseMs": 300], redeliverAfterMilliseconds: 300)
         defer { Task { await h.shutdown() } }
+        let signQueue = try h.context.socket(.pull)
+        try signQueue.connect(h.ledgerEndpoints["signQueue"]!)
+        let dispatched = try ZMQReceiver(socket: signQueue)
+        let ledger = try LedgerClient(context: h.context, endpoint: h.ledgerEndpoints["ledgerRPC"]!)
+        defer { dispatched.stop() }
         try await h.send(netsCharge("capped-1"))
-        let outcomes = try await h.collect(timeout: .seconds(20)) { $0.contains { $0.orderId == "capped-1" } }
+        var claimed: [Int64] = []
+        var outcomes: [Outcome] = []
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !outcomes.contains(where: { $0.orderId == "capped-1" }), ContinuousClock.now < deadline {
+            for message in try await dispatched.nextBatch(timeoutMilliseconds: 100) ?? [] {
+                guard let dispatch = try? DispatchFrame.decode(message.body, catalog: testCatalog) else { continue }
+                if case .claimed([true]) = try await ledger.call(.claim([LeaseClaim(key: dispatch.order.key, generation: dispatch.generation)])) {
+                    claimed.append(dispatch.generation)
+                }
+            }
+            outcomes += try await h.collect(timeout: .milliseconds(100)) { !$0.isEmpty }
+        }
+        await ledger.close()
+        #expect(claimed.count == 2, "claimed generations \(claimed)")
         let outcome = try #require(outcomes.first { $0.orderId == "capped-1" })
         #expect(outcome.status == .unknown && outcome.error?.code == "NEEDS_REVIEW")
         #expect(ledgerMetrics(h)?.contains("paypipe_orders_dispatch_cap_total 1") == true)

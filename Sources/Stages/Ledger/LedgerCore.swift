@@ -26,7 +26,7 @@ package struct LedgerCore {
         package var callbacksApplied = 0
         package var callbacksDuplicate = 0
         package var statusChecks = 0
-        /// Orders sent to review after `timers.maxDispatches` dispatches.
+        /// Orders sent to review after `timers.maxDispatches` claimed dispatches.
         package var dispatchCapReached = 0
     }
 
@@ -199,7 +199,8 @@ package struct LedgerCore {
 
     /// Orders that stalled (their holder died and its lease lapsed, nobody claimed their
     /// dispatch, or their outcome stayed unknown) go out again as a new generation, which the
-    /// submitter resolves before sending anything again; past `maxDispatches` they go to review.
+    /// submitter resolves before sending anything again; past `maxDispatches` claimed ones they go
+    /// to review.
     /// Pending orders get what their connector asked for: a status check once their callback
     /// is overdue and again every wait, the last one once they are pending
     /// `pendingExpireAfterMilliseconds`; or the pollers again once they were lost with a poller.
@@ -222,7 +223,7 @@ package struct LedgerCore {
                     status: .unknown,
                     error: .init(
                         code: Outcome.ErrorInfo.needsReviewCode,
-                        message: "dispatched \(order.dispatches) times without an outcome (timers.maxDispatches)"),
+                        message: "taken up by a submitter \(order.attempts) times without an outcome (timers.maxDispatches)"),
                     attempts: 0, at: Timestamp.iso8601(milliseconds: now))
                 let recorded = try store.record(outcome, serialized: outcome.serialized, references: [], readBack: false, now: now)
                 if let text = recorded.emit {

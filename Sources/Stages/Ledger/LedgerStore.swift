@@ -36,7 +36,12 @@ package final class LedgerStore {
         // Added with the callback validator and the Cleeng poller; older ledgers gain the columns.
         let columns = Set(try db.query("PRAGMA table_info(orders)").compactMap { $0[1].text })
         // lease_until: until when a submitter's claim on the order's current dispatch holds.
-        for (name, type) in [("provider", "TEXT"), ("operation", "TEXT"), ("pending_at", "INTEGER"), ("lease_until", "INTEGER")]
+        // attempts: how many of its dispatches a submitter claimed (took up), the last one being
+        // claimed_generation; only those count toward timers.maxDispatches.
+        for (name, type) in [
+            ("provider", "TEXT"), ("operation", "TEXT"), ("pending_at", "INTEGER"), ("lease_until", "INTEGER"),
+            ("attempts", "INTEGER NOT NULL DEFAULT 0"), ("claimed_generation", "INTEGER"),
+        ]
         where !columns.contains(name) {
             try db.execute("ALTER TABLE orders ADD COLUMN \(name) \(type)")
         }
@@ -256,32 +261,39 @@ package final class LedgerStore {
         package var key: OrderKey
         package var provider: String
         package var operation: String
-        package var dispatches: Int64
+        /// Dispatches a submitter claimed and then lost (it died, or never answered).
+        package var attempts: Int64
     }
 
     /// Orders without a terminal or pending outcome that nobody holds: their lease lapsed (the
     /// holder died), or nobody claimed their last dispatch before `cutoff`. Each is marked
-    /// dispatched once more and returned with its new generation, unless it already had
-    /// `maxDispatches`: then it is returned as exhausted, unchanged. Call inside `transaction`.
+    /// dispatched once more and returned with its new generation, unless submitters already
+    /// claimed `maxDispatches` of its dispatches: then it is returned as exhausted, unchanged.
+    /// A dispatch nobody claimed never reached a provider, so it does not count toward the cap;
+    /// it waits twice as long each time it is sent again unclaimed (at most 32 × the delay), so a
+    /// backlog in the queues is not flooded with copies. Call inside `transaction`.
     package func stalled(
         dispatchedBefore cutoff: Int64, now: Int64, limit: Int, maxDispatches: Int64
     ) throws -> (redispatch: [Redispatch], exhausted: [Exhausted]) {
+        let delay = now - cutoff
         let rows = try db.query(
             """
-            SELECT merchant, order_id, order_json, accepted_at, dispatches, provider, operation FROM orders
+            SELECT merchant, order_id, order_json, accepted_at, dispatches, provider, operation, attempts FROM orders
             WHERE state IN ('open','unknown') AND order_json IS NOT NULL
-              AND ((lease_until IS NULL AND dispatched_at < ?) OR lease_until < ?) LIMIT ?
+              AND ((lease_until IS NULL AND dispatched_at < ?
+                    AND dispatched_at < ? - ? * ((1 << MIN(MAX(dispatches - attempts, 1) - 1, 5)) - 1))
+                   OR lease_until < ?) LIMIT ?
             """,
-            [.integer(cutoff), .integer(now), .integer(Int64(limit))])
+            [.integer(cutoff), .integer(cutoff), .integer(delay), .integer(now), .integer(Int64(limit))])
         var redispatch: [Redispatch] = [], exhausted: [Exhausted] = []
         for row in rows {
             guard let merchant = row[0].text, let orderId = row[1].text, let json = row[2].text, let acceptedAt = row[3].integer,
-                let dispatches = row[4].integer
+                let dispatches = row[4].integer, let attempts = row[7].integer
             else { continue }
-            if dispatches >= maxDispatches {
+            if attempts >= maxDispatches {
                 exhausted.append(Exhausted(
                     key: OrderKey(merchant: merchant, orderId: orderId), provider: row[5].text ?? "", operation: row[6].text ?? "",
-                    dispatches: dispatches))
+                    attempts: attempts))
                 continue
             }
             try markDispatched(merchant: merchant, orderId: orderId, now: now)
@@ -302,8 +314,12 @@ package final class LedgerStore {
     package func claim(_ claims: [LeaseClaim], until: Int64) throws -> [Bool] {
         try claims.map { claim in
             try db.query(
-                "UPDATE orders SET lease_until=? WHERE merchant=? AND order_id=? AND dispatches=? AND state IN ('open','unknown')",
-                [.integer(until), .text(claim.key.merchant), .text(claim.key.orderId), .integer(claim.generation)])
+                """
+                UPDATE orders SET lease_until=?, attempts=attempts + (claimed_generation IS NOT ?), claimed_generation=?
+                WHERE merchant=? AND order_id=? AND dispatches=? AND state IN ('open','unknown')
+                """,
+                [.integer(until), .integer(claim.generation), .integer(claim.generation), .text(claim.key.merchant), .text(claim.key.orderId),
+                 .integer(claim.generation)])
             return db.changes == 1
         }
     }
