@@ -407,7 +407,7 @@ struct Send: AsyncParsableCommand {
             FileHandle.standardError.write(Data("paypipe send: only \(sent - report.undelivered) of \(total) frame(s) reached \(intakeEndpoint); is the pipeline up (paypipe up)?\n".utf8))
         }
         print("---")
-        print("sent \(total) frame(s), \(expected.count) order(s) with an orderId; \(settled) settled in \(String(format: "%.2f", elapsed)) s (\(String(format: "%.0f", Double(settled) / max(elapsed, 0.001))) orders/s)")
+        print("sent \(total) frame(s), \(expected.count) order(s) with an orderId; \(settled) settled in \(String(format: "%.2f", elapsed)) s (\(String(format: "%.1f", Double(settled) / max(elapsed, 0.001))) orders/s)")
         for (status, n) in counts.sorted(by: { $0.key < $1.key }) where n > 0 { print("  \(status): \(n)") }
         if settled == 0 && expected.count > 0 { throw ExitCode(2) }
         if counts["no outcome", default: 0] > 0 { throw ExitCode(2) }
