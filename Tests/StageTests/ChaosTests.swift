@@ -88,13 +88,16 @@ final class EffectCountingFront: Sendable {
 /// Money safety under kill -9 (issue 11): orders flow from an at-least-once upstream while every
 /// role is killed and restarted; every order must end once, with one effect at the provider.
 /// Size from the environment for the full run (bench/chaos): PAYPIPE_CHAOS_ORDERS,
-/// PAYPIPE_CHAOS_KILLS, PAYPIPE_CHAOS_RATE (orders per second).
+/// PAYPIPE_CHAOS_KILLS, PAYPIPE_CHAOS_RATE (orders per second), PAYPIPE_CHAOS_TAIL_S (seconds after the
+/// last send for every order to end, default 120); PAYPIPE_CHAOS_KEEP=<dir> keeps a failed run's files.
 @Suite("Kill -9 chaos through real processes")
 struct ChaosTests {
     struct Size {
         var orders = 500
         var kills = 4
         var ratePerSecond = 100
+        /// How long after the last send every order must have ended.
+        var tailSeconds = 120
 
         static func fromEnvironment() -> Size {
             let environment = ProcessInfo.processInfo.environment
@@ -102,6 +105,7 @@ struct ChaosTests {
             if let v = environment["PAYPIPE_CHAOS_ORDERS"].flatMap(Int.init), v > 0 { size.orders = v }
             if let v = environment["PAYPIPE_CHAOS_KILLS"].flatMap(Int.init), v >= 0 { size.kills = v }
             if let v = environment["PAYPIPE_CHAOS_RATE"].flatMap(Int.init), v > 0 { size.ratePerSecond = v }
+            if let v = environment["PAYPIPE_CHAOS_TAIL_S"].flatMap(Int.init), v > 0 { size.tailSeconds = v }
             return size
         }
     }
@@ -164,6 +168,10 @@ struct ChaosTests {
         } catch {
             result = .failure(error)
         }
+        if case .failure = result, let keep = ProcessInfo.processInfo.environment["PAYPIPE_CHAOS_KEEP"] {
+            // The ledger's store and every stage's stderr, for a post-mortem of a failed run.
+            try? FileManager.default.copyItem(at: h.directory, to: URL(fileURLWithPath: keep))
+        }
         await h.shutdown()
         frontTask.withLock { $0?.cancel() }
         await counting.http.shutdown()
@@ -207,7 +215,7 @@ struct ChaosTests {
         var lastSent: [Int: ContinuousClock.Instant] = [:]
         var replay = try OutcomeReplayClient(context: h.context, endpoint: h.ledgerEndpoints["outcomesReplay"]!)
         var lastReplay = started
-        let deadline = started + sendWindow + .seconds(120)
+        let deadline = started + sendWindow + .seconds(size.tailSeconds)
 
         while clock.now < deadline {
             let now = clock.now

@@ -47,6 +47,24 @@ struct LeaseCoreTests {
         #expect(core.handle(.claim([LeaseClaim(key: key, generation: 2)]), now: 56_100).0 == .claimed([false]))
     }
 
+    @Test func anOlderCopyIsTakenUpWhenThatIsSafeAndNobodyHoldsTheOrder() async throws {
+        var core = LedgerCore(store: try temporaryStore(), registry: await testRegistry(), timers: leaseTimers(leaseMs: 30_000), redeliverAfterMilliseconds: 1000)
+        _ = try core.intake([Array(netsChargeOrder.utf8)], now: 0)
+        let key = try order(netsChargeOrder).key
+        // Copies 2 and 3 go out while copy 1 still waits in a backlog, unclaimed.
+        #expect(dispatches(try core.redeliver(now: 1001)).map(\.generation) == [2])
+        #expect(dispatches(try core.redeliver(now: 3002)).map(\.generation) == [3])
+        // No copy was ever claimed, so the first to arrive is taken up, and only that one.
+        #expect(core.handle(.claim([LeaseClaim(key: key, generation: 1), LeaseClaim(key: key, generation: 3)]), now: 3100).0 == .claimed([true, false]))
+        // Its holder dies; copy 4 goes out. Copy 1 is no longer safe (a copy reached a provider
+        // and it would be sent as a first submission), copy 3 is (it resolves first).
+        #expect(dispatches(try core.redeliver(now: 33_101)).map(\.generation) == [4])
+        #expect(core.handle(.claim([LeaseClaim(key: key, generation: 1)]), now: 33_200).0 == .claimed([false]))
+        #expect(core.handle(.claim([LeaseClaim(key: key, generation: 3), LeaseClaim(key: key, generation: 4)]), now: 33_300).0 == .claimed([true, false]))
+        // The holder of copy 3 renews it.
+        #expect(core.handle(.claim([LeaseClaim(key: key, generation: 3)]), now: 40_000).0 == .claimed([true]))
+    }
+
     @Test func aRestartedLedgerGivesHoldersAWholeLeaseToRenew() async throws {
         let store = try temporaryStore()
         var core = LedgerCore(store: store, registry: await testRegistry(), timers: leaseTimers(leaseMs: 30_000), redeliverAfterMilliseconds: 1000)

@@ -107,8 +107,8 @@ struct LeaseFlowTests {
     }
 
     /// No submitter runs at first, so the ledger dispatches the order again and again; the copies
-    /// wait in the queues. The submitter that starts later claims them all in one request: only
-    /// the latest generation is granted, the others are dropped unsent and counted.
+    /// wait in the queues. The submitter that starts later claims them all in one request: one
+    /// copy is granted, the others are dropped unsent and counted.
     @Test func staleCopiesAreDroppedUnsent() async throws {
         let provider = SlowNetsProvider(latency: .zero)
         let (port, providerTask) = try await provider.start()

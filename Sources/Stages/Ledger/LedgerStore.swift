@@ -305,21 +305,28 @@ package final class LedgerStore {
     /// A new dispatch is a new generation: the previous holder's lease ends with it.
     func markDispatched(merchant: String, orderId: String, now: Int64) throws {
         try db.query(
-            "UPDATE orders SET dispatched_at=?, dispatches=dispatches+1, lease_until=NULL WHERE merchant=? AND order_id=?",
+            "UPDATE orders SET dispatched_at=?, dispatches=dispatches+1, lease_until=NULL, claimed_generation=NULL WHERE merchant=? AND order_id=?",
             [.integer(now), .text(merchant), .text(orderId)])
     }
 
-    /// Grants (or renews) each claim whose generation is the order's current dispatch while the
-    /// order is open or unknown, holding it until `until`. Call inside `transaction`.
+    /// Grants (or renews) each claim while the order is open or unknown, holding it until
+    /// `until`. The holder of a generation renews it. When nobody holds the order, its current
+    /// generation is granted, and so is an older copy that is safe to send: a redelivery
+    /// (generation 2 or more, which is resolved before anything is sent again), or the first
+    /// copy while no copy was ever claimed. Otherwise, when copies wait in a backlog longer than
+    /// the redelivery delay, every copy would arrive superseded and the order would never be
+    /// taken up. Call inside `transaction`.
     package func claim(_ claims: [LeaseClaim], until: Int64) throws -> [Bool] {
         try claims.map { claim in
             try db.query(
                 """
                 UPDATE orders SET lease_until=?, attempts=attempts + (claimed_generation IS NOT ?), claimed_generation=?
-                WHERE merchant=? AND order_id=? AND dispatches=? AND state IN ('open','unknown')
+                WHERE merchant=? AND order_id=? AND state IN ('open','unknown')
+                  AND (claimed_generation = ?
+                       OR (claimed_generation IS NULL AND ? <= dispatches AND (? = dispatches OR attempts = 0 OR ? >= 2)))
                 """,
                 [.integer(until), .integer(claim.generation), .integer(claim.generation), .text(claim.key.merchant), .text(claim.key.orderId),
-                 .integer(claim.generation)])
+                 .integer(claim.generation), .integer(claim.generation), .integer(claim.generation), .integer(claim.generation)])
             return db.changes == 1
         }
     }
