@@ -112,6 +112,14 @@ import Testing
 extension NetsSandboxTests {
     static func sandbox() -> NetsSandbox { NetsSandbox(secretKey: Secret(NetsFixtures.secretKey)) }
 
+    /// Creates the fixture's subscription payment (registering the fixture's webhook); its paymentId.
+    static func createPayment(in sandbox: inout NetsSandbox) throws -> String {
+        let create = try NetsPayments.createSubscription(NetsFixtures.createOrder(), config: NetsFixtures.config, now: NetsFixtures.now, webhookURL: NetsFixtures.webhookURL)
+        let answer = NetsPayments.classifyCreate(sandbox.handle(create, now: NetsFixtures.now))
+        let created: [String: JSONValue]? = if case .pending(let result) = answer { result } else { nil }
+        return try #require(created?["paymentId"]?.stringValue, "create failed: \(answer)")
+    }
+
     static func errorFields(_ response: HTTPResponseSpec) -> [String] {
         (try? JSONValue.parse(response.body))?["errors"]?.objectValue?.keys.sorted() ?? []
     }
@@ -214,13 +222,7 @@ extension NetsSandboxTests {
 
     @Test func fullSubscriptionLifecycle() throws {
         var sandbox = Self.sandbox()
-        let create = try NetsPayments.createSubscription(NetsFixtures.createOrder(), config: NetsFixtures.config, now: NetsFixtures.now, webhookURL: NetsFixtures.webhookURL)
-        guard case .pending(let created) = NetsPayments.classifyCreate(sandbox.handle(create, now: NetsFixtures.now)),
-            let paymentId = created["paymentId"]?.stringValue
-        else {
-            Issue.record("create failed")
-            return
-        }
+        let paymentId = try Self.createPayment(in: &sandbox)
 
         // Before the customer completes the page there is no subscription yet.
         let lookup = try NetsPayments.sign(NetsFixtures.getOrder(paymentId: .string(paymentId)), config: NetsFixtures.config, now: NetsFixtures.now)
@@ -289,13 +291,7 @@ extension NetsSandboxTests {
 
     @Test func failedReservationDelivery() throws {
         var sandbox = Self.sandbox()
-        let create = try NetsPayments.createSubscription(NetsFixtures.createOrder(), config: NetsFixtures.config, now: NetsFixtures.now, webhookURL: NetsFixtures.webhookURL)
-        guard case .pending(let created) = NetsPayments.classifyCreate(sandbox.handle(create, now: NetsFixtures.now)),
-            let paymentId = created["paymentId"]?.stringValue
-        else {
-            Issue.record("create failed")
-            return
-        }
+        let paymentId = try Self.createPayment(in: &sandbox)
         let delivery = try #require(sandbox.failReservation(paymentId: paymentId, timestampMilliseconds: 0).first)
         guard let event = try? NetsWebhook.verify(headers: delivery.headers, body: delivery.body, config: NetsFixtures.config) else {
             Issue.record("expected authentic")
