@@ -57,24 +57,42 @@ package enum Base64 {
     /// Basic credentials of every request go through here).
     /// Reserving capacity is the caller's business: a token built from several parts reserves once.
     package static func encode(_ bytes: some Collection<UInt8>, _ variant: Variant, into out: inout [UInt8]) {
+        // One loop over contiguous bytes: the generic iterator is not specialized across modules
+        // and cost the signer a third of its time.
+        if bytes.withContiguousStorageIfAvailable({ encode(contiguous: $0, variant, into: &out) }) == nil {
+            Array(bytes).withUnsafeBufferPointer { encode(contiguous: $0, variant, into: &out) }
+        }
+    }
+
+    private static func encode(contiguous bytes: UnsafeBufferPointer<UInt8>, _ variant: Variant, into out: inout [UInt8]) {
+        let count = bytes.count
+        let fullGroups = count / 3
+        let tail = count - fullGroups * 3
+        let start = out.count
+        let added = encodedCount(count, variant)
+        out.append(contentsOf: repeatElement(0, count: added))
         variant.alphabet.withUnsafeBufferPointer { table in
-            var iterator = bytes.makeIterator()
-            while let b0 = iterator.next() {
-                let b1 = iterator.next()
-                let b2 = b1 == nil ? nil : iterator.next()
-                let group = UInt32(b0) << 16 | UInt32(b1 ?? 0) << 8 | UInt32(b2 ?? 0)
-                out.append(table[Int(group >> 18 & 0x3F)])
-                out.append(table[Int(group >> 12 & 0x3F)])
-                if b1 != nil {
-                    out.append(table[Int(group >> 6 & 0x3F)])
-                } else if variant.isPadded {
-                    out.append(pad)
+            out.withUnsafeMutableBufferPointer { target in
+                var i = 0, o = start
+                for _ in 0..<fullGroups {
+                    let group = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
+                    target[o] = table[Int(group >> 18 & 0x3F)]
+                    target[o + 1] = table[Int(group >> 12 & 0x3F)]
+                    target[o + 2] = table[Int(group >> 6 & 0x3F)]
+                    target[o + 3] = table[Int(group & 0x3F)]
+                    i += 3
+                    o += 4
                 }
-                if b2 != nil {
-                    out.append(table[Int(group & 0x3F)])
+                guard tail > 0 else { return }
+                let group = UInt32(bytes[i]) << 16 | (tail == 2 ? UInt32(bytes[i + 1]) << 8 : 0)
+                target[o] = table[Int(group >> 18 & 0x3F)]
+                target[o + 1] = table[Int(group >> 12 & 0x3F)]
+                if tail == 2 {
+                    target[o + 2] = table[Int(group >> 6 & 0x3F)]
                 } else if variant.isPadded {
-                    out.append(pad)
+                    target[o + 2] = pad
                 }
+                if variant.isPadded { target[o + 3] = pad }
             }
         }
     }
@@ -93,6 +111,11 @@ package enum Base64 {
     /// The bytes `text` encodes, or nil unless `text` is exactly the canonical encoding of
     /// something in `variant` (see the type's rules). The empty text decodes to no bytes.
     package static func decode(_ text: some Collection<UInt8>, _ variant: Variant) -> [UInt8]? {
+        if let decoded = text.withContiguousStorageIfAvailable({ decode(contiguous: $0, variant) }) { return decoded }
+        return Array(text).withUnsafeBufferPointer { decode(contiguous: $0, variant) }
+    }
+
+    private static func decode(contiguous text: UnsafeBufferPointer<UInt8>, _ variant: Variant) -> [UInt8]? {
         let total = text.count
         guard variant.isPadded ? total % 4 == 0 : total % 4 != 1 else { return nil }
         var out: [UInt8] = []
@@ -129,6 +152,7 @@ package enum Base64 {
     }
 
     package static func decode(_ text: String, _ variant: Variant) -> [UInt8]? {
-        decode(text.utf8, variant)
+        var text = text
+        return text.withUTF8 { decode(contiguous: $0, variant) }
     }
 }

@@ -62,16 +62,16 @@ func phonePeTemplate(_ templates: [OrderTemplate]) throws -> OrderTemplate {
 
 /// Endpoints of one scenario's pipeline, on ports nobody else uses.
 struct BenchEndpoints: Codable, Sendable {
-    var intake, outcomes, signQueue, signedIn, signedOut, results, ledgerRPC, pollQueue: String
+    var intake, outcomes, signQueue, signedIn, signedOut, results, ledgerRPC, pollQueue, outcomesReplay: String
     var callbacks: String
     var sandboxPort: Int
 
     static func allocate() throws -> BenchEndpoints {
-        let p = try freePorts(10)
+        let p = try freePorts(11)
         let tcp = { (port: Int) in "tcp://127.0.0.1:\(port)" }
         return BenchEndpoints(
             intake: tcp(p[0]), outcomes: tcp(p[1]), signQueue: tcp(p[2]), signedIn: tcp(p[3]), signedOut: tcp(p[4]),
-            results: tcp(p[5]), ledgerRPC: tcp(p[8]), pollQueue: tcp(p[9]), callbacks: "127.0.0.1:\(p[6])", sandboxPort: p[7])
+            results: tcp(p[5]), ledgerRPC: tcp(p[8]), pollQueue: tcp(p[9]), outcomesReplay: tcp(p[10]), callbacks: "127.0.0.1:\(p[6])", sandboxPort: p[7])
     }
 }
 
@@ -83,6 +83,7 @@ func configText(endpoints e: BenchEndpoints, providerURL: String?) -> String {
         sandboxURL: "http://127.0.0.1:\(e.sandboxPort)", callbacks: e.callbacks, providerURL: providerURL,
         endpoints: [
             "intake": e.intake, "outcomes": e.outcomes, "signQueue": e.signQueue, "signedIn": e.signedIn, "signedOut": e.signedOut,
-            "results": e.results, "ledgerRPC": e.ledgerRPC, "pollQueue": e.pollQueue, "ledgerMetrics": "127.0.0.1:0",
+            "results": e.results, "ledgerRPC": e.ledgerRPC, "pollQueue": e.pollQueue, "outcomesReplay": e.outcomesReplay,
+            "ledgerMetrics": "127.0.0.1:0",
         ])
 }

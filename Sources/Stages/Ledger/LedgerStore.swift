@@ -106,7 +106,55 @@ package final class LedgerStore {
             """)
     }
 
-    package func transaction<T>(_ body: () throws -> T) throws -> T { try db.transaction(body) }
+    package func transaction<T>(_ body: () throws -> T) throws -> T {
+        // Read again in every transaction: a rolled-back one may have taken seqs it never wrote.
+        nextSeq = nil
+        defer { nextSeq = nil }
+        return try db.transaction(body)
+    }
+
+    /// The seq the next logged outcome gets, once read from the log's AUTOINCREMENT counter.
+    private var nextSeq: Int64?
+
+    /// `serialized` as it is logged and emitted: with the next seq. The seq is taken only by
+    /// `appendToLog`, so an outcome that changes nothing does not use one up.
+    private func stamped(_ serialized: String) throws -> (seq: Int64, text: String) {
+        let seq: Int64
+        if let nextSeq {
+            seq = nextSeq
+        } else {
+            seq = (try db.query("SELECT seq FROM sqlite_sequence WHERE name='outcome_log'").first?[0].integer ?? 0) + 1
+            nextSeq = seq
+        }
+        return (seq, Self.withSeq(serialized, seq))
+    }
+
+    /// The outcome's text with `"seq"` added. Spliced in before the closing brace, so that the
+    /// stage's bytes are not parsed and written again; an outcome that somehow names a seq of
+    /// its own gets it replaced the long way.
+    static func withSeq(_ serialized: String, _ seq: Int64) -> String {
+        var bytes = Array(serialized.utf8)
+        while let last = bytes.last, last == UInt8(ascii: " ") || last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") || last == UInt8(ascii: "\t") {
+            bytes.removeLast()
+        }
+        let namesSeq = bytes.withUnsafeBufferPointer { $0.firstRange(of: Array(#""seq""#.utf8)) != nil }
+        guard bytes.count > 2, bytes.first == UInt8(ascii: "{"), bytes.last == UInt8(ascii: "}"), !namesSeq else {
+            guard case .object(var object)? = try? JSONValue.parse(Array(serialized.utf8)) else { return serialized }
+            object["seq"] = .integer(seq)
+            return JSONValue.object(object).serialized
+        }
+        bytes.removeLast()
+        bytes.append(contentsOf: #","seq":"#.utf8)
+        bytes.append(contentsOf: String(seq).utf8)
+        bytes.append(UInt8(ascii: "}"))
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Logs a stamped outcome under its seq.
+    private func appendToLog(_ stamped: (seq: Int64, text: String), now: Int64) throws {
+        try db.query("INSERT INTO outcome_log(seq, at, outcome) VALUES(?,?,?)", [.integer(stamped.seq), .integer(now), .text(stamped.text)])
+        nextSeq = stamped.seq + 1
+    }
 
     /// Records a valid order unless its key is known, with the provider references a callback
     /// may name it by (indexed now, before any request leaves). Call inside `transaction`.
@@ -139,29 +187,21 @@ package final class LedgerStore {
     /// Records an intake rejection as the key's terminal outcome, unless the key already exists.
     /// Call inside `transaction`.
     package func admitRejection(_ key: OrderKey, outcome: String, now: Int64) throws -> RejectionAdmission {
+        let logged = try stamped(outcome)
         try db.query(
             "INSERT OR IGNORE INTO orders(merchant, order_id, order_json, state, outcome, accepted_at, dispatched_at, dispatches) VALUES(?,?,NULL,'terminal',?,?,?,0)",
-            [.text(key.merchant), .text(key.orderId), .text(outcome), .integer(now), .integer(now)])
-        if db.changes == 1 { return .recorded(try logOutcome(outcome, for: key, now: now)) }
-        return .known(try existing(merchant: key.merchant, orderId: key.orderId))
+            [.text(key.merchant), .text(key.orderId), .text(logged.text), .integer(now), .integer(now)])
+        guard db.changes == 1 else { return .known(try existing(merchant: key.merchant, orderId: key.orderId)) }
+        try appendToLog(logged, now: now)
+        return .recorded(logged.text)
     }
 
-    /// Appends an outcome to the log and returns it with its `seq`; with `key`, the order's
-    /// stored outcome becomes those bytes too, so a repeated order gets the same copy, same seq.
-    /// Call inside `transaction`: the outcome is logged exactly when its order change commits.
-    package func logOutcome(_ serialized: String, for key: OrderKey? = nil, now: Int64) throws -> String {
-        try db.query("INSERT INTO outcome_log(at, outcome) VALUES(?, '')", [.integer(now)])
-        let seq = db.lastInsertRowID
-        var text = serialized
-        if case .object(var object)? = try? JSONValue.parse(Array(serialized.utf8)) {
-            object["seq"] = .integer(seq)
-            text = JSONValue.object(object).serialized
-        }
-        try db.query("UPDATE outcome_log SET outcome=? WHERE seq=?", [.text(text), .integer(seq)])
-        if let key {
-            try db.query("UPDATE orders SET outcome=? WHERE merchant=? AND order_id=?", [.text(text), .text(key.merchant), .text(key.orderId)])
-        }
-        return text
+    /// Appends an outcome that belongs to no stored order to the log and returns it with its
+    /// `seq`. Call inside `transaction`.
+    package func logOutcome(_ serialized: String, now: Int64) throws -> String {
+        let logged = try stamped(serialized)
+        try appendToLog(logged, now: now)
+        return logged.text
     }
 
     /// Logged outcomes with a seq above `since`, oldest first, at most `limit`; `more` when
@@ -211,39 +251,42 @@ package final class LedgerStore {
     /// the pollers). Call inside `transaction`.
     package func record(_ outcome: Outcome, serialized: String, references: [String], readBack: Bool, now: Int64) throws -> Recorded {
         let merchant = SQLiteValue.text(outcome.merchant), orderId = SQLiteValue.text(outcome.orderId)
-        let key = OrderKey(merchant: outcome.merchant, orderId: outcome.orderId)
+        let stamped = try stamped(serialized)
+        let text = SQLiteValue.text(stamped.text)
         /// The outcome as emitted, with its seq, once the order's row took it.
-        func logged() throws -> String? { db.changes == 1 ? try logOutcome(serialized, for: key, now: now) : nil }
+        func logged() throws -> String? {
+            guard db.changes == 1 else { return nil }
+            try appendToLog(stamped, now: now)
+            return stamped.text
+        }
         if outcome.status.isTerminal {
             try db.query(
-                "UPDATE orders SET state='terminal', outcome=? WHERE merchant=? AND order_id=? AND state!='terminal'",
-                [.text(serialized), merchant, orderId])
+                "UPDATE orders SET state='terminal', outcome=? WHERE merchant=? AND order_id=? AND state!='terminal'", [text, merchant, orderId])
             return Recorded(emit: try logged())
         }
         if outcome.status == .unknown, outcome.error?.needsReview == true {
             try db.query(
                 "UPDATE orders SET state='review', outcome=? WHERE merchant=? AND order_id=? AND state IN ('open','unknown','pending')",
-                [.text(serialized), merchant, orderId])
+                [text, merchant, orderId])
             return Recorded(emit: try logged())
         }
         if outcome.status == .unknown {
             // A pending order stays pending: its own resolution (status check, poller) goes on,
             // and an unknown must not send it back to be submitted again.
             try db.query(
-                "UPDATE orders SET state='unknown', outcome=? WHERE merchant=? AND order_id=? AND state IN ('open','unknown')",
-                [.text(serialized), merchant, orderId])
+                "UPDATE orders SET state='unknown', outcome=? WHERE merchant=? AND order_id=? AND state IN ('open','unknown')", [text, merchant, orderId])
             return Recorded(emit: try logged())
         }
         try db.query(
             "UPDATE orders SET state='pending', outcome=?, pending_at=?, dispatched_at=? WHERE merchant=? AND order_id=? AND state IN ('open','unknown')",
-            [.text(serialized), .integer(now), .integer(now), merchant, orderId])
+            [text, .integer(now), .integer(now), merchant, orderId])
         guard db.changes == 1 else {
             // Already pending (a redelivered order's second pending outcome): forwarded, nothing else changes.
-            try db.query("UPDATE orders SET outcome=? WHERE merchant=? AND order_id=? AND state='pending'", [.text(serialized), merchant, orderId])
+            try db.query("UPDATE orders SET outcome=? WHERE merchant=? AND order_id=? AND state='pending'", [text, merchant, orderId])
             return Recorded(emit: try logged())
         }
-        let emit = try logOutcome(serialized, for: key, now: now)
-        try index(references, provider: outcome.provider, key: key)
+        let emit = try logged()
+        try index(references, provider: outcome.provider, key: OrderKey(merchant: outcome.merchant, orderId: outcome.orderId))
         guard readBack else { return Recorded(emit: emit) }
         let rows = try db.query("SELECT order_json FROM orders WHERE merchant=? AND order_id=?", [merchant, orderId])
         return Recorded(emit: emit, becamePending: rows.first?[0].text.map { Pending(json: $0, since: now) })
