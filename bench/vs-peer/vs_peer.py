@@ -448,7 +448,7 @@ def throughput_svg(summary, workload_orders, subtitle):
 
 def nice_ceiling(value):
     magnitude = 10 ** (len(str(int(max(value, 1)))) - 1)
-    for step in (1, 2, 2.5, 5, 10):
+    for step in (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10):
         if step * magnitude >= value:
             return step * magnitude
     return 10 * magnitude
@@ -492,7 +492,10 @@ def report_markdown(runs, summary, args, workload_orders, context):
         result = f"FAILED: {r['error']}" if "error" in r else ("ok" + (f" ({statuses})" if statuses else ""))
         cells += [r.get("other_load", "-"), str(r.get("nginx_200", "-")), str(r["seconds"]), escape(result)]
         text.append("| " + " | ".join(cells) + " |")
-    text += ["", "Per-run output: `runs/<workload>-r<round>-<side>/` (the peer's JSON line and stderr; paypipe-bench's "
+    text += ["", "Other load: CPU in the run's window used by processes outside the run (another job on a shared machine; "
+             "above a few tenths of a core the run was disturbed); the peer's `foreign_cores` leaves nginx out, "
+             "paypipe-bench's other load includes nginx (about 0.1–0.2 cores here).", "",
+             "Per-run output: `runs/<workload>-r<round>-<side>/` (the peer's JSON line and stderr; paypipe-bench's "
              "results.json, summary.md and logs). Every figure: results.json."]
     return "\n".join(text) + "\n"
 
