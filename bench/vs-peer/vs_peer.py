@@ -1,0 +1,594 @@
+#!/usr/bin/env python3
+"""paypipe and the Python peer (../shared/peers, pyzmq + uvloop + aiohttp) side by side, in one run.
+
+Started by `bench/run --vs-peer` (bench/vs-peer/run) from the repository root. Python 3 stdlib only;
+the peer runs in its own venv inside its (copied) directory. See bench/README.md, "paypipe vs the peer".
+"""
+import argparse
+import datetime
+import json
+import os
+import shutil
+import signal
+import stat
+import statistics
+import subprocess
+import sys
+import time
+
+NGINX_PID_FILE = "/tmp/peers-nginx.pid"        # conf/nginx.conf's `pid`
+ACCESS_LOG = "/tmp/peers-nginx-access.log"     # conf/nginx.conf's `access_log`, counted by the peer's bench.py
+NGINX_BODY_DIR = "/tmp/peers-nginx-body"
+COPY_ROOT = "/tmp/paypipe-vs-peer"
+APT_PACKAGES = ["nginx", "libnginx-mod-http-echo", "procps"]
+WORKLOADS = {  # the peer's conf/nginx.conf: W1 answers at once, W2 after 50 ms
+    "W1": "http://127.0.0.1:18081",
+    "W2": "http://127.0.0.1:18082",
+}
+W2_PROVIDER_MS = 50        # echo_sleep 0.05
+ACCESS_LOG_FLUSH_S = 0.6   # nginx writes the access log every 200 ms (flush=200ms)
+
+
+def log(message):
+    print(f"[vs-peer {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+class Interrupted(Exception):
+    pass
+
+
+def on_signal(signum, _frame):
+    raise Interrupted(f"signal {signum}")
+
+
+# ------------------------------------------------------------------ children (only ours, by PID)
+
+class Children:
+    """Every child runs in a session of its own, so a Ctrl-C at the terminal reaches only us and we
+    stop each child ourselves: SIGINT first (bench.py then stops its stages in its `finally`,
+    paypipe-bench stops its pipeline), then SIGKILL to the child's own process group."""
+
+    def __init__(self):
+        self.running = []
+
+    def run(self, argv, cwd, stdout_path, stderr_path, timeout):
+        with open(stdout_path, "w") as out, open(stderr_path, "w") as err:
+            child = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=err, start_new_session=True)
+        self.running.append(child)
+        try:
+            return child.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            log(f"{os.path.basename(argv[0])} still running after {timeout:.0f} s: stopping it")
+            self.stop(child)
+            return None
+        finally:
+            if child.poll() is None:   # interrupted while waiting
+                self.stop(child)
+            self.running.remove(child)
+
+    @staticmethod
+    def stop(child, grace_s=20.0):
+        if child.poll() is not None:
+            return
+        try:
+            child.send_signal(signal.SIGINT)
+            child.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            pass
+        except ProcessLookupError:
+            return
+        try:
+            os.killpg(child.pid, signal.SIGKILL)   # its own group (start_new_session): only what it started
+        except ProcessLookupError:
+            pass
+        try:
+            child.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            log(f"pid {child.pid} did not exit after SIGKILL")
+
+    def stop_all(self):
+        for child in list(self.running):
+            self.stop(child)
+
+
+# ------------------------------------------------------------------ setup: peer copy, packages, venv, nginx
+
+def peer_directory(repo_root):
+    source = os.path.abspath(os.environ.get("PAYPIPE_PEERS_DIR") or os.path.join(repo_root, "..", "shared", "peers"))
+    if not os.path.isfile(os.path.join(source, "bench.py")):
+        sys.exit(f"vs-peer: no peer at {source} (bench.py missing); set PAYPIPE_PEERS_DIR")
+    if writable(source):
+        return source
+    copy = os.path.join(COPY_ROOT, "peers")
+    log(f"{source} is read-only: using a copy in {copy}")
+    os.makedirs(COPY_ROOT, exist_ok=True)
+    make_writable(copy)
+    # Refreshes the peer's files on every run; the venv and earlier results in the copy are kept.
+    shutil.copytree(source, copy, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".venv", "results", "__pycache__"))
+    make_writable(copy)
+    return copy
+
+
+def writable(path):
+    """Root may write anywhere, so the mode bits say whether the directory is meant to be written."""
+    mode = os.stat(path).st_mode
+    return (os.access(path, os.W_OK) and mode & stat.S_IWUSR != 0
+            and os.statvfs(path).f_flag & os.ST_RDONLY == 0)
+
+
+def make_writable(path):
+    if os.path.exists(path):
+        subprocess.run(["chmod", "-R", "u+w", path], check=True)
+
+
+def install_packages():
+    missing = [p for p in APT_PACKAGES
+               if subprocess.run(["dpkg", "-s", p], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode != 0]
+    if not missing:
+        return
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        sys.exit(f"vs-peer: missing packages {' '.join(missing)}; install them as root "
+                 f"(apt-get install {' '.join(missing)}) and run again")
+    log(f"apt-get install {' '.join(missing)}")
+    distro_pid_file = "/run/nginx.pid"
+    existed = os.path.exists(distro_pid_file)
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    subprocess.run(["apt-get", "update", "-q"], check=True, stdout=subprocess.DEVNULL, timeout=600)
+    subprocess.run(["apt-get", "install", "-y", "-q", *missing], check=True, stdout=subprocess.DEVNULL, env=env, timeout=1200)
+    # Where no policy-rc.d blocks it, apt starts the distro's nginx: stop that one (it did not run before).
+    if not existed and "nginx" in missing:
+        pid = read_pid(distro_pid_file)
+        if pid:
+            try:
+                os.kill(pid, signal.SIGQUIT)
+            except ProcessLookupError:
+                pass
+
+
+def ensure_venv(peer):
+    python = os.path.join(peer, ".venv", "bin", "python")
+    if not os.access(python, os.X_OK):
+        log(f"creating {peer}/.venv")
+        subprocess.run([sys.executable, "-m", "venv", os.path.join(peer, ".venv")], check=True, timeout=300)
+    requirements = os.path.join(peer, "requirements.txt")
+    installed = os.path.join(peer, ".venv", ".installed-requirements")
+    if not (os.path.exists(installed) and read_bytes(installed) == read_bytes(requirements)):
+        log("pip install -r requirements.txt")
+        pip = os.path.join(peer, ".venv", "bin", "pip")
+        subprocess.run([pip, "install", "-q", "--upgrade", "pip"], check=True, stdout=subprocess.DEVNULL, timeout=600)
+        subprocess.run([pip, "install", "-q", "-r", requirements], check=True, timeout=1800)
+        shutil.copyfile(requirements, installed)
+    return python
+
+
+def read_bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def read_pid(path):
+    try:
+        with open(path) as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def process_gone(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+        return state == "Z"   # exited, waiting for its parent (init) to reap it
+    except (OSError, IndexError):
+        return True
+
+
+def nginx_from(conf):
+    """The pid of the running nginx started with this conf, if any (by the conf's pid file)."""
+    pid = read_pid(NGINX_PID_FILE)
+    if pid is None or process_gone(pid):
+        return None
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmdline = f.read()   # nginx rewrites it: "nginx: master process nginx -c <conf>"
+    except OSError:
+        return None
+    return pid if conf.encode() in cmdline else None
+
+
+def stop_nginx(conf):
+    pid = nginx_from(conf)
+    if pid is None:
+        return
+    os.kill(pid, signal.SIGQUIT)
+    for _ in range(100):   # 10 s
+        if process_gone(pid):
+            return
+        time.sleep(0.1)
+    log(f"nginx {pid} still running 10 s after SIGQUIT")
+
+
+def start_nginx(conf):
+    stop_nginx(conf)   # a leftover of an interrupted earlier run
+    other = read_pid(NGINX_PID_FILE)
+    if other is not None and not process_gone(other):
+        sys.exit(f"vs-peer: {NGINX_PID_FILE} names a running process ({other}) that is not an nginx from {conf}; "
+                 "stop it first (another peer run?)")
+    os.makedirs(NGINX_BODY_DIR, exist_ok=True)
+    truncate_access_log()
+    result = subprocess.run(["nginx", "-c", conf], capture_output=True, text=True, timeout=30)
+    if result.returncode != 0:
+        sys.exit(f"vs-peer: nginx -c {conf} failed: {result.stderr.strip()}")
+    for _ in range(50):   # 5 s
+        pid = nginx_from(conf)
+        if pid is not None:
+            log(f"nginx (mock provider) pid {pid}: W1 {WORKLOADS['W1']}, W2 {WORKLOADS['W2']} (50 ms)")
+            return
+        time.sleep(0.1)
+    sys.exit(f"vs-peer: nginx started from {conf} but wrote no pid to {NGINX_PID_FILE}")
+
+
+def truncate_access_log():
+    with open(ACCESS_LOG, "w"):
+        pass
+
+
+def access_log_counts():
+    """(lines, lines with status 200) since the last truncation, once nginx has flushed its buffer."""
+    time.sleep(ACCESS_LOG_FLUSH_S)
+    try:
+        with open(ACCESS_LOG, "rb") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return 0, 0
+    return len(lines), sum(1 for line in lines if line.endswith(b" 200"))
+
+
+# ------------------------------------------------------------------ build
+
+def binaries(args, repo_root):
+    build_dir = os.environ.get("PAYPIPE_BUILD_DIR", ".build")
+    if args.bin_dir:
+        bin_dir = args.bin_dir
+    elif args.skip_build:
+        bin_dir = os.path.join(build_dir, "release")
+    else:
+        log(f"swift build -c release --scratch-path {build_dir}")
+        subprocess.run(["swift", "build", "-c", "release", "--scratch-path", build_dir], cwd=repo_root, check=True,
+                       stdout=sys.stderr)
+        bin_dir = subprocess.run(["swift", "build", "-c", "release", "--scratch-path", build_dir, "--show-bin-path"],
+                                 cwd=repo_root, check=True, capture_output=True, text=True).stdout.strip()
+    bin_dir = os.path.abspath(os.path.join(repo_root, bin_dir))
+    if not os.access(os.path.join(bin_dir, "paypipe-bench"), os.X_OK):
+        sys.exit(f"vs-peer: no paypipe-bench in {bin_dir} (build first, or drop --skip-build)")
+    return bin_dir
+
+
+# ------------------------------------------------------------------ one run of each side
+
+def run_peer(args, children, peer, python, workload, orders, round_number, run_dir):
+    truncate_access_log()
+    argv = [python, "bench.py", "--peer", "zmq", "--workload", workload, "--n", str(orders),
+            "--submitters", str(args.submitters), "--run", str(round_number), "--deadline", str(args.deadline)]
+    started = time.monotonic()
+    code = children.run(argv, peer, f"{run_dir}/stdout.json", f"{run_dir}/stderr.log", timeout=args.deadline + 120)
+    record = {"side": "peer", "workload": workload, "round": round_number, "orders": orders, "exit": code,
+              "seconds": round(time.monotonic() - started, 1), "dir": run_dir}
+    with open(f"{run_dir}/stdout.json") as f:
+        lines = [line for line in f.read().splitlines() if line.strip()]
+    try:
+        raw = json.loads(lines[-1])
+    except (IndexError, json.JSONDecodeError):
+        raw = {}
+    record["raw"] = raw
+    if code != 0 or "error" in raw or not raw.get("correct"):
+        record["error"] = raw.get("error") or (f"incorrect: {raw.get('outcomes_unique')} unique / {raw.get('outcomes_total')} "
+                                               f"outcomes, {raw.get('nginx_log_lines')} nginx lines of {orders}"
+                                               if raw else f"exit {code}, no JSON result (see {run_dir}/stderr.log)")
+        return record
+    cores = raw.get("cores_by_role", {})
+    stage_cores = sum(v for role, v in cores.items() if role.startswith(("signer", "submitter")))
+    record.update({
+        "orders_per_s": raw["throughput"],
+        "p50_ms": raw["p50_ms"],
+        "p99_ms": raw["p99_ms"],
+        # The stages only: the producer and the sink play the part paypipe-bench's driver plays.
+        "cpu_us_per_order": stage_cores * raw["window_s"] / orders * 1e6,
+        "peak_rss_mib": raw["rss_peak_sum_kb"] / 1024,
+        "other_load": f"{raw.get('foreign_cores', 0):.2f} cores",
+        "nginx_200": raw.get("nginx_log_200"),
+    })
+    return record
+
+
+def run_paypipe(args, children, bin_dir, repo_root, workload, orders, round_number, run_dir):
+    truncate_access_log()
+    argv = [os.path.join(bin_dir, "paypipe-bench"), "--bin-dir", bin_dir, "--scenarios", "w1", "--orders", str(orders),
+            "--submitters", str(args.submitters), "--concurrency", str(args.concurrency),
+            "--provider-url", WORKLOADS[workload], "--warmup", str(args.warmup), "--max-seconds", str(args.deadline),
+            "--out", run_dir]
+    started = time.monotonic()
+    code = children.run(argv, repo_root, f"{run_dir}/stdout.txt", f"{run_dir}/stderr.log", timeout=args.deadline + 120)
+    record = {"side": "paypipe", "workload": workload, "round": round_number, "orders": orders, "exit": code,
+              "seconds": round(time.monotonic() - started, 1), "dir": run_dir}
+    lines, ok_lines = access_log_counts()
+    record["nginx_lines"], record["nginx_200"] = lines, ok_lines
+    try:
+        with open(f"{run_dir}/results.json") as f:
+            scenario = json.load(f)["scenarios"][0]
+    except (OSError, json.JSONDecodeError, KeyError, IndexError):
+        record["error"] = f"exit {code}, no results.json (see {run_dir}/stderr.log)"
+        return record
+    record["statuses"] = scenario.get("statusCounts", {})
+    expected_requests = orders + args.warmup
+    if code != 0 or scenario.get("error") or scenario.get("missing", 1) > 0:
+        record["error"] = f"exit {code}, missing {scenario.get('missing')}, {scenario.get('error') or ''}".rstrip(", ")
+        return record
+    if ok_lines < expected_requests:   # the provider never saw them: a wrong URL or path
+        record["error"] = f"nginx answered {ok_lines} requests with 200 of {expected_requests} sent ({lines} lines)"
+        return record
+    latency = scenario.get("latency") or {}
+    record.update({
+        "orders_per_s": scenario["ordersPerSecond"],
+        "p50_ms": latency.get("p50Ms"),
+        "p99_ms": latency.get("p99Ms"),
+        "cpu_us_per_order": scenario["pipelineCPUSecondsPer1000Orders"] * 1000,
+        "peak_rss_mib": sum(role["peakRSSMiB"] for role in scenario["roles"].values()),
+        "other_load": (f"{scenario['otherLoadFraction'] * (os.cpu_count() or 1):.2f} cores"
+                       if scenario.get("otherLoadFraction") is not None else "-"),
+    })
+    if workload == "W2" and (record["p50_ms"] or 0) < W2_PROVIDER_MS:
+        record["error"] = f"p50 {record['p50_ms']} ms is below the W2 provider's {W2_PROVIDER_MS} ms: it did not reach {WORKLOADS['W2']}"
+    return record
+
+
+# ------------------------------------------------------------------ report
+
+FIGURES = [("orders_per_s", "orders/s", 0), ("p50_ms", "p50 ms", 1), ("p99_ms", "p99 ms", 1),
+           ("cpu_us_per_order", "CPU µs/order", 0), ("peak_rss_mib", "peak RSS MiB", 0)]
+
+
+def number(value, digits):
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def summarize(runs, workloads):
+    summary = {}
+    for workload in workloads:
+        summary[workload] = {}
+        for side in ("peer", "paypipe"):
+            good = [r for r in runs if r["workload"] == workload and r["side"] == side and "error" not in r]
+            entry = {"rounds": len(good), "failed": sum(1 for r in runs if r["workload"] == workload and r["side"] == side
+                                                        and "error" in r)}
+            for key, _, _ in FIGURES:
+                values = [r[key] for r in good if r.get(key) is not None]
+                entry[key] = {"median": statistics.median(values), "min": min(values), "max": max(values),
+                              "values": values} if values else None
+            summary[workload][side] = entry
+        peer, paypipe = summary[workload]["peer"], summary[workload]["paypipe"]
+        summary[workload]["ratio"] = {key: (paypipe[key]["median"] / peer[key]["median"]
+                                            if paypipe[key] and peer[key] and peer[key]["median"] else None)
+                                      for key, _, _ in FIGURES}
+    return summary
+
+
+def table(runs, summary, args, workload_orders):
+    rounds = range(1, args.rounds + 1)
+    head = ["workload", "side"] + [f"round {r} orders/s" for r in rounds] + [f"median {label}" for _, label, _ in FIGURES]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * 2 + "--:|" * (len(head) - 2)]
+    for workload, orders in workload_orders:
+        for side in ("peer", "paypipe"):
+            cells = [f"{workload} ({orders:,})", side]
+            for r in rounds:
+                match = [x for x in runs if x["workload"] == workload and x["side"] == side and x["round"] == r]
+                cells.append("-" if not match else "FAILED" if "error" in match[0] else number(match[0]["orders_per_s"], 0))
+            for key, _, digits in FIGURES:
+                figure = summary[workload][side][key]
+                cells.append(number(figure["median"] if figure else None, digits))
+            lines.append("| " + " | ".join(cells) + " |")
+        ratio = summary[workload]["ratio"]
+        cells = [workload, "**paypipe/peer**"] + [""] * args.rounds
+        cells += [f"**{ratio[key]:.2f}×**" if key == "orders_per_s" and ratio[key] else
+                  (f"{ratio[key]:.2f}×" if ratio[key] else "-") for key, _, _ in FIGURES]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def escape(text):
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def throughput_svg(summary, workload_orders, subtitle):
+    """Per workload: the peer's and paypipe's median orders/s, whiskers from the slowest to the fastest round."""
+    width, height, left, right, top, bottom = 640.0, 420.0, 80.0, 150.0, 60.0, 60.0
+    colors = {"peer": "#7f7f7f", "paypipe": "#1f77b4"}
+    tops = [summary[w][s]["orders_per_s"]["max"] for w, _ in workload_orders for s in colors if summary[w][s]["orders_per_s"]]
+    y_max = nice_ceiling(max(tops) * 1.1) if tops else 1.0
+    plot_h = height - top - bottom
+    y = lambda v: height - bottom - v / y_max * plot_h
+    group_w = (width - left - right) / max(1, len(workload_orders))
+    bar_w = group_w / 4
+    svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{int(width)}" height="{int(height)}" font-family="sans-serif" font-size="12">',
+           '<rect width="100%" height="100%" fill="white"/>',
+           f'<text x="{(left + width - right) / 2}" y="22" text-anchor="middle" font-size="15">paypipe vs the Python peer, orders/s</text>',
+           f'<text x="{(left + width - right) / 2}" y="40" text-anchor="middle" fill="#555">{escape(subtitle)}</text>']
+    for i in range(6):
+        v = y_max * i / 5
+        svg.append(f'<line x1="{left}" y1="{y(v):.1f}" x2="{width - right}" y2="{y(v):.1f}" stroke="#ddd"/>')
+        svg.append(f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{v:,.0f}</text>')
+    svg.append(f'<line x1="{left}" y1="{height - bottom}" x2="{width - right}" y2="{height - bottom}" stroke="black"/>')
+    svg.append(f'<line x1="{left}" y1="{top}" x2="{left}" y2="{height - bottom}" stroke="black"/>')
+    svg.append(f'<text x="18" y="{(top + height - bottom) / 2}" text-anchor="middle" '
+               f'transform="rotate(-90 18 {(top + height - bottom) / 2})">orders/s (median, whiskers min–max)</text>')
+    for g, (workload, orders) in enumerate(workload_orders):
+        x0 = left + g * group_w + group_w / 2 - bar_w - 4
+        for k, side in enumerate(colors):
+            figure = summary[workload][side]["orders_per_s"]
+            x = x0 + k * (bar_w + 8)
+            if not figure:
+                svg.append(f'<text x="{x + bar_w / 2}" y="{height - bottom - 6}" text-anchor="middle">failed</text>')
+                continue
+            svg.append(f'<rect x="{x:.1f}" y="{y(figure["median"]):.1f}" width="{bar_w:.1f}" '
+                       f'height="{height - bottom - y(figure["median"]):.1f}" fill="{colors[side]}"/>')
+            cx = x + bar_w / 2
+            svg.append(f'<line x1="{cx:.1f}" y1="{y(figure["min"]):.1f}" x2="{cx:.1f}" y2="{y(figure["max"]):.1f}" stroke="black"/>')
+            for v in (figure["min"], figure["max"]):
+                svg.append(f'<line x1="{cx - 6:.1f}" y1="{y(v):.1f}" x2="{cx + 6:.1f}" y2="{y(v):.1f}" stroke="black"/>')
+            svg.append(f'<text x="{cx:.1f}" y="{y(figure["max"]) - 6:.1f}" text-anchor="middle">{figure["median"]:,.0f}</text>')
+        ratio = summary[workload]["ratio"]["orders_per_s"]
+        label = f"{workload} ({orders:,})" + (f": {ratio:.2f}×" if ratio else "")
+        svg.append(f'<text x="{left + g * group_w + group_w / 2:.1f}" y="{height - bottom + 20}" text-anchor="middle">{escape(label)}</text>')
+    for k, side in enumerate(colors):
+        ly = top + 10 + k * 20
+        svg.append(f'<rect x="{width - right + 20}" y="{ly - 10}" width="14" height="14" fill="{colors[side]}"/>')
+        svg.append(f'<text x="{width - right + 40}" y="{ly + 1}">{"peer (Python)" if side == "peer" else "paypipe"}</text>')
+    svg.append('</svg>')
+    return "\n".join(svg) + "\n"
+
+
+def nice_ceiling(value):
+    magnitude = 10 ** (len(str(int(max(value, 1)))) - 1)
+    for step in (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10):
+        if step * magnitude >= value:
+            return step * magnitude
+    return 10 * magnitude
+
+
+def machine():
+    model = "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "?")
+    except OSError:
+        pass
+    return f"nproc {os.cpu_count()}, {model}, Linux {os.uname().release}"
+
+
+def git_commit(repo_root):
+    result = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=repo_root, capture_output=True, text=True)
+    return result.stdout.strip() if result.returncode == 0 else "?"
+
+
+def report_markdown(runs, summary, args, workload_orders, context):
+    text = [f"# paypipe vs the Python peer, {context['startedAt']}", "",
+            f"Machine: {context['machine']}. Commit {context['commit']}. Command: `{context['command']}`. "
+            f"Peer: `{context['peer']}` (pyzmq + uvloop + aiohttp, `--peer zmq --submitters {args.submitters}`, 256 in flight "
+            f"per submitter); paypipe: `paypipe-bench --scenarios w1 --submitters {args.submitters} --concurrency "
+            f"{args.concurrency} --provider-url <nginx>` ({args.warmup} warm-up orders, not measured). Both against the "
+            "peer's nginx mock: W1 = 127.0.0.1:18081 (answers at once), W2 = 127.0.0.1:18082 (50 ms). "
+            "Rounds alternate the side that goes first.", "",
+            table(runs, summary, args, workload_orders), "",
+            "Medians over the rounds; the ratio is paypipe's median / the peer's median. orders/s = orders / (last outcome − "
+            "first send). CPU µs/order: the pipeline's stages only over the measured window (peer: signer + submitters; "
+            "paypipe: ledger + signer + submitters), not the load generator and outcome reader (peer: producer + sink; "
+            "paypipe: the driver) nor nginx. Peak RSS: the peer's `rss_peak_sum_kb` (all its processes, producer and sink "
+            "included); paypipe: the sum of its roles' VmHWM (driver excluded). Absolute figures drift between runs on a "
+            "shared machine: compare the ratio.", "", "![throughput](throughput.svg)", "", "## Every run", "",
+            "| workload | round | side | orders/s | p50 ms | p99 ms | CPU µs/order | peak RSS MiB | other load | nginx 200s | wall s | result |",
+            "|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|---|"]
+    for r in runs:
+        cells = [r["workload"], str(r["round"]), r["side"]] + [number(r.get(key), digits) for key, _, digits in FIGURES]
+        statuses = ", ".join(f"{k} {v}" for k, v in sorted(r.get("statuses", {}).items()))
+        result = f"FAILED: {r['error']}" if "error" in r else ("ok" + (f" ({statuses})" if statuses else ""))
+        cells += [r.get("other_load", "-"), str(r.get("nginx_200", "-")), str(r["seconds"]), escape(result)]
+        text.append("| " + " | ".join(cells) + " |")
+    text += ["", "Other load: CPU in the run's window used by processes outside the run (another job on a shared machine; "
+             "above a few tenths of a core the run was disturbed); the peer's `foreign_cores` leaves nginx out, "
+             "paypipe-bench's other load includes nginx (about 0.1–0.2 cores here).", "",
+             "Per-run output: `runs/<workload>-r<round>-<side>/` (the peer's JSON line and stderr; paypipe-bench's "
+             "results.json, summary.md and logs). Every figure: results.json."]
+    return "\n".join(text) + "\n"
+
+
+# ------------------------------------------------------------------ main
+
+def main():
+    parser = argparse.ArgumentParser(prog="bench/run --vs-peer", description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds per workload (default 3)")
+    parser.add_argument("--w1-orders", type=int, default=20000, help="orders per W1 run, both sides (default 20000)")
+    parser.add_argument("--w2-orders", type=int, default=20000, help="orders per W2 run, both sides (default 20000)")
+    parser.add_argument("--submitters", type=int, default=2, help="submitter processes, both sides (default 2)")
+    parser.add_argument("--concurrency", type=int, default=256,
+                        help="paypipe requests in flight per submitter (default 256, the peer's fixed --inflight)")
+    parser.add_argument("--warmup", type=int, default=1000, help="paypipe warm-up orders per run (default 1000)")
+    parser.add_argument("--deadline", type=float, default=240.0, help="upper bound on one run in seconds (default 240)")
+    parser.add_argument("--skip-build", action="store_true", help="use the release binaries already built")
+    parser.add_argument("--bin-dir", help="directory with the paypipe executables (implies --skip-build)")
+    parser.add_argument("--out", help="results directory (default bench/results/vs-peer-<UTC timestamp>)")
+    args = parser.parse_args(sys.argv[2:])
+    repo_root = sys.argv[1]
+    if args.rounds < 1 or args.w1_orders < 1 or args.w2_orders < 1 or args.submitters < 1 or args.concurrency < 1 \
+            or args.warmup < 0 or args.deadline <= 0:
+        parser.error("--rounds, --w1-orders, --w2-orders, --submitters, --concurrency must be positive, "
+                     "--warmup not negative, --deadline positive")
+
+    started_at = datetime.datetime.now(datetime.timezone.utc)
+    out = os.path.abspath(args.out or os.path.join(repo_root, "bench", "results",
+                                                   "vs-peer-" + started_at.strftime("%Y%m%d-%H%M%S")))
+    os.makedirs(out, exist_ok=True)
+    bin_dir = binaries(args, repo_root)
+    peer = peer_directory(repo_root)
+    install_packages()
+    python = ensure_venv(peer)
+    conf = os.path.join(peer, "conf", "nginx.conf")
+
+    children = Children()
+    runs = []
+    workload_orders = [("W1", args.w1_orders), ("W2", args.w2_orders)]
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, on_signal)
+    interrupted = None
+    try:
+        start_nginx(conf)
+        log(f"results in {out}; paypipe from {bin_dir}; peer in {peer}")
+        for round_number in range(1, args.rounds + 1):
+            for workload, orders in workload_orders:
+                # Alternate who goes first, so a drift in the machine's speed favours neither side.
+                sides = ("peer", "paypipe") if round_number % 2 else ("paypipe", "peer")
+                for side in sides:
+                    run_dir = os.path.join(out, "runs", f"{workload}-r{round_number}-{side}")
+                    os.makedirs(run_dir, exist_ok=True)
+                    log(f"round {round_number}/{args.rounds} {workload} {side}: {orders} orders")
+                    if side == "peer":
+                        record = run_peer(args, children, peer, python, workload, orders, round_number, run_dir)
+                    else:
+                        record = run_paypipe(args, children, bin_dir, repo_root, workload, orders, round_number, run_dir)
+                    runs.append(record)
+                    log(f"round {round_number} {workload} {side}: " + (
+                        f"FAILED: {record['error']}" if "error" in record else
+                        f"{record['orders_per_s']:,.0f} orders/s, p50 {number(record['p50_ms'], 1)} ms, "
+                        f"p99 {number(record['p99_ms'], 1)} ms"))
+    except Interrupted as e:
+        interrupted = str(e)
+        log(f"{interrupted}: stopping")
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        children.stop_all()
+        stop_nginx(conf)
+
+    summary = summarize(runs, [w for w, _ in workload_orders])
+    context = {"startedAt": started_at.strftime("%Y-%m-%dT%H:%M:%SZ"), "machine": machine(), "commit": git_commit(repo_root),
+               "command": "bench/run --vs-peer " + " ".join(sys.argv[2:]), "peer": peer, "binDirectory": bin_dir,
+               "arguments": vars(args), "interrupted": interrupted}
+    printed = table(runs, summary, args, workload_orders)
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump({**context, "summary": summary, "runs": runs}, f, indent=2, sort_keys=True)
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write(report_markdown(runs, summary, args, workload_orders, context))
+    with open(os.path.join(out, "throughput.svg"), "w") as f:
+        f.write(throughput_svg(summary, workload_orders,
+                               f"{args.rounds} alternating round{'s' if args.rounds > 1 else ''}, {args.submitters} submitters each, {machine()}"[:90]))
+    print(f"nproc: {os.cpu_count()}")
+    print(printed)
+    print(f"results: {out}/ (report.md, results.json, throughput.svg, runs/)")
+    failed = [r for r in runs if "error" in r]
+    for r in failed:
+        log(f"FAILED {r['workload']} round {r['round']} {r['side']}: {r['error']}")
+    if interrupted:
+        return 130
+    return 1 if failed or len(runs) < 2 * args.rounds * len(workload_orders) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
