@@ -7,11 +7,10 @@ import Testing
 import ZeroMQ
 
 extension Outcome {
-    /// The bytes the ledger emits for this outcome once it is logged as `seq`.
+    /// The bytes the ledger emits for this outcome once it is logged as `seq`: the stage's own
+    /// bytes with `"seq"` as the last member.
     func logged(seq: Int64) -> [UInt8] {
-        guard case .object(var object) = json else { return bytes }
-        object["seq"] = .integer(seq)
-        return JSONValue.object(object).bytes
+        Array(bytes.dropLast()) + Array(#","seq":\#(seq)}"#.utf8)
     }
 }
 
@@ -55,6 +54,20 @@ struct OutcomeLogTests {
         #expect(!all.more)
         let page = try core.store.outcomes(after: 1, limit: 2)
         #expect(page.outcomes.map(\.seq) == [2, 3] && page.more)
+    }
+
+    @Test func theSeqIsAddedAsTheLastMemberAndReplacesOneTheOutcomeNamedItself() throws {
+        #expect(LedgerStore.withSeq(#"{"status":"pending"}"#, 7) == #"{"status":"pending","seq":7}"#)
+        #expect(LedgerStore.withSeq("{\"status\":\"pending\"} \n", 8) == #"{"status":"pending","seq":8}"#)
+        // A stage's outcome that names a seq of its own (top level or nested) does not get a
+        // second member: the ledger's seq replaces the top-level one.
+        let named = LedgerStore.withSeq(#"{"seq":99,"status":"pending"}"#, 9)
+        #expect(seq(of: Array(named.utf8)) == 9)
+        #expect(named.split(separator: "seq").count == 2)
+        let nested = LedgerStore.withSeq(#"{"result":{"seq":1},"status":"pending"}"#, 10)
+        #expect(seq(of: Array(nested.utf8)) == 10)
+        guard case .object(let object)? = try? JSONValue.parse(Array(nested.utf8)) else { Issue.record("not an object"); return }
+        #expect(object["result"] == .object(["seq": .integer(1)]))
     }
 
     @Test func outcomesSurviveReopeningTheStore() async throws {
