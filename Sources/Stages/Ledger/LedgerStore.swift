@@ -142,7 +142,15 @@ package final class LedgerStore {
         while let last = bytes.last, last == UInt8(ascii: " ") || last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") || last == UInt8(ascii: "\t") {
             bytes.removeLast()
         }
-        let namesSeq = bytes.withUnsafeBufferPointer { $0.firstRange(of: Array(#""seq""#.utf8)) != nil }
+        let namesSeq = bytes.withUnsafeBufferPointer { b in
+            let quote = UInt8(ascii: "\""), s = UInt8(ascii: "s"), e = UInt8(ascii: "e"), q = UInt8(ascii: "q")
+            var i = 0
+            while i + 4 < b.count {
+                if b[i] == quote, b[i + 1] == s, b[i + 2] == e, b[i + 3] == q, b[i + 4] == quote { return true }
+                i += 1
+            }
+            return false
+        }
         guard bytes.count > 2, bytes.first == UInt8(ascii: "{"), bytes.last == UInt8(ascii: "}"), !namesSeq else {
             guard case .object(var object)? = try? JSONValue.parse(Array(serialized.utf8)) else { return serialized }
             object["seq"] = .integer(seq)
