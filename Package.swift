@@ -192,7 +192,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "paypipe-poller-bench",
-            dependencies: ["BenchSupport", "StageRuntime", "PaypipeCore", "ZeroMQ"],
+            dependencies: ["BenchSupport", "StageRuntime", "StageWire", "PaypipeCore", "ZeroMQ"],
             path: "bench/poller",
             swiftSettings: strict
         ),

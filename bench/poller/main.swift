@@ -5,6 +5,7 @@ import BenchSupport
 import Foundation
 import PaypipeCore
 import StageRuntime
+import StageWire
 import ZeroMQ
 
 let receipts = argument("--receipts", 100_000)
@@ -97,19 +98,26 @@ do {
     let clock = ContinuousClock(), began = clock.now
     let acceptedAt = Timestamp.nowMilliseconds()
     for n in 0..<receipts {
-        let order = #"{"v":1,"orderId":"pb-\#(n)","merchant":"default","provider":"cleeng","operation":"appleReceipt","params":{"customerToken":"tok-\#(n)","offerId":"S123456789_US","receiptData":"ZGVtbw==","transactionId":"tx-\#(n)"}}"#
+        let order = #"{"v":1,"orderId":"pb-\#(n)","merchant":"default","provider":"cleeng","operation":"appleReceipt","params":{"customerToken":"tok-\#(n)","offerId":"S123456789_US","receiptData":"ZGVtbw==","transactionId":"\#(1_000_000_000_000_000 + n)"}}"#
         let accepted = acceptedAt + (spread == 1 ? Int64(n) * Int64(intervalMs) / Int64(receipts) : 0)
-        try await polls.send(Array(#"{"acceptedAt":\#(accepted),"order":\#(order)}"#.utf8))
+        // The ledger's own frame: a hand-written one went stale when dispatches gained a purpose.
+        try await polls.send(DispatchFrame.encode(orderJSON: order, acceptedAt: accepted))
     }
     print(String(format: "queued %d receipts in %.2f s", receipts, Double((clock.now - began).components.attoseconds) / 1e18 + Double((clock.now - began).components.seconds)))
 
     var ended = 0
+    var statuses: [String: Int] = [:]
     let deadline = clock.now + .milliseconds(giveUpMs + 3 * intervalMs + 15_000)
     var lastReport = clock.now
     let cpuBefore = cpuSeconds(poller.pid) ?? 0
     while ended < receipts, clock.now < deadline {
         let batch = try await results.nextBatch(timeoutMilliseconds: 500)
         ended += batch?.count ?? 0
+        for message in batch ?? [] {
+            let status = (try? JSONValue.parse(message.body))?["status"]?.stringValue ?? "unreadable"
+            statuses[status, default: 0] += 1
+            if status != "failed", statuses[status] == 1 { print("first \(status) outcome: \(String(decoding: message.body.prefix(400), as: UTF8.self))") }
+        }
         if clock.now - lastReport >= .seconds(5) {
             lastReport = clock.now
             let text = httpGet(port: metricsPort, path: "/metrics")
@@ -134,7 +142,10 @@ do {
     let late = metric(text, #"paypipe_cleeng_poll_drift_seconds_bucket{le="1.0"}"#)
     print(String(format: "polls within 100 ms of their slot: %.2f %%; within 1 s: %.2f %%", 100 * onTime / max(pollCount, 1), 100 * late / max(pollCount, 1)))
     print("poller says: \(text.split(separator: "\n").filter { $0.hasPrefix("paypipe_cleeng_outcomes_total") }.joined(separator: "; "))")
-    print(ended == receipts ? "every receipt ended (failed: access never granted)" : "MISSING: \(receipts - ended) receipts did not end")
+    print("outcomes by status: \(statuses.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))")
+    if ended < receipts { print("MISSING: \(receipts - ended) receipts did not end") }
+    // Every receipt must be polled to its deadline: anything but `failed` means the bench measured nothing.
+    if statuses["failed", default: 0] != receipts { print("NOT MEASURED: receipts ended other than failed (access never granted)") }
 } catch {
     print("bench failed: \(error)")
 }

@@ -27,9 +27,9 @@ package final class LedgerStore {
         try db.execute("PRAGMA synchronous=FULL")
         // Every order's row is written three times within seconds (intake, claim, outcome): a
         // longer WAL copies each hot page into the database once per checkpoint instead of
-        // several times, and a larger cache keeps the recent orders' pages in memory.
+        // several times, and a larger cache (8 MiB) keeps the recent orders' pages in memory.
         try db.execute("PRAGMA wal_autocheckpoint=10000")
-        try db.execute("PRAGMA cache_size=-32768")
+        try db.execute("PRAGMA cache_size=-8192")
         try db.execute("""
             CREATE TABLE IF NOT EXISTS orders(
               merchant TEXT NOT NULL, order_id TEXT NOT NULL, order_json TEXT,
