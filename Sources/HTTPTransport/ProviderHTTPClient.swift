@@ -1,54 +1,328 @@
-import AsyncHTTPClient
 import NIOCore
 import NIOHTTP1
+import NIOPosix
+import NIOSSL
 import PaypipeCore
+import Synchronization
 
-/// Sends provider requests exactly as the signer built them: one pooled, keep-alive client per
-/// process, with connect and request timeouts from the config's timers.
+/// Sends provider requests exactly as the signer built them, over HTTP/1.1 keep-alive
+/// connections kept per origin, with connect and request timeouts from the config's timers.
+///
+/// A small client on NIO's HTTP/1.1 codec rather than a general-purpose one: one request per
+/// connection at a time, no redirects, no decompression, no proxies. That is all a provider
+/// call needs, and the per-request cost of a general client was the largest part of the
+/// submitter's and the poller's CPU (issue 13's profile). How many requests run at once is
+/// bounded by the callers (the submitter's and poller's `--concurrency`), so every caller gets
+/// a connection: an idle one of its origin or a new one.
 package final class ProviderHTTPClient: Sendable {
-    let client: HTTPClient
+    let connectTimeout: TimeAmount
     let requestTimeout: TimeAmount
+    /// Idle connections kept per origin; more are closed when returned.
+    let maxIdlePerOrigin: Int
+    let tls: NIOSSLContext?
+    let tlsFailure: String?
+    let group: any EventLoopGroup
+    private let pool = Mutex(Pool())
 
-    package init(connectTimeoutMilliseconds: Int64, requestTimeoutMilliseconds: Int64, maxConnectionsPerHost: Int = 512) {
-        var configuration = HTTPClient.Configuration()
-        configuration.timeout = .init(connect: .milliseconds(connectTimeoutMilliseconds), read: .milliseconds(requestTimeoutMilliseconds))
-        configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: maxConnectionsPerHost)
-        configuration.decompression = .disabled
-        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    /// Idle keep-alive connections by origin.
+    private struct Pool {
+        var idle: [Origin: [Idle]] = [:]
+        var isShutDown = false
+    }
+
+    private struct Idle {
+        var channel: any Channel
+        var since: NIODeadline
+    }
+
+    /// `tlsConfiguration`: the system's trust roots unless a test gives its own.
+    package init(
+        connectTimeoutMilliseconds: Int64, requestTimeoutMilliseconds: Int64, maxIdleConnectionsPerHost: Int = 512,
+        tlsConfiguration: TLSConfiguration = .makeClientConfiguration()
+    ) {
+        connectTimeout = .milliseconds(connectTimeoutMilliseconds)
         requestTimeout = .milliseconds(requestTimeoutMilliseconds)
+        maxIdlePerOrigin = max(1, maxIdleConnectionsPerHost)
+        group = MultiThreadedEventLoopGroup.singleton
+        do {
+            tls = try NIOSSLContext(configuration: tlsConfiguration)
+            tlsFailure = nil
+        } catch {
+            tls = nil
+            tlsFailure = "TLS is not available: \(error)"
+        }
     }
 
     package func execute(_ spec: HTTPRequestSpec) async -> Result<HTTPResponseSpec, TransportFailure> {
-        var request = HTTPClientRequest(url: spec.url)
-        request.method = HTTPMethod(rawValue: spec.method.rawValue)
-        for header in spec.headers { request.headers.add(name: header.name, value: header.value) }
-        if !spec.body.isEmpty { request.body = .bytes(ByteBuffer(bytes: spec.body)) }
+        guard let target = Target(url: spec.url) else { return .failure(.notSent("unsupported URL")) }
+        let channel: any Channel
+        switch await connection(to: target.origin) {
+        case .success(let c): channel = c
+        case .failure(let failure): return .failure(failure)
+        }
+        let promise = channel.eventLoop.makePromise(of: ExchangeHandler.Answer.self)
+        // A connection closed under us never reaches the handler: its failed write answers.
+        channel.writeAndFlush(ExchangeHandler.Request(head: head(spec, target), body: spec.body, timeout: requestTimeout, answer: promise))
+            .whenFailure { promise.fail($0) }
         do {
-            let response = try await client.execute(request, timeout: requestTimeout)
-            let body = try await response.body.collect(upTo: 4 << 20)
-            return .success(HTTPResponseSpec(
-                status: Int(response.status.code), headers: response.headers.map { HTTPHeader($0.name, $0.value) },
-                body: Array(buffer: body)))
+            let answer = try await promise.futureResult.get()
+            if answer.keepAlive { release(channel, to: target.origin) } else { channel.close(promise: nil) }
+            return .success(answer.response)
         } catch {
-            return .failure(ProviderHTTPClient.classify(error))
+            channel.close(promise: nil)
+            // Written or not, the request may have reached the provider: resolve, never resend.
+            return .failure(.mayHaveBeenSent(String(String(describing: error).prefix(120))))
         }
     }
 
-    /// Only failures that certainly happened before the request left count as "not sent";
-    /// anything else may have reached the provider and is resolved by a status call.
-    static func classify(_ error: any Error) -> TransportFailure {
-        if let error = error as? HTTPClientError, error == .connectTimeout {
-            return .notSent("connect timeout")
+    private func head(_ spec: HTTPRequestSpec, _ target: Target) -> HTTPRequestHead {
+        var headers = HTTPHeaders()
+        headers.reserveCapacity(spec.headers.count + 2)
+        var hasHost = false, hasLength = false
+        for header in spec.headers {
+            headers.add(name: header.name, value: header.value)
+            if !hasHost, header.name.lowercased() == "host" { hasHost = true }
+            if !hasLength, header.name.lowercased() == "content-length" { hasLength = true }
         }
-        if let error = error as? IOError, error.errnoCode == 111 /* ECONNREFUSED */ { return .notSent("connection refused") }
-        let text = String(describing: error)
-        if text.contains("connectionRefused") || text.contains("Connection refused") { return .notSent("connection refused") }
-        return .mayHaveBeenSent(String(text.prefix(120)))
+        if !hasHost { headers.add(name: "Host", value: target.hostHeader) }
+        if !hasLength, !spec.body.isEmpty || spec.method == .POST || spec.method == .PUT {
+            headers.add(name: "Content-Length", value: String(spec.body.count))
+        }
+        return HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: spec.method.rawValue), uri: target.path, headers: headers)
+    }
+
+    /// An idle connection of `origin` that is still open, or a new one. Only a failure to
+    /// connect is certain not to have sent anything.
+    private func connection(to origin: Origin) async -> Result<any Channel, TransportFailure> {
+        let now = NIODeadline.now()
+        let (reused, stale, isShutDown) = pool.withLock { pool -> ((any Channel)?, [any Channel], Bool) in
+            if pool.isShutDown { return (nil, [], true) }
+            var stale: [any Channel] = []
+            while var idle = pool.idle[origin], let last = idle.popLast() {
+                pool.idle[origin] = idle
+                // Servers close idle keep-alive connections (nginx after 75 s by default);
+                // one that sat longer than ours is not worth a failed request.
+                if last.channel.isActive, now - last.since < Self.idleTimeout { return (last.channel, stale, false) }
+                stale.append(last.channel)
+            }
+            return (nil, stale, false)
+        }
+        for channel in stale { channel.close(promise: nil) }
+        if isShutDown { return .failure(.notSent("the HTTP client is shut down")) }
+        if let reused { return .success(reused) }
+        if origin.tls, tls == nil { return .failure(.notSent(tlsFailure ?? "TLS is not available")) }
+        let tls = origin.tls ? self.tls : nil
+        let bootstrap = ClientBootstrap(group: group)
+            .connectTimeout(connectTimeout)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let handlers = channel.pipeline.syncOperations
+                    if let tls { try handlers.addHandler(try NIOSSLClientHandler(context: tls, serverHostname: origin.serverName)) }
+                    try handlers.addHTTPClientHandlers()
+                    try handlers.addHandler(ExchangeHandler())
+                }
+            }
+        do {
+            return .success(try await bootstrap.connect(host: origin.host, port: origin.port).get())
+        } catch {
+            return .failure(Self.classifyConnectFailure(error))
+        }
+    }
+
+    private func release(_ channel: any Channel, to origin: Origin) {
+        let kept = pool.withLock { pool -> Bool in
+            guard !pool.isShutDown, channel.isActive, pool.idle[origin, default: []].count < maxIdlePerOrigin else { return false }
+            pool.idle[origin, default: []].append(Idle(channel: channel, since: .now()))
+            return true
+        }
+        if !kept { channel.close(promise: nil) }
+    }
+
+    /// Idle connections older than this are closed instead of reused.
+    static let idleTimeout = TimeAmount.seconds(60)
+
+    /// A connection that could not be made sent nothing: the request is written only once
+    /// `connect` succeeded (a TLS handshake failing after it counts as "may have been sent").
+    static func classifyConnectFailure(_ error: any Error) -> TransportFailure {
+        let causes: [any Error] = (error as? NIOConnectionError).map { $0.connectionErrors.map(\.error) } ?? [error]
+        for cause in causes {
+            if let channelError = cause as? ChannelError, case .connectTimeout = channelError { return .notSent("connect timeout") }
+            if let ioError = cause as? IOError, ioError.errnoCode == 111 /* ECONNREFUSED */ { return .notSent("connection refused") }
+        }
+        return .notSent("could not connect: \(String(String(describing: error).prefix(100)))")
     }
 
     package func shutdown() async {
-        try? await client.shutdown()
+        let channels = pool.withLock { pool -> [any Channel] in
+            pool.isShutDown = true
+            defer { pool.idle = [:] }
+            return pool.idle.values.flatMap { $0.map(\.channel) }
+        }
+        for channel in channels { try? await channel.close() }
     }
 }
 
 extension ProviderHTTPClient: ProviderHTTPTransport {}
+
+/// Scheme, host and port: what a connection can be reused for.
+struct Origin: Hashable, Sendable {
+    var tls: Bool
+    var host: String
+    var port: Int
+
+    /// The TLS server name: a host name, never an IP literal (RFC 6066 §3).
+    var serverName: String? {
+        host.contains(":") || host.allSatisfy({ $0.isNumber || $0 == "." }) ? nil : host
+    }
+}
+
+/// A request URL taken apart: `http(s)://host[:port][/path][?query]`, IPv6 hosts in brackets.
+/// Anything else (user info, other schemes, a fragment) is refused before anything is sent.
+struct Target: Equatable {
+    var origin: Origin
+    /// Path and query, as sent in the request line.
+    var path: String
+    var hostHeader: String
+
+    init?(url: String) {
+        let tls: Bool, rest: Substring
+        if url.hasPrefix("https://") {
+            (tls, rest) = (true, url.dropFirst(8))
+        } else if url.hasPrefix("http://") {
+            (tls, rest) = (false, url.dropFirst(7))
+        } else {
+            return nil
+        }
+        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) ?? rest.endIndex
+        let authority = rest[..<authorityEnd]
+        var path = String(rest[authorityEnd...])
+        if path.isEmpty { path = "/" } else if path.first == "?" { path = "/" + path }
+        guard !authority.isEmpty, !authority.contains("@"), !path.contains("#"), !path.contains(" ") else { return nil }
+        var host: Substring, portText: Substring?
+        if authority.first == "[" {
+            guard let close = authority.firstIndex(of: "]") else { return nil }
+            host = authority[authority.index(after: authority.startIndex)..<close]
+            let after = authority[authority.index(after: close)...]
+            if !after.isEmpty {
+                guard after.first == ":" else { return nil }
+                portText = after.dropFirst()
+            }
+        } else if let colon = authority.lastIndex(of: ":") {
+            host = authority[..<colon]
+            portText = authority[authority.index(after: colon)...]
+        } else {
+            host = authority
+        }
+        let defaultPort = tls ? 443 : 80
+        var port = defaultPort
+        if let portText {
+            guard let parsed = Int(portText), (1...65535).contains(parsed) else { return nil }
+            port = parsed
+        }
+        guard !host.isEmpty else { return nil }
+        origin = Origin(tls: tls, host: String(host), port: port)
+        self.path = path
+        let bracketed = authority.first == "[" ? "[\(host)]" : String(host)
+        hostHeader = port == defaultPort ? bracketed : "\(bracketed):\(port)"
+    }
+}
+
+/// One connection's request/response exchange: the request written, the response collected up
+/// to a limit, and the answer given once, whatever ends it first (the response, the request
+/// timeout, a closed connection or an error).
+final class ExchangeHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPClientResponsePart
+    typealias OutboundIn = Request
+    typealias OutboundOut = HTTPClientRequestPart
+
+    struct Request: Sendable {
+        var head: HTTPRequestHead
+        var body: [UInt8]
+        var timeout: TimeAmount
+        var answer: EventLoopPromise<Answer>
+    }
+
+    struct Answer: Sendable {
+        var response: HTTPResponseSpec
+        var keepAlive: Bool
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Responses larger than this are refused (and the connection closed).
+    static let maxBodyBytes = 4 << 20
+
+    private var answer: EventLoopPromise<Answer>?
+    private var timeout: Scheduled<Void>?
+    private var status = 0
+    private var headers: [HTTPHeader] = []
+    private var keepAlive = true
+    private var body: [UInt8] = []
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        let request = unwrapOutboundIn(data)
+        guard answer == nil else {
+            request.answer.fail(Failure(description: "connection busy"))
+            return
+        }
+        answer = request.answer
+        status = 0
+        headers = []
+        body = []
+        keepAlive = request.head.isKeepAlive
+        let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
+        timeout = context.eventLoop.scheduleTask(in: request.timeout) {
+            bound.value.handler.finish(.failure(Failure(description: "request timeout")), context: bound.value.context)
+        }
+        context.write(wrapOutboundOut(.head(request.head)), promise: nil)
+        if !request.body.isEmpty {
+            context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: request.body)))), promise: nil)
+        }
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: promise)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard answer != nil else { return }
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            status = Int(head.status.code)
+            headers = head.headers.map { HTTPHeader($0.name, $0.value) }
+            keepAlive = keepAlive && head.isKeepAlive
+        case .body(let buffer):
+            guard body.count + buffer.readableBytes <= Self.maxBodyBytes else {
+                finish(.failure(Failure(description: "response body over \(Self.maxBodyBytes) bytes")), context: context)
+                return
+            }
+            body.append(contentsOf: buffer.readableBytesView)
+        case .end:
+            finish(.success(Answer(response: HTTPResponseSpec(status: status, headers: headers, body: body), keepAlive: keepAlive)), context: context)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        finish(.failure(Failure(description: "connection closed before the response ended")), context: context)
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        finish(.failure(error), context: context)
+        context.close(promise: nil)
+    }
+
+    private func finish(_ result: Result<Answer, any Error>, context: ChannelHandlerContext) {
+        guard let answer else { return }
+        self.answer = nil
+        timeout?.cancel()
+        timeout = nil
+        body = []
+        switch result {
+        case .success(let value): answer.succeed(value)
+        case .failure(let error):
+            answer.fail(error)
+            context.close(promise: nil)
+        }
+    }
+}

@@ -24,7 +24,7 @@ package struct ReviewCommand: AsyncParsableCommand {
 
     package func run() async throws {
         let address = ledgerAddress()
-        let http = ProviderHTTPClient(connectTimeoutMilliseconds: timeoutMs, requestTimeoutMilliseconds: timeoutMs, maxConnectionsPerHost: 1)
+        let http = ProviderHTTPClient(connectTimeoutMilliseconds: timeoutMs, requestTimeoutMilliseconds: timeoutMs, maxIdleConnectionsPerHost: 1)
         let result = await http.execute(HTTPRequestSpec(method: .GET, url: "http://\(address)/review?limit=\(limit)"))
         await http.shutdown()
         switch result {

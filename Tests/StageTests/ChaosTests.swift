@@ -18,7 +18,7 @@ import ZeroMQ
 /// counted before it is passed on. Status and query calls are passed on uncounted.
 final class EffectCountingFront: Sendable {
     let target: String
-    let http = ProviderHTTPClient(connectTimeoutMilliseconds: 2000, requestTimeoutMilliseconds: 30_000, maxConnectionsPerHost: 256)
+    let http = ProviderHTTPClient(connectTimeoutMilliseconds: 2000, requestTimeoutMilliseconds: 30_000, maxIdleConnectionsPerHost: 256)
     let arrivals = Mutex<[String: Int]>([:])
 
     init(target: String) { self.target = target }

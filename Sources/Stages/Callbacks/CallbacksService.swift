@@ -35,7 +35,7 @@ package final class CallbacksService: Service {
         // For connectors that confirm a callback with the provider before believing it.
         let http = ProviderHTTPClient(
             connectTimeoutMilliseconds: config.timers.httpConnectTimeoutMs, requestTimeoutMilliseconds: config.timers.httpRequestTimeoutMs,
-            maxConnectionsPerHost: 64)
+            maxIdleConnectionsPerHost: 64)
         let validator = CallbackValidator(directory: ledger, catalog: registry.catalog, http: http)
         let (logger, metrics) = (self.logger, self.metrics)
         logger.info("callbacks ready", metadata: ["address": "\(config.endpoints.callbacks)", "ledgerRPC": "\(config.endpoints.ledgerRPC)"])

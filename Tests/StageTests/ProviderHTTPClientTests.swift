@@ -1,0 +1,328 @@
+import Foundation
+@testable import HTTPTransport
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import PaypipeCore
+import Synchronization
+import Testing
+
+/// A loopback HTTP/1.1 server on plain sockets, one thread per connection, that answers each
+/// request with what `respond` returns (raw bytes, so a test can send anything: a chunked body,
+/// `Connection: close`, half a response, nothing at all) and counts connections and requests.
+final class ScriptedHTTPServer: Sendable {
+    enum Reply: Sendable {
+        case bytes([UInt8], thenClose: Bool)
+        /// Read the request, answer nothing, keep the connection open until the server stops.
+        case silence
+    }
+
+    struct Received: Sendable {
+        var requestLine: String
+        var headers: [(String, String)]
+        var body: [UInt8]
+        func header(_ name: String) -> String? { headers.first { $0.0.lowercased() == name.lowercased() }?.1 }
+    }
+
+    let port: Int
+    private let listener: Int32
+    private let state = Mutex((connections: 0, requests: [Received](), stopped: false, open: [Int32]()))
+    private let respond: @Sendable (Received) -> Reply
+
+    init(respond: @escaping @Sendable (Received) -> Reply) throws {
+        self.respond = respond
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var one: Int32 = 1
+        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(listener, 64) == 0 else { throw POSIXError(.EADDRINUSE) }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) } }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        self.listener = listener
+        Thread.detachNewThread { [self] in
+            while true {
+                let fd = accept(listener, nil, nil)
+                guard fd >= 0 else { return }
+                let stopped = state.withLock { s -> Bool in
+                    s.connections += 1
+                    s.open.append(fd)
+                    return s.stopped
+                }
+                if stopped { return }
+                Thread.detachNewThread { [self] in serve(fd) }
+            }
+        }
+    }
+
+    var connections: Int { state.withLock { $0.connections } }
+    var requests: [Received] { state.withLock { $0.requests } }
+
+    func stop() {
+        let open = state.withLock { s -> [Int32] in
+            s.stopped = true
+            return s.open
+        }
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+        for fd in open { shutdown(fd, Int32(SHUT_RDWR)) }
+    }
+
+    private func serve(_ fd: Int32) {
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var pending: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        for _ in 0..<1000 {
+            // One request: the head up to the blank line, then Content-Length bytes of body.
+            var headEnd: Int?
+            var received: Received?
+            for _ in 0..<1000 {
+                if headEnd == nil, let range = pending.firstRange(of: Array("\r\n\r\n".utf8)) { headEnd = range.upperBound }
+                if let end = headEnd {
+                    let lines = String(decoding: pending[..<(end - 4)], as: UTF8.self).components(separatedBy: "\r\n")
+                    let headers = lines.dropFirst().compactMap { line -> (String, String)? in
+                        guard let colon = line.firstIndex(of: ":") else { return nil }
+                        return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+                    }
+                    let length = Int(headers.first { $0.0.lowercased() == "content-length" }?.1 ?? "0") ?? 0
+                    if pending.count >= end + length {
+                        received = Received(requestLine: lines.first ?? "", headers: headers, body: Array(pending[end..<(end + length)]))
+                        pending.removeFirst(end + length)
+                        break
+                    }
+                }
+                let n = recv(fd, &chunk, chunk.count, 0)
+                if n <= 0 { return }
+                pending += chunk[0..<n]
+            }
+            guard let request = received else { return }
+            state.withLock { $0.requests.append(request) }
+            switch respond(request) {
+            case .bytes(let bytes, let thenClose):
+                _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                if thenClose { return }
+            case .silence:
+                while recv(fd, &chunk, chunk.count, 0) > 0 {}
+                return
+            }
+        }
+    }
+
+    static func response(_ status: Int = 200, body: String, headers: [String] = []) -> [UInt8] {
+        let head = (["HTTP/1.1 \(status) OK", "Content-Length: \(body.utf8.count)", "Content-Type: application/json"] + headers).joined(separator: "\r\n")
+        return Array((head + "\r\n\r\n" + body).utf8)
+    }
+}
+
+@Suite("ProviderHTTPClient: keep-alive, timeouts, failures, TLS against real loopback servers")
+struct ProviderHTTPClientTests {
+    func client(timeoutMs: Int64 = 5000, tls: TLSConfiguration = .makeClientConfiguration()) -> ProviderHTTPClient {
+        ProviderHTTPClient(connectTimeoutMilliseconds: 2000, requestTimeoutMilliseconds: timeoutMs, tlsConfiguration: tls)
+    }
+
+    @Test func requestsGoOutAsBuiltAndShareOneKeptAliveConnection() async throws {
+        let server = try ScriptedHTTPServer { request in
+            .bytes(ScriptedHTTPServer.response(body: #"{"echo":"\#(request.requestLine)"}"#), thenClose: false)
+        }
+        defer { server.stop() }
+        let http = client()
+        for n in 0..<20 {
+            let request = HTTPRequestSpec(
+                method: .POST, url: "http://127.0.0.1:\(server.port)/v3/recurring/auth/init?n=\(n)",
+                headers: [HTTPHeader("Content-Type", "application/json"), HTTPHeader("X-VERIFY", "abc###1")], body: Array(#"{"n":\#(n)}"#.utf8))
+            guard case .success(let response) = await http.execute(request) else { Issue.record("request \(n) failed"); return }
+            #expect(response.status == 200)
+            #expect(String(decoding: response.body, as: UTF8.self) == #"{"echo":"POST /v3/recurring/auth/init?n=\#(n) HTTP/1.1"}"#)
+            #expect(response.header("content-type") == "application/json")
+        }
+        await http.shutdown()
+        #expect(server.connections == 1)
+        let first = try #require(server.requests.first)
+        #expect(first.header("Host") == "127.0.0.1:\(server.port)")
+        #expect(first.header("X-VERIFY") == "abc###1")
+        #expect(first.header("Content-Length") == "7")
+        #expect(first.body == Array(#"{"n":0}"#.utf8))
+    }
+
+    @Test func requestURLsAreTakenApartOrRefused() {
+        let v6 = Target(url: "https://[::1]:8443/a?b=c")
+        #expect(v6?.origin == Origin(tls: true, host: "::1", port: 8443))
+        #expect(v6?.path == "/a?b=c" && v6?.hostHeader == "[::1]:8443")
+        let plain = Target(url: "https://api.example.com")
+        #expect(plain?.origin == Origin(tls: true, host: "api.example.com", port: 443))
+        #expect(plain?.path == "/" && plain?.hostHeader == "api.example.com")
+        #expect(plain?.origin.serverName == "api.example.com")
+        #expect(Target(url: "http://127.0.0.1:80?x=1")?.path == "/?x=1")
+        #expect(Target(url: "http://127.0.0.1/")?.origin.serverName == nil)
+        for refused in ["ftp://h/", "http://user:pw@h/", "http://h:0/", "http://h:99999/", "http:///x", "http://h/a#frag", "h/x", "http://[::1/"] {
+            #expect(Target(url: refused) == nil, "\(refused)")
+        }
+    }
+
+    @Test func aConnectionTheServerClosesIsNotReused() async throws {
+        let server = try ScriptedHTTPServer { _ in .bytes(ScriptedHTTPServer.response(body: "{}", headers: ["Connection: close"]), thenClose: true) }
+        defer { server.stop() }
+        let http = client()
+        for _ in 0..<3 {
+            guard case .success(let response) = await http.execute(HTTPRequestSpec(method: .GET, url: "http://127.0.0.1:\(server.port)/")) else {
+                Issue.record("failed")
+                return
+            }
+            #expect(response.status == 200)
+        }
+        await http.shutdown()
+        #expect(server.connections == 3)
+        #expect(server.requests.first?.header("Content-Length") == nil)
+    }
+
+    @Test func aChunkedBodyIsAssembled() async throws {
+        let chunked = Array("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{\"a\":\r\n3\r\n42}\r\n0\r\n\r\n".utf8)
+        let server = try ScriptedHTTPServer { _ in .bytes(chunked, thenClose: false) }
+        defer { server.stop() }
+        let http = client()
+        let result = await http.execute(HTTPRequestSpec(method: .GET, url: "http://127.0.0.1:\(server.port)/x"))
+        #expect((try? result.get().body) == Array(#"{"a":42}"#.utf8))
+        await http.shutdown()
+    }
+
+    @Test func onlyAFailedConnectIsCertainlyNotSent() async throws {
+        let refused = try freeLoopbackPort()
+        let http = client(timeoutMs: 300)
+        guard case .failure(.notSent(let reason)) = await http.execute(HTTPRequestSpec(method: .POST, url: "http://127.0.0.1:\(refused)/"))
+        else { Issue.record("a refused connection must be notSent"); return }
+        #expect(reason == "connection refused")
+
+        // A server that takes the request and never answers: the request may have had its effect.
+        let silent = try ScriptedHTTPServer { _ in .silence }
+        defer { silent.stop() }
+        let began = ContinuousClock.now
+        guard case .failure(.mayHaveBeenSent(let why)) = await http.execute(HTTPRequestSpec(method: .POST, url: "http://127.0.0.1:\(silent.port)/"))
+        else { Issue.record("a timed-out request must be mayHaveBeenSent"); return }
+        #expect(why.contains("timeout"))
+        #expect(ContinuousClock.now - began < .seconds(5))
+
+        // Half a response, then the connection closes.
+        let half = try ScriptedHTTPServer { _ in .bytes(Array("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"a\"".utf8), thenClose: true) }
+        defer { half.stop() }
+        guard case .failure(.mayHaveBeenSent) = await http.execute(HTTPRequestSpec(method: .POST, url: "http://127.0.0.1:\(half.port)/"))
+        else { Issue.record("a cut response must be mayHaveBeenSent"); return }
+
+        guard case .failure(.notSent) = await http.execute(HTTPRequestSpec(method: .GET, url: "ftp://127.0.0.1/")) else {
+            Issue.record("an unsupported URL is refused before anything is sent")
+            return
+        }
+        await http.shutdown()
+        guard case .failure(.notSent) = await http.execute(HTTPRequestSpec(method: .GET, url: "http://127.0.0.1:\(half.port)/")) else {
+            Issue.record("a shut-down client sends nothing")
+            return
+        }
+    }
+
+    @Test func concurrentRequestsEachGetTheirOwnAnswer() async throws {
+        let server = try ScriptedHTTPServer { request in .bytes(ScriptedHTTPServer.response(body: String(decoding: request.body, as: UTF8.self)), thenClose: false) }
+        defer { server.stop() }
+        let http = client()
+        let answers = await withTaskGroup(of: (Int, String?).self) { group in
+            for n in 0..<64 {
+                group.addTask {
+                    let result = await http.execute(HTTPRequestSpec(method: .POST, url: "http://127.0.0.1:\(server.port)/", body: Array("body-\(n)".utf8)))
+                    return (n, (try? result.get()).map { String(decoding: $0.body, as: UTF8.self) })
+                }
+            }
+            var all: [Int: String?] = [:]
+            for await (n, body) in group { all[n] = body }
+            return all
+        }
+        await http.shutdown()
+        #expect(answers.count == 64)
+        #expect(answers.allSatisfy { $0.value == "body-\($0.key)" })
+        #expect(server.connections <= 64)
+    }
+
+    @Test func httpsIsVerifiedAgainstTheTrustRoots() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-tls-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let key = directory.appendingPathComponent("key.pem").path, certificate = directory.appendingPathComponent("cert.pem").path
+        let openssl = Process()
+        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        openssl.arguments = [
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", certificate,
+            "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
+        ]
+        openssl.standardError = FileHandle.nullDevice
+        try openssl.run()
+        openssl.waitUntilExit()
+        try #require(openssl.terminationStatus == 0, "openssl could not make a test certificate")
+
+        let server = try await TLSEchoServer.start(certificate: certificate, key: key)
+        defer { server.stop() }
+        var trusting = TLSConfiguration.makeClientConfiguration()
+        trusting.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(certificate))
+        let http = client(tls: trusting)
+        let result = await http.execute(HTTPRequestSpec(method: .POST, url: "https://localhost:\(server.port)/pay", body: Array("{}".utf8)))
+        #expect((try? result.get().status) == 200)
+        #expect((try? result.get().body) == Array("tls POST /pay".utf8))
+        await http.shutdown()
+
+        // The system's roots do not know the test certificate: the handshake fails, nothing is answered.
+        let strict = client()
+        guard case .failure = await strict.execute(HTTPRequestSpec(method: .POST, url: "https://localhost:\(server.port)/pay")) else {
+            Issue.record("an untrusted certificate must not be accepted")
+            return
+        }
+        await strict.shutdown()
+    }
+}
+
+/// An HTTPS server on NIO that answers `tls <method> <uri>`.
+struct TLSEchoServer {
+    let channel: any Channel
+    var port: Int { channel.localAddress?.port ?? 0 }
+
+    static func start(certificate: String, key: String) async throws -> TLSEchoServer {
+        let configuration = TLSConfiguration.makeServerConfiguration(
+            certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) }, privateKey: .file(key))
+        let context = try NIOSSLContext(configuration: configuration)
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                    try channel.pipeline.syncOperations.addHandler(Echo())
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        return TLSEchoServer(channel: channel)
+    }
+
+    func stop() { channel.close(promise: nil) }
+
+    final class Echo: ChannelInboundHandler {
+        typealias InboundIn = HTTPServerRequestPart
+        typealias OutboundOut = HTTPServerResponsePart
+        var line = ""
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            switch unwrapInboundIn(data) {
+            case .head(let head): line = "tls \(head.method.rawValue) \(head.uri)"
+            case .body: break
+            case .end:
+                var headers = HTTPHeaders()
+                headers.add(name: "Content-Length", value: String(line.utf8.count))
+                context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))), promise: nil)
+                context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: line)))), promise: nil)
+                context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            }
+        }
+    }
+}
