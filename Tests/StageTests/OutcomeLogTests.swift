@@ -70,27 +70,6 @@ struct OutcomeLogTests {
         #expect(object["result"] == .object(["seq": .integer(1)]))
     }
 
-    @Test func workGroupedIntoOneTransactionIsUndoneAloneWhenItFails() throws {
-        struct Refused: Error {}
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-\(UUID().uuidString).sqlite").path
-        let store = try LedgerStore(path: path)
-        try store.transaction {
-            _ = try store.transaction { try store.logOutcome(#"{"status":"pending","n":1}"#, now: 1) }
-            #expect(throws: Refused.self) {
-                try store.transaction {
-                    _ = try store.logOutcome(#"{"status":"pending","n":2}"#, now: 1)
-                    throw Refused()
-                }
-            }
-            _ = try store.transaction { try store.logOutcome(#"{"status":"pending","n":3}"#, now: 1) }
-        }
-        let reopened = try LedgerStore(path: path)
-        let logged = try reopened.outcomes(after: 0, limit: 10).outcomes
-        #expect(logged.map { (try? JSONValue.parse(Array($0.text.utf8)))?["n"]?.integerValue } == [1, 3])
-        #expect(logged.map(\.seq) == logged.map(\.seq).sorted() && Set(logged.map(\.seq)).count == 2)
-        #expect(logged.allSatisfy { seq(of: Array($0.text.utf8)) == $0.seq })
-    }
-
     @Test func outcomesSurviveReopeningTheStore() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-\(UUID().uuidString).sqlite").path
         do {

@@ -20,58 +20,11 @@ package final class LedgerService: MeasuredStage {
     actor Core {
         var core: LedgerCore
         init(core: LedgerCore) { self.core = core }
-
-        /// Orders, outcomes and requests that arrive while a transaction commits wait here and
-        /// go into the next transaction together: one commit (one fsync, each hot page written
-        /// once) for everything the sockets delivered meanwhile, instead of one per socket.
-        private var queued: [GroupedWork] = []
-        private var draining = false
-
-        private struct GroupedWork {
-            /// Does the work inside the group's transaction (as a savepoint of its own) and
-            /// returns what answers its caller once the group has committed.
-            let run: (inout LedgerCore, Int64) throws -> () -> Void
-            let fail: (any Error) -> Void
-        }
-
-        private func grouped<T: Sendable>(_ work: @escaping (inout LedgerCore, Int64) throws -> T) async throws -> T {
-            try await withCheckedThrowingContinuation { continuation in
-                queued.append(GroupedWork(
-                    run: { core, now in
-                        let value = try work(&core, now)
-                        return { continuation.resume(returning: value) }
-                    },
-                    fail: { continuation.resume(throwing: $0) }))
-                guard !draining else { return }
-                draining = true
-                Task { self.drain() }
-            }
-        }
-
-        private func drain() {
-            while !queued.isEmpty {
-                let group = queued
-                queued = []
-                let now = milliseconds(), store = core.store
-                do {
-                    let answers = try store.transaction { try group.map { try $0.run(&core, now) } }
-                    for answer in answers { answer() }
-                } catch {
-                    // Nothing of the group was committed: every caller retries its own work.
-                    for work in group { work.fail(error) }
-                }
-            }
-            draining = false
-        }
-
-        func intake(_ frames: [[UInt8]]) async throws -> [LedgerCore.Effect] { try await grouped { try $0.intake(frames, now: $1) } }
-        func results(_ frames: [[UInt8]]) async throws -> [LedgerCore.Effect] { try await grouped { try $0.results(frames, now: $1) } }
+        func intake(_ frames: [[UInt8]]) throws -> [LedgerCore.Effect] { try core.intake(frames, now: milliseconds()) }
+        func results(_ frames: [[UInt8]]) throws -> [LedgerCore.Effect] { try core.results(frames, now: milliseconds()) }
         func redeliver() throws -> [LedgerCore.Effect] { try core.redeliver(now: milliseconds()) }
         func resumeLeases() throws { try core.resumeLeases(now: milliseconds()) }
-        /// Every request of a batch from the ledger RPC socket, in order.
-        func answer(_ requests: [LedgerRequest]) async throws -> [(LedgerReply, [LedgerCore.Effect])] {
-            try await grouped { core, now in try requests.map { try core.answer($0, now: now) } }
-        }
+        func answer(_ request: LedgerRequest) throws -> (LedgerReply, [LedgerCore.Effect]) { try core.answer(request, now: milliseconds()) }
         var counters: LedgerCore.Counters { core.counters }
         func replay(_ request: OutcomeReplay.Request) throws -> (outcomes: [(seq: Int64, text: String)], more: Bool) {
             try core.store.outcomes(after: request.since, limit: request.limit)
@@ -208,28 +161,20 @@ package final class LedgerService: MeasuredStage {
             }
             group.addTask {
                 while let batch = try await rpc.nextBatch() {
-                    // [client identity, request id, request]; a request that cannot be read or
-                    // is not this client's to make is answered without touching the store.
-                    let messages = batch.filter { $0.frames.count == 3 }
-                    let readings: [Result<LedgerRequest, any Error>] = messages.map { message in
-                        Result {
+                    for message in batch {
+                        // [client identity, request id, request]
+                        guard message.frames.count == 3 else { continue }
+                        let reply: LedgerReply, effects: [LedgerCore.Effect]
+                        do {
                             let request = try LedgerRequest.parse(message.frames[2])
                             try links.authorize(request, from: message)
-                            return request
+                            (reply, effects) = try await retrying.run("a ledger request") { try await core.answer(request) }
+                        } catch let failure as LedgerStoreFailure {
+                            throw failure
+                        } catch {
+                            (reply, effects) = (.failure("\(error)"), [])
                         }
-                    }
-                    let requests = readings.compactMap { try? $0.get() }
-                    var answers = try await retrying.run("ledger requests") { try await core.answer(requests) }.makeIterator()
-                    for (message, reading) in zip(messages, readings) {
-                        let reply: LedgerReply
-                        switch reading {
-                        case .success:
-                            guard let (answer, effects) = answers.next() else { continue }
-                            try await perform(effects)
-                            reply = answer
-                        case .failure(let error):
-                            reply = .failure("\(error)")
-                        }
+                        try await perform(effects)
                         rpc.send(ZMQMessage(frames: [message.frames[0], message.frames[1], reply.json.bytes]))
                     }
                 }

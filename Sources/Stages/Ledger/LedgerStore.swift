@@ -111,28 +111,12 @@ package final class LedgerStore {
             """)
     }
 
-    /// Runs `body` in a transaction. Inside another one (the ledger groups the work that arrives
-    /// while a commit is under way into one transaction) it is a savepoint: still all or
-    /// nothing, committed with the group.
     package func transaction<T>(_ body: () throws -> T) throws -> T {
-        if inTransaction {
-            let seqBefore = nextSeq
-            do { return try db.savepoint(body) } catch {
-                nextSeq = seqBefore
-                throw error
-            }
-        }
         // Read again in every transaction: a rolled-back one may have taken seqs it never wrote.
         nextSeq = nil
-        inTransaction = true
-        defer {
-            nextSeq = nil
-            inTransaction = false
-        }
+        defer { nextSeq = nil }
         return try db.transaction(body)
     }
-
-    private var inTransaction = false
 
     /// The seq the next logged outcome gets, once read from the log's AUTOINCREMENT counter.
     private var nextSeq: Int64?

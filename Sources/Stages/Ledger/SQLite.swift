@@ -95,21 +95,6 @@ final class SQLiteConnection {
         return statement
     }
 
-    /// `body` as a savepoint inside the open transaction: undone alone when it throws, committed
-    /// with the transaction otherwise.
-    func savepoint<T>(_ body: () throws -> T) throws -> T {
-        try execute("SAVEPOINT nested")
-        do {
-            let value = try body()
-            try execute("RELEASE nested")
-            return value
-        } catch {
-            try? execute("ROLLBACK TO nested")
-            try? execute("RELEASE nested")
-            throw error
-        }
-    }
-
     func transaction<T>(_ body: () throws -> T) throws -> T {
         try execute("BEGIN IMMEDIATE")
         do {
