@@ -19,8 +19,10 @@ package final class ProviderHTTPClient: Sendable {
     let requestTimeout: TimeAmount
     /// Idle connections kept per origin; more are closed when returned.
     let maxIdlePerOrigin: Int
-    let tls: NIOSSLContext?
-    let tlsFailure: String?
+    let tlsConfiguration: TLSConfiguration
+    /// Made on the first HTTPS request: loading the system's trust roots takes a while, and a
+    /// client that only talks plain HTTP (the sandbox, tests) never needs them.
+    private let tls = Mutex<Result<NIOSSLContext, TransportFailure>?>(nil)
     let group: any EventLoopGroup
     private let pool = Mutex(Pool())
 
@@ -44,12 +46,16 @@ package final class ProviderHTTPClient: Sendable {
         requestTimeout = .milliseconds(requestTimeoutMilliseconds)
         maxIdlePerOrigin = max(1, maxIdleConnectionsPerHost)
         group = MultiThreadedEventLoopGroup.singleton
-        do {
-            tls = try NIOSSLContext(configuration: tlsConfiguration)
-            tlsFailure = nil
-        } catch {
-            tls = nil
-            tlsFailure = "TLS is not available: \(error)"
+        self.tlsConfiguration = tlsConfiguration
+    }
+
+    private func tlsContext() -> Result<NIOSSLContext, TransportFailure> {
+        tls.withLock { made in
+            if let made { return made }
+            let result = Result { try NIOSSLContext(configuration: tlsConfiguration) }
+                .mapError { TransportFailure.notSent("TLS is not available: \($0)") }
+            made = result
+            return result
         }
     }
 
@@ -110,8 +116,13 @@ package final class ProviderHTTPClient: Sendable {
         for channel in stale { channel.close(promise: nil) }
         if isShutDown { return .failure(.notSent("the HTTP client is shut down")) }
         if let reused { return .success(reused) }
-        if origin.tls, tls == nil { return .failure(.notSent(tlsFailure ?? "TLS is not available")) }
-        let tls = origin.tls ? self.tls : nil
+        var tls: NIOSSLContext?
+        if origin.tls {
+            switch tlsContext() {
+            case .success(let context): tls = context
+            case .failure(let failure): return .failure(failure)
+            }
+        }
         let bootstrap = ClientBootstrap(group: group)
             .connectTimeout(connectTimeout)
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)

@@ -1,3 +1,4 @@
+import Synchronization
 import Testing
 import ZeroMQ
 
@@ -54,17 +55,24 @@ struct ReceiverTimeoutTests {
         let receiver = try ZMQReceiver(socket: pull)
         let sender = try ZMQSender(socket: push)
         let total = 3000
+        let clock = ContinuousClock(), deadline = clock.now + .seconds(20)
+        // Halfway, the sender waits for a receive to time out, so that timeouts happen between
+        // arrivals however loaded the machine is (a busy machine otherwise always has data waiting).
+        let timedOut = Atomic<Bool>(false)
         let sending = Task {
             for n in 0..<total {
                 try await sender.send(Array("m\(n)".utf8))
                 if n % 50 == 0 { try await Task.sleep(for: .milliseconds(1)) }
+                while n == total / 2, !timedOut.load(ordering: .relaxed), clock.now < deadline { try await Task.sleep(for: .milliseconds(1)) }
             }
         }
         var received = 0, timeouts = 0
-        let clock = ContinuousClock(), deadline = clock.now + .seconds(20)
         while received < total, clock.now < deadline {
             let batch = try await receiver.nextBatch(timeoutMilliseconds: 1) ?? []
-            if batch.isEmpty { timeouts += 1 }
+            if batch.isEmpty {
+                timeouts += 1
+                if received > total / 2 { timedOut.store(true, ordering: .relaxed) }
+            }
             received += batch.count
         }
         try await sending.value
