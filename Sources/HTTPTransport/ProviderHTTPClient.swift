@@ -87,8 +87,11 @@ package final class ProviderHTTPClient: Sendable {
         var hasHost = false, hasLength = false
         for header in spec.headers {
             headers.add(name: header.name, value: header.value)
-            if !hasHost, header.name.lowercased() == "host" { hasHost = true }
-            if !hasLength, header.name.lowercased() == "content-length" { hasLength = true }
+            switch header.name.lowercased() {
+            case "host": hasHost = true
+            case "content-length": hasLength = true
+            default: break
+            }
         }
         if !hasHost { headers.add(name: "Host", value: target.hostHeader) }
         if !hasLength, !spec.body.isEmpty || spec.method == .POST || spec.method == .PUT {
@@ -104,8 +107,8 @@ package final class ProviderHTTPClient: Sendable {
         let (reused, stale, isShutDown) = pool.withLock { pool -> ((any Channel)?, [any Channel], Bool) in
             if pool.isShutDown { return (nil, [], true) }
             var stale: [any Channel] = []
-            while var idle = pool.idle[origin], let last = idle.popLast() {
-                pool.idle[origin] = idle
+            // Popped in place: a copy of the origin's list per request would be O(idle).
+            while let last = pool.idle[origin]?.popLast() {
                 // Servers close idle keep-alive connections (nginx after 75 s by default);
                 // one that sat longer than ours is not worth a failed request.
                 if last.channel.isActive, now - last.since < Self.idleTimeout { return (last.channel, stale, false) }
@@ -242,7 +245,7 @@ struct Target: Equatable {
 /// One connection's request/response exchange: the request written, the response collected up
 /// to a limit, and the answer given once, whatever ends it first (the response, the request
 /// timeout, a closed connection or an error).
-final class ExchangeHandler: ChannelDuplexHandler, RemovableChannelHandler {
+final class ExchangeHandler: ChannelDuplexHandler {
     typealias InboundIn = HTTPClientResponsePart
     typealias OutboundIn = Request
     typealias OutboundOut = HTTPClientRequestPart

@@ -83,8 +83,6 @@ final class SQLiteConnection {
 
     var changes: Int { Int(sqlite3_changes(db)) }
 
-    var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(db) }
-
     private func prepared(_ sql: String) throws(SQLiteError) -> OpaquePointer {
         if let statement = statements[sql] { return statement }
         var statement: OpaquePointer?
