@@ -1,6 +1,7 @@
-// paypipe-poller-bench: one paypipe-cleeng-poller holding N pending receipts against the
-// sandbox (which never grants access), with this process standing in for the ledger. Prints
-// polls/s, the poller's peak RSS and the worst lateness of a poll against its schedule.
+// paypipe-poller-bench: one paypipe-cleeng-poller (or --pollers copies) holding N pending
+// receipts against the sandbox (which never grants access) or --provider-url, with this
+// process standing in for the ledger. Prints polls/s, the pollers' peak RSS and CPU per poll,
+// and the worst lateness of a poll against its schedule.
 import BenchSupport
 import Foundation
 import PaypipeCore
@@ -12,9 +13,18 @@ let receipts = argument("--receipts", 100_000)
 let intervalMs = argument("--interval-ms", 5000)
 let giveUpMs = argument("--give-up-ms", 60000)
 let concurrency = argument("--concurrency", 256)
+/// Poller copies sharing the receipts (the poll queue is a PUSH: each gets an equal share).
+let pollerCount = max(1, argument("--pollers", 1))
 /// 1: acceptance times spread evenly over one interval (receipts arriving over time, polls
 /// spread out); 0: every receipt accepted at the same instant (a burst of N polls per interval).
 let spread = argument("--spread", 1)
+/// A getAccessStatus endpoint to use instead of starting the sandbox (e.g. the nginx mock in
+/// bench/poller/nginx-cleeng.conf), so the provider's own CPU stays out of the poller's way.
+let providerURL: String? = {
+    let arguments = CommandLine.arguments
+    guard let index = arguments.firstIndex(of: "--provider-url"), index + 1 < arguments.count else { return nil }
+    return arguments[index + 1]
+}()
 let binaries = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-poller-bench-\(UUID().uuidString)")
 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -81,20 +91,30 @@ let rpcTask = Task {
     }
 }
 
-let ports = try freePorts(2)
-let (sandboxPort, metricsPort) = (ports[0], ports[1])
+let ports = try freePorts(1 + pollerCount)
+let (sandboxPort, metricsPorts) = (ports[0], Array(ports[1...]))
 let configPath = directory.appendingPathComponent("config.json").path
 let config = DemoConfig.text(
-    sandboxURL: "http://127.0.0.1:\(sandboxPort)",
+    sandboxURL: providerURL ?? "http://127.0.0.1:\(sandboxPort)",
     endpoints: ["pollQueue": pollEndpoint, "results": resultsEndpoint, "ledgerRPC": rpcEndpoint],
     timers: ["cleengPollIntervalMs": Int64(intervalMs), "cleengGiveUpMs": Int64(giveUpMs)])
 try config.write(toFile: configPath, atomically: true, encoding: .utf8)
 do {
-    _ = try start("paypipe-sandbox", ["--config", configPath, "--port", String(sandboxPort), "--cleeng-grant-after-ms=-1", "--log-level", "error"], waitFor: "listening")
-    let poller = try start("paypipe-cleeng-poller", ["--config", configPath, "--metrics", "127.0.0.1:\(metricsPort)", "--concurrency", String(concurrency)], waitFor: nil)
+    if providerURL == nil {
+        _ = try start("paypipe-sandbox", ["--config", configPath, "--port", String(sandboxPort), "--cleeng-grant-after-ms=-1", "--log-level", "error"], waitFor: "listening")
+    }
+    let pollers = try metricsPorts.map { port in
+        try start("paypipe-cleeng-poller", ["--config", configPath, "--metrics", "127.0.0.1:\(port)", "--concurrency", String(concurrency)], waitFor: nil)
+    }
+    /// Every poller's metrics: counts summed, worst drift the largest.
+    func metrics() -> [String] { metricsPorts.map { httpGet(port: $0, path: "/metrics") } }
+    func sum(_ texts: [String], _ name: String) -> Double { texts.reduce(0) { $0 + metric($1, name) } }
+    func worst(_ texts: [String], _ name: String) -> Double { texts.map { metric($0, name) }.max() ?? 0 }
+    func peakRSS() -> Int { pollers.reduce(0) { $0 + peakRSSKiB($1.pid) } }
+    func cpu() -> Double { pollers.reduce(0) { $0 + (cpuSeconds($1.pid) ?? 0) } }
     try await Task.sleep(for: .seconds(1))
 
-    print("nproc: \(ProcessInfo.processInfo.activeProcessorCount); receipts: \(receipts) (\(spread == 1 ? "accepted evenly over one interval" : "all accepted at once")); interval \(intervalMs) ms, give up \(giveUpMs) ms")
+    print("nproc: \(ProcessInfo.processInfo.activeProcessorCount); pollers: \(pollerCount); receipts: \(receipts) (\(spread == 1 ? "accepted evenly over one interval" : "all accepted at once")); interval \(intervalMs) ms, give up \(giveUpMs) ms")
     let clock = ContinuousClock(), began = clock.now
     let acceptedAt = Timestamp.nowMilliseconds()
     for n in 0..<receipts {
@@ -109,7 +129,7 @@ do {
     var statuses: [String: Int] = [:]
     let deadline = clock.now + .milliseconds(giveUpMs + 3 * intervalMs + 15_000)
     var lastReport = clock.now
-    let cpuBefore = cpuSeconds(poller.pid) ?? 0
+    let cpuBefore = cpu()
     while ended < receipts, clock.now < deadline {
         let batch = try await results.nextBatch(timeoutMilliseconds: 500)
         ended += batch?.count ?? 0
@@ -120,28 +140,29 @@ do {
         }
         if clock.now - lastReport >= .seconds(5) {
             lastReport = clock.now
-            let text = httpGet(port: metricsPort, path: "/metrics")
+            let texts = metrics()
             print(String(format: "t=%5.1f s  polls=%8.0f  holding=%6.0f  ended=%6d  maxDrift=%6.0f ms  rss=%d MiB",
-                         Double((clock.now - began).components.seconds), metric(text, "paypipe_cleeng_polls_total"),
-                         metric(text, "paypipe_cleeng_receipts_polling"), ended, metric(text, "paypipe_cleeng_poll_drift_max_ms"),
-                         peakRSSKiB(poller.pid) / 1024))
+                         Double((clock.now - began).components.seconds), sum(texts, "paypipe_cleeng_polls_total"),
+                         sum(texts, "paypipe_cleeng_receipts_polling"), ended, worst(texts, "paypipe_cleeng_poll_drift_max_ms"),
+                         peakRSS() / 1024))
         }
     }
     let elapsed = clock.now - began
     let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-    let text = httpGet(port: metricsPort, path: "/metrics")
-    let pollCount = metric(text, "paypipe_cleeng_polls_total")
-    let drift = metric(text, "paypipe_cleeng_poll_drift_max_ms")
-    let rss = peakRSSKiB(poller.pid)
-    let cpu = (cpuSeconds(poller.pid) ?? cpuBefore) - cpuBefore
+    let texts = metrics()
+    let pollCount = sum(texts, "paypipe_cleeng_polls_total")
+    let drift = worst(texts, "paypipe_cleeng_poll_drift_max_ms")
+    let rss = peakRSS()
+    let cpuUsed = cpu() - cpuBefore
     print("")
-    print("| receipts | ended | polls | polls/s | poller peak RSS | worst drift | poller CPU |")
-    print("|---|---|---|---|---|---|---|")
-    print(String(format: "| %d | %d | %.0f | %.0f | %d MiB | %.0f ms | %.1f s |", receipts, ended, pollCount, pollCount / seconds, rss / 1024, drift, cpu))
-    let onTime = metric(text, #"paypipe_cleeng_poll_drift_seconds_bucket{le="0.1"}"#)
-    let late = metric(text, #"paypipe_cleeng_poll_drift_seconds_bucket{le="1.0"}"#)
+    print("| pollers | receipts | ended | polls | polls/s | pollers' peak RSS | worst drift | pollers' CPU | CPU per poll |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    print(String(format: "| %d | %d | %d | %.0f | %.0f | %d MiB | %.0f ms | %.1f s | %.0f µs |", pollerCount, receipts, ended, pollCount, pollCount / seconds,
+                 rss / 1024, drift, cpuUsed, 1e6 * cpuUsed / max(pollCount, 1)))
+    let onTime = sum(texts, #"paypipe_cleeng_poll_drift_seconds_bucket{le="0.1"}"#)
+    let late = sum(texts, #"paypipe_cleeng_poll_drift_seconds_bucket{le="1.0"}"#)
     print(String(format: "polls within 100 ms of their slot: %.2f %%; within 1 s: %.2f %%", 100 * onTime / max(pollCount, 1), 100 * late / max(pollCount, 1)))
-    print("poller says: \(text.split(separator: "\n").filter { $0.hasPrefix("paypipe_cleeng_outcomes_total") }.joined(separator: "; "))")
+    print("pollers say: \(texts.flatMap { $0.split(separator: "\n").filter { $0.hasPrefix("paypipe_cleeng_outcomes_total") } }.joined(separator: "; "))")
     print("outcomes by status: \(statuses.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))")
     if ended < receipts { print("MISSING: \(receipts - ended) receipts did not end") }
     // Every receipt must be polled to its deadline: anything but `failed` means the bench measured nothing.
