@@ -20,11 +20,7 @@ let pollerCount = max(1, argument("--pollers", 1))
 let spread = argument("--spread", 1)
 /// A getAccessStatus endpoint to use instead of starting the sandbox (e.g. the nginx mock in
 /// bench/poller/nginx-cleeng.conf), so the provider's own CPU stays out of the poller's way.
-let providerURL: String? = {
-    let arguments = CommandLine.arguments
-    guard let index = arguments.firstIndex(of: "--provider-url"), index + 1 < arguments.count else { return nil }
-    return arguments[index + 1]
-}()
+let providerURL = argument("--provider-url")
 let binaries = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-poller-bench-\(UUID().uuidString)")
 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

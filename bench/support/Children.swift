@@ -11,10 +11,15 @@ public func monotonicNanoseconds() -> UInt64 {
     return UInt64(t.tv_sec) * 1_000_000_000 + UInt64(t.tv_nsec)
 }
 
+/// The word after `name` on the command line, if any.
+public func argument(_ name: String) -> String? {
+    guard let index = CommandLine.arguments.firstIndex(of: name), index + 1 < CommandLine.arguments.count else { return nil }
+    return CommandLine.arguments[index + 1]
+}
+
 /// The integer after `name` on the command line, or `fallback`.
 public func argument(_ name: String, _ fallback: Int) -> Int {
-    guard let index = CommandLine.arguments.firstIndex(of: name), index + 1 < CommandLine.arguments.count else { return fallback }
-    return Int(CommandLine.arguments[index + 1]) ?? fallback
+    argument(name).flatMap { Int($0) } ?? fallback
 }
 
 public func log(_ text: String) {
