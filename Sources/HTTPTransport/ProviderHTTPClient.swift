@@ -119,12 +119,10 @@ package final class ProviderHTTPClient: Sendable {
         for channel in stale { channel.close(promise: nil) }
         if isShutDown { return .failure(.notSent("the HTTP client is shut down")) }
         if let reused { return .success(reused) }
-        var tls: NIOSSLContext?
-        if origin.tls {
-            switch tlsContext() {
-            case .success(let context): tls = context
-            case .failure(let failure): return .failure(failure)
-            }
+        let tls: NIOSSLContext?
+        switch origin.tls ? tlsContext().map(Optional.some) : .success(nil) {
+        case .success(let context): tls = context
+        case .failure(let failure): return .failure(failure)
         }
         let bootstrap = ClientBootstrap(group: group)
             .connectTimeout(connectTimeout)

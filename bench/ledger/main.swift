@@ -27,7 +27,8 @@ func order(_ id: String) -> [UInt8] {
 }
 
 /// Terminal orders as months of traffic leave them, written straight into the store in one
-/// transaction (the ledger's triggers keep the counts and end times, as for real orders).
+/// transaction (the ledger's triggers give them end times, as for real orders; the ledger counts
+/// the orders in flight when it opens the store).
 func prefill(_ path: String, count: Int) throws {
     var db: OpaquePointer?
     defer { sqlite3_close(db) }

@@ -30,6 +30,7 @@ package final class LedgerStore {
         // several times, and a larger cache (8 MiB) keeps the recent orders' pages in memory.
         try db.execute("PRAGMA wal_autocheckpoint=10000")
         try db.execute("PRAGMA cache_size=-8192")
+        try db.execute("PRAGMA temp_store=MEMORY")
         try db.execute("""
             CREATE TABLE IF NOT EXISTS orders(
               merchant TEXT NOT NULL, order_id TEXT NOT NULL, order_json TEXT,
@@ -37,7 +38,6 @@ package final class LedgerStore {
               dispatched_at INTEGER NOT NULL, dispatches INTEGER NOT NULL,
               PRIMARY KEY(merchant, order_id)) WITHOUT ROWID
             """)
-        try db.execute("CREATE INDEX IF NOT EXISTS orders_redelivery ON orders(state, dispatched_at)")
         // Added with the callback validator and the Cleeng poller; older ledgers gain the columns.
         let columns = Set(try db.query("PRAGMA table_info(orders)").compactMap { $0[1].text })
         // lease_until: until when a submitter's claim on the order's current dispatch holds.
@@ -50,8 +50,17 @@ package final class LedgerStore {
         where !columns.contains(name) {
             try db.execute("ALTER TABLE orders ADD COLUMN \(name) \(type)")
         }
-        try db.execute("CREATE INDEX IF NOT EXISTS orders_lease ON orders(state, lease_until)")
-        try db.execute("CREATE INDEX IF NOT EXISTS orders_async ON orders(provider, state, pending_at)")
+        // Partial indexes: an ended order, which in time is nearly every row, is in none of them.
+        // Each state change then rewrites a few small, hot index pages, and a claim (which
+        // changes no indexed column) none. Stores from before had full indexes over every row.
+        try db.execute("""
+            DROP INDEX IF EXISTS orders_redelivery;
+            DROP INDEX IF EXISTS orders_lease;
+            DROP INDEX IF EXISTS orders_async;
+            CREATE INDEX IF NOT EXISTS orders_in_flight ON orders(state, dispatched_at) WHERE state IN ('open','unknown');
+            CREATE INDEX IF NOT EXISTS orders_pending ON orders(provider, operation, pending_at) WHERE state='pending';
+            CREATE INDEX IF NOT EXISTS orders_in_review ON orders(state) WHERE state='review';
+            """)
         // Provider references that callbacks name instead of the orderId (PhonePe authRequestId, Nets paymentId).
         try db.execute("""
             CREATE TABLE IF NOT EXISTS refs(provider TEXT NOT NULL, ref TEXT NOT NULL, merchant TEXT NOT NULL,
@@ -93,19 +102,33 @@ package final class LedgerStore {
             CREATE INDEX IF NOT EXISTS refs_order ON refs(merchant, order_id);
             CREATE INDEX IF NOT EXISTS callback_events_order ON callback_events(merchant, order_id);
             """)
-        let tables = Set(try db.query("SELECT name FROM sqlite_master WHERE type='table'").compactMap { $0[0].text })
-        guard !tables.contains("state_counts") else { return }
+        try keepRunningCounts()
+    }
+
+    /// How many orders are in each state but `terminal`, kept by triggers in an in-memory table:
+    /// counted once on opening (by the partial indexes, so ended orders are not scanned), then
+    /// no write to the WAL and no fsync per state change. Stores from before kept the counts in
+    /// a durable table; it goes.
+    private func keepRunningCounts() throws {
         try db.execute("""
-            CREATE TABLE state_counts(state TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
-            INSERT INTO state_counts(state, n) SELECT state, COUNT(*) FROM orders GROUP BY state;
-            CREATE TRIGGER orders_count_insert AFTER INSERT ON orders BEGIN
+            DROP TRIGGER IF EXISTS orders_count_insert;
+            DROP TRIGGER IF EXISTS orders_count_update;
+            DROP TRIGGER IF EXISTS orders_count_delete;
+            DROP TABLE IF EXISTS main.state_counts;
+            CREATE TEMP TABLE state_counts(state TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
+            INSERT INTO temp.state_counts(state, n)
+              SELECT state, COUNT(*) FROM main.orders WHERE state IN ('open','unknown') GROUP BY state
+              UNION ALL SELECT 'pending', COUNT(*) FROM main.orders WHERE state='pending'
+              UNION ALL SELECT 'review', COUNT(*) FROM main.orders WHERE state='review';
+            CREATE TEMP TRIGGER orders_count_insert AFTER INSERT ON main.orders WHEN NEW.state!='terminal' BEGIN
               INSERT INTO state_counts(state, n) VALUES(NEW.state, 1) ON CONFLICT(state) DO UPDATE SET n=n+1;
             END;
-            CREATE TRIGGER orders_count_update AFTER UPDATE OF state ON orders WHEN NEW.state!=OLD.state BEGIN
+            CREATE TEMP TRIGGER orders_count_update AFTER UPDATE OF state ON main.orders WHEN NEW.state!=OLD.state BEGIN
               UPDATE state_counts SET n=n-1 WHERE state=OLD.state;
-              INSERT INTO state_counts(state, n) VALUES(NEW.state, 1) ON CONFLICT(state) DO UPDATE SET n=n+1;
+              INSERT INTO state_counts(state, n) SELECT NEW.state, 1 WHERE NEW.state!='terminal'
+                ON CONFLICT(state) DO UPDATE SET n=n+1;
             END;
-            CREATE TRIGGER orders_count_delete AFTER DELETE ON orders BEGIN
+            CREATE TEMP TRIGGER orders_count_delete AFTER DELETE ON main.orders WHEN OLD.state!='terminal' BEGIN
               UPDATE state_counts SET n=n-1 WHERE state=OLD.state;
             END;
             """)
@@ -400,7 +423,8 @@ package final class LedgerStore {
         try db.query("SELECT outcome FROM orders WHERE state='review' LIMIT ?", [.integer(Int64(limit))]).compactMap { $0[0].text }
     }
 
-    /// How many orders are in each state that has any (the running counts: no scan of the orders).
+    /// How many orders are in each state but `terminal`, for the states that have any (the
+    /// running counts: no scan of the orders).
     package func counts() throws -> [State: Int] {
         var counts: [State: Int] = [:]
         for row in try db.query("SELECT state, n FROM state_counts WHERE n > 0") {
