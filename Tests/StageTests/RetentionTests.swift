@@ -60,7 +60,7 @@ struct RetentionTests {
             DROP TRIGGER orders_ended_on_insert; DROP TRIGGER orders_ended_on_update;
             DROP INDEX orders_to_compact; DROP INDEX orders_ended;
             ALTER TABLE orders DROP COLUMN ended_at;
-            DROP INDEX orders_in_flight; DROP INDEX orders_pending; DROP INDEX orders_in_review;
+            DROP INDEX orders_in_flight; DROP INDEX orders_leased; DROP INDEX orders_pending; DROP INDEX orders_in_review;
             CREATE INDEX orders_redelivery ON orders(state, dispatched_at);
             CREATE INDEX orders_lease ON orders(state, lease_until);
             CREATE INDEX orders_async ON orders(provider, state, pending_at);
@@ -74,7 +74,7 @@ struct RetentionTests {
         var reopened = LedgerCore(store: try LedgerStore(path: path), registry: await testRegistry())
         #expect(try reopened.store.counts() == [.open: 2])
         let schema = try Self.schemaNames(on: path)
-        #expect(Set(["orders_in_flight", "orders_pending", "orders_in_review"]).isSubset(of: schema))
+        #expect(Set(["orders_in_flight", "orders_leased", "orders_pending", "orders_in_review"]).isSubset(of: schema))
         #expect(schema.isDisjoint(with: ["orders_redelivery", "orders_lease", "orders_async", "state_counts", "orders_count_insert", "orders_count_update", "orders_count_delete"]))
         // The rejection ended "now" as far as retention knows: nothing older is compacted early.
         #expect(try reopened.store.transaction { try reopened.store.forgetOrders(endedBefore: before - 1, limit: 10) } == 0)

@@ -50,14 +50,15 @@ package final class LedgerStore {
         where !columns.contains(name) {
             try db.execute("ALTER TABLE orders ADD COLUMN \(name) \(type)")
         }
-        // Partial indexes: an ended order, which in time is nearly every row, is in none of them.
-        // Each state change then rewrites a few small, hot index pages, and a claim (which
-        // changes no indexed column) none. Stores from before had full indexes over every row.
+        // Partial indexes: an ended order, which in time is nearly every row, is in none of them,
+        // so each state change rewrites a few small, hot index pages. Stores from before had
+        // full indexes over every row.
         try db.execute("""
             DROP INDEX IF EXISTS orders_redelivery;
             DROP INDEX IF EXISTS orders_lease;
             DROP INDEX IF EXISTS orders_async;
             CREATE INDEX IF NOT EXISTS orders_in_flight ON orders(state, dispatched_at) WHERE state IN ('open','unknown');
+            CREATE INDEX IF NOT EXISTS orders_leased ON orders(state, lease_until) WHERE state IN ('open','unknown');
             CREATE INDEX IF NOT EXISTS orders_pending ON orders(provider, operation, pending_at) WHERE state='pending';
             CREATE INDEX IF NOT EXISTS orders_in_review ON orders(state) WHERE state='review';
             """)
@@ -355,13 +356,17 @@ package final class LedgerStore {
         dispatchedBefore cutoff: Int64, now: Int64, limit: Int, maxDispatches: Int64
     ) throws -> (redispatch: [Redispatch], exhausted: [Exhausted]) {
         let delay = now - cutoff
+        // Two ranges, one per partial index (SQLite does not combine partial indexes for an OR):
+        // unclaimed dispatches older than the cutoff, and lapsed leases.
+        let columns = "merchant, order_id, order_json, accepted_at, dispatches, provider, operation, attempts"
         let rows = try db.query(
             """
-            SELECT merchant, order_id, order_json, accepted_at, dispatches, provider, operation, attempts FROM orders
-            WHERE state IN ('open','unknown') AND order_json IS NOT NULL
-              AND ((lease_until IS NULL AND dispatched_at < ?
-                    AND dispatched_at < ? - ? * ((1 << MIN(MAX(dispatches - attempts, 1) - 1, 5)) - 1))
-                   OR lease_until < ?) LIMIT ?
+            SELECT \(columns) FROM orders
+            WHERE state IN ('open','unknown') AND order_json IS NOT NULL AND lease_until IS NULL AND dispatched_at < ?
+              AND dispatched_at < ? - ? * ((1 << MIN(MAX(dispatches - attempts, 1) - 1, 5)) - 1)
+            UNION ALL
+            SELECT \(columns) FROM orders WHERE state IN ('open','unknown') AND order_json IS NOT NULL AND lease_until < ?
+            LIMIT ?
             """,
             [.integer(cutoff), .integer(cutoff), .integer(delay), .integer(now), .integer(Int64(limit))])
         var redispatch: [Redispatch] = [], exhausted: [Exhausted] = []
