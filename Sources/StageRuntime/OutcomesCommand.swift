@@ -1,5 +1,8 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import PaypipeCore
 import StageWire
 import ZeroMQ
@@ -49,13 +52,13 @@ package struct OutcomesCommand: AsyncParsableCommand {
                 await client.close()
                 guard follow else { StageProcess.fail("\(error) (\(endpoint))") }
                 // The ledger may be restarting: a fresh socket, so no late answer is mistaken for the next one.
-                FileHandle.standardError.write(Data("paypipe outcomes: \(error); retrying\n".utf8))
+                StageProcess.writeAll(Array("paypipe outcomes: \(error); retrying\n".utf8), to: STDERR_FILENO)
                 try await Task.sleep(for: .milliseconds(pollIntervalMs))
                 client = try OutcomeReplayClient(context: context, endpoint: endpoint)
                 continue
             }
             for outcome in answer.outcomes {
-                FileHandle.standardOutput.write(Data(outcome + [UInt8(ascii: "\n")]))
+                StageProcess.writeAll(outcome + [UInt8(ascii: "\n")], to: STDOUT_FILENO)
             }
             printed += answer.outcomes.count
             since = max(since, answer.trailer.next)

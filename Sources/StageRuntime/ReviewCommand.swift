@@ -1,5 +1,8 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import HTTPTransport
 import PaypipeCore
 
@@ -29,7 +32,7 @@ package struct ReviewCommand: AsyncParsableCommand {
         await http.shutdown()
         switch result {
         case .success(let response) where response.status == 200:
-            FileHandle.standardOutput.write(Data(response.body))
+            StageProcess.writeAll(Array(response.body), to: STDOUT_FILENO)
         case .success(let response):
             StageProcess.fail("the ledger at \(address) answered HTTP \(response.status): \(String(decoding: response.body.prefix(200), as: UTF8.self))")
         case .failure(let failure):

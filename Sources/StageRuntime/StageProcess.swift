@@ -1,5 +1,8 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 import PaypipeCore
 import ServiceLifecycle
@@ -66,12 +69,36 @@ extension StageOptions {
 /// What every stage executable shares beyond its options.
 package enum StageProcess {
     package static func fail(_ reason: String, status: Int32 = 1) -> Never {
-        FileHandle.standardError.write(Data("\(CommandLine.arguments.first.map { ($0 as NSString).lastPathComponent } ?? "paypipe"): \(reason)\n".utf8))
+        let name = CommandLine.arguments.first?.split(separator: "/").last.map(String.init) ?? "paypipe"
+        writeAll(Array("\(name): \(reason)\n".utf8), to: STDERR_FILENO)
         exit(status)
     }
 
     package static func printLine(_ line: String) {
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        writeAll(Array((line + "\n").utf8), to: STDOUT_FILENO)
+    }
+
+    /// Writes every byte to a standard stream, unbuffered, as FileHandle did (Foundation's
+    /// FileHandle would load Foundation and ICU into every stage, about 8 MiB of memory each).
+    package static func writeAll(_ bytes: [UInt8], to descriptor: Int32) {
+        bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+                if written > 0 {
+                    offset += written
+                } else if written < 0, errno == EINTR {
+                    continue
+                } else {
+                    return
+                }
+            }
+        }
+    }
+
+    /// `name` inside `directory`.
+    package static func path(_ directory: String, _ name: String) -> String {
+        directory.hasSuffix("/") ? directory + name : directory + "/" + name
     }
 
     /// Runs a stage's services in one `ServiceGroup` that shuts them down gracefully on SIGTERM
