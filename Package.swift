@@ -202,6 +202,7 @@ let package = Package(
             name: "paypipe-poller-bench",
             dependencies: ["BenchSupport", "StageRuntime", "StageWire", "PaypipeCore", "ZeroMQ"],
             path: "bench/poller",
+            exclude: ["run", "nginx-cleeng.conf"],
             swiftSettings: strict
         ),
         .executableTarget(
@@ -216,7 +217,7 @@ let package = Package(
             path: "bench/zmq",
             swiftSettings: strict
         ),
-        .target(name: "BenchSupport", path: "bench/support", swiftSettings: strict),
+        .target(name: "BenchSupport", path: "bench/support", exclude: ["pipeline-up.sh"], swiftSettings: strict),
         .executableTarget(
             name: "paypipe-bench",
             dependencies: [
