@@ -34,8 +34,8 @@ package struct KeysCommand: ParsableCommand {
             let named = secretsPath ?? absolute
             var lines: [String] = []
             for role in CurveConfig.Role.allCases {
-                let secretFile = StageProcess.path(dir, "\(role.rawValue).secret")
-                let publicFile = StageProcess.path(dir, "\(role.rawValue).public")
+                let secretFile = Self.file(dir, "\(role.rawValue).secret")
+                let publicFile = Self.file(dir, "\(role.rawValue).public")
                 if !force, manager.fileExists(atPath: secretFile) || manager.fileExists(atPath: publicFile) {
                     StageProcess.fail("\(secretFile) or \(publicFile) exists: pass --force to replace the keys")
                 }
@@ -45,11 +45,17 @@ package struct KeysCommand: ParsableCommand {
                 else { StageProcess.fail("cannot write the key files in \(dir)") }
                 // createFile keeps an existing file's mode: make sure a replaced secret is private too.
                 try manager.setAttributes([.posixPermissions: 0o600], ofItemAtPath: secretFile)
-                let reference = "file:" + StageProcess.path(named, "\(role.rawValue).secret")
+                let reference = "file:" + Self.file(named, "\(role.rawValue).secret")
                 let padding = String(repeating: " ", count: 10 - role.rawValue.count)
                 lines.append(#"    "\#(role.rawValue)":\#(padding){ "publicKey": "\#(pair.publicKey)", "secretKey": "\#(reference)" }"#)
             }
             StageProcess.printLine("\"curve\": {\n" + lines.joined(separator: ",\n") + "\n}")
+        }
+
+        /// `name` inside `directory`, joined as NSString's appendingPathComponent joined them
+        /// (an empty directory adds nothing), without Foundation.
+        static func file(_ directory: String, _ name: String) -> String {
+            directory.isEmpty || directory.hasSuffix("/") ? directory + name : directory + "/" + name
         }
     }
 }

@@ -96,11 +96,6 @@ package enum StageProcess {
         }
     }
 
-    /// `name` inside `directory`.
-    package static func path(_ directory: String, _ name: String) -> String {
-        directory.hasSuffix("/") ? directory + name : directory + "/" + name
-    }
-
     /// Runs a stage's services in one `ServiceGroup` that shuts them down gracefully on SIGTERM
     /// or SIGINT, in reverse order: list the stage first and its
     /// servers after it, so the servers stop before the stage finishes its in-flight work.
