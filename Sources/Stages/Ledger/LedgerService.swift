@@ -84,7 +84,7 @@ package final class LedgerService: MeasuredStage {
         let outcomesSocket = try context.socket(.push, options: stageOptions(highWaterMark: 100_000))
         let signSocket = try context.socket(.push, options: links.server(workQueueOptions(), .signQueue))
         let resultsSocket = try context.socket(.pull, options: links.server(stageOptions(), .results))
-        let signedInSocket = try context.socket(.pull, options: links.server(stageOptions(), .signedIn))
+        let signedInSocket = try context.socket(.pull, options: links.server(stageOptions(highWaterMark: 256), .signedIn))
         let signedOutSocket = try context.socket(.push, options: links.server(workQueueOptions(), .signedOut))
         let rpcSocket = try context.socket(.router, options: links.server(stageOptions(), .ledgerRPC))
         let pollSocket = try context.socket(.push, options: links.server(stageOptions(highWaterMark: 10_000), .pollQueue))
@@ -101,12 +101,21 @@ package final class LedgerService: MeasuredStage {
         let polls = try ZMQSender(socket: pollSocket)
 
         let proxy = try ZMQProxy(context: context, frontend: signedInSocket, backend: signedOutSocket)
-        let intake = try ZMQReceiver(socket: intakeSocket)
+        // Every order taken in is already durable, so the ledger buffers only enough to keep the
+        // signers and its intake transactions (256 frames each) busy: with the defaults (4,096
+        // frames each way, 1,000 signed requests in the proxy) it held about 7 MiB more at W1's
+        // peak, and no more throughput. Only intake and redelivery wait on a full dispatch queue;
+        // results, which free the signers and submitters downstream, never do.
+        var intakeConfiguration = ZMQReceiver.Configuration()
+        intakeConfiguration.bufferCapacity = 1024
+        let intake = try ZMQReceiver(socket: intakeSocket, configuration: intakeConfiguration)
         let results = try ZMQReceiver(socket: resultsSocket)
         var outcomesConfiguration = ZMQSender.Configuration()
         outcomesConfiguration.queueCapacity = Self.outcomesFastPathCapacity + 256
         let outcomes = try ZMQSender(socket: outcomesSocket, configuration: outcomesConfiguration)
-        let dispatch = try ZMQSender(socket: signSocket)
+        var dispatchConfiguration = ZMQSender.Configuration()
+        dispatchConfiguration.queueCapacity = 1024
+        let dispatch = try ZMQSender(socket: signSocket, configuration: dispatchConfiguration)
         onReady(bound)
         logger.info("ledger ready", metadata: ["intake": "\(bound.intake)", "outcomes": "\(bound.outcomes)", "outcomesReplay": "\(bound.outcomesReplay)", "curve": "\(links.isSecured)"])
 
