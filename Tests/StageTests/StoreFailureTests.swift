@@ -128,7 +128,7 @@ struct StoreFailureTests {
         let waited = clock.now - start
         #expect(!ledger.isRunning, "the ledger still runs after \(waited)")
         guard !ledger.isRunning else { return }
-        #expect(ledger.terminationStatus == 75)
+        #expect(ledger.terminationStatus == 75, "the ledger's log ends: \(h.stderr(of: 0).suffix(3000))")
         #expect(waited < .seconds(60), "it took \(waited) to give up")
         #expect(notReady?.1.contains("store") == true, "\(String(describing: notReady))")
         // A spinning retry loop would use a core; waiting on locks and pauses uses next to none.
