@@ -99,10 +99,20 @@ package enum StageProcess {
     /// Runs a stage's services in one `ServiceGroup` that shuts them down gracefully on SIGTERM
     /// or SIGINT, in reverse order: list the stage first and its
     /// servers after it, so the servers stop before the stage finishes its in-flight work.
+    ///
+    /// A service that ends or fails shuts the others down gracefully too. Cancelling them instead
+    /// (ServiceGroup's default) crashed a stage whose `/healthz` or `/metrics` had just accepted
+    /// a connection: NIO traps on a server channel's connection that nobody served
+    /// ("Deinited NIOAsyncWriter without calling finish()", apple/swift-nio#3481), so a ledger
+    /// giving up on its store died of SIGILL instead of exiting 75.
     package static func run(_ services: [any Service], logger: Logger) async {
+        let configured = services.map {
+            ServiceGroupConfiguration.ServiceConfiguration(
+                service: $0, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
+        }
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                services: services, gracefulShutdownSignals: [.sigterm, .sigint], cancellationSignals: [], logger: logger))
+                services: configured, gracefulShutdownSignals: [.sigterm, .sigint], cancellationSignals: [], logger: logger))
         do {
             try await group.run()
         } catch let error as any StageExit {
