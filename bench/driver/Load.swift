@@ -26,6 +26,11 @@ final class Tally: @unchecked Sendable {
     let firstSendNanoseconds = Atomic<UInt64>(0)
     let lastSendNanoseconds = Atomic<UInt64>(0)
     let lastOutcomeNanoseconds = Atomic<UInt64>(0)
+    /// When the 10 % and the 90 % mark of first outcomes arrived: the steady middle of a run,
+    /// without the intake burst at its start or the last copies draining at its end.
+    let steadyMarks: (low: Int, high: Int)
+    let lowMarkNanoseconds = Atomic<UInt64>(0)
+    let highMarkNanoseconds = Atomic<UInt64>(0)
     /// Signalled once when the last order has its first outcome.
     let complete = DispatchSemaphore(value: 0)
 
@@ -46,6 +51,7 @@ final class Tally: @unchecked Sendable {
         self.templateCount = max(1, templateCount)
         self.keepBodies = keepBodies
         self.expectedStatus = expectedStatus.flatMap { statusNames.firstIndex(of: $0) }
+        steadyMarks = (max(1, count / 10), max(1, count * 9 / 10))
         sendTimes = .allocate(capacity: max(1, count))
         sendTimes.initialize(repeating: 0, count: max(1, count))
         settled = .allocate(capacity: max(1, count))
@@ -84,7 +90,10 @@ final class Tally: @unchecked Sendable {
             unexpectedSamples.append(String(decoding: body.prefix(400), as: UTF8.self))
         }
         lastOutcomeNanoseconds.store(now, ordering: .relaxed)
-        if settledCount.add(1, ordering: .relaxed).newValue == count { complete.signal() }
+        let settledNow = settledCount.add(1, ordering: .relaxed).newValue
+        if settledNow == steadyMarks.low { lowMarkNanoseconds.store(now, ordering: .relaxed) }
+        if settledNow == steadyMarks.high { highMarkNanoseconds.store(now, ordering: .relaxed) }
+        if settledNow == count { complete.signal() }
     }
 }
 

@@ -29,8 +29,8 @@ func summaryTable(_ run: RunResult) -> String {
     func cpu(_ r: ScenarioResult, _ role: String) -> String { r.roles[role].map { fmt($0.cpuSecondsPer1000Orders, 3) } ?? "-" }
     func rss(_ r: ScenarioResult, _ role: String) -> String { r.roles[role].map { fmt($0.peakRSSMiB, 0) } ?? "-" }
     var lines = [
-        "| scenario | copies (sub/sign) | orders | orders/s | p50 ms | p90 ms | p99 ms | max ms | CPU s/1k ledger | signer | submitter | sandbox | total | peak RSS MiB ledger | signer | submitter | sandbox | missing |",
-        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+        "| scenario | copies (sub/sign) | orders | orders/s | p50 ms | p90 ms | p99 ms | max ms | CPU s/1k ledger | signer | submitter | sandbox | total | peak RSS MiB ledger | signer | submitter | sandbox | missing | steady orders/s |",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     for r in run.scenarios {
         let l = r.latency
@@ -38,7 +38,7 @@ func summaryTable(_ run: RunResult) -> String {
             "| \(r.spec.name)\(r.error == nil ? "" : " (error)") | \(r.spec.submitters)/\(r.spec.signers) | \(r.orders) | \(fmt(r.ordersPerSecond, 0)) | "
                 + "\(l.map { fmt($0.p50Ms) } ?? "-") | \(l.map { fmt($0.p90Ms) } ?? "-") | \(l.map { fmt($0.p99Ms) } ?? "-") | \(l.map { fmt($0.maxMs) } ?? "-") | "
                 + "\(cpu(r, "ledger")) | \(cpu(r, "signer")) | \(cpu(r, "submitter")) | \(cpu(r, "sandbox")) | \(fmt(r.pipelineCPUSecondsPer1000Orders, 3)) | "
-                + "\(rss(r, "ledger")) | \(rss(r, "signer")) | \(rss(r, "submitter")) | \(rss(r, "sandbox")) | \(r.missing) |")
+                + "\(rss(r, "ledger")) | \(rss(r, "signer")) | \(rss(r, "submitter")) | \(rss(r, "sandbox")) | \(r.missing) | \(r.steadyOrdersPerSecond.map { fmt($0, 0) } ?? "-") |")
     }
     return lines.joined(separator: "\n")
 }
@@ -50,7 +50,8 @@ func summaryMarkdown(_ run: RunResult) -> String {
         Machine: nproc \(run.nproc), \(run.machine). Commit \(run.gitCommit ?? "?"). Arguments: `\(run.arguments.joined(separator: " "))`. \
         Warm-up \(run.warmupOrders) orders per scenario (not measured). Wall time \(fmt(run.wallSeconds)) s.
 
-        Throughput = orders with a first outcome / (last outcome − first send). Latency = outcome arrival − send time \
+        Throughput = orders with a first outcome / (last outcome − first send); steady = the same between the 10 % and \
+        the 90 % mark of first outcomes (without the intake burst at the start and the drain at the end). Latency = outcome arrival − send time \
         per order. CPU = utime+stime from /proc/PID/stat over the measured window, per 1,000 orders, summed over a role's \
         copies; total = the pipeline's roles (the driver is apart, below). Peak RSS = VmHWM, summed over copies. \
         "Other load" = machine CPU in the window used by neither the pipeline nor the driver (another job on a shared machine); above a few % the figures are disturbed. Compare ratios within one run only: absolute figures drift on shared machines.

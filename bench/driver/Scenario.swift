@@ -99,6 +99,8 @@ struct ScenarioResult: Codable, Sendable {
     /// First send to last outcome.
     var windowSeconds: Double
     var ordersPerSecond: Double
+    /// Orders/s between the 10 % and the 90 % mark of first outcomes.
+    var steadyOrdersPerSecond: Double?
     var sendSeconds: Double
     var latency: LatencyFigures?
     var processes: [ProcessFigures]
@@ -122,7 +124,7 @@ func runScenario(_ spec: ScenarioSpec, allTemplates: [OrderTemplate], settings: 
     var result = ScenarioResult(
         spec: spec, error: nil, orders: spec.orders, sent: 0, settled: 0, missing: spec.orders, missingSample: [], duplicates: 0,
         foreignOutcomes: 0, unreadableOutcomes: 0, statusCounts: [:], duplicateStatusCounts: [:], unexpectedStatusSamples: [],
-        perTemplateStatusCounts: [:], templates: [], windowSeconds: 0, ordersPerSecond: 0, sendSeconds: 0, latency: nil,
+        perTemplateStatusCounts: [:], templates: [], windowSeconds: 0, ordersPerSecond: 0, steadyOrdersPerSecond: nil, sendSeconds: 0, latency: nil,
         processes: [], roles: [:], pipelineCPUSeconds: 0, pipelineCPUSecondsPer1000Orders: 0, driverCPUSeconds: 0,
         machineBusyFraction: nil, otherLoadFraction: nil, logDirectory: "")
     var children: [Child] = []
@@ -243,6 +245,10 @@ func runScenario(_ spec: ScenarioSpec, allTemplates: [OrderTemplate], settings: 
         let last = tally.lastOutcomeNanoseconds.load(ordering: .relaxed)
         result.windowSeconds = last > first ? Double(last - first) / 1e9 : 0
         result.ordersPerSecond = result.windowSeconds > 0 ? Double(settled) / result.windowSeconds : 0
+        let (lowMark, highMark) = (tally.lowMarkNanoseconds.load(ordering: .relaxed), tally.highMarkNanoseconds.load(ordering: .relaxed))
+        if highMark > lowMark {
+            result.steadyOrdersPerSecond = Double(tally.steadyMarks.high - tally.steadyMarks.low) / (Double(highMark - lowMark) / 1e9)
+        }
         let lastSend = tally.lastSendNanoseconds.load(ordering: .relaxed)
         result.sendSeconds = lastSend > first ? Double(lastSend - first) / 1e9 : 0
         result.latency = LatencyFigures(tally.histogram)
