@@ -153,7 +153,8 @@ struct StoreFailureTests {
         let h = try await PipelineHarness()
         defer { Task { await h.shutdown() } }
         let ledger = h.ledgerProcess
-        let port = try #require(try await Self.firstHealth(h) != nil ? h.metricsPort(of: ledger) : nil)
+        #expect(try await Self.firstHealth(h)?.0 == 200)
+        let port = try #require(h.metricsPort(of: ledger))
         let lock = try StoreLock(path: Self.storePath(h))
         defer { lock.release() }
         try await h.send(Self.netsLookup("held-2"))
