@@ -15,8 +15,8 @@ struct CleengPollerCoreTests {
     let config = try! PaypipeConfig.parse(Array(DemoConfig.text(sandboxURL: "http://127.0.0.1:9").utf8))
     var policy: CleengPollingPolicy { CleengPollingPolicy(intervalMs: 5000, deadlineMs: 60000)! }
 
-    func polls(_ actions: [CleengPollerCore.Action]) -> [(OrderKey, Int, Int64)] {
-        actions.compactMap { if case .poll(let key, let id, _, let slot) = $0 { (key, id, slot) } else { nil } }
+    func polls(_ actions: [CleengPollerCore.Action]) -> [(ReceiptID, Int, Int64)] {
+        actions.compactMap { if case .poll(let receipt, let id, _, let slot) = $0 { (receipt, id, slot) } else { nil } }
     }
 
     @Test func pollsFollowTheCadenceFromAcceptanceAndGrantEndsTheReceipt() async throws {
@@ -27,13 +27,14 @@ struct CleengPollerCoreTests {
         #expect(core.due(now: 5_999).isEmpty)
         let first = polls(core.due(now: 6_003))
         #expect(first.count == 1 && first[0].1 == 1 && first[0].2 == 6_000)
-        #expect(core.receive(o.key, requestId: 1, status: .notGranted, now: 6_050).isEmpty)
+        let receipt = first[0].0
+        #expect(core.receive(receipt, requestId: 1, status: .notGranted, now: 6_050).isEmpty)
         #expect(core.nextWakeUp == 11_000)
         let second = polls(core.due(now: 11_000))
         #expect(second.count == 1 && second[0].1 == 2)
         // A stale answer (an earlier request id) changes nothing.
-        #expect(core.receive(o.key, requestId: 1, status: .granted(CleengAccessGrant()), now: 11_010).isEmpty)
-        let end = core.receive(o.key, requestId: 2, status: .granted(CleengAccessGrant(grantType: "purchase")), now: 11_020)
+        #expect(core.receive(receipt, requestId: 1, status: .granted(CleengAccessGrant()), now: 11_010).isEmpty)
+        let end = core.receive(receipt, requestId: 2, status: .granted(CleengAccessGrant(grantType: "purchase")), now: 11_020)
         guard case .emit(let outcome)? = end.first else {
             Issue.record("expected an outcome")
             return
@@ -52,9 +53,9 @@ struct CleengPollerCoreTests {
         for _ in 0..<100 where outcome == nil {
             now = core.nextWakeUp ?? now
             for action in core.due(now: now) {
-                if case .poll(let key, let id, _, _) = action {
+                if case .poll(let receipt, let id, _, _) = action {
                     sent += 1
-                    for next in core.receive(key, requestId: id, status: .transient(reason: "HTTP 503"), now: now + 10) {
+                    for next in core.receive(receipt, requestId: id, status: .transient(reason: "HTTP 503"), now: now + 10) {
                         if case .emit(let o) = next { outcome = o }
                     }
                 }
@@ -68,7 +69,7 @@ struct CleengPollerCoreTests {
         var fatal = CleengPollerCore(policy: policy, config: config)
         _ = fatal.add(o, acceptedAt: 0, now: 0)
         let poll = polls(fatal.due(now: 5_000))
-        let end = fatal.receive(o.key, requestId: poll[0].1, status: .fatalError(code: 4, message: "offer not found"), now: 5_010)
+        let end = fatal.receive(poll[0].0, requestId: poll[0].1, status: .fatalError(code: 4, message: "offer not found"), now: 5_010)
         if case .emit(let o)? = end.first { #expect(o.status == .failed) } else { Issue.record("fatal error must end the receipt") }
     }
 
@@ -78,13 +79,40 @@ struct CleengPollerCoreTests {
         let check = polls(core.add(o, acceptedAt: 0, now: 70_000))
         #expect(check.count == 1)
         #expect(core.add(o, acceptedAt: 0, now: 70_001).isEmpty)
-        let end = core.receive(o.key, requestId: check[0].1, status: .granted(CleengAccessGrant()), now: 70_050)
+        let end = core.receive(check[0].0, requestId: check[0].1, status: .granted(CleengAccessGrant()), now: 70_050)
         if case .emit(let o)? = end.first { #expect(o.status == .succeeded) } else { Issue.record("the last check decides") }
+    }
+
+    /// A late answer for a receipt that has ended must not reach the receipt that took its row.
+    @Test func anAnswerForAnEndedReceiptNeverReachesTheNextOneInItsRow() async throws {
+        var core = CleengPollerCore(policy: policy, config: config)
+        let first = try order(cleengOrderJSON)
+        _ = core.add(first, acceptedAt: 0, now: 0)
+        let poll = polls(core.due(now: 5_000))
+        let end = core.receive(poll[0].0, requestId: poll[0].1, status: .fatalError(code: 4, message: "offer not found"), now: 5_010)
+        #expect(end.count == 1 && core.count == 0)
+
+        let second = try order(cleengOrderJSON.replacingOccurrences(of: "cl-1", with: "cl-2"))
+        _ = core.add(second, acceptedAt: 6_000, now: 6_000)
+        let next = polls(core.due(now: 11_000))
+        #expect(next.count == 1 && next[0].0 != poll[0].0)
+        // The stale id, with the request id the new receipt's first poll also uses.
+        #expect(core.receive(poll[0].0, requestId: next[0].1, status: .granted(CleengAccessGrant()), now: 11_005).isEmpty)
+        #expect(core.receive(poll[0].0, requestId: poll[0].1, status: .granted(CleengAccessGrant()), now: 11_006).isEmpty)
+        #expect(core.count == 1)
+        let granted = core.receive(next[0].0, requestId: next[0].1, status: .granted(CleengAccessGrant()), now: 11_010)
+        guard case .emit(let outcome)? = granted.first else {
+            Issue.record("the new receipt's own answer ends it")
+            return
+        }
+        #expect(outcome.orderId == "cl-2" && outcome.status == .succeeded)
+        // Its key is free again: added past its deadline, it gets its one last check at once.
+        #expect(polls(core.add(second, acceptedAt: 70_000, now: 200_000)).count == 1)
     }
 
     @Test func theHeapWakesReceiptsInTimeOrder() async {
         var heap = MinHeap()
-        for time in [50, 10, 40, 30, 20, 10] as [Int64] { heap.push(time: time, key: OrderKey(merchant: "m", orderId: "\(time)")) }
+        for time in [50, 10, 40, 30, 20, 10] as [Int64] { heap.push(time: time, id: ReceiptID(row: Int32(time), generation: 0)) }
         var popped: [Int64] = []
         while let entry = heap.pop() { popped.append(entry.time) }
         #expect(popped == [10, 10, 20, 30, 40, 50])

@@ -244,6 +244,35 @@ struct ProviderHTTPClientTests {
         }
     }
 
+    /// The connection's one timer, set for the first request, must still end the second request
+    /// on a kept-alive connection at that request's own deadline.
+    @Test func aSilentAnswerOnAReusedConnectionStillTimesOut() async throws {
+        let answered = Atomic<Int>(0)
+        let server = try ScriptedHTTPServer { _ in
+            answered.add(1, ordering: .relaxed) == (0, 1) ? .bytes(ScriptedHTTPServer.response(body: "{}"), thenClose: false) : .silence
+        }
+        defer { server.stop() }
+        let http = client(timeoutMs: 2000)
+        let url = "http://127.0.0.1:\(server.port)/"
+        guard case .success = await http.execute(HTTPRequestSpec(method: .GET, url: url)) else {
+            Issue.record("the first request is answered")
+            return
+        }
+        try await Task.sleep(for: .milliseconds(1200))
+        let began = ContinuousClock.now
+        guard case .failure(.mayHaveBeenSent(let why)) = await http.execute(HTTPRequestSpec(method: .GET, url: url)) else {
+            Issue.record("a silent second request must time out as mayHaveBeenSent")
+            return
+        }
+        let waited = ContinuousClock.now - began
+        #expect(why.contains("timeout"))
+        #expect(server.connections == 1)
+        // Not at the first request's deadline (about 800 ms after the second was sent), but at its own.
+        #expect(waited >= .milliseconds(1950))
+        #expect(waited < .seconds(30))
+        await http.shutdown()
+    }
+
     @Test func concurrentRequestsEachGetTheirOwnAnswer() async throws {
         let server = try ScriptedHTTPServer { request in .bytes(ScriptedHTTPServer.response(body: String(decoding: request.body, as: UTF8.self)), thenClose: false) }
         defer { server.stop() }

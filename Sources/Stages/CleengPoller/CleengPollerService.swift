@@ -29,8 +29,8 @@ package final class CleengPollerService: MeasuredStage {
         init(core: CleengPollerCore) { self.core = core }
         func add(_ order: Order, acceptedAt: Int64) -> [CleengPollerCore.Action] { core.add(order, acceptedAt: acceptedAt, now: milliseconds()) }
         func due() -> [CleengPollerCore.Action] { core.due(now: milliseconds()) }
-        func receive(_ key: OrderKey, requestId: Int, status: CleengAccessStatus) -> [CleengPollerCore.Action] {
-            core.receive(key, requestId: requestId, status: status, now: milliseconds())
+        func receive(_ id: ReceiptID, requestId: Int, status: CleengAccessStatus) -> [CleengPollerCore.Action] {
+            core.receive(id, requestId: requestId, status: status, now: milliseconds())
         }
         var count: Int { core.count }
     }
@@ -64,11 +64,18 @@ package final class CleengPollerService: MeasuredStage {
         let drift = metrics.latency("paypipe_cleeng_poll_drift_seconds", help: "Lateness of each poll against its schedule")
         logger.info("cleeng poller ready", metadata: ["pollQueue": "\(e.pollQueue)", "interval_ms": "\(config.timers.cleengPollIntervalMs)"])
 
-        let (polls, pollQueue) = AsyncStream.makeStream(of: (OrderKey, Int, HTTPRequestSpec, Int64).self)
+        /// A struct, not a tuple: a generic over a tuple looks its type up at run time, per poll.
+        struct Poll: Sendable {
+            var id: ReceiptID
+            var requestId: Int
+            var request: HTTPRequestSpec
+            var slot: Int64
+        }
+        let (polls, pollQueue) = AsyncStream.makeStream(of: Poll.self)
         @Sendable func perform(_ actions: [CleengPollerCore.Action]) async {
             for action in actions {
                 switch action {
-                case .poll(let key, let requestId, let request, let slot): pollQueue.yield((key, requestId, request, slot))
+                case .poll(let id, let requestId, let request, let slot): pollQueue.yield(Poll(id: id, requestId: requestId, request: request, slot: slot))
                 case .emit(let outcome):
                     metrics.counter("paypipe_cleeng_outcomes_total", [("status", outcome.status.rawValue)], help: "Receipts ended, by status").increment()
                     do {
@@ -127,23 +134,23 @@ package final class CleengPollerService: MeasuredStage {
             group.addTask {
                 await withTaskGroup(of: Void.self) { pool in
                     var inFlight = 0
-                    for await (key, requestId, request, slot) in polls {
+                    for await poll in polls {
                         if inFlight >= limit {
                             await pool.next()
                             inFlight -= 1
                         }
                         inFlight += 1
                         pool.addTask {
-                            let lateness = max(0, milliseconds() - slot)
+                            let lateness = max(0, milliseconds() - poll.slot)
                             drift.recordNanoseconds(lateness * 1_000_000)
                             self.worstDriftMs.max(lateness, ordering: .relaxed)
                             pollsSent.increment()
                             let status: CleengAccessStatus =
-                                switch await http.execute(request) {
-                                case .success(let response): CleengAccessStatusCall.classify(response, expectedId: requestId)
+                                switch await http.execute(poll.request) {
+                                case .success(let response): CleengAccessStatusCall.classify(response, expectedId: poll.requestId)
                                 case .failure(let failure): CleengAccessStatusCall.classifyTransportFailure(reason: "\(failure)")
                                 }
-                            await perform(await scheduler.receive(key, requestId: requestId, status: status))
+                            await perform(await scheduler.receive(poll.id, requestId: poll.requestId, status: status))
                         }
                     }
                 }
