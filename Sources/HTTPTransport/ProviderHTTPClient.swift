@@ -60,24 +60,48 @@ package final class ProviderHTTPClient: Sendable {
     }
 
     package func execute(_ spec: HTTPRequestSpec) async -> Result<HTTPResponseSpec, TransportFailure> {
-        guard let target = Target(url: spec.url) else { return .failure(.notSent("unsupported URL")) }
-        let channel: any Channel
-        switch await connection(to: target.origin) {
-        case .success(let c): channel = c
-        case .failure(let failure): return .failure(failure)
+        await withCheckedContinuation { answered in
+            execute(spec) { answered.resume(returning: $0) }
         }
+    }
+
+    /// The same, calling `completion` once with the result, on the connection's event loop
+    /// unless the request fails before it has one. For a caller that handles answers on the
+    /// event loop: the poller, whose per-request hops into Swift concurrency woke a thread per
+    /// poll.
+    package func execute(_ spec: HTTPRequestSpec, completion: @escaping @Sendable (Result<HTTPResponseSpec, TransportFailure>) -> Void) {
+        guard let target = Target(url: spec.url) else { return completion(.failure(.notSent("unsupported URL"))) }
+        switch connection(to: target.origin) {
+        case .failure(let failure): completion(.failure(failure))
+        case .success(.idle(let channel)): send(spec, to: target, on: channel, completion: completion)
+        case .success(.connecting(let connected)):
+            connected.whenComplete { result in
+                switch result {
+                case .success(let channel): self.send(spec, to: target, on: channel, completion: completion)
+                case .failure(let error): completion(.failure(Self.classifyConnectFailure(error)))
+                }
+            }
+        }
+    }
+
+    private func send(
+        _ spec: HTTPRequestSpec, to target: Target, on channel: any Channel,
+        completion: @escaping @Sendable (Result<HTTPResponseSpec, TransportFailure>) -> Void
+    ) {
         let promise = channel.eventLoop.makePromise(of: ExchangeHandler.Answer.self)
         // A connection closed under us never reaches the handler: its failed write answers.
         channel.writeAndFlush(ExchangeHandler.Request(head: head(spec, target), body: spec.body, timeout: requestTimeout, answer: promise))
             .whenFailure { promise.fail($0) }
-        do {
-            let answer = try await promise.futureResult.get()
-            if answer.keepAlive { release(channel, to: target.origin) } else { channel.close(promise: nil) }
-            return .success(answer.response)
-        } catch {
-            channel.close(promise: nil)
-            // Written or not, the request may have reached the provider: resolve, never resend.
-            return .failure(.mayHaveBeenSent(String(String(describing: error).prefix(120))))
+        promise.futureResult.whenComplete { result in
+            switch result {
+            case .success(let answer):
+                if answer.keepAlive { self.release(channel, to: target.origin) } else { channel.close(promise: nil) }
+                completion(.success(answer.response))
+            case .failure(let error):
+                channel.close(promise: nil)
+                // Written or not, the request may have reached the provider: resolve, never resend.
+                completion(.failure(.mayHaveBeenSent(String(String(describing: error).prefix(120)))))
+            }
         }
     }
 
@@ -100,9 +124,14 @@ package final class ProviderHTTPClient: Sendable {
         return HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: spec.method.rawValue), uri: target.path, headers: headers)
     }
 
+    private enum Connection {
+        case idle(any Channel)
+        case connecting(EventLoopFuture<any Channel>)
+    }
+
     /// An idle connection of `origin` that is still open, or a new one. Only a failure to
     /// connect is certain not to have sent anything.
-    private func connection(to origin: Origin) async -> Result<any Channel, TransportFailure> {
+    private func connection(to origin: Origin) -> Result<Connection, TransportFailure> {
         let now = NIODeadline.now()
         let (reused, stale, isShutDown) = pool.withLock { pool -> ((any Channel)?, [any Channel], Bool) in
             if pool.isShutDown { return (nil, [], true) }
@@ -118,7 +147,7 @@ package final class ProviderHTTPClient: Sendable {
         }
         for channel in stale { channel.close(promise: nil) }
         if isShutDown { return .failure(.notSent("the HTTP client is shut down")) }
-        if let reused { return .success(reused) }
+        if let reused { return .success(.idle(reused)) }
         let tls: NIOSSLContext?
         switch origin.tls ? tlsContext().map(Optional.some) : .success(nil) {
         case .success(let context): tls = context
@@ -135,11 +164,7 @@ package final class ProviderHTTPClient: Sendable {
                     try handlers.addHandler(ExchangeHandler())
                 }
             }
-        do {
-            return .success(try await bootstrap.connect(host: origin.host, port: origin.port).get())
-        } catch {
-            return .failure(Self.classifyConnectFailure(error))
-        }
+        return .success(.connecting(bootstrap.connect(host: origin.host, port: origin.port)))
     }
 
     private func release(_ channel: any Channel, to origin: Origin) {

@@ -1,10 +1,12 @@
 import Cleeng
+import HTTPTransport
 import PaypipeCore
 @testable import CleengPollerStage
 @testable import LedgerStage
 import SignerStage
 import StageRuntime
 import StageWire
+import Synchronization
 import SubmitterStage
 import Testing
 
@@ -116,6 +118,40 @@ struct CleengPollerCoreTests {
         var popped: [Int64] = []
         while let entry = heap.pop() { popped.append(entry.time) }
         #expect(popped == [10, 10, 20, 30, 40, 50])
+    }
+}
+
+@Suite("Cleeng poll driver: the polls in flight, against a real loopback server")
+struct PollDriverTests {
+    /// Ten receipts past their deadline each need their last check at once; with a limit of two
+    /// the rest wait for answers, so the server never sees more than two connections, and every
+    /// receipt still ends with its own answer.
+    @Test func pollsOverTheLimitWaitForAnswersAndEveryReceiptEnds() async throws {
+        let grant = ScriptedHTTPServer.response(body: #"{"jsonrpc":"2.0","id":1,"result":{"accessGranted":true}}"#)
+        let server = try ScriptedHTTPServer { _ in .bytes(grant, thenClose: false) }
+        defer { server.stop() }
+        let config = try PaypipeConfig.parse(Array(DemoConfig.text(sandboxURL: "http://127.0.0.1:\(server.port)").utf8))
+        let http = ProviderHTTPClient(connectTimeoutMilliseconds: 30_000, requestTimeoutMilliseconds: 60_000)
+        let ended = Mutex<[Outcome]>([])
+        let sent = Atomic<Int>(0)
+        let driver = PollDriver(
+            core: CleengPollerCore(policy: CleengPollingPolicy(intervalMs: 5000, deadlineMs: 60000)!, config: config), http: http, limit: 2,
+            emit: { outcome in ended.withLock { $0.append(outcome) } },
+            sent: { _ in sent.add(1, ordering: .relaxed) })
+        for n in 0..<10 {
+            driver.add(try order(cleengOrderJSON.replacingOccurrences(of: "cl-1", with: "cl-\(n)")), acceptedAt: milliseconds() - 120_000)
+        }
+        let giveUp = ContinuousClock.now + .seconds(30)
+        while ended.withLock({ $0.count }) < 10, ContinuousClock.now < giveUp { try await Task.sleep(for: .milliseconds(10)) }
+        let outcomes = ended.withLock { $0 }
+        #expect(outcomes.count == 10)
+        #expect(outcomes.allSatisfy { $0.status == .succeeded })
+        #expect(Set(outcomes.map(\.orderId)) == Set((0..<10).map { "cl-\($0)" }))
+        #expect(sent.load(ordering: .relaxed) == 10 && server.requests.count == 10)
+        #expect(server.connections <= 2)
+        #expect(driver.count == 0)
+        await driver.stop(waitingAtMost: .seconds(1))
+        await http.shutdown()
     }
 }
 

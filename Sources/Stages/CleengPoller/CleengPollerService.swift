@@ -20,20 +20,8 @@ package final class CleengPollerService: MeasuredStage {
     package let metrics = StageMetrics()
     /// Set once the receive loop has ended, so the resume and timer loops end too.
     private let stopped = Atomic<Bool>(false)
-    /// Kept outside the scheduler actor: every poll updates it, and it needs no ordering.
+    /// Every poll sent updates it, from whichever thread sends it; it needs no ordering.
     private let worstDriftMs = Atomic<Int64>(0)
-
-    /// The scheduler's state, shared by the receive loop, the timer loop and the workers.
-    actor Scheduler {
-        var core: CleengPollerCore
-        init(core: CleengPollerCore) { self.core = core }
-        func add(_ order: Order, acceptedAt: Int64) -> [CleengPollerCore.Action] { core.add(order, acceptedAt: acceptedAt, now: milliseconds()) }
-        func due() -> [CleengPollerCore.Action] { core.due(now: milliseconds()) }
-        func receive(_ id: ReceiptID, requestId: Int, status: CleengAccessStatus) -> [CleengPollerCore.Action] {
-            core.receive(id, requestId: requestId, status: status, now: milliseconds())
-        }
-        var count: Int { core.count }
-    }
 
     package init(config: PaypipeConfig, registry: ConnectorRegistry, concurrency: Int = 256, logger: Logger) {
         self.config = config
@@ -53,40 +41,24 @@ package final class CleengPollerService: MeasuredStage {
         let receipts = try ZMQReceiver(socket: pull)
         let results = try ZMQSender(socket: resultsSocket)
         let ledger = try LedgerClient(context: context, endpoint: e.ledgerRPC, options: links.client(stageOptions()))
+        let requestTimeoutMs = min(config.timers.httpRequestTimeoutMs, config.timers.cleengPollIntervalMs)
         let http = ProviderHTTPClient(
-            connectTimeoutMilliseconds: config.timers.httpConnectTimeoutMs,
-            requestTimeoutMilliseconds: min(config.timers.httpRequestTimeoutMs, config.timers.cleengPollIntervalMs))
-        let scheduler = Scheduler(core: CleengPollerCore(policy: CleengPollingPolicy(timers: config.timers), config: config))
+            connectTimeoutMilliseconds: config.timers.httpConnectTimeoutMs, requestTimeoutMilliseconds: requestTimeoutMs)
         let (logger, metrics, catalog) = (self.logger, self.metrics, self.catalog)
         let held = metrics.gauge("paypipe_cleeng_receipts_polling", help: "Accepted receipts this poller is polling")
         let pollsSent = metrics.counter("paypipe_cleeng_polls_total", help: "getAccessStatus calls sent")
         let maxDrift = metrics.gauge("paypipe_cleeng_poll_drift_max_ms", help: "Largest lateness of a poll against its schedule, in ms")
         let drift = metrics.latency("paypipe_cleeng_poll_drift_seconds", help: "Lateness of each poll against its schedule")
+        let (outcomes, emit) = AsyncStream.makeStream(of: Outcome.self)
+        let polls = PollDriver(
+            core: CleengPollerCore(policy: CleengPollingPolicy(timers: config.timers), config: config), http: http, limit: concurrency,
+            emit: { emit.yield($0) },
+            sent: { [self] lateness in
+                drift.recordNanoseconds(lateness * 1_000_000)
+                worstDriftMs.max(lateness, ordering: .relaxed)
+                pollsSent.increment()
+            })
         logger.info("cleeng poller ready", metadata: ["pollQueue": "\(e.pollQueue)", "interval_ms": "\(config.timers.cleengPollIntervalMs)"])
-
-        /// A struct, not a tuple: a generic over a tuple looks its type up at run time, per poll.
-        struct Poll: Sendable {
-            var id: ReceiptID
-            var requestId: Int
-            var request: HTTPRequestSpec
-            var slot: Int64
-        }
-        let (polls, pollQueue) = AsyncStream.makeStream(of: Poll.self)
-        @Sendable func perform(_ actions: [CleengPollerCore.Action]) async {
-            for action in actions {
-                switch action {
-                case .poll(let id, let requestId, let request, let slot): pollQueue.yield(Poll(id: id, requestId: requestId, request: request, slot: slot))
-                case .emit(let outcome):
-                    metrics.counter("paypipe_cleeng_outcomes_total", [("status", outcome.status.rawValue)], help: "Receipts ended, by status").increment()
-                    do {
-                        try await results.send(outcome.bytes)
-                    } catch {
-                        // The ledger hands a receipt whose outcome never arrived to the pollers again.
-                        logger.error("could not hand an outcome to the ledger", metadata: ["order": "\(outcome.merchant)/\(outcome.orderId)"])
-                    }
-                }
-            }
-        }
 
         // Graceful shutdown stops taking receipts. Receipts held are not ended: they stay pending
         // in the ledger, and the next poller to start asks for them and continues on their
@@ -104,70 +76,158 @@ package final class CleengPollerService: MeasuredStage {
                 }
             }
             group.addTask {
-                while let batch = try? await receipts.nextBatch() {
-                    for message in batch {
-                        let dispatch: DispatchFrame
-                        do throws(EnvelopeError) {
-                            dispatch = try DispatchFrame.decode(message.body, catalog: catalog)
-                        } catch {
-                            logger.warning("unreadable poll frame", metadata: ["bytes": "\(message.body.count)", "reason": "\(error)"])
-                            if let outcome = Outcome.unreadableWork(message.body, reason: error.description) {
-                                await perform([.emit(outcome)])
-                            }
-                            continue
-                        }
-                        await perform(await scheduler.add(dispatch.order, acceptedAt: dispatch.acceptedAt))
+                for await outcome in outcomes {
+                    metrics.counter("paypipe_cleeng_outcomes_total", [("status", outcome.status.rawValue)], help: "Receipts ended, by status").increment()
+                    do {
+                        try await results.send(outcome.bytes)
+                    } catch {
+                        // The ledger hands a receipt whose outcome never arrived to the pollers again.
+                        logger.error("could not hand an outcome to the ledger", metadata: ["order": "\(outcome.merchant)/\(outcome.orderId)"])
                     }
                 }
-                pollQueue.finish()
+            }
+            group.addTask {
+                while let batch = try? await receipts.nextBatch() {
+                    for message in batch {
+                        do throws(EnvelopeError) {
+                            let dispatch = try DispatchFrame.decode(message.body, catalog: catalog)
+                            polls.add(dispatch.order, acceptedAt: dispatch.acceptedAt)
+                        } catch {
+                            logger.warning("unreadable poll frame", metadata: ["bytes": "\(message.body.count)", "reason": "\(error)"])
+                            if let outcome = Outcome.unreadableWork(message.body, reason: error.description) { emit.yield(outcome) }
+                        }
+                    }
+                }
             }
             group.addTask {
                 // One timer for every receipt: wake often enough that no poll is late by more than a tick.
                 for await _ in ticks(every: .milliseconds(10)) {
                     if self.stopped.load(ordering: .relaxed) { break }
-                    await perform(await scheduler.due())
-                    held.set(Double(await scheduler.count))
+                    polls.due()
+                    held.set(Double(polls.count))
                     maxDrift.set(Double(self.worstDriftMs.load(ordering: .relaxed)))
                 }
             }
-            let limit = concurrency
-            group.addTask {
-                await withTaskGroup(of: Void.self) { pool in
-                    var inFlight = 0
-                    for await poll in polls {
-                        if inFlight >= limit {
-                            await pool.next()
-                            inFlight -= 1
-                        }
-                        inFlight += 1
-                        pool.addTask {
-                            let lateness = max(0, milliseconds() - poll.slot)
-                            drift.recordNanoseconds(lateness * 1_000_000)
-                            self.worstDriftMs.max(lateness, ordering: .relaxed)
-                            pollsSent.increment()
-                            let status: CleengAccessStatus =
-                                switch await http.execute(poll.request) {
-                                case .success(let response): CleengAccessStatusCall.classify(response, expectedId: poll.requestId)
-                                case .failure(let failure): CleengAccessStatusCall.classifyTransportFailure(reason: "\(failure)")
-                                }
-                            await perform(await scheduler.receive(poll.id, requestId: poll.requestId, status: status))
-                        }
-                    }
-                }
-            }
-            await group.next()  // the resume request
-            await group.next()  // the receive loop: stopped
+            // The resume request and the receive loop; the outcome sender and the timer end only
+            // after `stopped`.
+            await group.next()
+            await group.next()
             self.stopped.store(true, ordering: .relaxed)
+            // Answers still on their way are recorded; the polls they would start are not sent.
+            await polls.stop(waitingAtMost: .milliseconds(requestTimeoutMs + 1000))
+            emit.finish()
             await group.waitForAll()
         }
         } onGracefulShutdown: {
             receipts.stop()
         }
-        let (remaining, worstDrift) = (await scheduler.count, worstDriftMs.load(ordering: .relaxed))
+        let (remaining, worstDrift) = (polls.count, self.worstDriftMs.load(ordering: .relaxed))
         logger.info("cleeng poller stopping", metadata: ["receipts": "\(remaining)", "max_drift_ms": "\(worstDrift)"])
         await http.shutdown()
         await ledger.close()
         _ = await results.finish()
         context.terminate()
+    }
+}
+
+/// The receipts' scheduler and the polls in flight. Answers are handled on the event loop they
+/// arrive on, and the polls they lead to are sent from there: a Swift task per poll, and the
+/// hops into and out of it, had cost a thread wake-up per poll.
+final class PollDriver: Sendable {
+    struct Poll: Sendable {
+        var id: ReceiptID
+        var requestId: Int
+        var request: HTTPRequestSpec
+        var slot: Int64
+    }
+
+    private struct State {
+        var core: CleengPollerCore
+        var inFlight = 0
+        /// Polls over the limit, oldest first (`waiting[next...]`).
+        var waiting: [Poll] = []
+        var next = 0
+        var stopped = false
+    }
+
+    private let state: Mutex<State>
+    private let http: ProviderHTTPClient
+    private let limit: Int
+    private let emit: @Sendable (Outcome) -> Void
+    /// Called as each poll is sent, with how late it is against its schedule (ms).
+    private let sent: @Sendable (Int64) -> Void
+
+    init(
+        core: CleengPollerCore, http: ProviderHTTPClient, limit: Int,
+        emit: @escaping @Sendable (Outcome) -> Void, sent: @escaping @Sendable (Int64) -> Void
+    ) {
+        state = Mutex(State(core: core))
+        self.http = http
+        self.limit = max(1, limit)
+        self.emit = emit
+        self.sent = sent
+    }
+
+    var count: Int { state.withLock { $0.core.count } }
+
+    func add(_ order: Order, acceptedAt: Int64) {
+        perform { $0.add(order, acceptedAt: acceptedAt, now: milliseconds()) }
+    }
+
+    func due() {
+        perform { $0.due(now: milliseconds()) }
+    }
+
+    /// Sends no more polls, and waits (up to `limit`) for the answers to those in flight.
+    func stop(waitingAtMost limit: Duration) async {
+        state.withLock { $0.stopped = true }
+        let giveUp = ContinuousClock.now + limit
+        while state.withLock({ $0.inFlight > 0 }), ContinuousClock.now < giveUp {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    private func send(_ poll: Poll) {
+        sent(max(0, milliseconds() - poll.slot))
+        http.execute(poll.request) { result in
+            let status: CleengAccessStatus =
+                switch result {
+                case .success(let response): CleengAccessStatusCall.classify(response, expectedId: poll.requestId)
+                case .failure(let failure): CleengAccessStatusCall.classifyTransportFailure(reason: "\(failure)")
+                }
+            self.perform(answered: true) { $0.receive(poll.id, requestId: poll.requestId, status: status, now: milliseconds()) }
+        }
+    }
+
+    /// Runs one step of the core, then sends the polls it asks for (as many as the limit lets
+    /// through; the rest wait for answers) and emits its outcomes, outside the lock.
+    private func perform(answered: Bool = false, _ step: (inout CleengPollerCore) -> [CleengPollerCore.Action]) {
+        let (polls, outcomes) = state.withLock { state -> ([Poll], [Outcome]) in
+            if answered { state.inFlight -= 1 }
+            var outcomes: [Outcome] = []
+            for action in step(&state.core) {
+                switch action {
+                case .poll(let id, let requestId, let request, let slot):
+                    state.waiting.append(Poll(id: id, requestId: requestId, request: request, slot: slot))
+                case .emit(let outcome): outcomes.append(outcome)
+                }
+            }
+            var polls: [Poll] = []
+            while !state.stopped, state.inFlight < limit, state.next < state.waiting.count {
+                polls.append(state.waiting[state.next])
+                state.next += 1
+                state.inFlight += 1
+            }
+            if state.next == state.waiting.count {
+                state.waiting.removeAll(keepingCapacity: true)
+                state.next = 0
+            } else if state.next >= 4096, state.next * 2 >= state.waiting.count {
+                state.waiting.removeFirst(state.next)
+                state.next = 0
+            }
+            return (polls, outcomes)
+        }
+        for outcome in outcomes { emit(outcome) }
+        for poll in polls { send(poll) }
     }
 }
