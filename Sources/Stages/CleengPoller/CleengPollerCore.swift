@@ -72,7 +72,7 @@ package struct CleengPollerCore: Sendable {
         while let top = wakeUps.peek, top.time <= now {
             wakeUps.pop()
             let row = Int(top.id.row)
-            guard table[row].generation == top.id.generation, table[row].receipt?.wakeAt == top.time else { continue }
+            guard holds(top.id), table[row].receipt!.wakeAt == top.time else { continue }
             table[row].receipt!.wakeAt = nil
             actions += step(top.id, now: now) { $0.tick(at: now) }
         }
@@ -95,15 +95,19 @@ package struct CleengPollerCore: Sendable {
         return step(id, now: now) { $0.receive(status, requestId: requestId, at: now) }
     }
 
-    private subscript(id: ReceiptID) -> Receipt? {
+    /// Whether `id`'s receipt is still in its row (the row was not freed, or reused, since).
+    private func holds(_ id: ReceiptID) -> Bool {
         let row = Int(id.row)
-        guard row < table.count, table[row].generation == id.generation else { return nil }
-        return table[row].receipt
+        return row < table.count && table[row].generation == id.generation && table[row].receipt != nil
+    }
+
+    private subscript(id: ReceiptID) -> Receipt? {
+        holds(id) ? table[Int(id.row)].receipt : nil
     }
 
     private mutating func step(_ id: ReceiptID, now: Int64, _ event: (inout CleengReceiptPoller) -> CleengReceiptPoller.Action) -> [Action] {
+        guard holds(id) else { return [] }
         let row = Int(id.row)
-        guard table[row].generation == id.generation, table[row].receipt != nil else { return [] }
         // In place: a copy of the receipt would retain and release each of its strings.
         let slot = table[row].receipt!.machine.nextPollAt
         let action = event(&table[row].receipt!.machine)
@@ -141,8 +145,8 @@ package struct CleengPollerCore: Sendable {
     }
 
     private mutating func remove(_ id: ReceiptID) {
+        guard let receipt = self[id] else { return }
         let row = Int(id.row)
-        guard let receipt = table[row].receipt, table[row].generation == id.generation else { return }
         rowOfOrder[receipt.order.key] = nil
         table[row].receipt = nil
         table[row].generation &+= 1
