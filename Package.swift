@@ -22,14 +22,14 @@ func stage(_ name: String, path: String, _ extra: [Target.Dependency] = []) -> T
 }
 
 /// A stage executable only wires its stage to the standard connectors and the shared options.
-func stageExecutable(_ name: String, _ stage: String) -> Target {
+func stageExecutable(_ name: String, _ stage: String, _ extra: [Target.Dependency] = []) -> Target {
     .executableTarget(
         name: name,
         dependencies: [
             .target(name: stage), "Connectors", "StageRuntime", "PaypipeCore",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-        ],
+        ] + extra,
         swiftSettings: strict
     )
 }
@@ -82,6 +82,8 @@ let package = Package(
         .target(name: "Cleeng", dependencies: ["PaypipeCore"], swiftSettings: strict),
         .target(name: "Viva", dependencies: ["PaypipeCore"], swiftSettings: strict),
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
+        // A stage that links it keeps its heap in one malloc arena (see one_malloc_arena.c).
+        .target(name: "OneMallocArena"),
         // The registry: one line per provider.
         .target(name: "Connectors", dependencies: ["PaypipeCore"] + providers.map { .target(name: $0) }, swiftSettings: strict),
         // What the stages say to each other: work items, dispatch frames, the ledger RPC.
@@ -155,7 +157,7 @@ let package = Package(
             swiftSettings: strict
         ),
         stageExecutable("paypipe-ledger", "LedgerStage"),
-        stageExecutable("paypipe-signer", "SignerStage"),
+        stageExecutable("paypipe-signer", "SignerStage", ["OneMallocArena"]),
         stageExecutable("paypipe-submitter", "SubmitterStage"),
         stageExecutable("paypipe-callbacks", "CallbacksStage"),
         stageExecutable("paypipe-cleeng-poller", "CleengPollerStage"),

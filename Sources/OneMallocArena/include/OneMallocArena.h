@@ -1,0 +1,1 @@
+// Nothing to call: linking the target is what applies it (see one_malloc_arena.c).
