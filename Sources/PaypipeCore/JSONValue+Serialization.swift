@@ -60,10 +60,14 @@ extension JSONValue {
 
     public static func writeString(_ s: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        let utf8 = s.utf8
-        if !utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            out += utf8
-        } else {
+        var s = s
+        // Over the contiguous bytes: scanning and copying a String.UTF8View byte by byte was
+        // about a tenth of the signer's CPU.
+        s.withUTF8 { utf8 in
+            if !utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+                out.append(contentsOf: utf8)
+                return
+            }
             for byte in utf8 {
                 switch byte {
                 case UInt8(ascii: "\""): out += #"\""#.utf8

@@ -158,6 +158,21 @@ struct JSONParserTests {
         #expect(JSONValue.integer(.min).serialized == "-9223372036854775808")
     }
 
+    @Test func stringsAreWrittenWithShortEscapesAndTheirUTF8AsItIs() {
+        #expect(JSONValue.string("").serialized == #""""#)
+        #expect(JSONValue.string("plain").serialized == #""plain""#)
+        // Each byte that needs an escape, alone in its string.
+        #expect(JSONValue.string("C:\\dir").serialized == #""C:\\dir""#)
+        #expect(JSONValue.string("say \"hi").serialized == #""say \"hi""#)
+        #expect(JSONValue.string("tab\there").serialized == #""tab\there""#)
+        #expect(JSONValue.string("bell\u{07}").serialized == #""bell\u0007""#)
+        #expect(JSONValue.string("a\"b\\c\n\r\t\u{01}\u{1F}/é😀").serialized == #""a\"b\\c\n\r\t\u0001\u001f/é😀""#)
+        // Past the 15 bytes a String keeps inline, and an escape only at the end.
+        let long = String(repeating: "x", count: 100)
+        #expect(JSONValue.string(long + "\"").serialized == "\"" + long + #"\"""#)
+        #expect(JSONValue.object(["k\"": .string(long)]).serialized == #"{"k\"":"# + "\"" + long + #""}"#)
+    }
+
     /// Before: Double(text) turned these into ±infinity, which parsed "fine" and was written back
     /// as null. Now they are refused, pointing at the number.
     @Test(arguments: [
