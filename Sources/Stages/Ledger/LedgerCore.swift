@@ -71,9 +71,65 @@ package struct LedgerCore {
         followUps.compactMap { if case .poll = $0.followUp { $0.operation } else { nil } }
     }
 
+    /// Decodes frames for `intake` and `results` without the store.
+    package var decoder: FrameDecoder { FrameDecoder(registry: registry, polledOperations: polledOperations) }
+
+    /// The part of taking in orders and outcomes that needs no store: parsing, validating and
+    /// serializing. The ledger runs it before its store's turn, so that it overlaps the store's
+    /// work (and its fsync) instead of adding to it.
+    package struct FrameDecoder: Sendable {
+        package enum IntakeItem: Sendable {
+            case dropped(Rejection)
+            case rejected(Rejection, identity: OrderIdentity)
+            case order(Order, json: String, references: [String])
+        }
+
+        package struct Result: Sendable {
+            let outcome: Outcome
+            let serialized: String
+            let references: [String]
+            /// Whether the store reads the order back for its pollers (a polled operation).
+            let readBack: Bool
+        }
+
+        let registry: ConnectorRegistry
+        let polledOperations: [Operation]
+
+        package func intake(_ frames: [[UInt8]]) -> [IntakeItem] {
+            frames.map { frame in
+                switch Order.decode(frame: frame, catalog: registry.catalog) {
+                case .dropped(let rejection): .dropped(rejection)
+                case .rejected(let rejection, let identity): .rejected(rejection, identity: identity)
+                case .order(let order):
+                    .order(
+                        order, json: order.json.serialized,
+                        references: registry.connector(for: order.provider)?.callbackReferences(for: order) ?? [])
+                }
+            }
+        }
+
+        /// Frames that are not outcomes are skipped, as before.
+        package func results(_ frames: [[UInt8]]) -> [Result] {
+            frames.compactMap { frame in
+                guard let outcome = try? Outcome.parse(frame) else { return nil }
+                let provider = Provider(outcome.provider)
+                let operation = registry.catalog.operation(named: outcome.operation, of: provider)?.operation
+                return Result(
+                    outcome: outcome, serialized: String(decoding: frame, as: UTF8.self),
+                    references: registry.connector(for: provider)?.callbackReferences(in: outcome) ?? [],
+                    readBack: operation.map(polledOperations.contains) ?? false)
+            }
+        }
+    }
+
     /// Upstream orders: validated, deduplicated and recorded in one transaction; dispatched only
     /// once that transaction has committed (the caller performs effects in order after return).
     package mutating func intake(_ frames: [[UInt8]], now: Int64) throws -> [Effect] {
+        try intake(decoder.intake(frames), now: now)
+    }
+
+    /// `intake` of frames already decoded (`FrameDecoder.intake`).
+    package mutating func intake(_ items: [FrameDecoder.IntakeItem], now: Int64) throws -> [Effect] {
         var effects: [Effect] = []
         var counters = self.counters
         /// A first sighting gets `firstTime`; a repeat gets its latest outcome again, if any.
@@ -87,9 +143,9 @@ package struct LedgerCore {
             }
         }
         try store.transaction {
-            for frame in frames {
+            for item in items {
                 counters.ordersIn += 1
-                switch Order.decode(frame: frame, catalog: registry.catalog) {
+                switch item {
                 case .dropped(let rejection):
                     counters.dropped[rejection.code.rawValue, default: 0] += 1
                     effects.append(.drop(rejection))
@@ -107,9 +163,7 @@ package struct LedgerCore {
                         effects.append(.emit(Array(try store.logOutcome(text, now: now).utf8)))
                     }
                     counters.outcomesOut["rejected", default: 0] += 1
-                case .order(let order):
-                    let json = order.json.serialized
-                    let references = registry.connector(for: order.provider)?.callbackReferences(for: order) ?? []
+                case .order(let order, let json, let references):
                     admitted(
                         try store.admit(order, json: json, references: references, now: now),
                         firstTime: .dispatch(DispatchFrame.encode(orderJSON: json, acceptedAt: now)))
@@ -122,19 +176,19 @@ package struct LedgerCore {
 
     /// Outcomes from the stages: recorded, then forwarded upstream unless superseded.
     package mutating func results(_ frames: [[UInt8]], now: Int64) throws -> [Effect] {
+        try results(decoder.results(frames), now: now)
+    }
+
+    /// `results` of frames already decoded (`FrameDecoder.results`).
+    package mutating func results(_ items: [FrameDecoder.Result], now: Int64) throws -> [Effect] {
         var effects: [Effect] = []
         var counters = self.counters
         try store.transaction {
-            for frame in frames {
-                guard let outcome = try? Outcome.parse(frame) else { continue }
-                let provider = Provider(outcome.provider)
-                let operation = registry.catalog.operation(named: outcome.operation, of: provider)?.operation
+            for item in items {
                 let recorded = try store.record(
-                    outcome, serialized: String(decoding: frame, as: UTF8.self),
-                    references: registry.connector(for: provider)?.callbackReferences(in: outcome) ?? [],
-                    readBack: operation.map(polledOperations.contains) ?? false, now: now)
+                    item.outcome, serialized: item.serialized, references: item.references, readBack: item.readBack, now: now)
                 if let text = recorded.emit {
-                    counters.outcomesOut[outcome.status.rawValue, default: 0] += 1
+                    counters.outcomesOut[item.outcome.status.rawValue, default: 0] += 1
                     effects.append(.emit(Array(text.utf8)))
                 }
                 if let pending = recorded.becamePending {

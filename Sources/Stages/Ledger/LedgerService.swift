@@ -19,9 +19,13 @@ package final class LedgerService: MeasuredStage {
 
     actor Core {
         var core: LedgerCore
-        init(core: LedgerCore) { self.core = core }
-        func intake(_ frames: [[UInt8]]) throws -> [LedgerCore.Effect] { try core.intake(frames, now: milliseconds()) }
-        func results(_ frames: [[UInt8]]) throws -> [LedgerCore.Effect] { try core.results(frames, now: milliseconds()) }
+        nonisolated let decoder: LedgerCore.FrameDecoder
+        init(core: LedgerCore) {
+            self.core = core
+            decoder = core.decoder
+        }
+        func intake(_ items: [LedgerCore.FrameDecoder.IntakeItem]) throws -> [LedgerCore.Effect] { try core.intake(items, now: milliseconds()) }
+        func results(_ items: [LedgerCore.FrameDecoder.Result]) throws -> [LedgerCore.Effect] { try core.results(items, now: milliseconds()) }
         func redeliver() throws -> [LedgerCore.Effect] { try core.redeliver(now: milliseconds()) }
         func resumeLeases() throws { try core.resumeLeases(now: milliseconds()) }
         func answer(_ request: LedgerRequest) throws -> (LedgerReply, [LedgerCore.Effect]) { try core.answer(request, now: milliseconds()) }
@@ -160,12 +164,14 @@ package final class LedgerService: MeasuredStage {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 while let batch = try await intake.nextBatch() {
-                    try await perform(try await retrying.run("intake") { try await core.intake(batch.map(\.body)) })
+                    let items = core.decoder.intake(batch.map(\.body))
+                    try await perform(try await retrying.run("intake") { try await core.intake(items) })
                 }
             }
             group.addTask {
                 while let batch = try await results.nextBatch() {
-                    try await perform(try await retrying.run("results") { try await core.results(batch.map(\.body)) })
+                    let items = core.decoder.results(batch.map(\.body))
+                    try await perform(try await retrying.run("results") { try await core.results(items) })
                 }
             }
             group.addTask {
