@@ -28,6 +28,8 @@ package struct LedgerCore {
         package var statusChecks = 0
         /// Orders sent to review after `timers.maxDispatches` claimed dispatches.
         package var dispatchCapReached = 0
+
+        package init() {}
     }
 
     package let store: LedgerStore

@@ -17,6 +17,18 @@ package final class LedgerService: MeasuredStage {
         package var intake, outcomes, signQueue, signedIn, signedOut, results, ledgerRPC, pollQueue, outcomesReplay: String
     }
 
+    /// What one of the core's turns asks for, with the counters as that turn left them, so that
+    /// performing it needs no second turn of the actor (which would wait behind the next
+    /// transaction, fsync included, before the effects went out).
+    struct Turn: Sendable {
+        var effects: [LedgerCore.Effect]
+        var counters: LedgerCore.Counters?
+        init(_ effects: [LedgerCore.Effect], _ counters: LedgerCore.Counters?) {
+            self.effects = effects
+            self.counters = counters
+        }
+    }
+
     actor Core {
         var core: LedgerCore
         nonisolated let decoder: LedgerCore.FrameDecoder
@@ -24,11 +36,14 @@ package final class LedgerService: MeasuredStage {
             self.core = core
             decoder = core.decoder
         }
-        func intake(_ items: [LedgerCore.FrameDecoder.IntakeItem]) throws -> [LedgerCore.Effect] { try core.intake(items, now: milliseconds()) }
-        func results(_ items: [LedgerCore.FrameDecoder.Result]) throws -> [LedgerCore.Effect] { try core.results(items, now: milliseconds()) }
-        func redeliver() throws -> [LedgerCore.Effect] { try core.redeliver(now: milliseconds()) }
+        func intake(_ items: [LedgerCore.FrameDecoder.IntakeItem]) throws -> Turn { Turn(try core.intake(items, now: milliseconds()), core.counters) }
+        func results(_ items: [LedgerCore.FrameDecoder.Result]) throws -> Turn { Turn(try core.results(items, now: milliseconds()), core.counters) }
+        func redeliver() throws -> Turn { Turn(try core.redeliver(now: milliseconds()), core.counters) }
         func resumeLeases() throws { try core.resumeLeases(now: milliseconds()) }
-        func answer(_ request: LedgerRequest) throws -> (LedgerReply, [LedgerCore.Effect]) { try core.answer(request, now: milliseconds()) }
+        func answer(_ request: LedgerRequest) throws -> (LedgerReply, Turn) {
+            let (reply, effects) = try core.answer(request, now: milliseconds())
+            return (reply, Turn(effects, core.counters))
+        }
         var counters: LedgerCore.Counters { core.counters }
         func replay(_ request: OutcomeReplay.Request) throws -> (outcomes: [(seq: Int64, text: String)], more: Bool) {
             try core.store.outcomes(after: request.since, limit: request.limit)
@@ -127,9 +142,9 @@ package final class LedgerService: MeasuredStage {
         let exported = LedgerMetrics(metrics)
         let fastPathSkipped = metrics.counter(
             "paypipe_outcomes_fast_path_skipped_total", help: "Outcomes not pushed live because no consumer kept up (they wait in the replay log)")
-        @Sendable func perform(_ effects: [LedgerCore.Effect]) async throws {
-            exported.update(await core.counters)
-            for effect in effects {
+        @Sendable func perform(_ turn: Turn) async throws {
+            if let counters = turn.counters { exported.update(counters) }
+            for effect in turn.effects {
                 switch effect {
                 case .dispatch(let frame): try await dispatch.send(frame)
                 case .emit(let frame):
@@ -179,17 +194,17 @@ package final class LedgerService: MeasuredStage {
                     for message in batch {
                         // [client identity, request id, request]
                         guard message.frames.count == 3 else { continue }
-                        let reply: LedgerReply, effects: [LedgerCore.Effect]
+                        let reply: LedgerReply, turn: Turn
                         do {
                             let request = try LedgerRequest.parse(message.frames[2])
                             try links.authorize(request, from: message)
-                            (reply, effects) = try await retrying.run("a ledger request") { try await core.answer(request) }
+                            (reply, turn) = try await retrying.run("a ledger request") { try await core.answer(request) }
                         } catch let failure as LedgerStoreFailure {
                             throw failure
                         } catch {
-                            (reply, effects) = (.failure("\(error)"), [])
+                            (reply, turn) = (.failure("\(error)"), Turn([], nil))
                         }
-                        try await perform(effects)
+                        try await perform(turn)
                         rpc.send(ZMQMessage(frames: [message.frames[0], message.frames[1], reply.json.bytes]))
                     }
                 }
@@ -310,12 +325,12 @@ extension LedgerService {
 }
 
 /// The ledger's counters exported to Prometheus (deltas since the last update).
-final class LedgerMetrics: Sendable {
+package final class LedgerMetrics: Sendable {
     let metrics: StageMetrics
     let previous = Mutex(LedgerCore.Counters())
     let ordersIn, duplicates, redelivered, dispatchCapReached: Counter
 
-    init(_ metrics: StageMetrics) {
+    package init(_ metrics: StageMetrics) {
         self.metrics = metrics
         ordersIn = metrics.counter("paypipe_orders_in_total", help: "Intake frames received")
         duplicates = metrics.counter("paypipe_orders_duplicate_total", help: "Orders whose (merchant, orderId) was already known")
@@ -324,10 +339,19 @@ final class LedgerMetrics: Sendable {
             "paypipe_orders_dispatch_cap_total", help: "Orders sent to review (unknown NEEDS_REVIEW) after timers.maxDispatches dispatches")
     }
 
-    func update(_ now: LedgerCore.Counters) {
-        let before = previous.withLock { old in
-            defer { old = now }
-            return old
+    /// Turns are performed concurrently, so snapshots may arrive out of order: each counter only
+    /// grows in the core, and what was exported is kept per counter as the highest seen.
+    package func update(_ now: LedgerCore.Counters) {
+        let before = previous.withLock { seen in
+            defer {
+                seen.ordersIn = max(seen.ordersIn, now.ordersIn)
+                seen.duplicates = max(seen.duplicates, now.duplicates)
+                seen.redelivered = max(seen.redelivered, now.redelivered)
+                seen.dispatchCapReached = max(seen.dispatchCapReached, now.dispatchCapReached)
+                seen.dropped.merge(now.dropped, uniquingKeysWith: max)
+                seen.outcomesOut.merge(now.outcomesOut, uniquingKeysWith: max)
+            }
+            return seen
         }
         if now.ordersIn > before.ordersIn { ordersIn.increment(by: Int64(now.ordersIn - before.ordersIn)) }
         if now.duplicates > before.duplicates { duplicates.increment(by: Int64(now.duplicates - before.duplicates)) }
