@@ -122,7 +122,7 @@ let package = Package(
             "HTTPTransport", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "NIOCore", package: "swift-nio"),
         ]),
-        stage("CleengPollerStage", path: "CleengPoller", ["Cleeng", "HTTPTransport"]),
+        stage("CleengPollerStage", path: "CleengPoller", ["Cleeng", "HTTPTransport", .product(name: "NIOCore", package: "swift-nio")]),
         .target(
             name: "Sandbox",
             dependencies: [

@@ -222,16 +222,17 @@ struct Target: Equatable {
     var path: String
     var hostHeader: String
 
+    private static let https = Array("https://".utf8), http = Array("http://".utf8)
+
     /// Scanned as UTF-8 bytes: every delimiter is ASCII, and walking Characters cost about
     /// 4 % of the poller's CPU (one URL per request).
     init?(url: String) {
         let bytes = Array(url.utf8)
-        let https = Array("https://".utf8), http = Array("http://".utf8)
         let tls: Bool, start: Int
-        if bytes.starts(with: https) {
-            (tls, start) = (true, https.count)
-        } else if bytes.starts(with: http) {
-            (tls, start) = (false, http.count)
+        if bytes.starts(with: Self.https) {
+            (tls, start) = (true, Self.https.count)
+        } else if bytes.starts(with: Self.http) {
+            (tls, start) = (false, Self.http.count)
         } else {
             return nil
         }

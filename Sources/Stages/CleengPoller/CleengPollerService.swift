@@ -1,6 +1,7 @@
 import Cleeng
 import HTTPTransport
 import Logging
+import NIOCore
 import PaypipeCore
 import ServiceLifecycle
 import StageRuntime
@@ -144,9 +145,8 @@ final class PollDriver: Sendable {
     private struct State {
         var core: CleengPollerCore
         var inFlight = 0
-        /// Polls over the limit, oldest first (`waiting[next...]`).
-        var waiting: [Poll] = []
-        var next = 0
+        /// Polls over the limit, oldest first.
+        var waiting = CircularBuffer<Poll>()
         var stopped = false
     }
 
@@ -213,17 +213,9 @@ final class PollDriver: Sendable {
                 }
             }
             var polls: [Poll] = []
-            while !state.stopped, state.inFlight < limit, state.next < state.waiting.count {
-                polls.append(state.waiting[state.next])
-                state.next += 1
+            while !state.stopped, state.inFlight < limit, let poll = state.waiting.popFirst() {
+                polls.append(poll)
                 state.inFlight += 1
-            }
-            if state.next == state.waiting.count {
-                state.waiting.removeAll(keepingCapacity: true)
-                state.next = 0
-            } else if state.next >= 4096, state.next * 2 >= state.waiting.count {
-                state.waiting.removeFirst(state.next)
-                state.next = 0
             }
             return (polls, outcomes)
         }
