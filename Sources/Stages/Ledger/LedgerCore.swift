@@ -124,6 +124,44 @@ package struct LedgerCore {
         }
     }
 
+    /// Store work from one of the ledger's readers, committed with whatever else is waiting.
+    package enum Work: Sendable {
+        case intake([FrameDecoder.IntakeItem])
+        case results([FrameDecoder.Result])
+        case request(LedgerRequest)
+    }
+
+    /// What one `Work` asks for: its effects and, for a request, the reply (sent only after the
+    /// commit).
+    package struct Done: Sendable {
+        package var effects: [Effect]
+        package var reply: LedgerReply?
+    }
+
+    /// Every piece of `work` in one transaction, so one commit (one fsync) serves all of them: a
+    /// group commit. Each piece's effects are performed by its caller, and only once `commit`
+    /// has returned. A failure rolls back the whole group, counters included, so that the
+    /// caller can retry it as it was.
+    package mutating func commit(_ work: [Work], now: Int64) throws -> [Done] {
+        let before = counters
+        do {
+            return try store.transaction {
+                try work.map { piece in
+                    switch piece {
+                    case .intake(let items): return Done(effects: try intake(items, now: now))
+                    case .results(let items): return Done(effects: try results(items, now: now))
+                    case .request(let request):
+                        let (reply, effects) = try answer(request, now: now)
+                        return Done(effects: effects, reply: reply)
+                    }
+                }
+            }
+        } catch {
+            counters = before
+            throw error
+        }
+    }
+
     /// Upstream orders: validated, deduplicated and recorded in one transaction; dispatched only
     /// once that transaction has committed (the caller performs effects in order after return).
     package mutating func intake(_ frames: [[UInt8]], now: Int64) throws -> [Effect] {

@@ -23,9 +23,12 @@ package final class LedgerService: MeasuredStage {
     struct Turn: Sendable {
         var effects: [LedgerCore.Effect]
         var counters: LedgerCore.Counters?
-        init(_ effects: [LedgerCore.Effect], _ counters: LedgerCore.Counters?) {
+        /// A request's reply, sent once the effects are performed.
+        var reply: LedgerReply?
+        init(_ effects: [LedgerCore.Effect], _ counters: LedgerCore.Counters?, reply: LedgerReply? = nil) {
             self.effects = effects
             self.counters = counters
+            self.reply = reply
         }
     }
 
@@ -36,14 +39,13 @@ package final class LedgerService: MeasuredStage {
             self.core = core
             decoder = core.decoder
         }
-        func intake(_ items: [LedgerCore.FrameDecoder.IntakeItem]) throws -> Turn { Turn(try core.intake(items, now: milliseconds()), core.counters) }
-        func results(_ items: [LedgerCore.FrameDecoder.Result]) throws -> Turn { Turn(try core.results(items, now: milliseconds()), core.counters) }
+        func commit(_ work: [LedgerCore.Work]) throws -> [Turn] {
+            let done = try core.commit(work, now: milliseconds())
+            let counters = core.counters
+            return done.map { Turn($0.effects, counters, reply: $0.reply) }
+        }
         func redeliver() throws -> Turn { Turn(try core.redeliver(now: milliseconds()), core.counters) }
         func resumeLeases() throws { try core.resumeLeases(now: milliseconds()) }
-        func answer(_ request: LedgerRequest) throws -> (LedgerReply, Turn) {
-            let (reply, effects) = try core.answer(request, now: milliseconds())
-            return (reply, Turn(effects, core.counters))
-        }
         var counters: LedgerCore.Counters { core.counters }
         func replay(_ request: OutcomeReplay.Request) throws -> (outcomes: [(seq: Int64, text: String)], more: Bool) {
             try core.store.outcomes(after: request.since, limit: request.limit)
@@ -175,38 +177,52 @@ package final class LedgerService: MeasuredStage {
         }
         // Graceful shutdown stops taking orders, outcomes and requests; what was received is
         // still recorded and forwarded.
+        let committer = GroupCommitter()
         try await withGracefulShutdownHandler {
         try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await committer.run(core, retrying: retrying) }
             group.addTask {
-                while let batch = try await intake.nextBatch() {
-                    let items = core.decoder.intake(batch.map(\.body))
-                    try await perform(try await retrying.run("intake") { try await core.intake(items) })
-                }
-            }
-            group.addTask {
-                while let batch = try await results.nextBatch() {
-                    let items = core.decoder.results(batch.map(\.body))
-                    try await perform(try await retrying.run("results") { try await core.results(items) })
-                }
-            }
-            group.addTask {
-                while let batch = try await rpc.nextBatch() {
-                    for message in batch {
-                        // [client identity, request id, request]
-                        guard message.frames.count == 3 else { continue }
-                        let reply: LedgerReply, turn: Turn
-                        do {
-                            let request = try LedgerRequest.parse(message.frames[2])
-                            try links.authorize(request, from: message)
-                            (reply, turn) = try await retrying.run("a ledger request") { try await core.answer(request) }
-                        } catch let failure as LedgerStoreFailure {
-                            throw failure
-                        } catch {
-                            (reply, turn) = (.failure("\(error)"), Turn([], nil))
+                // The writer stops once no reader can give it more work.
+                defer { committer.finish() }
+                try await withThrowingTaskGroup(of: Void.self) { readers in
+                    readers.addTask {
+                        while let batch = try await intake.nextBatch() {
+                            let items = core.decoder.intake(batch.map(\.body))
+                            for turn in try await committer.commit([.intake(items)]) { try await perform(turn) }
                         }
-                        try await perform(turn)
-                        rpc.send(ZMQMessage(frames: [message.frames[0], message.frames[1], reply.json.bytes]))
                     }
+                    readers.addTask {
+                        while let batch = try await results.nextBatch() {
+                            let items = core.decoder.results(batch.map(\.body))
+                            for turn in try await committer.commit([.results(items)]) { try await perform(turn) }
+                        }
+                    }
+                    readers.addTask {
+                        while let batch = try await rpc.nextBatch() {
+                            // [client identity, request id, request]; a malformed or unauthorized
+                            // request is answered without the store.
+                            var requests: [(message: ZMQMessage, parsed: Result<LedgerRequest, any Error>)] = []
+                            for message in batch where message.frames.count == 3 {
+                                requests.append((message, Result {
+                                    let request = try LedgerRequest.parse(message.frames[2])
+                                    try links.authorize(request, from: message)
+                                    return request
+                                }))
+                            }
+                            let work = requests.compactMap { try? $0.parsed.get() }.map(LedgerCore.Work.request)
+                            var turns = (work.isEmpty ? [] : try await committer.commit(work)).makeIterator()
+                            for (message, parsed) in requests {
+                                let turn: Turn
+                                switch parsed {
+                                case .success: turn = turns.next() ?? Turn([], nil, reply: .failure("the ledger store failed"))
+                                case .failure(let error): turn = Turn([], nil, reply: .failure("\(error)"))
+                                }
+                                try await perform(turn)
+                                rpc.send(ZMQMessage(frames: [message.frames[0], message.frames[1], (turn.reply ?? .failure("no reply")).json.bytes]))
+                            }
+                        }
+                    }
+                    try await readers.waitForAll()
                 }
             }
             group.addTask {

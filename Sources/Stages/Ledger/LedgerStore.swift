@@ -137,12 +137,21 @@ package final class LedgerStore {
             """)
     }
 
+    /// `body` in one transaction. Called inside another (a group commit), `body` joins it and
+    /// commits or rolls back with the rest.
     package func transaction<T>(_ body: () throws -> T) throws -> T {
+        if inTransaction { return try body() }
+        inTransaction = true
         // Read again in every transaction: a rolled-back one may have taken seqs it never wrote.
         nextSeq = nil
-        defer { nextSeq = nil }
+        defer {
+            inTransaction = false
+            nextSeq = nil
+        }
         return try db.transaction(body)
     }
+
+    private var inTransaction = false
 
     /// The seq the next logged outcome gets, once read from the log's AUTOINCREMENT counter.
     private var nextSeq: Int64?
@@ -360,14 +369,14 @@ package final class LedgerStore {
         let delay = now - cutoff
         // Two ranges, one per partial index (SQLite does not combine partial indexes for an OR):
         // unclaimed dispatches older than the cutoff, and lapsed leases.
-        let columns = "merchant, order_id, order_json, accepted_at, dispatches, provider, operation, attempts"
         let rows = try db.query(
             """
-            SELECT \(columns) FROM orders
+            SELECT merchant, order_id, order_json, accepted_at, dispatches, provider, operation, attempts FROM orders
             WHERE state IN ('open','unknown') AND order_json IS NOT NULL AND lease_until IS NULL AND dispatched_at < ?
               AND dispatched_at < ? - ? * ((1 << MIN(MAX(dispatches - attempts, 1) - 1, 5)) - 1)
             UNION ALL
-            SELECT \(columns) FROM orders WHERE state IN ('open','unknown') AND order_json IS NOT NULL AND lease_until < ?
+            SELECT merchant, order_id, order_json, accepted_at, dispatches, provider, operation, attempts FROM orders
+            WHERE state IN ('open','unknown') AND order_json IS NOT NULL AND lease_until < ?
             LIMIT ?
             """,
             [.integer(cutoff), .integer(cutoff), .integer(delay), .integer(now), .integer(Int64(limit))])
@@ -462,7 +471,7 @@ extension LedgerStore {
 
     /// The orders `selection` finds lose their references and callback events, then `statement`
     /// runs on each key.
-    private func retire(_ selection: String, cutoff: Int64, limit: Int, then statement: String) throws -> Int {
+    private func retire(_ selection: StaticString, cutoff: Int64, limit: Int, then statement: StaticString) throws -> Int {
         let keys = try db.query(selection, [.integer(cutoff), .integer(Int64(limit))])
         for key in keys {
             try db.query("DELETE FROM refs WHERE merchant=? AND order_id=?", key)
