@@ -259,7 +259,13 @@ struct ChaosTests {
             }
             if nextKill < killTimes.count, now - started >= killTimes[nextKill] {
                 let role = Role.allCases[nextKill % Role.allCases.count]
-                if let process = running[role] { kill(process.processIdentifier, SIGKILL) }
+                if let process = running[role] {
+                    kill(process.processIdentifier, SIGKILL)
+                    // A process in fsync dies only once the write completes, and until then it
+                    // holds its ports: its replacement would fail to bind them.
+                    let gone = clock.now + .seconds(10)
+                    while process.isRunning, clock.now < gone { try await Task.sleep(for: .milliseconds(20)) }
+                }
                 kills[role, default: 0] += 1
                 try await Task.sleep(for: .seconds(1))
                 try restart(role)

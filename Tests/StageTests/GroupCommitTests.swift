@@ -110,8 +110,9 @@ struct GroupCommitTests {
         policy.attempts = 1
         policy.notReadyBeforeExit = .zero
         let retrying = StoreRetry(policy: policy, metrics: StageMetrics(), logger: Logger(label: "test")) {}
-        let lock = try StoreLock(path: path)
-        defer { lock.release() }
+        // Refused at once: a store locked from outside would block a thread of the test
+        // process's pool for the busy timeout.
+        try runSQL("CREATE TRIGGER refuse_all BEFORE INSERT ON orders BEGIN SELECT RAISE(ABORT, 'refused'); END", on: path)
         let writer = Task { try await committer.run(core, retrying: retrying) }
 
         await #expect(throws: LedgerStoreFailure.self) { try await committer.commit([.intake(core.decoder.intake([vivaSale("failed-1")]))]) }

@@ -115,13 +115,14 @@ struct ZeroMQSocketTests {
             return true
         }
         // Nobody receives yet: the sender must stall well short of `total`, holding its queue full.
-        // Wait (bounded) until the producer stops making progress; on a loaded machine it takes
-        // a while to fill every buffer.
+        // Wait (bounded) until the producer stops making progress with the queue full; on a loaded
+        // machine it takes a while to fill every buffer, and a producer that was merely not
+        // scheduled for a moment (the suite starts hundreds of tests at once) has not stalled.
         var stalledAt = -1
-        for _ in 0..<50 {
+        for _ in 0..<100 {
             let before = sent.current
             try await Task.sleep(for: .milliseconds(300))
-            if sent.current == before {
+            if sent.current == before, sender.queuedCount == senderConfiguration.queueCapacity {
                 stalledAt = before
                 break
             }
