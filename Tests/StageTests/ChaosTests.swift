@@ -263,8 +263,7 @@ struct ChaosTests {
                     kill(process.processIdentifier, SIGKILL)
                     // A process in fsync dies only once the write completes, and until then it
                     // holds its ports: its replacement would fail to bind them.
-                    let gone = clock.now + .seconds(10)
-                    while process.isRunning, clock.now < gone { try await Task.sleep(for: .milliseconds(20)) }
+                    _ = await eventually(within: .seconds(10)) { !process.isRunning }
                 }
                 kills[role, default: 0] += 1
                 try await Task.sleep(for: .seconds(1))

@@ -81,10 +81,7 @@ struct GroupCommitTests {
                 return try await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
             }
         }
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(20)
-        while committer.waitingCount < callers, clock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
-        #expect(committer.waitingCount == callers)
+        #expect(await eventually(within: .seconds(20)) { committer.waitingCount == callers })
         let writer = Task { try await committer.run(core, retrying: retrying) }
         defer { writer.cancel() }
 
