@@ -117,7 +117,7 @@ let package = Package(
             "CSQLite", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "NIOCore", package: "swift-nio"),
         ]),
         stage("SignerStage", path: "Signer"),
-        stage("SubmitterStage", path: "Submitter", ["HTTPTransport"]),
+        stage("SubmitterStage", path: "Submitter", ["HTTPTransport", .product(name: "NIOCore", package: "swift-nio")]),
         stage("CallbacksStage", path: "Callbacks", [
             "HTTPTransport", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "NIOCore", package: "swift-nio"),

@@ -84,6 +84,14 @@ package final class ProviderHTTPClient: Sendable {
         }
     }
 
+    /// The same, sent once `delay` has passed (a retry's backoff), timed on an event loop.
+    package func execute(
+        _ spec: HTTPRequestSpec, afterMilliseconds delay: Int64, completion: @escaping @Sendable (Result<HTTPResponseSpec, TransportFailure>) -> Void
+    ) {
+        guard delay > 0 else { return execute(spec, completion: completion) }
+        group.next().scheduleTask(in: .milliseconds(delay)) { self.execute(spec, completion: completion) }
+    }
+
     private func send(
         _ spec: HTTPRequestSpec, to target: Target, on channel: any Channel,
         completion: @escaping @Sendable (Result<HTTPResponseSpec, TransportFailure>) -> Void

@@ -49,23 +49,26 @@ public final class ZMQSender: Sendable {
     /// Queues a message; suspends while the queue is full. Throws once the socket has failed
     /// or the sender was finished.
     public func send(_ message: ZMQMessage) async throws(ZMQError) {
+        while try !trySend(message) { await waitForSpace() }
+    }
+
+    /// Queues a message unless the queue is full, without suspending: for a caller on an event
+    /// loop, which must not wait. Throws once the socket has failed or the sender was finished.
+    public func trySend(_ message: ZMQMessage) throws(ZMQError) -> Bool {
         enum Attempt { case queued(wakeThread: Bool), full, failed(ZMQError) }
-        while true {
-            let attempt: Attempt = state.withLock { s in
-                if let failure = s.failure { return .failed(failure) }
-                if s.closing { return .failed(ZMQError("send", errno: ENOTSOCK, message: "the sender is finished")) }
-                guard s.queue.count < capacity else { return .full }
-                s.queue.append(message)
-                return .queued(wakeThread: s.threadSleeping)
-            }
-            switch attempt {
-            case .failed(let error): throw error
-            case .queued(let wakeThread):
-                if wakeThread { state.broadcast() }
-                return
-            case .full:
-                await waitForSpace()
-            }
+        let attempt: Attempt = state.withLock { s in
+            if let failure = s.failure { return .failed(failure) }
+            if s.closing { return .failed(ZMQError("send", errno: ENOTSOCK, message: "the sender is finished")) }
+            guard s.queue.count < capacity else { return .full }
+            s.queue.append(message)
+            return .queued(wakeThread: s.threadSleeping)
+        }
+        switch attempt {
+        case .failed(let error): throw error
+        case .full: return false
+        case .queued(let wakeThread):
+            if wakeThread { state.broadcast() }
+            return true
         }
     }
 

@@ -64,29 +64,43 @@ final class LeaseKeeper: Sendable {
 
 /// At most `limit` pieces of work held (claimed, waiting or running) at once: the reader waits
 /// for room before it takes more from the socket.
-actor WorkSlots {
+final class WorkSlots: Sendable {
     private let limit: Int
-    private var used = 0
-    private var waiting: [CheckedContinuation<Void, Never>] = []
+    private let state = Mutex((used: 0, waiting: [CheckedContinuation<Void, Never>]()))
 
     init(limit: Int) {
         self.limit = max(1, limit)
     }
 
     func acquire() async {
-        if used < limit {
-            used += 1
-            return
+        if state.withLock({ state in
+            guard state.used < limit else { return false }
+            state.used += 1
+            return true
+        }) { return }
+        await withCheckedContinuation { (slot: CheckedContinuation<Void, Never>) in
+            let free = state.withLock { state in
+                guard state.used < limit else {
+                    state.waiting.append(slot)
+                    return false
+                }
+                state.used += 1
+                return true
+            }
+            if free { slot.resume() }
         }
-        // The slot is handed over by `release`, so `used` stays as it is.
-        await withCheckedContinuation { waiting.append($0) }
     }
 
+    /// Synchronous, so that work finishing on an event loop frees its slot where it finishes.
     func release() {
-        if waiting.isEmpty {
-            used -= 1
-        } else {
-            waiting.removeFirst().resume()
+        // The slot is handed to the first waiter, so `used` stays as it is.
+        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            if state.waiting.isEmpty {
+                state.used -= 1
+                return nil
+            }
+            return state.waiting.removeFirst()
         }
+        next?.resume()
     }
 }

@@ -19,8 +19,6 @@ package final class SubmitterService: MeasuredStage {
     let policy: SubmissionPolicy
     let logger: Logger
     package let metrics = StageMetrics()
-    /// Submissions between their first send and their reported outcome.
-    private let inFlight = Atomic<Int>(0)
 
     package init(
         config: PaypipeConfig, registry: ConnectorRegistry, concurrency: Int = 256, backlog: Int? = nil,
@@ -65,14 +63,20 @@ package final class SubmitterService: MeasuredStage {
                 "paypipe_submitter_work_dropped_total", [("reason", reason)],
                 help: "Work never sent: its claim was refused (stale: an older dispatch, or the order ended) or not answered (unclaimed)")
         }
-        @Sendable func report(_ outcome: Outcome) async {
+        @Sendable func count(_ outcome: Outcome) {
             metrics.counter("paypipe_submitter_outcomes_total", [("status", outcome.status.rawValue)], help: "Outcomes from the submitter, by status")
                 .increment()
+        }
+        @Sendable func lost(_ outcome: Outcome, _ error: ZMQError) {
+            // The ledger redelivers an order whose outcome never arrived.
+            logger.error("could not hand an outcome to the ledger", metadata: ["order": "\(outcome.merchant)/\(outcome.orderId)", "error": "\(error)"])
+        }
+        @Sendable func report(_ outcome: Outcome) async {
+            count(outcome)
             do {
                 try await results.send(outcome.bytes)
             } catch {
-                // The ledger redelivers an order whose outcome never arrived.
-                logger.error("could not hand an outcome to the ledger", metadata: ["order": "\(outcome.merchant)/\(outcome.orderId)", "error": "\(error)"])
+                lost(outcome, error)
             }
         }
         /// Claims a batch of received work in one ledger request; what the ledger refuses is
@@ -104,18 +108,38 @@ package final class SubmitterService: MeasuredStage {
             return kept
         }
 
-        let (claimedWork, claimedSink) = AsyncStream<SubmitWork>.makeStream()
+        /// After the outcome is queued: the work's lease and slot are let go.
+        @Sendable func settle(_ done: SubmissionRunner.Finished, running: Int) {
+            if done.outcome.attempts > 1 { retries.increment(by: Int64(done.outcome.attempts - 1)) }
+            if done.work.acceptedAt > 0 { latency.recordNanoseconds(max(0, milliseconds() - done.work.acceptedAt) * 1_000_000) }
+            if let lease = done.work.lease { leases.release(lease) }
+            slots.release()
+            inFlightGauge.set(Double(running))
+        }
+        // An outcome is handed to the results socket's queue where its submission ended; only
+        // when that queue is full does it wait, in the loop over `runner.finished` below.
+        let runner = SubmissionRunner(concurrency: concurrency, registry: registry, policy: policy, http: http) { done, running in
+            do throws(ZMQError) {
+                guard try results.trySend(ZMQMessage(done.outcome.bytes)) else { return false }
+            } catch {
+                lost(done.outcome, error)
+            }
+            count(done.outcome)
+            settle(done, running: running)
+            return true
+        }
         // Graceful shutdown stops taking work; submissions in flight finish and report.
         await withGracefulShutdownHandler {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
-                    defer { claimedSink.finish() }
+                    defer { runner.close() }
                     do {
                         while let batch = try await work.nextBatch() {
                             for _ in batch { await slots.acquire() }
                             let kept = await claimed(batch)
-                            for _ in kept.count..<batch.count { await slots.release() }
-                            for item in kept { claimedSink.yield(item) }
+                            for _ in kept.count..<batch.count { slots.release() }
+                            runner.start(kept)
+                            inFlightGauge.set(Double(runner.running))
                         }
                     } catch {
                         logger.error("work socket failed", metadata: ["error": "\(error)"])
@@ -130,22 +154,9 @@ package final class SubmitterService: MeasuredStage {
                         heldGauge.set(Double(leases.count))
                     }
                 }
-                await withTaskGroup(of: Void.self) { submissions in
-                    var running = 0
-                    for await item in claimedWork {
-                        if running >= concurrency {
-                            await submissions.next()
-                            running -= 1
-                        }
-                        running += 1
-                        submissions.addTask {
-                            inFlightGauge.set(Double(self.inFlight.add(1, ordering: .relaxed).newValue))
-                            defer { inFlightGauge.set(Double(self.inFlight.subtract(1, ordering: .relaxed).newValue)) }
-                            await report(await SubmitterService.outcome(for: item, registry: registry, policy: policy, http: http, retries: retries, latency: latency))
-                            if let lease = item.lease { leases.release(lease) }
-                            await slots.release()
-                        }
-                    }
+                for await done in runner.finished {
+                    await report(done.outcome)
+                    settle(done, running: runner.running)
                 }
                 renewal.cancel()
             }
@@ -156,40 +167,5 @@ package final class SubmitterService: MeasuredStage {
         _ = await results.finish()
         await ledger.close()
         logger.info("submitter stopped")
-    }
-
-    /// The outcome of one piece of claimed work.
-    static func outcome(
-        for item: SubmitWork, registry: ConnectorRegistry, policy: SubmissionPolicy, http: ProviderHTTPClient, retries: Counter,
-        latency: DurationHistogram
-    ) async -> Outcome {
-        guard let connector = registry.connector(for: item.order.provider) else {
-            return Outcome(
-                order: item.order, status: .rejected,
-                error: .init(code: Rejection.Code.unknownProvider.rawValue, message: "this submitter has no connector for \(item.order.provider.rawValue)"),
-                attempts: 0)
-        }
-        let outcome = await submit(Submission(work: item, connector: connector, policy: policy), http: http)
-        if outcome.attempts > 1 { retries.increment(by: Int64(outcome.attempts - 1)) }
-        if item.acceptedAt > 0 { latency.recordNanoseconds(max(0, milliseconds() - item.acceptedAt) * 1_000_000) }
-        return outcome
-    }
-
-    /// Drives one submission to its outcome. Every decision is `Submission`'s.
-    static func submit(_ submission: Submission, http: ProviderHTTPClient) async -> Outcome {
-        var submission = submission
-        var action = submission.start()
-        while true {
-            switch action {
-            case .finish(let outcome):
-                return outcome
-            case .send(let request, let delay):
-                if delay > 0 { try? await Task.sleep(for: .milliseconds(delay)) }
-                switch await http.execute(request) {
-                case .success(let response): action = submission.receive(response, jitter: Double.random(in: 0..<1))
-                case .failure(let failure): action = submission.fail(failure, jitter: Double.random(in: 0..<1))
-                }
-            }
-        }
     }
 }
