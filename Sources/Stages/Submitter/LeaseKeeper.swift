@@ -65,27 +65,25 @@ final class LeaseKeeper: Sendable {
 /// At most `limit` pieces of work held (claimed, waiting or running) at once: the reader waits
 /// for room before it takes more from the socket.
 final class WorkSlots: Sendable {
+    private struct State {
+        var used = 0
+        var waiting: [CheckedContinuation<Void, Never>] = []
+    }
+
     private let limit: Int
-    private let state = Mutex((used: 0, waiting: [CheckedContinuation<Void, Never>]()))
+    private let state = Mutex(State())
 
     init(limit: Int) {
         self.limit = max(1, limit)
     }
 
     func acquire() async {
-        if state.withLock({ state in
-            guard state.used < limit else { return false }
-            state.used += 1
-            return true
-        }) { return }
+        if state.withLock({ take(&$0) }) { return }
         await withCheckedContinuation { (slot: CheckedContinuation<Void, Never>) in
             let free = state.withLock { state in
-                guard state.used < limit else {
-                    state.waiting.append(slot)
-                    return false
-                }
-                state.used += 1
-                return true
+                if take(&state) { return true }
+                state.waiting.append(slot)
+                return false
             }
             if free { slot.resume() }
         }
@@ -102,5 +100,11 @@ final class WorkSlots: Sendable {
             return state.waiting.removeFirst()
         }
         next?.resume()
+    }
+
+    private func take(_ state: inout State) -> Bool {
+        guard state.used < limit else { return false }
+        state.used += 1
+        return true
     }
 }
