@@ -96,6 +96,21 @@ struct OutcomeLogTests {
         #expect(seqs(try core.intake([Array(rejectedOrder("old-1").utf8)], now: 60_000)) == [1])
     }
 
+    @Test func retentionTakesTheLowestSeqsFirstAndStopsAtTheFirstYoungerOne() async throws {
+        var core = LedgerCore(store: try temporaryStore(), registry: await testRegistry())
+        _ = try core.intake((1...2).map { Array(rejectedOrder("a-\($0)").utf8) }, now: 1000)
+        // The wall clock stepped back: seq 3 is younger than seq 4 and 5.
+        _ = try core.intake([Array(rejectedOrder("b-1").utf8)], now: 50_000)
+        _ = try core.intake((1...2).map { Array(rejectedOrder("c-\($0)").utf8) }, now: 2000)
+        #expect(try core.store.transaction { try core.store.pruneOutcomes(recordedBefore: 1000, limit: 10) } == 0)
+        #expect(try core.store.transaction { try core.store.pruneOutcomes(recordedBefore: 10_000, limit: 10) } == 2)
+        #expect(try core.store.outcomes(after: 0, limit: 10).outcomes.map(\.seq) == [3, 4, 5])
+        // Kept until the younger one ahead of them is old too.
+        #expect(try core.store.transaction { try core.store.pruneOutcomes(recordedBefore: 10_000, limit: 10) } == 0)
+        #expect(try core.store.transaction { try core.store.pruneOutcomes(recordedBefore: 60_000, limit: 2) } == 2)
+        #expect(try core.store.outcomes(after: 0, limit: 10).outcomes.map(\.seq) == [5])
+    }
+
     @Test func replayRequestsAreReadStrictly() throws {
         #expect(try OutcomeReplay.Request.parse(Array(#"{"since":5}"#.utf8)) == OutcomeReplay.Request(since: 5, limit: 100))
         #expect(try OutcomeReplay.Request.parse(Array(#"{"since":0,"limit":999999}"#.utf8)).limit == OutcomeReplay.maxLimit)

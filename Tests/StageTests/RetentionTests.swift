@@ -57,7 +57,7 @@ struct RetentionTests {
         // a durable table kept by triggers (here wrong, so that reading them would show).
         try Self.execute(
             """
-            DROP TRIGGER orders_ended_on_insert; DROP TRIGGER orders_ended_on_update;
+            CREATE INDEX outcome_log_at ON outcome_log(at);
             DROP INDEX orders_to_compact; DROP INDEX orders_ended;
             ALTER TABLE orders DROP COLUMN ended_at;
             DROP INDEX orders_in_flight; DROP INDEX orders_leased; DROP INDEX orders_pending; DROP INDEX orders_in_review;
@@ -76,6 +76,7 @@ struct RetentionTests {
         let schema = try Self.schemaNames(on: path)
         #expect(Set(["orders_in_flight", "orders_leased", "orders_pending", "orders_in_review"]).isSubset(of: schema))
         #expect(schema.isDisjoint(with: ["orders_redelivery", "orders_lease", "orders_async", "state_counts", "orders_count_insert", "orders_count_update", "orders_count_delete"]))
+        #expect(schema.isDisjoint(with: ["orders_ended_on_insert", "orders_ended_on_update", "outcome_log_at"]))
         // The rejection ended "now" as far as retention knows: nothing older is compacted early.
         #expect(try reopened.store.transaction { try reopened.store.forgetOrders(endedBefore: before - 1, limit: 10) } == 0)
         _ = try reopened.results([Array(Outcome(order: try order(vivaOrder), status: .succeeded, result: [:]).serialized.utf8)], now: 2000)
@@ -93,10 +94,10 @@ struct RetentionTests {
         #expect(try store.lookup(provider: .phonepe, ref: "AR1") != nil)
         // Still open: never compacted, however old.
         _ = try core.intake([Array(vivaOrder.utf8)], now: 1000)
-        let ended = Timestamp.nowMilliseconds()
+        let ended: Int64 = 3000
 
-        #expect(try store.transaction { try store.compactOrders(endedBefore: ended - 60_000, limit: 10) } == 0)
-        #expect(try store.transaction { try store.compactOrders(endedBefore: .max, limit: 10) } == 1)
+        #expect(try store.transaction { try store.compactOrders(endedBefore: ended, limit: 10) } == 0)
+        #expect(try store.transaction { try store.compactOrders(endedBefore: ended + 1, limit: 10) } == 1)
         #expect(try store.transaction { try store.compactOrders(endedBefore: .max, limit: 10) } == 0)
         #expect(try store.lookup(phonepe.key) == nil)
         #expect(try store.lookup(provider: .phonepe, ref: "AR1") == nil)
@@ -110,10 +111,51 @@ struct RetentionTests {
         #expect(outcome.status == .succeeded && outcome.orderId == phonepe.orderId)
         #expect(try store.counts() == [.open: 1])
 
-        #expect(try store.transaction { try store.forgetOrders(endedBefore: ended - 60_000, limit: 10) } == 0)
-        #expect(try store.transaction { try store.forgetOrders(endedBefore: .max, limit: 10) } == 1)
+        #expect(try store.transaction { try store.forgetOrders(endedBefore: ended, limit: 10) } == 0)
+        #expect(try store.transaction { try store.forgetOrders(endedBefore: ended + 1, limit: 10) } == 1)
         #expect(try store.lookup(phonepe.key) == nil)
         #expect(try core.intake([Array(phonePeOrder.utf8)], now: 5000).contains(where: Self.isDispatch))
+    }
+
+    @Test func anOrderEndsWhenItsTerminalOutcomeIsRecordedOrItIsRejected() async throws {
+        var core = LedgerCore(store: try temporaryStore(), registry: await testRegistry())
+        let store = core.store
+        let viva = try order(vivaOrder), phonepe = try order(phonePeOrder)
+        _ = try core.intake([Array(vivaOrder.utf8), Array(phonePeOrder.utf8)], now: 1000)
+        _ = try core.intake([Array(rejectedOrder("r-1").utf8)], now: 2000)
+        _ = try core.results([Array(Outcome(order: phonepe, status: .pending, result: ["authRequestId": "AR1"]).serialized.utf8)], now: 3000)
+        _ = try core.results([Array(Outcome(order: viva, status: .succeeded, result: [:]).serialized.utf8)], now: 4000)
+        // A second terminal outcome is dropped, and so is its time.
+        _ = try core.results([Array(Outcome(order: viva, status: .failed, error: .init(code: "X", message: "m")).serialized.utf8)], now: 9000)
+        // The rejection ended at 2000, the Viva order at 4000; the pending order has not ended.
+        #expect(try store.transaction { try store.forgetOrders(endedBefore: 2000, limit: 10) } == 0)
+        #expect(try store.transaction { try store.forgetOrders(endedBefore: 2001, limit: 10) } == 1)
+        #expect(try store.transaction { try store.compactOrders(endedBefore: 4000, limit: 10) } == 0)
+        #expect(try store.transaction { try store.forgetOrders(endedBefore: 4001, limit: 10) } == 1)
+        #expect(try store.lookup(phonepe.key)?.state == .pending)
+        #expect(try store.transaction { try store.forgetOrders(endedBefore: .max, limit: 10) } == 0)
+    }
+
+    @Test func aStoreWhoseTriggersSetTheEndTimeLosesThemOnOpening() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-\(UUID().uuidString).sqlite").path
+        _ = try LedgerStore(path: path)
+        // As the stores of 2026-11 left them: the end time set by triggers, on SQLite's clock.
+        let now = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
+        try Self.execute(
+            """
+            CREATE TRIGGER orders_ended_on_insert AFTER INSERT ON orders WHEN NEW.state='terminal' BEGIN
+              UPDATE orders SET ended_at=\(now) WHERE merchant=NEW.merchant AND order_id=NEW.order_id;
+            END;
+            CREATE TRIGGER orders_ended_on_update AFTER UPDATE OF state ON orders WHEN NEW.state='terminal' AND OLD.state!='terminal' BEGIN
+              UPDATE orders SET ended_at=\(now) WHERE merchant=NEW.merchant AND order_id=NEW.order_id;
+            END;
+            """, on: path)
+        var core = LedgerCore(store: try LedgerStore(path: path), registry: await testRegistry())
+        #expect(try Self.schemaNames(on: path).isDisjoint(with: ["orders_ended_on_insert", "orders_ended_on_update"]))
+        _ = try core.intake([Array(vivaOrder.utf8)], now: 1000)
+        _ = try core.results([Array(Outcome(order: try order(vivaOrder), status: .succeeded, result: [:]).serialized.utf8)], now: 2000)
+        #expect(try core.store.transaction { try core.store.forgetOrders(endedBefore: 2000, limit: 10) } == 0)
+        #expect(try core.store.transaction { try core.store.forgetOrders(endedBefore: 2001, limit: 10) } == 1)
     }
 
     @Test func retentionIsBoundedPerCall() async throws {
