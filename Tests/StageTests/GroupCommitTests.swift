@@ -36,12 +36,14 @@ struct GroupCommitTests {
         #expect(throws: (any Error).self) { try core.commit(group, now: 1000) }
         #expect(try core.store.lookup(OrderKey(merchant: "default", orderId: "group-a")) == nil)
         #expect(core.counters == LedgerCore.Counters())
+        #expect(try core.store.counts() == [:])
 
         // Retried as it was once the store takes it: each order counted and dispatched once.
         try runSQL("DROP TRIGGER refuse_b", on: path)
         let done = try core.commit(group, now: 2000)
         #expect(done.map { dispatches($0.effects).count } == [1, 1])
         #expect(core.counters.ordersIn == 2)
+        #expect(try core.store.counts() == [.open: 2])
         #expect(try core.store.lookup(OrderKey(merchant: "default", orderId: "group-a")) != nil)
         #expect(try core.store.lookup(OrderKey(merchant: "default", orderId: "group-b")) != nil)
     }

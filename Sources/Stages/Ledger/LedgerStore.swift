@@ -103,36 +103,38 @@ package final class LedgerStore {
             CREATE INDEX IF NOT EXISTS refs_order ON refs(merchant, order_id);
             CREATE INDEX IF NOT EXISTS callback_events_order ON callback_events(merchant, order_id);
             """)
-        try keepRunningCounts()
+        try countRunning()
     }
 
-    /// How many orders are in each state but `terminal`, kept by triggers in an in-memory table:
-    /// counted once on opening (by the partial indexes, so ended orders are not scanned), then
-    /// no write to the WAL and no fsync per state change. Stores from before kept the counts in
-    /// a durable table; it goes.
-    private func keepRunningCounts() throws {
+    /// How many orders are in each state but `terminal`: counted once on opening (by the partial
+    /// indexes, so ended orders are not scanned), then kept here by the statements that change a
+    /// state (`moved`), with no write to the WAL and no trigger per state change; a transaction
+    /// that fails puts them back. Stores from before kept them in a table by triggers; those go.
+    private func countRunning() throws {
         try db.execute("""
             DROP TRIGGER IF EXISTS orders_count_insert;
             DROP TRIGGER IF EXISTS orders_count_update;
             DROP TRIGGER IF EXISTS orders_count_delete;
             DROP TABLE IF EXISTS main.state_counts;
-            CREATE TEMP TABLE state_counts(state TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
-            INSERT INTO temp.state_counts(state, n)
-              SELECT state, COUNT(*) FROM main.orders WHERE state IN ('open','unknown') GROUP BY state
-              UNION ALL SELECT 'pending', COUNT(*) FROM main.orders WHERE state='pending'
-              UNION ALL SELECT 'review', COUNT(*) FROM main.orders WHERE state='review';
-            CREATE TEMP TRIGGER orders_count_insert AFTER INSERT ON main.orders WHEN NEW.state!='terminal' BEGIN
-              INSERT INTO state_counts(state, n) VALUES(NEW.state, 1) ON CONFLICT(state) DO UPDATE SET n=n+1;
-            END;
-            CREATE TEMP TRIGGER orders_count_update AFTER UPDATE OF state ON main.orders WHEN NEW.state!=OLD.state BEGIN
-              UPDATE state_counts SET n=n-1 WHERE state=OLD.state;
-              INSERT INTO state_counts(state, n) SELECT NEW.state, 1 WHERE NEW.state!='terminal'
-                ON CONFLICT(state) DO UPDATE SET n=n+1;
-            END;
-            CREATE TEMP TRIGGER orders_count_delete AFTER DELETE ON main.orders WHEN OLD.state!='terminal' BEGIN
-              UPDATE state_counts SET n=n-1 WHERE state=OLD.state;
-            END;
             """)
+        let rows = try db.query("""
+            SELECT state, COUNT(*) FROM orders WHERE state IN ('open','unknown') GROUP BY state
+            UNION ALL SELECT 'pending', COUNT(*) FROM orders WHERE state='pending'
+            UNION ALL SELECT 'review', COUNT(*) FROM orders WHERE state='review'
+            """)
+        running = [:]
+        for row in rows {
+            if let state = row[0].text.flatMap(State.init(rawValue:)), let n = row[1].integer { running[state] = Int(n) }
+        }
+    }
+
+    private var running: [State: Int] = [:]
+
+    /// One order changed from `old` (nil: it was not stored) to `new`.
+    private func moved(from old: State?, to new: State) {
+        guard old != new else { return }
+        if let old, old != .terminal { running[old, default: 0] -= 1 }
+        if new != .terminal { running[new, default: 0] += 1 }
     }
 
     /// `body` in one transaction. Called inside another (a group commit), `body` joins it and
@@ -146,7 +148,13 @@ package final class LedgerStore {
             inTransaction = false
             nextSeq = nil
         }
-        return try db.transaction(body)
+        let counted = running
+        do {
+            return try db.transaction(body)
+        } catch {
+            running = counted
+            throw error
+        }
     }
 
     private var inTransaction = false
@@ -210,6 +218,7 @@ package final class LedgerStore {
             [.text(order.merchant), .text(order.orderId), .text(json), .integer(now), .integer(now),
              .text(order.provider.rawValue), .text(order.operation.rawValue)])
         guard db.changes == 1 else { return try existing(merchant: order.merchant, orderId: order.orderId) }
+        moved(from: nil, to: .open)
         try index(references, provider: order.provider.rawValue, key: order.key)
         return .new
     }
@@ -310,9 +319,14 @@ package final class LedgerStore {
         let merchant = SQLiteValue.text(outcome.merchant), orderId = SQLiteValue.text(outcome.orderId)
         let stamped = try stamped(serialized)
         let text = SQLiteValue.text(stamped.text)
-        /// The outcome as emitted, with its seq, once the order's row took it.
-        func logged() throws -> String? {
+        // For the running counts only: the updates below decide by their own conditions.
+        let before = try db.query("SELECT state FROM orders WHERE merchant=? AND order_id=?", [merchant, orderId]).first?[0].text
+            .flatMap(State.init(rawValue:))
+        /// The outcome as emitted, with its seq, once the order's row took it (and with it the
+        /// state `now`, unless nil: the state stayed).
+        func logged(_ state: State?) throws -> String? {
             guard db.changes == 1 else { return nil }
+            if let state { moved(from: before, to: state) }
             try appendToLog(stamped, now: now)
             return stamped.text
         }
@@ -320,20 +334,20 @@ package final class LedgerStore {
             try db.query(
                 "UPDATE orders SET state='terminal', outcome=?, ended_at=? WHERE merchant=? AND order_id=? AND state!='terminal'",
                 [text, .integer(now), merchant, orderId])
-            return Recorded(emit: try logged())
+            return Recorded(emit: try logged(.terminal))
         }
         if outcome.status == .unknown, outcome.error?.needsReview == true {
             try db.query(
                 "UPDATE orders SET state='review', outcome=? WHERE merchant=? AND order_id=? AND state IN ('open','unknown','pending')",
                 [text, merchant, orderId])
-            return Recorded(emit: try logged())
+            return Recorded(emit: try logged(.review))
         }
         if outcome.status == .unknown {
             // A pending order stays pending: its own resolution (status check, poller) goes on,
             // and an unknown must not send it back to be submitted again.
             try db.query(
                 "UPDATE orders SET state='unknown', outcome=? WHERE merchant=? AND order_id=? AND state IN ('open','unknown')", [text, merchant, orderId])
-            return Recorded(emit: try logged())
+            return Recorded(emit: try logged(.unknown))
         }
         try db.query(
             "UPDATE orders SET state='pending', outcome=?, pending_at=?, dispatched_at=? WHERE merchant=? AND order_id=? AND state IN ('open','unknown')",
@@ -341,9 +355,9 @@ package final class LedgerStore {
         guard db.changes == 1 else {
             // Already pending (a redelivered order's second pending outcome): forwarded, nothing else changes.
             try db.query("UPDATE orders SET outcome=? WHERE merchant=? AND order_id=? AND state='pending'", [text, merchant, orderId])
-            return Recorded(emit: try logged())
+            return Recorded(emit: try logged(nil))
         }
-        let emit = try logged()
+        let emit = try logged(.pending)
         try index(references, provider: outcome.provider, key: OrderKey(merchant: outcome.merchant, orderId: outcome.orderId))
         guard readBack else { return Recorded(emit: emit) }
         let rows = try db.query("SELECT order_json FROM orders WHERE merchant=? AND order_id=?", [merchant, orderId])
@@ -452,11 +466,7 @@ package final class LedgerStore {
     /// How many orders are in each state but `terminal`, for the states that have any (the
     /// running counts: no scan of the orders).
     package func counts() throws -> [State: Int] {
-        var counts: [State: Int] = [:]
-        for row in try db.query("SELECT state, n FROM state_counts WHERE n > 0") {
-            if let state = row[0].text.flatMap(State.init(rawValue:)), let n = row[1].integer { counts[state] = Int(n) }
-        }
-        return counts
+        running.filter { $0.value > 0 }
     }
 }
 
