@@ -146,7 +146,7 @@ struct ExampleConnectorTests {
         #expect(counts.count == 3 && counts.values.allSatisfy { $0 == 1 })
         #expect(provider.authorizations.withLock { $0 } == ["Bearer key-example"])
         for child in children.reversed() { kill(child.processIdentifier, SIGTERM) }
-        for child in children { child.waitUntilExit() }
+        for child in children { _ = await waitForExit(child, within: .seconds(30)) }
         _ = await sender.finish(drainTimeoutMilliseconds: 200)
     }
 }

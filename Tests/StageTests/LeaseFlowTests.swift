@@ -161,7 +161,7 @@ struct LeaseFlowTests {
         try await h.send(phonePeAuthInit("pp-kill-1", authRequestId: "ARkill1"))
         #expect(await eventually(within: .seconds(20)) { h.sandbox.ledger.requests("phonepe:ARkill1") == 1 })
         kill(holder.processIdentifier, SIGKILL)
-        holder.waitUntilExit()
+        _ = await waitForExit(holder, within: .seconds(10))
         try h.startSubmitter()
         let outcomes = try await h.collect(timeout: .seconds(30)) { $0.contains { $0.orderId == "pp-kill-1" } }
         let outcome = try #require(outcomes.first { $0.orderId == "pp-kill-1" })
@@ -211,8 +211,9 @@ struct LeaseFlowTests {
         let output = Pipe()
         cli.standardOutput = output
         try cli.run()
+        // Its output (one order) fits in the pipe, so it can exit before it is read.
+        _ = await waitForExit(cli, within: .seconds(30))
         let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        cli.waitUntilExit()
         #expect(cli.terminationStatus == 0)
         #expect(printed == listed)
         await h.shutdown()

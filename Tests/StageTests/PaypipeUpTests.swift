@@ -191,8 +191,10 @@ func eventually(within limit: Duration, _ condition: () -> Bool) async -> Bool {
     return true
 }
 
-/// Waits for `process` to exit; past `limit` it is killed (by PID) and this returns false.
-private func waitForExit(_ process: Process, within limit: Duration) async -> Bool {
+/// Waits for `process` to exit; past `limit` it is killed (by PID) and this returns false. It
+/// polls instead of `waitUntilExit()`, which would block one of the few threads every test
+/// shares, stalling unrelated tests while a child shuts down.
+func waitForExit(_ process: Process, within limit: Duration) async -> Bool {
     let exited = await eventually(within: limit) { !process.isRunning }
     if !exited {
         kill(process.processIdentifier, SIGKILL)

@@ -307,7 +307,7 @@ struct ProviderHTTPClientTests {
         ]
         openssl.standardError = FileHandle.nullDevice
         try openssl.run()
-        openssl.waitUntilExit()
+        _ = await waitForExit(openssl, within: .seconds(30))
         try #require(openssl.terminationStatus == 0, "openssl could not make a test certificate")
 
         let server = try await TLSEchoServer.start(certificate: certificate, key: key)

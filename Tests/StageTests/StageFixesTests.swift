@@ -63,15 +63,14 @@ struct StageFixesTests {
         defer { outcomes.stop() }
         let sender = try ZMQSender(socket: work)
 
+        var started: [Process] = []
         for (index, stage) in ["signer", "submitter"].enumerated() {
             let arguments = stage == "signer"
                 ? ["--sign-queue", workEndpoint, "--signed-in", signedEndpoint, "--results", resultsEndpoint]
                 : ["--signed-out", workEndpoint, "--results", resultsEndpoint]
             let ((process, _), _) = try PipelineHarness.spawn("paypipe-\(stage)", ["--config", configPath] + arguments, in: directory, index: index, waitForLine: nil)
-            defer {
-                kill(process.processIdentifier, SIGTERM)
-                process.waitUntilExit()
-            }
+            started.append(process)
+            defer { kill(process.processIdentifier, SIGTERM) }
             let orderId = "unreadable-\(stage)"
             // The order is readable; the rest of the frame is not what the stage takes.
             let frame = #"{"acceptedAt":1,"purpose":"bogus","order":{"v":1,"orderId":"\#(orderId)","merchant":"default","provider":"viva","operation":"sale","amount":1,"currency":"EUR","params":{}}}"#
@@ -87,6 +86,7 @@ struct StageFixesTests {
             #expect(outcome.status == .rejected)
             #expect(outcome.error?.code == "UNREADABLE_WORK")
         }
+        for process in started { _ = await waitForExit(process, within: .seconds(30)) }
         _ = await sender.finish(drainTimeoutMilliseconds: 200)
     }
 
