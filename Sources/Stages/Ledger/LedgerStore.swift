@@ -83,9 +83,9 @@ package final class LedgerStore {
         try db.transaction { try addRetentionAndRunningCounts() }
     }
 
-    /// When terminal orders ended (for retention), and how many orders are in each state (kept by
-    /// triggers, so that no statement that changes an order has to know). Stores from before
-    /// gain both: their terminal orders count as ended now, so none is compacted early.
+    /// When terminal orders ended (for retention), and how many orders are in each state (see
+    /// `countRunning`). Stores from before gain the end times: their terminal orders count as
+    /// ended now, so none is compacted early.
     private func addRetentionAndRunningCounts() throws {
         let columns = Set(try db.query("PRAGMA table_info(orders)").compactMap { $0[1].text })
         if !columns.contains("ended_at") {
@@ -322,8 +322,8 @@ package final class LedgerStore {
         // For the running counts only: the updates below decide by their own conditions.
         let before = try db.query("SELECT state FROM orders WHERE merchant=? AND order_id=?", [merchant, orderId]).first?[0].text
             .flatMap(State.init(rawValue:))
-        /// The outcome as emitted, with its seq, once the order's row took it (and with it the
-        /// state `now`, unless nil: the state stayed).
+        /// The outcome as emitted, with its seq, once the order's row took it; the row then
+        /// counts as moved to `state` (nil: its state stayed).
         func logged(_ state: State?) throws -> String? {
             guard db.changes == 1 else { return nil }
             if let state { moved(from: before, to: state) }
