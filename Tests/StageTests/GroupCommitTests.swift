@@ -7,7 +7,8 @@ import StageRuntime
 import StageWire
 import Testing
 
-private func vivaSale(_ orderId: String) -> [UInt8] {
+/// A Viva sale order as intake receives it.
+func vivaSale(_ orderId: String) -> [UInt8] {
     Array(#"{"v":1,"orderId":"\#(orderId)","provider":"viva","operation":"sale","amount":1050,"currency":"EUR","params":{}}"#.utf8)
 }
 

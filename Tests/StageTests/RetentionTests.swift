@@ -50,14 +50,14 @@ struct RetentionTests {
     @Test func theRunningCountsAreWhatAStoreCountsWhenOpened() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-\(UUID().uuidString).sqlite").path
         var core = LedgerCore(store: try LedgerStore(path: path), registry: await testRegistry())
-        func sale(_ id: String) -> String { #"{"v":1,"orderId":"\#(id)","provider":"viva","operation":"sale","amount":1050,"currency":"EUR","params":{}}"# }
-        let orders = (1...6).map { sale("count-\($0)") }
-        let keys = try orders.map { try order($0) }
+        func sale(_ id: String) throws -> Order { try order(String(decoding: vivaSale(id), as: UTF8.self)) }
+        let frames = (1...6).map { vivaSale("count-\($0)") }
+        let keys = try (1...6).map { try sale("count-\($0)") }
         func results(_ outcomes: [Outcome], at now: Int64) throws { _ = try core.results(outcomes.map { Array($0.serialized.utf8) }, now: now) }
         func review(_ order: Order) -> Outcome {
             Outcome(order: order, status: .unknown, error: .init(code: Outcome.ErrorInfo.needsReviewCode, message: "cannot tell"))
         }
-        _ = try core.intake(orders.map { Array($0.utf8) } + [Array(orders[0].utf8), Array(rejectedOrder("count-r").utf8)], now: 1000)
+        _ = try core.intake(frames + [frames[0], Array(rejectedOrder("count-r").utf8)], now: 1000)
         try results([
             Outcome(order: keys[0], status: .unknown, error: .init(code: "TIMEOUT", message: "m")),
             Outcome(order: keys[1], status: .pending, result: ["checkoutUrl": "u"]),
@@ -73,7 +73,7 @@ struct RetentionTests {
             Outcome(order: keys[4], status: .failed, error: .init(code: "X", message: "m")),
             review(keys[1]),
             // An order the store never took.
-            Outcome(order: try order(sale("count-unknown")), status: .succeeded, result: [:]),
+            Outcome(order: try sale("count-unknown"), status: .succeeded, result: [:]),
         ], at: 3000)
         #expect(try core.store.counts() == [.open: 1, .pending: 1, .review: 2])
         #expect(try LedgerStore(path: path).counts() == core.store.counts())
