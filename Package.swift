@@ -196,7 +196,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "paypipe-signing-bench",
-            dependencies: ["PaypipeCore", "TrustPayments", "PhonePe"],
+            dependencies: ["BenchSupport", "PaypipeCore", "TrustPayments", "PhonePe"],
             path: "bench/signing",
             swiftSettings: strict
         ),
@@ -211,6 +211,12 @@ let package = Package(
             name: "paypipe-ledger-bench",
             dependencies: ["BenchSupport", "StageRuntime", "PaypipeCore", "ZeroMQ", "CSQLite"],
             path: "bench/ledger",
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "paypipe-frames-bench",
+            dependencies: ["BenchSupport", "Connectors", "PaypipeCore", "SignerStage", "StageRuntime", "StageWire", "SubmitterStage"],
+            path: "bench/frames",
             swiftSettings: strict
         ),
         .executableTarget(

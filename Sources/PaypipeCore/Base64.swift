@@ -118,37 +118,44 @@ package enum Base64 {
     private static func decode(contiguous text: UnsafeBufferPointer<UInt8>, _ variant: Variant) -> [UInt8]? {
         let total = text.count
         guard variant.isPadded ? total % 4 == 0 : total % 4 != 1 else { return nil }
-        var out: [UInt8] = []
-        out.reserveCapacity(total / 4 * 3 + 2)
-        var accumulator: UInt32 = 0
-        var bits = 0
-        var index = 0
+        // '=' only as the last one or two characters: anywhere else the table refuses it.
         var padding = 0
-        let valid: Bool = variant.decodeTable.withUnsafeBufferPointer { table in
-            for byte in text {
-                defer { index += 1 }
-                if padding > 0 || (variant.isPadded && byte == pad) {
-                    // '=' only as the last one or two characters, and nothing after it.
-                    guard byte == pad, index >= total - 2 else { return false }
-                    padding += 1
-                    continue
+        if variant.isPadded, total > 0, text[total - 1] == pad { padding = text[total - 2] == pad ? 2 : 1 }
+        let significant = total - padding
+        let groups = significant / 4
+        let rest = significant % 4
+        var valid = true
+        // Four characters at a time into a buffer of the exact size: one character at a time,
+        // each appended byte checked the array's capacity, which cost the submitter about 5 %.
+        let decoded = variant.decodeTable.withUnsafeBufferPointer { table in
+            [UInt8](unsafeUninitializedCapacity: groups * 3 + max(rest - 1, 0)) { out, initialized in
+                var i = 0, o = 0
+                for _ in 0..<groups {
+                    let a = table[Int(text[i])], b = table[Int(text[i + 1])], c = table[Int(text[i + 2])], d = table[Int(text[i + 3])]
+                    // Valid values are below 64; the table marks every other byte 0xFF.
+                    guard (a | b | c | d) & 0xC0 == 0 else { valid = false; return }
+                    let group = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6 | UInt32(d)
+                    out[o] = UInt8(truncatingIfNeeded: group >> 16)
+                    out[o + 1] = UInt8(truncatingIfNeeded: group >> 8)
+                    out[o + 2] = UInt8(truncatingIfNeeded: group)
+                    i += 4
+                    o += 3
                 }
-                let value = table[Int(byte)]
-                guard value != invalid else { return false }
-                accumulator = accumulator << 6 | UInt32(value)
-                bits += 6
-                if bits >= 8 {
-                    bits -= 8
-                    out.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
-                    accumulator &= (1 << UInt32(bits)) - 1
+                if rest > 0 {
+                    let a = table[Int(text[i])], b = table[Int(text[i + 1])], c = rest == 3 ? table[Int(text[i + 2])] : 0
+                    guard (a | b | c) & 0xC0 == 0 else { valid = false; return }
+                    let group = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6
+                    // The bits past the last whole byte must be zero: any other value is a
+                    // second spelling of the same bytes.
+                    guard group & (rest == 3 ? 0xFF : 0xFFFF) == 0 else { valid = false; return }
+                    out[o] = UInt8(truncatingIfNeeded: group >> 16)
+                    if rest == 3 { out[o + 1] = UInt8(truncatingIfNeeded: group >> 8) }
+                    o += rest - 1
                 }
+                initialized = o
             }
-            return true
         }
-        // What is left of the last group must be zero bits: any other value is a second
-        // spelling of the same bytes.
-        guard valid, accumulator == 0 else { return nil }
-        return out
+        return valid ? decoded : nil
     }
 
     package static func decode(_ text: String, _ variant: Variant) -> [UInt8]? {

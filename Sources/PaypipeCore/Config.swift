@@ -78,7 +78,7 @@ public struct PaypipeConfig: Sendable {
     /// byte: `merchants[name]` alone would take "\u{212A}iosk" (Kelvin sign) for "Kiosk", while
     /// the store and every idempotency key tell them apart, so one order could be charged twice.
     public func merchant(_ name: String) throws(Rejection) -> MerchantConfig {
-        guard let index = merchants.index(forKey: name), merchants[index].key.utf8.elementsEqual(name.utf8) else {
+        guard let index = merchants.index(forKey: name), merchants[index].key.hasSameUTF8(as: name) else {
             throw Rejection(.unknownMerchant, field: "merchant", "merchant \"\(name.prefix(64))\" is not configured")
         }
         return merchants[index].value

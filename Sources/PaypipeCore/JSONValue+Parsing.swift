@@ -30,10 +30,15 @@ private struct JSONParser {
     let maxDepth: Int
     var index = 0
     var depth = 0
+    /// The members of every object still being parsed, innermost last. An object's dictionary
+    /// is built once its members are known, at its final size: grown member by member, it was
+    /// rehashed at every doubling, which cost more than the rest of the parse.
+    var members: [(key: String, value: JSONValue, offset: Int)] = []
 
     init(bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int) {
         self.bytes = bytes
         self.maxDepth = maxDepth
+        members.reserveCapacity(32)
     }
 
     mutating func parseDocument() throws(JSONParseError) -> JSONValue {
@@ -89,13 +94,13 @@ private struct JSONParser {
     mutating func parseObject() throws(JSONParseError) -> JSONValue {
         try enterContainer()
         index += 1
-        var object: [String: JSONValue] = [:]
         skipWhitespace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
             index += 1
             depth -= 1
-            return .object(object)
+            return .object([:])
         }
+        let first = members.count
         while true {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {
@@ -108,15 +113,18 @@ private struct JSONParser {
             index += 1
             skipWhitespace()
             let value = try parseValue()
-            if object.updateValue(value, forKey: key) != nil {
-                throw JSONParseError(kind: .duplicateKey, offset: keyOffset, reason: "duplicate key \"\(key.prefix(64))\"")
-            }
+            members.append((key, value, keyOffset))
             skipWhitespace()
             guard index < bytes.count else { throw fail(.syntax, "unexpected end of input in an object") }
             if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
             if bytes[index] == UInt8(ascii: "}") { index += 1; break }
             throw fail(.syntax, "expected ',' or '}'")
         }
+        var object = [String: JSONValue](minimumCapacity: members.count - first)
+        for member in members[first...] where object.updateValue(member.value, forKey: member.key) != nil {
+            throw JSONParseError(kind: .duplicateKey, offset: member.offset, reason: "duplicate key \"\(member.key.prefix(64))\"")
+        }
+        members.removeSubrange(first...)
         depth -= 1
         return .object(object)
     }

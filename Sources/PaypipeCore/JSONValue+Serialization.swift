@@ -37,7 +37,7 @@ extension JSONValue {
         }
     }
 
-    static func writeInteger(_ value: Int64, into out: inout [UInt8]) {
+    package static func writeInteger(_ value: Int64, into out: inout [UInt8]) {
         if value == 0 {
             out.append(UInt8(ascii: "0"))
             return
@@ -85,5 +85,78 @@ extension JSONValue {
             }
         }
         out.append(UInt8(ascii: "\""))
+    }
+}
+
+/// Writes one JSON object member by member, without building a `JSONValue` first (the hot
+/// frames: signed work, outcomes). Callers give the keys in ascending order, so the bytes are
+/// those `JSONValue.object(...).bytes` writes; debug builds check the order.
+package struct JSONObjectWriter {
+    package private(set) var bytes: [UInt8]
+    private var empty = true
+    #if DEBUG
+    private var lastKey = ""
+    #endif
+
+    package init(capacity: Int = 256) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+        bytes.append(UInt8(ascii: "{"))
+    }
+
+    /// Writes `"key":` (after a comma unless it is the first member); the value follows.
+    package mutating func key(_ key: StaticString) {
+        #if DEBUG
+        let text = key.description
+        assert(empty || lastKey < text, "JSONObjectWriter: \(text) after \(lastKey)")
+        lastKey = text
+        #endif
+        if !empty { bytes.append(UInt8(ascii: ",")) }
+        empty = false
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(contentsOf: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
+        bytes.append(contentsOf: #"":"#.utf8)
+    }
+
+    package mutating func string(_ key: StaticString, _ value: String) {
+        self.key(key)
+        JSONValue.writeString(value, into: &bytes)
+    }
+
+    package mutating func integer(_ key: StaticString, _ value: Int64) {
+        self.key(key)
+        JSONValue.writeInteger(value, into: &bytes)
+    }
+
+    package mutating func value(_ key: StaticString, _ value: JSONValue) {
+        self.key(key)
+        value.write(into: &bytes)
+    }
+
+    /// A member whose value `write` appends as JSON text of its own making.
+    package mutating func raw(_ key: StaticString, _ write: (inout [UInt8]) -> Void) {
+        self.key(key)
+        write(&bytes)
+    }
+
+    /// A member whose value is an object written by `write`, into the same buffer.
+    package mutating func object(_ key: StaticString, _ write: (inout JSONObjectWriter) -> Void) {
+        self.key(key)
+        var nested = JSONObjectWriter(continuing: &bytes)
+        write(&nested)
+        nested.bytes.append(UInt8(ascii: "}"))
+        swap(&bytes, &nested.bytes)
+    }
+
+    /// Takes `buffer` over (leaving it empty, so that appending does not copy it) and opens an object.
+    private init(continuing buffer: inout [UInt8]) {
+        bytes = []
+        swap(&bytes, &buffer)
+        bytes.append(UInt8(ascii: "{"))
+    }
+
+    package mutating func finish() -> [UInt8] {
+        bytes.append(UInt8(ascii: "}"))
+        return bytes
     }
 }

@@ -8,8 +8,8 @@ public struct Provider: RawRepresentable, Sendable, Hashable, Comparable, Custom
     public var description: String { rawValue }
     public static func < (a: Provider, b: Provider) -> Bool { a.rawValue < b.rawValue }
     // Byte for byte: Swift's String `==` would also match canonically equivalent spellings.
-    public static func == (a: Provider, b: Provider) -> Bool { a.rawValue.utf8.elementsEqual(b.rawValue.utf8) }
-    public func hash(into hasher: inout Hasher) { for byte in rawValue.utf8 { hasher.combine(byte) } }
+    public static func == (a: Provider, b: Provider) -> Bool { a.rawValue.hasSameUTF8(as: b.rawValue) }
+    public func hash(into hasher: inout Hasher) { rawValue.hashUTF8(into: &hasher) }
 }
 
 /// One operation of one provider (`nets` `createSubscription`). Declared by the provider
@@ -22,10 +22,10 @@ public struct Operation: Sendable, Hashable, CustomStringConvertible {
         self.rawValue = name
     }
     public var description: String { "\(provider.rawValue) \(rawValue)" }
-    public static func == (a: Operation, b: Operation) -> Bool { a.provider == b.provider && a.rawValue.utf8.elementsEqual(b.rawValue.utf8) }
+    public static func == (a: Operation, b: Operation) -> Bool { a.provider == b.provider && a.rawValue.hasSameUTF8(as: b.rawValue) }
     public func hash(into hasher: inout Hasher) {
         hasher.combine(provider)
-        for byte in rawValue.utf8 { hasher.combine(byte) }
+        rawValue.hashUTF8(into: &hasher)
     }
 }
 
@@ -70,6 +70,26 @@ public struct Order: Sendable, Equatable {
         if let currency { object["currency"] = .string(currency) }
         return .object(object)
     }
+
+    /// `json`'s members, written straight into `writer` (the ledger stores this text and the
+    /// signer forwards it with every order).
+    package func write(into writer: inout JSONObjectWriter) {
+        if let amount { writer.integer("amount", amount) }
+        if let currency { writer.string("currency", currency) }
+        writer.string("merchant", merchant)
+        writer.string("operation", operation.rawValue)
+        writer.string("orderId", orderId)
+        writer.value("params", .object(params))
+        writer.string("provider", provider.rawValue)
+        writer.integer("v", Order.version)
+    }
+
+    /// `json.serialized`, written without building the `JSONValue`.
+    public var serialized: String {
+        var writer = JSONObjectWriter(capacity: 320)
+        write(into: &writer)
+        return String(decoding: writer.finish(), as: UTF8.self)
+    }
 }
 
 public struct OrderKey: Sendable, Hashable, CustomStringConvertible {
@@ -84,12 +104,12 @@ public struct OrderKey: Sendable, Hashable, CustomStringConvertible {
     /// Byte for byte, like the store and every idempotency key derived from the key: Swift's
     /// own String equality is canonical equivalence ("\u{212A}iosk" == "Kiosk").
     public static func == (lhs: OrderKey, rhs: OrderKey) -> Bool {
-        lhs.merchant.utf8.elementsEqual(rhs.merchant.utf8) && lhs.orderId.utf8.elementsEqual(rhs.orderId.utf8)
+        lhs.merchant.hasSameUTF8(as: rhs.merchant) && lhs.orderId.hasSameUTF8(as: rhs.orderId)
     }
 
     public func hash(into hasher: inout Hasher) {
         hasher.combine(merchant.utf8.count)
-        for byte in merchant.utf8 { hasher.combine(byte) }
-        for byte in orderId.utf8 { hasher.combine(byte) }
+        merchant.hashUTF8(into: &hasher)
+        orderId.hashUTF8(into: &hasher)
     }
 }

@@ -34,12 +34,12 @@ public struct OrderCatalog: Sendable {
     /// Names are compared byte for byte (Swift's `==` on String would also match canonically
     /// equivalent spellings).
     public func provider(named name: String) -> Provider? {
-        providers.first { $0.rawValue.utf8.elementsEqual(name.utf8) }
+        providers.first { $0.rawValue.hasSameUTF8(as: name) }
     }
 
     public func operations(of provider: Provider) -> [OperationSpec] { specs[provider] ?? [] }
 
     public func operation(named name: String, of provider: Provider) -> OperationSpec? {
-        operations(of: provider).first { $0.operation.rawValue.utf8.elementsEqual(name.utf8) }
+        operations(of: provider).first { $0.operation.rawValue.hasSameUTF8(as: name) }
     }
 }

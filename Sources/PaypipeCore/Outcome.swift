@@ -73,8 +73,27 @@ public struct Outcome: Sendable, Equatable {
     }
 
     /// The wire form: one compact JSON object, keys sorted, so equal outcomes are equal bytes.
-    public var serialized: String { json.serialized }
-    public var bytes: [UInt8] { json.bytes }
+    public var serialized: String { String(decoding: bytes, as: UTF8.self) }
+    /// `json.bytes`, written without building the `JSONValue` (every outcome of every stage).
+    public var bytes: [UInt8] {
+        var writer = JSONObjectWriter(capacity: 320)
+        writer.string("at", at)
+        writer.integer("attempts", Int64(attempts))
+        if let error {
+            writer.object("error") { nested in
+                nested.string("code", error.code)
+                nested.string("message", error.message)
+            }
+        }
+        writer.string("merchant", merchant)
+        writer.string("operation", operation)
+        writer.string("orderId", orderId)
+        writer.string("provider", provider)
+        if let result { writer.value("result", .object(result)) }
+        writer.string("status", status.rawValue)
+        writer.integer("v", 1)
+        return writer.finish()
+    }
 
     public static func parse(_ bytes: some Collection<UInt8>) throws -> Outcome {
         guard case .object(let o) = try JSONValue.parse(bytes) else { throw OutcomeParseError(field: "outcome") }

@@ -91,7 +91,7 @@ public struct PhonePeAuthInitParams: Sendable, Equatable {
     /// orderId cannot contain a newline, so the last newline separates the two unambiguously.
     public static func defaultAuthRequestId(merchant: String, orderId: String) -> String {
         let digest = SHA256.hash(data: Array("paypipe/phonepe/authRequestId\n\(merchant)\n\(orderId)".utf8))
-        return Digest.hex(digest.prefix(16)).uppercased()
+        return digest.withUnsafeBytes { Digest.hex(UnsafeRawBufferPointer(rebasing: $0.prefix(16)), uppercase: true) }
     }
 
     /// `[A-Za-z0-9_-]` ids (see `PhonePeRules.isIdentifier`): they travel in URL paths and JSON verbatim.

@@ -49,7 +49,42 @@ package struct SubmitWork: Sendable, Equatable {
         return .object(object)
     }
 
-    package var frame: [UInt8] { json.bytes }
+    /// `json.bytes`, written without building the `JSONValue`: the signer writes one per order.
+    package var frame: [UInt8] {
+        var writer = JSONObjectWriter(capacity: 640 + (request.body.count + (resolve?.body.count ?? 0)) * 4 / 3)
+        writer.integer("acceptedAt", acceptedAt)
+        writer.value("context", context)
+        writer.integer("generation", generation)
+        writer.object("order") { order.write(into: &$0) }
+        if let pending { writer.value("pending", .object(pending)) }
+        writer.string("purpose", purpose.rawValue)
+        writer.object("request") { SubmitWork.write(request, into: &$0) }
+        if let resolve { writer.object("resolve") { SubmitWork.write(resolve, into: &$0) } }
+        return writer.finish()
+    }
+
+    /// What `encode` makes of `request`, written straight into `writer`.
+    static func write(_ request: HTTPRequestSpec, into writer: inout JSONObjectWriter) {
+        writer.raw("body") { out in
+            out.append(UInt8(ascii: "\""))
+            Base64.encode(request.body, .standard, into: &out)
+            out.append(UInt8(ascii: "\""))
+        }
+        writer.raw("headers") { out in
+            out.append(UInt8(ascii: "["))
+            for (index, header) in request.headers.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                out.append(UInt8(ascii: "["))
+                JSONValue.writeString(header.name, into: &out)
+                out.append(UInt8(ascii: ","))
+                JSONValue.writeString(header.value, into: &out)
+                out.append(UInt8(ascii: "]"))
+            }
+            out.append(UInt8(ascii: "]"))
+        }
+        writer.string("method", request.method.rawValue)
+        writer.string("url", request.url)
+    }
 
     package static func decode(_ frame: [UInt8], catalog: OrderCatalog) throws(EnvelopeError) -> SubmitWork {
         guard case .object(let object)? = try? JSONValue.parse(frame) else { throw EnvelopeError("work is not a JSON object") }

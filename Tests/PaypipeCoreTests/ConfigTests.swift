@@ -214,6 +214,15 @@ struct ConfigTests {
         #expect(Digest.sha256Hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
     }
 
+    @Test func hexOfContiguousAndOtherSequences() {
+        let bytes: [UInt8] = [0x00, 0x0F, 0xA5, 0xFF, 0x10]
+        #expect(Digest.hex(bytes) == "000fa5ff10")
+        #expect(Digest.hex(bytes, uppercase: true) == "000FA5FF10")
+        #expect(Digest.hex(bytes.lazy.map { $0 }) == "000fa5ff10")
+        #expect(Digest.hex(bytes.dropFirst(2), uppercase: true) == "A5FF10")
+        #expect(Digest.hex([UInt8]()) == "")
+    }
+
     @Test func civilDatesClampAndValidate() {
         #expect(CivilDate(iso8601: "2026-02-29") == nil)
         #expect(CivilDate(iso8601: "2028-02-29") != nil)

@@ -75,6 +75,17 @@ struct JSONParserTests {
         _ = try JSONValue.parse(text)
     }
 
+    /// Objects are built once their members are all read, from one list shared by every
+    /// object still open: members of a nested object must neither leak into its parent nor
+    /// hide the parent's own duplicates.
+    @Test func membersOfNestedObjectsStayInTheirOwnObject() throws {
+        let value = try JSONValue.parse(#"{"a":{"b":{"c":1},"d":2},"e":{"a":3},"f":[{"a":1,"b":2},{}],"g":{}}"#)
+        #expect(value == ["a": ["b": ["c": 1], "d": 2], "e": ["a": 3], "f": [["a": 1, "b": 2], [:]], "g": [:]])
+        let error = parseError(#"{"a":{"x":1,"y":{"z":2}},"b":3,"a":4}"#)
+        #expect(error?.kind == .duplicateKey)
+        #expect(error?.offset == 31)
+    }
+
     @Test func theDuplicateKeyMessageQuotesAtMost64CharactersOfTheKey() {
         let key = String(repeating: "k", count: 10_000)
         let error = parseError(#"{"\#(key)":1,"\#(key)":2}"#)

@@ -176,6 +176,25 @@ struct SignerCoreTests {
         }
     }
 
+    /// The frame is written member by member; it must stay the bytes of its `JSONValue` form.
+    @Test func theWorkFrameIsTheBytesOfItsJSONValue() throws {
+        let order = try order(phonePeOrder)
+        let request = HTTPRequestSpec(
+            method: .POST, url: "http://127.0.0.1:9/a?b=\"c\"", headers: [HTTPHeader("X-A", "1\n2"), HTTPHeader("Content-Type", "application/json")],
+            body: Array((0...255).map { UInt8($0) }))
+        let works = [
+            SubmitWork(order: order, request: request, acceptedAt: 7),
+            SubmitWork(
+                order: order, request: request, resolve: HTTPRequestSpec(method: .GET, url: "http://127.0.0.1:9/s"),
+                context: ["authRequestId": "A1", "n": [1, .null]], purpose: .statusCheck, pending: ["redirectURL": "ppe://x", "k": [:]],
+                acceptedAt: -1, generation: 3),
+        ]
+        for work in works {
+            #expect(work.frame == work.json.bytes)
+            #expect(try SubmitWork.decode(work.frame, catalog: testCatalog) == work)
+        }
+    }
+
     @Test func signedWorkCarriesNoSecretOutsideTheRequestHeaders() async throws {
         let signer = SignerCore(registry: await testRegistry(try demoConfig()))
         guard case .submit(let work) = signer.sign(try order(phonePeOrder), acceptedAt: 1, nowSeconds: 1_795_237_200) else {

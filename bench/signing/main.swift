@@ -1,29 +1,17 @@
 // Signing throughput on one core: Trust Payments SDK JWTs (HS256) and PhonePe X-VERIFY checksums.
 //
 //   swift run -c release paypipe-signing-bench [--count N]
+import BenchSupport
 import Foundation
 import PaypipeCore
 import PhonePe
 import TrustPayments
 
-let arguments = CommandLine.arguments
-let count: Int = {
-    guard let i = arguments.firstIndex(of: "--count"), i + 1 < arguments.count, let n = Int(arguments[i + 1]) else { return 500_000 }
-    return n
-}()
+let count = argument("--count", 500_000)
 
 func measure(_ label: String, _ body: (Int) -> Int) {
-    let clock = ContinuousClock()
-    var best = 0.0
-    var checksum = 0
-    for _ in 0..<3 {
-        let start = clock.now
-        checksum &+= body(count)
-        let elapsed = clock.now - start
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        best = max(best, Double(count) / seconds)
-    }
-    print(String(format: "%@: %.0f per second (best of 3 runs of %d, one thread)  [%d]", label, best, count, checksum & 0xFF))
+    let (seconds, checksum) = bestOfThree(count: count, body)
+    print(String(format: "%@: %.0f per second (best of 3 runs of %d, one thread)  [%d]", label, Double(count) / seconds, count, checksum & 0xFF))
 }
 
 let secret = Secret("bench-secret-0123456789abcdef0123456789abcdef")

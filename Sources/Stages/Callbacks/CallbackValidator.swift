@@ -112,7 +112,7 @@ struct Orders: CallbackOrderLookup {
         } catch {
             throw .ledgerUnavailable()
         }
-        guard case .order(let stored?) = reply, stored.key.merchant.utf8.elementsEqual(merchant.utf8),
+        guard case .order(let stored?) = reply, stored.key.merchant.hasSameUTF8(as: merchant),
             case .order(let order) = Order.decode(frame: Array(stored.orderJSON.utf8), catalog: catalog), order.provider == provider
         else {
             throw .orderNotFound(provider, merchant: merchant)

@@ -104,7 +104,7 @@ package struct LedgerCore {
                 case .rejected(let rejection, let identity): .rejected(rejection, identity: identity)
                 case .order(let order):
                     .order(
-                        order, json: order.json.serialized,
+                        order, json: order.serialized,
                         references: registry.connector(for: order.provider)?.callbackReferences(for: order) ?? [])
                 }
             }
