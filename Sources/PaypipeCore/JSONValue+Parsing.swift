@@ -192,15 +192,11 @@ private struct JSONParser {
         index += 1
         let start = index
         // Fast path: no escapes, ASCII only.
-        while index < bytes.count {
-            let byte = bytes[index]
-            if byte == UInt8(ascii: "\"") {
-                let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
-                index += 1
-                return text
-            }
-            if byte == UInt8(ascii: "\\") || byte >= 0x80 || byte < 0x20 { break }
+        index = JSONPlainRun.end(of: bytes, from: start, stopAtNonASCII: true)
+        if index < bytes.count, bytes[index] == UInt8(ascii: "\"") {
+            let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
             index += 1
+            return text
         }
         var scalars = String.UnicodeScalarView()
         scalars.append(contentsOf: String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self).unicodeScalars)

@@ -64,7 +64,7 @@ extension JSONValue {
         // Over the contiguous bytes: scanning and copying a String.UTF8View byte by byte was
         // about a tenth of the signer's CPU.
         s.withUTF8 { utf8 in
-            if !utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            if JSONPlainRun.end(of: utf8, from: 0, stopAtNonASCII: false) == utf8.count {
                 out.append(contentsOf: utf8)
                 return
             }
