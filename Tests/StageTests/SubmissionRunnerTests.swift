@@ -98,8 +98,11 @@ struct SubmissionRunnerTests {
         defer { provider.server.stop() }
         let http = ProviderHTTPClient(connectTimeoutMilliseconds: 30_000, requestTimeoutMilliseconds: 60_000)
         let handed = Mutex<[String]>([])
-        let runner = SubmissionRunner(concurrency: 3, registry: await testRegistry(provider.config), policy: SubmissionPolicy(), http: http) { done, running in
-            #expect(running >= 0 && running <= 3)
+        let counts = Mutex<[Int]>([])
+        let runner = SubmissionRunner(
+            concurrency: 3, registry: await testRegistry(provider.config), policy: SubmissionPolicy(), http: http,
+            runningChanged: { count in counts.withLock { $0.append(count) } }
+        ) { done in
             guard let digit = done.outcome.orderId.last?.wholeNumberValue, digit.isMultiple(of: 2) else { return false }
             handed.withLock { $0.append(done.outcome.orderId) }
             return true
@@ -110,6 +113,9 @@ struct SubmissionRunnerTests {
         #expect(Set(handed.withLock { $0 }) == ["pp-0", "pp-2", "pp-4", "pp-6", "pp-8"])
         #expect(Set(streamed) == ["pp-1", "pp-3", "pp-5", "pp-7", "pp-9"])
         #expect(handed.withLock { $0.count } + streamed.count == 10)
+        // Each count is reported in the order it happened: the limit once the ten start, then
+        // down to 0 as the last three end (a finished one's slot goes to waiting work unreported).
+        #expect(counts.withLock { $0 } == [3, 2, 1, 0])
         await http.shutdown()
     }
 

@@ -31,20 +31,25 @@ final class SubmissionRunner: Sendable {
     private let registry: ConnectorRegistry
     private let policy: SubmissionPolicy
     private let http: ProviderHTTPClient
-    private let handOff: @Sendable (Finished, _ running: Int) -> Bool
+    private let runningChanged: @Sendable (Int) -> Void
+    private let handOff: @Sendable (Finished) -> Bool
 
     /// `handOff` gets each finished piece of work on the thread it finished on (often an event
-    /// loop, so it must not block), with the number still running; it returns false to have
-    /// the work come out of `finished` instead.
+    /// loop, so it must not block); it returns false to have the work come out of `finished`
+    /// instead. `runningChanged` gets the new count of running submissions under the runner's
+    /// lock, so the last value it got is the count now: reported after the lock, from two event
+    /// loops, an older count could land last and leave a gauge at 1 with nothing running.
     init(
         concurrency: Int, registry: ConnectorRegistry, policy: SubmissionPolicy, http: ProviderHTTPClient,
-        handOff: @escaping @Sendable (Finished, _ running: Int) -> Bool = { _, _ in false }
+        runningChanged: @escaping @Sendable (Int) -> Void = { _ in },
+        handOff: @escaping @Sendable (Finished) -> Bool = { _ in false }
     ) {
         (finished, sink) = AsyncStream.makeStream(of: Finished.self)
         self.concurrency = max(1, concurrency)
         self.registry = registry
         self.policy = policy
         self.http = http
+        self.runningChanged = runningChanged
         self.handOff = handOff
     }
 
@@ -63,6 +68,7 @@ final class SubmissionRunner: Sendable {
                     state.waiting.append(item)
                 }
             }
+            if !startNow.isEmpty { runningChanged(state.running) }
             return startNow
         }
         for item in startNow { run(item) }
@@ -112,13 +118,14 @@ final class SubmissionRunner: Sendable {
     /// The count goes down before the outcome goes out, so whoever reads the outcome reads a
     /// `running` that no longer counts it.
     private func end(_ item: SubmitWork, _ outcome: Outcome) -> SubmitWork? {
-        let (next, running, drained) = state.withLock { state -> (SubmitWork?, Int, Bool) in
-            if let next = state.waiting.popFirst() { return (next, state.running, false) }
+        let (next, drained) = state.withLock { state -> (SubmitWork?, Bool) in
+            if let next = state.waiting.popFirst() { return (next, false) }
             state.running -= 1
-            return (nil, state.running, state.drained)
+            runningChanged(state.running)
+            return (nil, state.drained)
         }
         let done = Finished(work: item, outcome: outcome)
-        if !handOff(done, running) { sink.yield(done) }
+        if !handOff(done) { sink.yield(done) }
         if drained { sink.finish() }
         return next
     }

@@ -109,23 +109,24 @@ package final class SubmitterService: MeasuredStage {
         }
 
         /// After the outcome is queued: the work's lease and slot are let go.
-        @Sendable func settle(_ done: SubmissionRunner.Finished, running: Int) {
+        @Sendable func settle(_ done: SubmissionRunner.Finished) {
             if done.outcome.attempts > 1 { retries.increment(by: Int64(done.outcome.attempts - 1)) }
             if done.work.acceptedAt > 0 { latency.recordNanoseconds(max(0, milliseconds() - done.work.acceptedAt) * 1_000_000) }
             if let lease = done.work.lease { leases.release(lease) }
             slots.release()
-            inFlightGauge.set(Double(running))
         }
         // An outcome is handed to the results socket's queue where its submission ended; only
         // when that queue is full does it wait, in the loop over `runner.finished` below.
-        let runner = SubmissionRunner(concurrency: concurrency, registry: registry, policy: policy, http: http) { done, running in
+        let runner = SubmissionRunner(
+            concurrency: concurrency, registry: registry, policy: policy, http: http, runningChanged: { inFlightGauge.set(Double($0)) }
+        ) { done in
             do throws(ZMQError) {
                 guard try results.trySend(ZMQMessage(done.outcome.bytes)) else { return false }
             } catch {
                 lost(done.outcome, error)
             }
             count(done.outcome)
-            settle(done, running: running)
+            settle(done)
             return true
         }
         // Graceful shutdown stops taking work; submissions in flight finish and report.
@@ -139,7 +140,6 @@ package final class SubmitterService: MeasuredStage {
                             let kept = await claimed(batch)
                             for _ in kept.count..<batch.count { slots.release() }
                             runner.start(kept)
-                            inFlightGauge.set(Double(runner.running))
                         }
                     } catch {
                         logger.error("work socket failed", metadata: ["error": "\(error)"])
@@ -156,7 +156,7 @@ package final class SubmitterService: MeasuredStage {
                 }
                 for await done in runner.finished {
                     await report(done.outcome)
-                    settle(done, running: runner.running)
+                    settle(done)
                 }
                 renewal.cancel()
             }
