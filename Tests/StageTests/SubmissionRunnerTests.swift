@@ -119,6 +119,26 @@ struct SubmissionRunnerTests {
         await http.shutdown()
     }
 
+    /// The stream ends only after the last outcome is in it. One outcome is held up in
+    /// `handOff` (which refuses it, so it goes to the stream afterwards) while the other ends
+    /// on another event loop and finds nothing running: the stream must wait for the first.
+    @Test func theStreamDoesNotEndUnderAnOutcomeStillOnItsWay() async throws {
+        let provider = try SlowPhonePe()
+        defer { provider.server.stop() }
+        let http = ProviderHTTPClient(connectTimeoutMilliseconds: 30_000, requestTimeoutMilliseconds: 60_000)
+        let runner = SubmissionRunner(
+            concurrency: 2, registry: await testRegistry(provider.config), policy: SubmissionPolicy(), http: http,
+            handOff: { done in
+                if done.outcome.orderId == "pp-0" { usleep(500_000) }
+                return false
+            })
+        runner.start(try await provider.works(2))
+        runner.close()
+        let finished = try await collect(runner)
+        #expect(Set(finished.map(\.outcome.orderId)) == ["pp-0", "pp-1"])
+        await http.shutdown()
+    }
+
     /// Work whose provider this submitter has no connector for ends rejected without a request,
     /// and the work waiting behind it still runs, without any request of its own.
     @Test func workWithoutAConnectorIsRejectedUnsentAndTheWorkBehindItStillRuns() async throws {

@@ -20,8 +20,11 @@ final class SubmissionRunner: Sendable {
     private struct State {
         var waiting = CircularBuffer<SubmitWork>()
         var running = 0
+        /// Finished work whose outcome is on its way out (to `handOff` or the stream): the
+        /// stream must not end under it.
+        var delivering = 0
         var closed = false
-        var drained: Bool { closed && running == 0 && waiting.isEmpty }
+        var drained: Bool { closed && running == 0 && waiting.isEmpty && delivering == 0 }
     }
 
     let finished: AsyncStream<Finished>
@@ -118,15 +121,19 @@ final class SubmissionRunner: Sendable {
     /// The count goes down before the outcome goes out, so whoever reads the outcome reads a
     /// `running` that no longer counts it.
     private func end(_ item: SubmitWork, _ outcome: Outcome) -> SubmitWork? {
-        let (next, drained) = state.withLock { state -> (SubmitWork?, Bool) in
-            if let next = state.waiting.popFirst() { return (next, false) }
+        let next = state.withLock { state -> SubmitWork? in
+            state.delivering += 1
+            if let next = state.waiting.popFirst() { return next }
             state.running -= 1
             runningChanged(state.running)
-            return (nil, state.drained)
+            return nil
         }
         let done = Finished(work: item, outcome: outcome)
         if !handOff(done) { sink.yield(done) }
-        if drained { sink.finish() }
+        // Only the last outcome out ends the stream: when two finish at once on two event
+        // loops, the one that counted down last could otherwise end it before the other's
+        // outcome was in, and that outcome was lost.
+        if state.withLock({ $0.delivering -= 1; return $0.drained }) { sink.finish() }
         return next
     }
 }
