@@ -39,17 +39,8 @@ package struct SubmitWork: Sendable, Equatable {
         purpose == .submit ? LeaseClaim(key: order.key, generation: generation) : nil
     }
 
-    package var json: JSONValue {
-        var object: [String: JSONValue] = [
-            "order": order.json, "request": SubmitWork.encode(request), "context": context,
-            "purpose": .string(purpose.rawValue), "acceptedAt": .integer(acceptedAt), "generation": .integer(generation),
-        ]
-        if let resolve { object["resolve"] = SubmitWork.encode(resolve) }
-        if let pending { object["pending"] = .object(pending) }
-        return .object(object)
-    }
-
-    /// `json.bytes`, written without building the `JSONValue`: the signer writes one per order.
+    /// One compact JSON object, keys sorted, written without building a `JSONValue`: the signer
+    /// writes one per order (SignerCoreTests compares it with the `JSONValue` form).
     package var frame: [UInt8] {
         var writer = JSONObjectWriter(capacity: 640 + (request.body.count + (resolve?.body.count ?? 0)) * 4 / 3)
         writer.integer("acceptedAt", acceptedAt)
@@ -63,7 +54,8 @@ package struct SubmitWork: Sendable, Equatable {
         return writer.finish()
     }
 
-    /// What `encode` makes of `request`, written straight into `writer`.
+    /// `request` as `decodeRequest` reads it: method, URL, headers as [name, value] pairs, and
+    /// the body in standard Base64.
     static func write(_ request: HTTPRequestSpec, into writer: inout JSONObjectWriter) {
         writer.raw("body") { out in
             out.append(UInt8(ascii: "\""))
@@ -99,14 +91,6 @@ package struct SubmitWork: Sendable, Equatable {
             order: order, request: request, resolve: object["resolve"].flatMap(decodeRequest), context: object["context"] ?? .null,
             purpose: purpose, pending: object["pending"]?.objectValue, acceptedAt: object["acceptedAt"]?.integerValue ?? 0,
             generation: object["generation"]?.integerValue ?? 1)
-    }
-
-    static func encode(_ request: HTTPRequestSpec) -> JSONValue {
-        [
-            "method": .string(request.method.rawValue), "url": .string(request.url),
-            "headers": .array(request.headers.map { [.string($0.name), .string($0.value)] }),
-            "body": .string(Base64.encodeToString(request.body, .standard)),
-        ]
     }
 
     static func decodeRequest(_ value: JSONValue) -> HTTPRequestSpec? {

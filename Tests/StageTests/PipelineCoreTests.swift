@@ -324,3 +324,23 @@ struct SubmissionTests {
         #expect(delay > 0)
     }
 }
+
+/// The signed work as a `JSONValue`, the reference `SubmitWork.frame` must write byte for byte.
+extension SubmitWork {
+    fileprivate var json: JSONValue {
+        func encode(_ request: HTTPRequestSpec) -> JSONValue {
+            [
+                "method": .string(request.method.rawValue), "url": .string(request.url),
+                "headers": .array(request.headers.map { [.string($0.name), .string($0.value)] }),
+                "body": .string(Base64.encodeToString(request.body, .standard)),
+            ]
+        }
+        var object: [String: JSONValue] = [
+            "order": order.json, "request": encode(request), "context": context,
+            "purpose": .string(purpose.rawValue), "acceptedAt": .integer(acceptedAt), "generation": .integer(generation),
+        ]
+        if let resolve { object["resolve"] = encode(resolve) }
+        if let pending { object["pending"] = .object(pending) }
+        return .object(object)
+    }
+}
