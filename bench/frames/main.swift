@@ -4,7 +4,7 @@
 // instructions do not, so compare builds under callgrind (valgrind 3.19 cannot read the
 // release build's debug info, hence the stripped copy):
 //
-//   swift run -c release paypipe-frames-bench [--count N]
+//   deploy/swift-release run paypipe-frames-bench [--count N]
 //   strip --strip-debug -o /tmp/frames-bench .build/release/paypipe-frames-bench
 //   valgrind --tool=callgrind --callgrind-out-file=/tmp/frames.cg /tmp/frames-bench --count 2000
 //   callgrind_annotate --inclusive=yes /tmp/frames.cg | grep -E 'ledger|signer|submitter'   # / (3 × count) per frame

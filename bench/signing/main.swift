@@ -1,6 +1,6 @@
 // Signing throughput on one core: Trust Payments SDK JWTs (HS256) and PhonePe X-VERIFY checksums.
 //
-//   swift run -c release paypipe-signing-bench [--count N]
+//   deploy/swift-release run paypipe-signing-bench [--count N]
 import BenchSupport
 import Foundation
 import PaypipeCore

@@ -253,10 +253,10 @@ def binaries(args, repo_root):
     elif args.skip_build:
         bin_dir = os.path.join(build_dir, "release")
     else:
-        log(f"swift build -c release --scratch-path {build_dir}")
-        subprocess.run(["swift", "build", "-c", "release", "--scratch-path", build_dir], cwd=repo_root, check=True,
+        log(f"deploy/swift-release build --scratch-path {build_dir}")
+        subprocess.run(["deploy/swift-release", "build", "--scratch-path", build_dir], cwd=repo_root, check=True,
                        stdout=sys.stderr)
-        bin_dir = subprocess.run(["swift", "build", "-c", "release", "--scratch-path", build_dir, "--show-bin-path"],
+        bin_dir = subprocess.run(["deploy/swift-release", "build", "--scratch-path", build_dir, "--show-bin-path"],
                                  cwd=repo_root, check=True, capture_output=True, text=True).stdout.strip()
     bin_dir = os.path.abspath(os.path.join(repo_root, bin_dir))
     if not os.access(os.path.join(bin_dir, "paypipe-bench"), os.X_OK):

@@ -2,7 +2,7 @@
 // paypipe's ZeroMQ wrapper (ZMQSender/ZMQReceiver, the path the stages use) and through a raw
 // libzmq loop, measured alternately in one run so the two figures are comparable.
 //
-//   swift run -c release paypipe-zmq-bench [--messages N] [--rounds R]
+//   deploy/swift-release run paypipe-zmq-bench [--messages N] [--rounds R]
 import CZeroMQ
 import Foundation
 import ZeroMQ
