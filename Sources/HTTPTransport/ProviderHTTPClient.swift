@@ -1,5 +1,4 @@
 import NIOCore
-import NIOHTTP1
 import NIOPosix
 import NIOSSL
 import PaypipeCore
@@ -8,8 +7,9 @@ import Synchronization
 /// Sends provider requests exactly as the signer built them, over HTTP/1.1 keep-alive
 /// connections kept per origin, with connect and request timeouts from the config's timers.
 ///
-/// A small client on NIO's HTTP/1.1 codec rather than a general-purpose one: one request per
-/// connection at a time, no redirects, no decompression, no proxies. That is all a provider
+/// A small client that writes and reads HTTP/1.1 itself (`HTTP1Wire.swift`) rather than a
+/// general-purpose one: one request per connection at a time, no redirects, no decompression,
+/// no proxies. That is all a provider
 /// call needs, and the per-request cost of a general client was the largest part of the
 /// submitter's and the poller's CPU (issue 13's profile). How many requests run at once is
 /// bounded by the callers (the submitter's and poller's `--concurrency`), so every caller gets
@@ -71,13 +71,19 @@ package final class ProviderHTTPClient: Sendable {
     /// poll.
     package func execute(_ spec: HTTPRequestSpec, completion: @escaping @Sendable (Result<HTTPResponseSpec, TransportFailure>) -> Void) {
         guard let target = Target(url: spec.url) else { return completion(.failure(.notSent("unsupported URL"))) }
+        let request: HTTP1Request
+        do throws(HTTP1Request.Invalid) {
+            request = try HTTP1Request(spec, target: target)
+        } catch {
+            return completion(.failure(.notSent(error.description)))
+        }
         switch connection(to: target.origin) {
         case .failure(let failure): completion(.failure(failure))
-        case .success(.idle(let channel)): send(spec, to: target, on: channel, completion: completion)
+        case .success(.idle(let channel)): send(request, to: target, on: channel, completion: completion)
         case .success(.connecting(let connected)):
             connected.whenComplete { result in
                 switch result {
-                case .success(let channel): self.send(spec, to: target, on: channel, completion: completion)
+                case .success(let channel): self.send(request, to: target, on: channel, completion: completion)
                 case .failure(let error): completion(.failure(Self.classifyConnectFailure(error)))
                 }
             }
@@ -93,12 +99,12 @@ package final class ProviderHTTPClient: Sendable {
     }
 
     private func send(
-        _ spec: HTTPRequestSpec, to target: Target, on channel: any Channel,
+        _ request: HTTP1Request, to target: Target, on channel: any Channel,
         completion: @escaping @Sendable (Result<HTTPResponseSpec, TransportFailure>) -> Void
     ) {
         let promise = channel.eventLoop.makePromise(of: ExchangeHandler.Answer.self)
         // A connection closed under us never reaches the handler: its failed write answers.
-        channel.writeAndFlush(ExchangeHandler.Request(head: head(spec, target), body: spec.body, timeout: requestTimeout, answer: promise))
+        channel.writeAndFlush(ExchangeHandler.Request(http: request, timeout: requestTimeout, answer: promise))
             .whenFailure { promise.fail($0) }
         promise.futureResult.whenComplete { result in
             switch result {
@@ -111,25 +117,6 @@ package final class ProviderHTTPClient: Sendable {
                 completion(.failure(.mayHaveBeenSent(String(String(describing: error).prefix(120)))))
             }
         }
-    }
-
-    private func head(_ spec: HTTPRequestSpec, _ target: Target) -> HTTPRequestHead {
-        var headers = HTTPHeaders()
-        headers.reserveCapacity(spec.headers.count + 2)
-        var hasHost = false, hasLength = false
-        for header in spec.headers {
-            headers.add(name: header.name, value: header.value)
-            switch header.name.lowercased() {
-            case "host": hasHost = true
-            case "content-length": hasLength = true
-            default: break
-            }
-        }
-        if !hasHost { headers.add(name: "Host", value: target.hostHeader) }
-        if !hasLength, !spec.body.isEmpty || spec.method == .POST || spec.method == .PUT {
-            headers.add(name: "Content-Length", value: String(spec.body.count))
-        }
-        return HTTPRequestHead(version: .http1_1, method: HTTPMethod(rawValue: spec.method.rawValue), uri: target.path, headers: headers)
     }
 
     private enum Connection {
@@ -168,7 +155,6 @@ package final class ProviderHTTPClient: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     let handlers = channel.pipeline.syncOperations
                     if let tls { try handlers.addHandler(try NIOSSLClientHandler(context: tls, serverHostname: origin.serverName)) }
-                    try handlers.addHTTPClientHandlers()
                     try handlers.addHandler(ExchangeHandler())
                 }
             }
@@ -283,17 +269,16 @@ struct Target: Equatable {
     }
 }
 
-/// One connection's request/response exchange: the request written, the response collected up
-/// to a limit, and the answer given once, whatever ends it first (the response, the request
+/// One connection's request/response exchange: the request written, the response read up to a
+/// limit, and the answer given once, whatever ends it first (the response, the request
 /// timeout, a closed connection or an error).
 final class ExchangeHandler: ChannelDuplexHandler {
-    typealias InboundIn = HTTPClientResponsePart
+    typealias InboundIn = ByteBuffer
     typealias OutboundIn = Request
-    typealias OutboundOut = HTTPClientRequestPart
+    typealias OutboundOut = ByteBuffer
 
     struct Request: Sendable {
-        var head: HTTPRequestHead
-        var body: [UInt8]
+        var http: HTTP1Request
         var timeout: TimeAmount
         var answer: EventLoopPromise<Answer>
     }
@@ -311,16 +296,14 @@ final class ExchangeHandler: ChannelDuplexHandler {
     static let maxBodyBytes = 4 << 20
 
     private var answer: EventLoopPromise<Answer>?
+    private var parser = HTTP1ResponseParser(maxBodyBytes: ExchangeHandler.maxBodyBytes)
+    private var requestKeepsAlive = true
     /// When the request in flight times out.
     private var deadline: NIODeadline?
     /// One timer per connection, not per request: scheduling and cancelling a task per request
     /// cost about 4 % of the poller's CPU. When it fires early (a later request's deadline
     /// is further out), it sets itself again for that deadline.
     private var timer: (task: Scheduled<Void>, at: NIODeadline)?
-    private var status = 0
-    private var headers: [HTTPHeader] = []
-    private var keepAlive = true
-    private var body: [UInt8] = []
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         let request = unwrapOutboundIn(data)
@@ -329,10 +312,7 @@ final class ExchangeHandler: ChannelDuplexHandler {
             return
         }
         answer = request.answer
-        status = 0
-        headers = []
-        body = []
-        keepAlive = request.head.isKeepAlive
+        requestKeepsAlive = request.http.keepAlive
         let deadline = NIODeadline.now() + request.timeout
         self.deadline = deadline
         // A timer set for no later than this deadline fires first, and then sets itself again.
@@ -341,33 +321,36 @@ final class ExchangeHandler: ChannelDuplexHandler {
             timer?.task.cancel()
             setTimer(for: deadline, context: context)
         }
-        context.write(wrapOutboundOut(.head(request.head)), promise: nil)
-        if !request.body.isEmpty {
-            context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: request.body)))), promise: nil)
-        }
-        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: promise)
+        context.writeAndFlush(wrapOutboundOut(request.http.bytes), promise: promise)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard answer != nil else { return }
-        switch unwrapInboundIn(data) {
-        case .head(let head):
-            status = Int(head.status.code)
-            headers = head.headers.map { HTTPHeader($0.name, $0.value) }
-            keepAlive = keepAlive && head.isKeepAlive
-        case .body(let buffer):
-            guard body.count + buffer.readableBytes <= Self.maxBodyBytes else {
-                finish(.failure(Failure(description: "response body over \(Self.maxBodyBytes) bytes")), context: context)
-                return
-            }
-            body.append(contentsOf: buffer.readableBytesView)
-        case .end:
-            finish(.success(Answer(response: HTTPResponseSpec(status: status, headers: headers, body: body), keepAlive: keepAlive)), context: context)
+        guard answer != nil else {
+            // Bytes nobody asked for: the next answer read here could be this one's.
+            context.close(promise: nil)
+            return
+        }
+        var bytes = unwrapInboundIn(data)
+        do throws(HTTP1ResponseParser.Failure) {
+            guard let response = try parser.parse(&bytes) else { return }
+            // Anything after the response is not an answer to a request of ours.
+            let keepAlive = requestKeepsAlive && response.keepAlive && bytes.readableBytes == 0
+            finish(.success(Answer(response: response.spec, keepAlive: keepAlive)), context: context)
+        } catch {
+            finish(.failure(Failure(description: error.description)), context: context)
         }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        finish(.failure(Failure(description: "connection closed before the response ended")), context: context)
+        if answer != nil {
+            do throws(HTTP1ResponseParser.Failure) {
+                if let response = try parser.parseEnd() {
+                    finish(.success(Answer(response: response.spec, keepAlive: false)), context: context)
+                }
+            } catch {
+                finish(.failure(Failure(description: error.description)), context: context)
+            }
+        }
         timer?.task.cancel()
         timer = nil
         context.fireChannelInactive()
@@ -400,7 +383,6 @@ final class ExchangeHandler: ChannelDuplexHandler {
         guard let answer else { return }
         self.answer = nil
         deadline = nil
-        body = []
         switch result {
         case .success(let value): answer.succeed(value)
         case .failure(let error):

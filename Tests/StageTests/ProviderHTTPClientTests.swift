@@ -211,6 +211,47 @@ struct ProviderHTTPClientTests {
         await http.shutdown()
     }
 
+    /// What the response's framing says about the connection decides whether it is used again:
+    /// a close-delimited body, a refused response and bytes after the answer each end it.
+    @Test func aConnectionIsReusedOnlyAfterACleanlyFramedAnswer() async throws {
+        let http = client()
+        let old = try ScriptedHTTPServer { _ in .bytes(Array("HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n{\"v\":1}".utf8), thenClose: true) }
+        defer { old.stop() }
+        for _ in 0..<2 {
+            let result = await http.execute(HTTPRequestSpec(method: .GET, url: "http://127.0.0.1:\(old.port)/"))
+            #expect((try? result.get().body) == Array(#"{"v":1}"#.utf8))
+        }
+        #expect(old.connections == 2)
+
+        let smuggling = try ScriptedHTTPServer { _ in
+            .bytes(Array("HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n".utf8), thenClose: false)
+        }
+        defer { smuggling.stop() }
+        for _ in 0..<2 {
+            guard case .failure(.mayHaveBeenSent(let why)) = await http.execute(HTTPRequestSpec(method: .POST, url: "http://127.0.0.1:\(smuggling.port)/"))
+            else { Issue.record("an ambiguously framed answer must not be taken"); return }
+            #expect(why.contains("both Content-Length and Transfer-Encoding"))
+        }
+        #expect(smuggling.connections == 2)
+
+        let twice = try ScriptedHTTPServer { _ in .bytes(ScriptedHTTPServer.response(body: "{}") + ScriptedHTTPServer.response(body: "{}"), thenClose: false) }
+        defer { twice.stop() }
+        for _ in 0..<2 {
+            let result = await http.execute(HTTPRequestSpec(method: .GET, url: "http://127.0.0.1:\(twice.port)/"))
+            #expect((try? result.get().status) == 200)
+        }
+        #expect(twice.connections == 2)
+
+        let kept = try ScriptedHTTPServer { _ in .bytes(ScriptedHTTPServer.response(body: "{}"), thenClose: false) }
+        defer { kept.stop() }
+        guard case .failure(.notSent(let why)) = await http.execute(
+            HTTPRequestSpec(method: .POST, url: "http://127.0.0.1:\(kept.port)/", headers: [HTTPHeader("X-Signature", "sig\r\nX-Injected: 1")]))
+        else { Issue.record("a header with a line break must not be sent"); return }
+        #expect(why == "header X-Signature has a control character in its value")
+        #expect(kept.connections == 0)
+        await http.shutdown()
+    }
+
     @Test func onlyAFailedConnectIsCertainlyNotSent() async throws {
         let refused = try freeLoopbackPort()
         let http = client(timeoutMs: 300)

@@ -1,0 +1,362 @@
+import NIOCore
+import PaypipeCore
+
+/// A provider request as the bytes that go on the wire: request line, headers, body, in one
+/// buffer written once. NIO's HTTP/1.1 codec wrote three parts per request and decoded three
+/// per response through the channel pipeline, about a sixth of the submitter's CPU (issue 13's
+/// profile); a provider call needs neither its generality nor its allocations.
+struct HTTP1Request: Sendable {
+    var bytes: ByteBuffer
+    /// False when the request itself asks to close the connection after the answer.
+    var keepAlive: Bool
+
+    struct Invalid: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Adds `Host` and `Content-Length` when the spec has none. Header names must be tokens and
+    /// values must hold no control characters (RFC 9110 §5.1, §5.5), so that nothing a
+    /// connector put in a header can end it early and smuggle another; a refused header is
+    /// named, its value never shown (it may be a signature or a key).
+    init(_ spec: HTTPRequestSpec, target: Target) throws(Invalid) {
+        var hasHost = false, hasLength = false, keepAlive = true
+        var size = spec.method.rawValue.utf8.count + target.path.utf8.count + 64 + spec.body.count
+        for header in spec.headers {
+            guard Self.isToken(header.name) else { throw Invalid(description: "header name \(Self.shown(header.name)) is not an HTTP token") }
+            guard Self.isFieldValue(header.value) else { throw Invalid(description: "header \(header.name) has a control character in its value") }
+            size += header.name.utf8.count + header.value.utf8.count + 4
+            let name = header.name.utf8
+            if Self.equalsIgnoringCase(name, "host") {
+                hasHost = true
+            } else if Self.equalsIgnoringCase(name, "content-length") {
+                hasLength = true
+            } else if Self.equalsIgnoringCase(name, "connection"), Self.lowercased(header.value).contains("close") {
+                keepAlive = false
+            }
+        }
+        var bytes = ByteBuffer()
+        bytes.reserveCapacity(size)
+        bytes.writeString(spec.method.rawValue)
+        bytes.writeInteger(UInt8(ascii: " "))
+        bytes.writeString(target.path)
+        bytes.writeStaticString(" HTTP/1.1\r\n")
+        for header in spec.headers { Self.write(header.name, header.value, into: &bytes) }
+        if !hasHost { Self.write("Host", target.hostHeader, into: &bytes) }
+        if !hasLength, !spec.body.isEmpty || spec.method == .POST || spec.method == .PUT {
+            Self.write("Content-Length", String(spec.body.count), into: &bytes)
+        }
+        bytes.writeStaticString("\r\n")
+        bytes.writeBytes(spec.body)
+        self.bytes = bytes
+        self.keepAlive = keepAlive
+    }
+
+    private static func write(_ name: String, _ value: String, into bytes: inout ByteBuffer) {
+        bytes.writeString(name)
+        bytes.writeStaticString(": ")
+        bytes.writeString(value)
+        bytes.writeStaticString("\r\n")
+    }
+
+    static func isToken(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.allSatisfy(isTokenByte)
+    }
+
+    static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+        default: "!#$%&'*+-.^_`|~".utf8.contains(byte)
+        }
+    }
+
+    /// Visible characters, spaces, tabs and non-ASCII bytes (obs-text).
+    static func isFieldValue(_ value: String) -> Bool {
+        value.utf8.allSatisfy { $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }
+    }
+
+    /// Whether `bytes` spell `lowercase` in any case, compared byte by byte: header names are
+    /// checked for every header of every request and response, and a lowercased copy of each
+    /// was an allocation.
+    static func equalsIgnoringCase(_ bytes: some Collection<UInt8>, _ lowercase: StaticString) -> Bool {
+        guard bytes.count == lowercase.utf8CodeUnitCount else { return false }
+        return lowercase.withUTF8Buffer { expected in
+            zip(bytes, expected).allSatisfy { byte, want in byte == want || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") && byte + 32 == want) }
+        }
+    }
+
+    /// ASCII lowercasing without Unicode tables: header names and the tokens compared here are
+    /// ASCII.
+    static func lowercased(_ text: String) -> String {
+        guard text.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) else { return text }
+        return String(decoding: text.utf8.map { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") ? $0 + 32 : $0 }, as: UTF8.self)
+    }
+
+    /// A name that is not a token, shown escaped and cut short.
+    private static func shown(_ name: String) -> String {
+        String(String(reflecting: String(name.prefix(40))))
+    }
+}
+
+/// Reads one HTTP/1.1 response at a time from the bytes of a connection, as they arrive: the
+/// status line and headers, then the body as `Content-Length`, chunked or close-delimited
+/// framing says (RFC 9112 §6). Strict where laxness lets one response pass for another: both
+/// `Content-Length` and `Transfer-Encoding`, conflicting lengths, folded or malformed header
+/// lines and bodies over the limit are errors, and the connection is not used again.
+struct HTTP1ResponseParser {
+    struct Response: Equatable {
+        var spec: HTTPResponseSpec
+        /// The connection can carry another request: HTTP/1.1 without `Connection: close`, or
+        /// HTTP/1.0 with `keep-alive`, a framed body and nothing after it.
+        var keepAlive: Bool
+    }
+
+    struct Failure: Error, Equatable, CustomStringConvertible {
+        var description: String
+    }
+
+    static let maxHeadBytes = 64 << 10
+
+    private enum State {
+        case head
+        case body(remaining: Int)
+        case chunkSize
+        case chunkData(remaining: Int)
+        case chunkDataEnd
+        case trailers
+        case untilClose
+        case failed
+    }
+
+    let maxBodyBytes: Int
+    private var state = State.head
+    /// Bytes of a head, line or trailer section that has not all arrived yet.
+    private var pending: [UInt8] = []
+    /// How many of `pending`'s bytes belong to the line not yet ended.
+    private var lineLength = 0
+    private var status = 0
+    private var headers: [HTTPHeader] = []
+    private var keepAlive = true
+    private var body: [UInt8] = []
+
+    init(maxBodyBytes: Int) {
+        self.maxBodyBytes = maxBodyBytes
+    }
+
+    /// Consumes `bytes` up to the end of one response and returns it; nil if more bytes are
+    /// needed. Bytes after the response are left in `bytes`.
+    mutating func parse(_ bytes: inout ByteBuffer) throws(Failure) -> Response? {
+        do throws(Failure) {
+            while bytes.readableBytes > 0 {
+                switch state {
+                case .failed: throw Failure(description: "the connection's earlier response could not be read")
+                case .head:
+                    guard let head = try take(from: &bytes, untilBlankLine: true, limit: Self.maxHeadBytes, what: "response head") else { return nil }
+                    if let response = try begin(head) { return response }
+                case .body(let remaining):
+                    let count = appendBody(upTo: remaining, from: &bytes)
+                    if remaining == count { return complete() }
+                    state = .body(remaining: remaining - count)
+                case .chunkSize:
+                    guard let line = try take(from: &bytes, untilBlankLine: false, limit: 1024, what: "chunk size line") else { return nil }
+                    let size = try chunkSize(Self.withoutTerminator(line))
+                    guard body.count + size <= maxBodyBytes else { throw Failure(description: "response body over \(maxBodyBytes) bytes") }
+                    state = size == 0 ? .trailers : .chunkData(remaining: size)
+                case .chunkData(let remaining):
+                    let count = appendBody(upTo: remaining, from: &bytes)
+                    state = remaining == count ? .chunkDataEnd : .chunkData(remaining: remaining - count)
+                case .chunkDataEnd:
+                    guard let line = try take(from: &bytes, untilBlankLine: false, limit: 2, what: "chunk's end") else { return nil }
+                    guard Self.withoutTerminator(line).isEmpty else { throw Failure(description: "chunk data is longer than its size") }
+                    state = .chunkSize
+                case .trailers:
+                    // Trailer fields are read past, not kept: nothing a provider answers with
+                    // depends on them.
+                    guard try take(from: &bytes, untilBlankLine: true, limit: Self.maxHeadBytes, what: "trailer section") != nil else {
+                        return nil
+                    }
+                    return complete()
+                case .untilClose:
+                    guard body.count + bytes.readableBytes <= maxBodyBytes else { throw Failure(description: "response body over \(maxBodyBytes) bytes") }
+                    _ = appendBody(upTo: bytes.readableBytes, from: &bytes)
+                }
+            }
+            return nil
+        } catch {
+            state = .failed
+            throw error
+        }
+    }
+
+    /// The connection closed: a close-delimited body ends here; any other response in progress
+    /// is cut short.
+    mutating func parseEnd() throws(Failure) -> Response? {
+        switch state {
+        case .untilClose: return complete()
+        default:
+            state = .failed
+            throw Failure(description: "connection closed before the response ended")
+        }
+    }
+
+    private mutating func appendBody(upTo limit: Int, from bytes: inout ByteBuffer) -> Int {
+        let count = min(limit, bytes.readableBytes)
+        if body.isEmpty, count == limit {
+            body = bytes.readBytes(length: count) ?? []
+        } else {
+            bytes.withUnsafeReadableBytes { body.append(contentsOf: UnsafeRawBufferPointer(rebasing: $0.prefix(count))) }
+            bytes.moveReaderIndex(forwardBy: count)
+        }
+        return count
+    }
+
+    /// One line (ended by CRLF or a bare LF), or with `untilBlankLine` every line up to and
+    /// including the first empty one, terminators included; nil when it has not all arrived.
+    private mutating func take(from bytes: inout ByteBuffer, untilBlankLine: Bool, limit: Int, what: String) throws(Failure) -> [UInt8]? {
+        let view = bytes.readableBytesView
+        var from = view.startIndex
+        while let lf = view[from...].firstIndex(of: UInt8(ascii: "\n")) {
+            let length = lineLength + (lf - from)
+            let lastBeforeLF = lf > from ? view[lf - 1] : pending.last
+            let isBlank = length == 0 || (length == 1 && lastBeforeLF == UInt8(ascii: "\r"))
+            from = lf + 1
+            lineLength = 0
+            guard !untilBlankLine || isBlank else { continue }
+            guard pending.count + (from - view.startIndex) <= limit else { throw Failure(description: "\(what) over \(limit) bytes") }
+            var unit = pending
+            pending = []
+            unit.append(contentsOf: view[view.startIndex..<from])
+            bytes.moveReaderIndex(forwardBy: from - view.startIndex)
+            return unit
+        }
+        lineLength += view.endIndex - from
+        pending.append(contentsOf: view)
+        bytes.moveReaderIndex(forwardBy: view.count)
+        guard pending.count <= limit else { throw Failure(description: "\(what) over \(limit) bytes") }
+        return nil
+    }
+
+    private static func withoutTerminator(_ line: [UInt8]) -> ArraySlice<UInt8> {
+        var line = line[...]
+        if line.last == UInt8(ascii: "\n") { line = line.dropLast() }
+        if line.last == UInt8(ascii: "\r") { line = line.dropLast() }
+        return line
+    }
+
+    /// The status line and headers; decides the framing of the body.
+    private mutating func begin(_ head: [UInt8]) throws(Failure) -> Response? {
+        var lines = head.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map { line in
+            line.last == UInt8(ascii: "\r") ? line.dropLast() : line
+        }
+        while lines.last?.isEmpty == true { lines.removeLast() }
+        guard let statusLine = lines.first else { throw Failure(description: "empty response head") }
+        let (version, code) = try Self.statusLine(statusLine)
+        var parsed: [HTTPHeader] = []
+        parsed.reserveCapacity(lines.count - 1)
+        var lengths: [Substring] = [], transferCodings: [String] = [], connection = ""
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > line.startIndex,
+                line[line.startIndex..<colon].allSatisfy(HTTP1Request.isTokenByte)
+            else { throw Failure(description: "malformed header line in the response") }
+            let name = String(decoding: line[line.startIndex..<colon], as: UTF8.self)
+            var value = line[(colon + 1)...]
+            while let first = value.first, first == 0x20 || first == 0x09 { value = value.dropFirst() }
+            while let last = value.last, last == 0x20 || last == 0x09 { value = value.dropLast() }
+            guard value.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }) else {
+                throw Failure(description: "header \(name) in the response has a control character")
+            }
+            let text = String(decoding: value, as: UTF8.self)
+            parsed.append(HTTPHeader(name, text))
+            let nameBytes = line[line.startIndex..<colon]
+            if HTTP1Request.equalsIgnoringCase(nameBytes, "content-length") {
+                lengths += text.split(separator: ",", omittingEmptySubsequences: false)
+            } else if HTTP1Request.equalsIgnoringCase(nameBytes, "transfer-encoding") {
+                transferCodings += text.split(separator: ",").map { HTTP1Request.lowercased($0.trimmingASCIISpaces()) }
+            } else if HTTP1Request.equalsIgnoringCase(nameBytes, "connection") {
+                connection += "," + HTTP1Request.lowercased(text)
+            }
+        }
+        if (100..<200).contains(code) {
+            // Interim answers (100 Continue, 103 Early Hints) come before the real one; a
+            // switch of protocols is nothing this client asked for.
+            guard code != 101 else { throw Failure(description: "unexpected 101 Switching Protocols") }
+            return nil
+        }
+        let tokens = connection.split(separator: ",").map { $0.trimmingASCIISpaces() }
+        keepAlive = version == 1 ? !tokens.contains("close") : tokens.contains("keep-alive")
+        status = code
+        headers = parsed
+        body = []
+        if code == 204 || code == 304 { return complete() }
+        if !transferCodings.isEmpty {
+            guard lengths.isEmpty else { throw Failure(description: "response has both Content-Length and Transfer-Encoding") }
+            if transferCodings.last == "chunked" {
+                state = .chunkSize
+            } else {
+                state = .untilClose
+                keepAlive = false
+            }
+            return nil
+        }
+        if let first = lengths.first {
+            let trimmed = lengths.map { $0.trimmingASCIISpaces() }
+            guard let length = Int(trimmed[0]), length >= 0, first.utf8.count < 20, trimmed.allSatisfy({ $0 == trimmed[0] }),
+                trimmed[0].utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
+            else { throw Failure(description: "response Content-Length is not one non-negative integer") }
+            guard length <= maxBodyBytes else { throw Failure(description: "response body over \(maxBodyBytes) bytes") }
+            if length == 0 { return complete() }
+            state = .body(remaining: length)
+            return nil
+        }
+        state = .untilClose
+        keepAlive = false
+        return nil
+    }
+
+    /// `HTTP/1.x NNN reason`: the minor version and the status code.
+    private static func statusLine(_ line: ArraySlice<UInt8>) throws(Failure) -> (Int, Int) {
+        let prefix = Array("HTTP/1.".utf8)
+        let bytes = Array(line)
+        guard bytes.count >= 12, bytes.starts(with: prefix), bytes[7] == UInt8(ascii: "0") || bytes[7] == UInt8(ascii: "1"),
+            bytes[8] == UInt8(ascii: " "), bytes[9..<12].allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+            bytes.count == 12 || bytes[12] == UInt8(ascii: " ")
+        else { throw Failure(description: "malformed response status line") }
+        let code = bytes[9..<12].reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
+        guard (100...599).contains(code) else { throw Failure(description: "response status \(code) is out of range") }
+        return (Int(bytes[7] - UInt8(ascii: "0")), code)
+    }
+
+    /// A chunk-size line: hex digits, then optional extensions after `;`.
+    private func chunkSize(_ line: ArraySlice<UInt8>) throws(Failure) -> Int {
+        let digits = line.prefix { $0 != UInt8(ascii: ";") && $0 != 0x20 && $0 != 0x09 }
+        guard !digits.isEmpty, digits.count <= 8 else { throw Failure(description: "malformed chunk size") }
+        var size = 0
+        for digit in digits {
+            let value: Int
+            switch digit {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = Int(digit - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): value = Int(digit - UInt8(ascii: "a")) + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): value = Int(digit - UInt8(ascii: "A")) + 10
+            default: throw Failure(description: "malformed chunk size")
+            }
+            size = size * 16 + value
+        }
+        return size
+    }
+
+    private mutating func complete() -> Response {
+        let response = Response(spec: HTTPResponseSpec(status: status, headers: headers, body: body), keepAlive: keepAlive)
+        state = .head
+        headers = []
+        body = []
+        return response
+    }
+}
+
+extension StringProtocol {
+    fileprivate func trimmingASCIISpaces() -> String {
+        var slice = Substring(self)
+        while let first = slice.first, first == " " || first == "\t" { slice = slice.dropFirst() }
+        while let last = slice.last, last == " " || last == "\t" { slice = slice.dropLast() }
+        return String(slice)
+    }
+}
