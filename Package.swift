@@ -214,7 +214,11 @@ let package = Package(
         ),
         .executableTarget(
             name: "paypipe-frames-bench",
-            dependencies: ["BenchSupport", "Connectors", "PaypipeCore", "SignerStage", "StageRuntime", "StageWire", "SubmitterStage"],
+            dependencies: [
+                "BenchSupport", "Connectors", "HTTPTransport", "PaypipeCore", "SignerStage", "StageRuntime", "StageWire", "SubmitterStage",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
             path: "bench/frames",
             swiftSettings: strict
         ),

@@ -5,20 +5,20 @@ import PaypipeCore
 /// buffer written once. NIO's HTTP/1.1 codec wrote three parts per request and decoded three
 /// per response through the channel pipeline, about a sixth of the submitter's CPU (issue 13's
 /// profile); a provider call needs neither its generality nor its allocations.
-struct HTTP1Request: Sendable {
-    var bytes: ByteBuffer
+package struct HTTP1Request: Sendable {
+    package var bytes: ByteBuffer
     /// False when the request itself asks to close the connection after the answer.
-    var keepAlive: Bool
+    package var keepAlive: Bool
 
-    struct Invalid: Error, CustomStringConvertible {
-        var description: String
+    package struct Invalid: Error, CustomStringConvertible {
+        package var description: String
     }
 
     /// Adds `Host` and `Content-Length` when the spec has none. Header names must be tokens and
     /// values must hold no control characters (RFC 9110 §5.1, §5.5), so that nothing a
     /// connector put in a header can end it early and smuggle another; a refused header is
     /// named, its value never shown (it may be a signature or a key).
-    init(_ spec: HTTPRequestSpec, target: Target) throws(Invalid) {
+    package init(_ spec: HTTPRequestSpec, target: Target) throws(Invalid) {
         var hasHost = false, hasLength = false, keepAlive = true
         var size = spec.method.rawValue.utf8.count + target.path.utf8.count + 64 + spec.body.count
         for header in spec.headers {
@@ -34,8 +34,7 @@ struct HTTP1Request: Sendable {
                 keepAlive = false
             }
         }
-        var bytes = ByteBuffer()
-        bytes.reserveCapacity(size)
+        var bytes = ByteBufferAllocator().buffer(capacity: size)
         bytes.writeString(spec.method.rawValue)
         bytes.writeInteger(UInt8(ascii: " "))
         bytes.writeString(target.path)
@@ -102,16 +101,16 @@ struct HTTP1Request: Sendable {
 /// framing says (RFC 9112 §6). Strict where laxness lets one response pass for another: both
 /// `Content-Length` and `Transfer-Encoding`, conflicting lengths, folded or malformed header
 /// lines and bodies over the limit are errors, and the connection is not used again.
-struct HTTP1ResponseParser {
-    struct Response: Equatable {
-        var spec: HTTPResponseSpec
+package struct HTTP1ResponseParser {
+    package struct Response: Equatable {
+        package var spec: HTTPResponseSpec
         /// The connection can carry another request: HTTP/1.1 without `Connection: close`, or
         /// HTTP/1.0 with `keep-alive`, a framed body and nothing after it.
-        var keepAlive: Bool
+        package var keepAlive: Bool
     }
 
-    struct Failure: Error, Equatable, CustomStringConvertible {
-        var description: String
+    package struct Failure: Error, Equatable, CustomStringConvertible {
+        package var description: String
     }
 
     static let maxHeadBytes = 64 << 10
@@ -138,13 +137,13 @@ struct HTTP1ResponseParser {
     private var keepAlive = true
     private var body: [UInt8] = []
 
-    init(maxBodyBytes: Int) {
+    package init(maxBodyBytes: Int) {
         self.maxBodyBytes = maxBodyBytes
     }
 
     /// Consumes `bytes` up to the end of one response and returns it; nil if more bytes are
     /// needed. Bytes after the response are left in `bytes`.
-    mutating func parse(_ bytes: inout ByteBuffer) throws(Failure) -> Response? {
+    package mutating func parse(_ bytes: inout ByteBuffer) throws(Failure) -> Response? {
         do throws(Failure) {
             while bytes.readableBytes > 0 {
                 switch state {
@@ -189,7 +188,7 @@ struct HTTP1ResponseParser {
 
     /// The connection closed: a close-delimited body ends here; any other response in progress
     /// is cut short.
-    mutating func parseEnd() throws(Failure) -> Response? {
+    package mutating func parseEnd() throws(Failure) -> Response? {
         switch state {
         case .untilClose: return complete()
         default:
@@ -252,27 +251,39 @@ struct HTTP1ResponseParser {
         let (version, code) = try Self.statusLine(statusLine)
         var parsed: [HTTPHeader] = []
         parsed.reserveCapacity(lines.count - 1)
-        var lengths: [Substring] = [], transferCodings: [String] = [], connection = ""
+        // Read from the bytes: splitting the values as Strings cost more than the rest of the
+        // head together (callgrind on paypipe-frames-bench).
+        var length: Int?, hasTransferEncoding = false, chunkedLast = false, close = false, keepAliveAsked = false
         for line in lines.dropFirst() {
             guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > line.startIndex,
                 line[line.startIndex..<colon].allSatisfy(HTTP1Request.isTokenByte)
             else { throw Failure(description: "malformed header line in the response") }
-            let name = String(decoding: line[line.startIndex..<colon], as: UTF8.self)
-            var value = line[(colon + 1)...]
-            while let first = value.first, first == 0x20 || first == 0x09 { value = value.dropFirst() }
-            while let last = value.last, last == 0x20 || last == 0x09 { value = value.dropLast() }
+            let nameBytes = line[line.startIndex..<colon]
+            let name = String(decoding: nameBytes, as: UTF8.self)
+            let value = Self.trimmed(line[(colon + 1)...])
             guard value.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }) else {
                 throw Failure(description: "header \(name) in the response has a control character")
             }
-            let text = String(decoding: value, as: UTF8.self)
-            parsed.append(HTTPHeader(name, text))
-            let nameBytes = line[line.startIndex..<colon]
+            parsed.append(HTTPHeader(name, String(decoding: value, as: UTF8.self)))
             if HTTP1Request.equalsIgnoringCase(nameBytes, "content-length") {
-                lengths += text.split(separator: ",", omittingEmptySubsequences: false)
+                // "n, n" is allowed (RFC 9110 §8.6); anything that is not one length is refused.
+                for item in value.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
+                    let digits = Self.trimmed(item)
+                    guard !digits.isEmpty, digits.count <= 18, digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
+                        throw Failure(description: "response Content-Length is not one non-negative integer")
+                    }
+                    let n = digits.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
+                    guard length == nil || length == n else { throw Failure(description: "response Content-Length is not one non-negative integer") }
+                    length = n
+                }
             } else if HTTP1Request.equalsIgnoringCase(nameBytes, "transfer-encoding") {
-                transferCodings += text.split(separator: ",").map { HTTP1Request.lowercased($0.trimmingASCIISpaces()) }
+                hasTransferEncoding = true
+                chunkedLast = HTTP1Request.equalsIgnoringCase(Self.trimmed(value.split(separator: UInt8(ascii: ",")).last ?? []), "chunked")
             } else if HTTP1Request.equalsIgnoringCase(nameBytes, "connection") {
-                connection += "," + HTTP1Request.lowercased(text)
+                for token in value.split(separator: UInt8(ascii: ",")).map(Self.trimmed) {
+                    if HTTP1Request.equalsIgnoringCase(token, "close") { close = true }
+                    if HTTP1Request.equalsIgnoringCase(token, "keep-alive") { keepAliveAsked = true }
+                }
             }
         }
         if (100..<200).contains(code) {
@@ -281,15 +292,14 @@ struct HTTP1ResponseParser {
             guard code != 101 else { throw Failure(description: "unexpected 101 Switching Protocols") }
             return nil
         }
-        let tokens = connection.split(separator: ",").map { $0.trimmingASCIISpaces() }
-        keepAlive = version == 1 ? !tokens.contains("close") : tokens.contains("keep-alive")
+        keepAlive = version == 1 ? !close : keepAliveAsked && !close
         status = code
         headers = parsed
         body = []
         if code == 204 || code == 304 { return complete() }
-        if !transferCodings.isEmpty {
-            guard lengths.isEmpty else { throw Failure(description: "response has both Content-Length and Transfer-Encoding") }
-            if transferCodings.last == "chunked" {
+        if hasTransferEncoding {
+            guard length == nil else { throw Failure(description: "response has both Content-Length and Transfer-Encoding") }
+            if chunkedLast {
                 state = .chunkSize
             } else {
                 state = .untilClose
@@ -297,11 +307,7 @@ struct HTTP1ResponseParser {
             }
             return nil
         }
-        if let first = lengths.first {
-            let trimmed = lengths.map { $0.trimmingASCIISpaces() }
-            guard let length = Int(trimmed[0]), length >= 0, first.utf8.count < 20, trimmed.allSatisfy({ $0 == trimmed[0] }),
-                trimmed[0].utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
-            else { throw Failure(description: "response Content-Length is not one non-negative integer") }
+        if let length {
             guard length <= maxBodyBytes else { throw Failure(description: "response body over \(maxBodyBytes) bytes") }
             if length == 0 { return complete() }
             state = .body(remaining: length)
@@ -310,6 +316,13 @@ struct HTTP1ResponseParser {
         state = .untilClose
         keepAlive = false
         return nil
+    }
+
+    private static func trimmed(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+        var bytes = bytes
+        while let first = bytes.first, first == 0x20 || first == 0x09 { bytes = bytes.dropFirst() }
+        while let last = bytes.last, last == 0x20 || last == 0x09 { bytes = bytes.dropLast() }
+        return bytes
     }
 
     /// `HTTP/1.x NNN reason`: the minor version and the status code.
@@ -349,14 +362,5 @@ struct HTTP1ResponseParser {
         headers = []
         body = []
         return response
-    }
-}
-
-extension StringProtocol {
-    fileprivate func trimmingASCIISpaces() -> String {
-        var slice = Substring(self)
-        while let first = slice.first, first == " " || first == "\t" { slice = slice.dropFirst() }
-        while let last = slice.last, last == " " || last == "\t" { slice = slice.dropLast() }
-        return String(slice)
     }
 }

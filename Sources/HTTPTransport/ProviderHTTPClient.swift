@@ -210,7 +210,7 @@ struct Origin: Hashable, Sendable {
 
 /// A request URL taken apart: `http(s)://host[:port][/path][?query]`, IPv6 hosts in brackets.
 /// Anything else (user info, other schemes, a fragment) is refused before anything is sent.
-struct Target: Equatable {
+package struct Target: Equatable {
     var origin: Origin
     /// Path and query, as sent in the request line.
     var path: String
@@ -220,7 +220,7 @@ struct Target: Equatable {
 
     /// Scanned as UTF-8 bytes: every delimiter is ASCII, and walking Characters cost about
     /// 4 % of the poller's CPU (one URL per request).
-    init?(url: String) {
+    package init?(url: String) {
         let bytes = Array(url.utf8)
         let tls: Bool, start: Int
         if bytes.starts(with: Self.https) {

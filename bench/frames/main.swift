@@ -1,6 +1,7 @@
 // What each stage spends on one W1 order's frames, outside the sockets and the store: the
 // ledger's intake and result decoding, the signer's dispatch decoding and signing, the
-// submitter's work decoding and its outcome. Timings here move with the machine; counted
+// submitter's work decoding, its HTTP exchange's framing (its own, and NIO's HTTP/1.1 codec
+// that it replaced, for comparison) and its outcome. Timings here move with the machine; counted
 // instructions do not, so compare builds under callgrind (valgrind 3.19 cannot read the
 // release build's debug info, hence the stripped copy):
 //
@@ -11,6 +12,10 @@
 import BenchSupport
 import Connectors
 import Dispatch
+import HTTPTransport
+import NIOCore
+import NIOEmbedded
+import NIOHTTP1
 import PaypipeCore
 import SignerStage
 import StageRuntime
@@ -102,10 +107,60 @@ func ledgerDecodesResult(_ n: Int) -> Int {
     return total
 }
 
+// The W1 exchange on the wire: the signed request written, and nginx's answer (the echo module
+// answers chunked) read back.
+let target = Target(url: work.request.url)!
+let nginxAnswer = ByteBuffer(string: "HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Tue, 24 Nov 2026 14:37:50 GMT\r\n"
+    + "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n"
+    + "65\r\n{\"success\":true,\"code\":\"SUCCESS\",\"data\":{\"redirectType\":\"INTENT\",\"redirectURL\":\"ppe://mandate?x=1\"}}\n\r\n0\r\n\r\n")
+
+func submitterFramesExchange(_ n: Int) -> Int {
+    var total = 0
+    var parser = HTTP1ResponseParser(maxBodyBytes: 4 << 20)
+    for _ in 0..<n {
+        total &+= ((try? HTTP1Request(work.request, target: target))?.bytes.readableBytes ?? 0)
+        var bytes = nginxAnswer
+        total &+= ((try? parser.parse(&bytes)) ?? nil)?.spec.body.count ?? 0
+    }
+    return total
+}
+
+/// The same exchange through NIO's codec as the client drove it before `HTTP1Wire`: three parts
+/// written through the encoder and the header validator, three read from the decoder, headers
+/// copied out.
+let codec = EmbeddedChannel()
+try codec.pipeline.syncOperations.addHTTPClientHandlers()
+func nioCodecFramesExchange(_ n: Int) -> Int {
+    var total = 0
+    for _ in 0..<n {
+        var headers = HTTPHeaders()
+        for header in work.request.headers { headers.add(name: header.name, value: header.value) }
+        headers.add(name: "Host", value: "127.0.0.1:18081")
+        headers.add(name: "Content-Length", value: String(work.request.body.count))
+        let head = HTTPRequestHead(version: .http1_1, method: .POST, uri: "/v3/recurring/auth/init", headers: headers)
+        _ = try? codec.writeOutbound(HTTPClientRequestPart.head(head))
+        _ = try? codec.writeOutbound(HTTPClientRequestPart.body(.byteBuffer(ByteBuffer(bytes: work.request.body))))
+        _ = try? codec.writeOutbound(HTTPClientRequestPart.end(nil))
+        while let written = try? codec.readOutbound(as: ByteBuffer.self) { total &+= written.readableBytes }
+        _ = try? codec.writeInbound(nginxAnswer)
+        var body: [UInt8] = []
+        while let part = try? codec.readInbound(as: HTTPClientResponsePart.self) {
+            switch part {
+            case .head(let head): total &+= head.headers.map { HTTPHeader($0.name, $0.value) }.count
+            case .body(let buffer): body.append(contentsOf: buffer.readableBytesView)
+            case .end: total &+= body.count
+            }
+        }
+    }
+    return total
+}
+
 measure("ledger: intake order decoded", ledgerDecodesIntake)
 measure("ledger: order re-serialized for the store", ledgerSerializesOrder)
 measure("signer: dispatch decoded", signerDecodesDispatch)
 measure("signer: order signed into a work frame", signerSignsWork)
 measure("submitter: work decoded", submitterDecodesWork)
 measure("submitter: answer read into an outcome frame", submitterWritesOutcome)
+measure("submitter: request written, nginx's answer read (HTTP1Wire)", submitterFramesExchange)
+measure("submitter: the same through NIO's HTTP/1.1 codec, for comparison", nioCodecFramesExchange)
 measure("ledger: result decoded", ledgerDecodesResult)
