@@ -22,15 +22,17 @@ package struct HTTP1Request: Sendable {
         var hasHost = false, hasLength = false, keepAlive = true
         var size = spec.method.rawValue.utf8.count + target.path.utf8.count + 64 + spec.body.count
         for header in spec.headers {
-            guard Self.isToken(header.name) else { throw Invalid(description: "header name \(Self.shown(header.name)) is not an HTTP token") }
-            guard Self.isFieldValue(header.value) else { throw Invalid(description: "header \(header.name) has a control character in its value") }
-            size += header.name.utf8.count + header.value.utf8.count + 4
             let name = header.name.utf8
-            if Self.equalsIgnoringCase(name, "host") {
+            guard !name.isEmpty, name.allSatisfy(HTTPBytes.isToken) else {
+                throw Invalid(description: "header name \(Self.shown(header.name)) is not an HTTP token")
+            }
+            guard header.value.utf8.allSatisfy(HTTPBytes.isFieldValue) else { throw Invalid(description: "header \(header.name) has a control character in its value") }
+            size += header.name.utf8.count + header.value.utf8.count + 4
+            if HTTPBytes.equalsIgnoringCase(name, "host") {
                 hasHost = true
-            } else if Self.equalsIgnoringCase(name, "content-length") {
+            } else if HTTPBytes.equalsIgnoringCase(name, "content-length") {
                 hasLength = true
-            } else if Self.equalsIgnoringCase(name, "connection"), Self.lowercased(header.value).contains("close") {
+            } else if HTTPBytes.equalsIgnoringCase(name, "connection"), HTTPBytes.list(Array(header.value.utf8)[...], contains: "close") {
                 keepAlive = false
             }
         }
@@ -55,39 +57,6 @@ package struct HTTP1Request: Sendable {
         bytes.writeStaticString(": ")
         bytes.writeString(value)
         bytes.writeStaticString("\r\n")
-    }
-
-    static func isToken(_ name: String) -> Bool {
-        !name.isEmpty && name.utf8.allSatisfy(isTokenByte)
-    }
-
-    static func isTokenByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
-        default: "!#$%&'*+-.^_`|~".utf8.contains(byte)
-        }
-    }
-
-    /// Visible characters, spaces, tabs and non-ASCII bytes (obs-text).
-    static func isFieldValue(_ value: String) -> Bool {
-        value.utf8.allSatisfy { $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }
-    }
-
-    /// Whether `bytes` spell `lowercase` in any case, compared byte by byte: header names are
-    /// checked for every header of every request and response, and a lowercased copy of each
-    /// was an allocation.
-    static func equalsIgnoringCase(_ bytes: some Collection<UInt8>, _ lowercase: StaticString) -> Bool {
-        guard bytes.count == lowercase.utf8CodeUnitCount else { return false }
-        return lowercase.withUTF8Buffer { expected in
-            zip(bytes, expected).allSatisfy { byte, want in byte == want || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") && byte + 32 == want) }
-        }
-    }
-
-    /// ASCII lowercasing without Unicode tables: header names and the tokens compared here are
-    /// ASCII.
-    static func lowercased(_ text: String) -> String {
-        guard text.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) else { return text }
-        return String(decoding: text.utf8.map { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") ? $0 + 32 : $0 }, as: UTF8.self)
     }
 
     /// A name that is not a token, shown escaped and cut short.
@@ -256,34 +225,32 @@ package struct HTTP1ResponseParser {
         var length: Int?, hasTransferEncoding = false, chunkedLast = false, close = false, keepAliveAsked = false
         for line in lines.dropFirst() {
             guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > line.startIndex,
-                line[line.startIndex..<colon].allSatisfy(HTTP1Request.isTokenByte)
+                line[line.startIndex..<colon].allSatisfy(HTTPBytes.isToken)
             else { throw Failure(description: "malformed header line in the response") }
             let nameBytes = line[line.startIndex..<colon]
             let name = String(decoding: nameBytes, as: UTF8.self)
-            let value = Self.trimmed(line[(colon + 1)...])
-            guard value.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }) else {
+            let value = HTTPBytes.trimmed(line[(colon + 1)...])
+            guard value.allSatisfy(HTTPBytes.isFieldValue) else {
                 throw Failure(description: "header \(name) in the response has a control character")
             }
             parsed.append(HTTPHeader(name, String(decoding: value, as: UTF8.self)))
-            if HTTP1Request.equalsIgnoringCase(nameBytes, "content-length") {
+            if HTTPBytes.equalsIgnoringCase(nameBytes, "content-length") {
                 // "n, n" is allowed (RFC 9110 §8.6); anything that is not one length is refused.
                 for item in value.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
-                    let digits = Self.trimmed(item)
-                    guard !digits.isEmpty, digits.count <= 18, digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
+                    let digits = HTTPBytes.trimmed(item)
+                    guard !digits.isEmpty, digits.count <= 18, digits.allSatisfy(HTTPBytes.isDigit) else {
                         throw Failure(description: "response Content-Length is not one non-negative integer")
                     }
                     let n = digits.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
                     guard length == nil || length == n else { throw Failure(description: "response Content-Length is not one non-negative integer") }
                     length = n
                 }
-            } else if HTTP1Request.equalsIgnoringCase(nameBytes, "transfer-encoding") {
+            } else if HTTPBytes.equalsIgnoringCase(nameBytes, "transfer-encoding") {
                 hasTransferEncoding = true
-                chunkedLast = HTTP1Request.equalsIgnoringCase(Self.trimmed(value.split(separator: UInt8(ascii: ",")).last ?? []), "chunked")
-            } else if HTTP1Request.equalsIgnoringCase(nameBytes, "connection") {
-                for token in value.split(separator: UInt8(ascii: ",")).map(Self.trimmed) {
-                    if HTTP1Request.equalsIgnoringCase(token, "close") { close = true }
-                    if HTTP1Request.equalsIgnoringCase(token, "keep-alive") { keepAliveAsked = true }
-                }
+                chunkedLast = HTTPBytes.equalsIgnoringCase(HTTPBytes.trimmed(value.split(separator: UInt8(ascii: ",")).last ?? []), "chunked")
+            } else if HTTPBytes.equalsIgnoringCase(nameBytes, "connection") {
+                close = close || HTTPBytes.list(value, contains: "close")
+                keepAliveAsked = keepAliveAsked || HTTPBytes.list(value, contains: "keep-alive")
             }
         }
         if (100..<200).contains(code) {
@@ -318,24 +285,19 @@ package struct HTTP1ResponseParser {
         return nil
     }
 
-    private static func trimmed(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
-        var bytes = bytes
-        while let first = bytes.first, first == 0x20 || first == 0x09 { bytes = bytes.dropFirst() }
-        while let last = bytes.last, last == 0x20 || last == 0x09 { bytes = bytes.dropLast() }
-        return bytes
-    }
-
     /// `HTTP/1.x NNN reason`: the minor version and the status code.
+    private static let httpVersionPrefix = Array("HTTP/1.".utf8)
+
     private static func statusLine(_ line: ArraySlice<UInt8>) throws(Failure) -> (Int, Int) {
-        let prefix = Array("HTTP/1.".utf8)
-        let bytes = Array(line)
-        guard bytes.count >= 12, bytes.starts(with: prefix), bytes[7] == UInt8(ascii: "0") || bytes[7] == UInt8(ascii: "1"),
-            bytes[8] == UInt8(ascii: " "), bytes[9..<12].allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
-            bytes.count == 12 || bytes[12] == UInt8(ascii: " ")
+        let start = line.startIndex
+        let minor = start + 7, digits = (start + 9)..<(start + 12)
+        guard line.count >= 12, line.starts(with: httpVersionPrefix), line[minor] == UInt8(ascii: "0") || line[minor] == UInt8(ascii: "1"),
+            line[start + 8] == UInt8(ascii: " "), line[digits].allSatisfy(HTTPBytes.isDigit),
+            line.count == 12 || line[start + 12] == UInt8(ascii: " ")
         else { throw Failure(description: "malformed response status line") }
-        let code = bytes[9..<12].reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
+        let code = line[digits].reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
         guard (100...599).contains(code) else { throw Failure(description: "response status \(code) is out of range") }
-        return (Int(bytes[7] - UInt8(ascii: "0")), code)
+        return (Int(line[minor] - UInt8(ascii: "0")), code)
     }
 
     /// A chunk-size line: hex digits, then optional extensions after `;`.
@@ -362,5 +324,50 @@ package struct HTTP1ResponseParser {
         headers = []
         body = []
         return response
+    }
+}
+
+/// The byte classes and comparisons of HTTP/1.1's syntax, shared by the request writer and the
+/// response parser; every one is ASCII, so none needs a String.
+enum HTTPBytes {
+    /// A tchar (RFC 9110 §5.6.2): what a header name is made of.
+    static func isToken(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+        default: "!#$%&'*+-.^_`|~".utf8.contains(byte)
+        }
+    }
+
+    /// Visible characters, spaces, tabs and non-ASCII bytes (obs-text): a header value holds
+    /// no control character, so none can end its line early.
+    static func isFieldValue(_ byte: UInt8) -> Bool {
+        byte == 0x09 || (byte >= 0x20 && byte != 0x7F)
+    }
+
+    static func isDigit(_ byte: UInt8) -> Bool {
+        byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")
+    }
+
+    /// Without leading and trailing spaces and tabs.
+    static func trimmed(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+        var bytes = bytes
+        while let first = bytes.first, first == 0x20 || first == 0x09 { bytes = bytes.dropFirst() }
+        while let last = bytes.last, last == 0x20 || last == 0x09 { bytes = bytes.dropLast() }
+        return bytes
+    }
+
+    /// Whether `bytes` spell `lowercase` in any case, compared byte by byte: header names are
+    /// checked for every header of every request and response, and a lowercased copy of each
+    /// was an allocation.
+    static func equalsIgnoringCase(_ bytes: some Collection<UInt8>, _ lowercase: StaticString) -> Bool {
+        guard bytes.count == lowercase.utf8CodeUnitCount else { return false }
+        return lowercase.withUTF8Buffer { expected in
+            zip(bytes, expected).allSatisfy { byte, want in byte == want || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") && byte + 32 == want) }
+        }
+    }
+
+    /// Whether a comma-separated list (a `Connection` value) has `token` as one of its members.
+    static func list(_ value: ArraySlice<UInt8>, contains token: StaticString) -> Bool {
+        value.split(separator: UInt8(ascii: ",")).contains { equalsIgnoringCase(trimmed($0), token) }
     }
 }

@@ -15,6 +15,9 @@ struct HTTP1WireTests {
         let get = try HTTP1Request(HTTPRequestSpec(method: .GET, url: "", headers: [HTTPHeader("host", "api.example"), HTTPHeader("Connection", "Close")]), target: Self.target)
         #expect(String(buffer: get.bytes) == "GET /v3/recurring/auth/init?x=1 HTTP/1.1\r\nhost: api.example\r\nConnection: Close\r\n\r\n")
         #expect(!get.keepAlive)
+        for (connection, keepsAlive) in [("keep-alive", true), ("Upgrade , CLOSE", false), ("closed", true)] {
+            #expect(try HTTP1Request(HTTPRequestSpec(method: .GET, url: "", headers: [HTTPHeader("Connection", connection)]), target: Self.target).keepAlive == keepsAlive)
+        }
         let ownLength = try HTTP1Request(
             HTTPRequestSpec(method: .PUT, url: "", headers: [HTTPHeader("CONTENT-length", "2"), HTTPHeader("Hosts", "x")], body: [1, 2]), target: Self.target)
         #expect(String(buffer: ownLength.bytes) == "PUT /v3/recurring/auth/init?x=1 HTTP/1.1\r\nCONTENT-length: 2\r\nHosts: x\r\nHost: 127.0.0.1:8080\r\n\r\n\u{1}\u{2}")
