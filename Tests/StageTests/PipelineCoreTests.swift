@@ -176,23 +176,71 @@ struct SignerCoreTests {
         }
     }
 
-    /// The frame is written member by member; it must stay the bytes of its `JSONValue` form.
-    @Test func theWorkFrameIsTheBytesOfItsJSONValue() throws {
+    static func sampleWorks() throws -> [SubmitWork] {
         let order = try order(phonePeOrder)
         let request = HTTPRequestSpec(
             method: .POST, url: "http://127.0.0.1:9/a?b=\"c\"", headers: [HTTPHeader("X-A", "1\n2"), HTTPHeader("Content-Type", "application/json")],
             body: Array((0...255).map { UInt8($0) }))
-        let works = [
+        return [
             SubmitWork(order: order, request: request, acceptedAt: 7),
             SubmitWork(
                 order: order, request: request, resolve: HTTPRequestSpec(method: .GET, url: "http://127.0.0.1:9/s"),
                 context: ["authRequestId": "A1", "n": [1, .null]], purpose: .statusCheck, pending: ["redirectURL": "ppe://x", "k": [:]],
                 acceptedAt: -1, generation: 3),
+            SubmitWork(order: order, request: HTTPRequestSpec(method: .DELETE, url: "http://h/é"), purpose: .expiryCheck, pending: [:], acceptedAt: .max, generation: .min),
         ]
-        for work in works {
-            #expect(work.frame == work.json.bytes)
+    }
+
+    @Test func theWorkFrameReadsBackAsTheSameWork() throws {
+        for work in try Self.sampleWorks() {
+            #expect(work.frame.first == 0x01)
             #expect(try SubmitWork.decode(work.frame, catalog: testCatalog) == work)
         }
+    }
+
+    /// A submitter of this release reads the JSON frame that signers of earlier releases wrote,
+    /// so that work queued across an upgrade still ends as it should.
+    @Test func theJSONFrameOfEarlierSignersIsStillRead() throws {
+        for work in try Self.sampleWorks() {
+            #expect(try SubmitWork.decode(work.json.bytes, catalog: testCatalog) == work)
+        }
+    }
+
+    /// Every truncation and every trailing byte is refused with the field's name; a frame whose
+    /// order can still be read gives that order an outcome.
+    @Test func aDamagedWorkFrameIsRefusedNamingTheField() throws {
+        let work = try Self.sampleWorks()[1]
+        let frame = work.frame
+        for length in 1..<frame.count {
+            let truncated = Array(frame[..<length])
+            do {
+                _ = try SubmitWork.decode(truncated, catalog: testCatalog)
+                Issue.record("a frame cut at \(length) of \(frame.count) bytes was read")
+            } catch {
+                #expect(error.description.hasPrefix("work."), "\(error)")
+                #expect(!error.description.contains("ppe://x"))
+            }
+        }
+        #expect(throws: EnvelopeError.self) { try SubmitWork.decode(frame + [0], catalog: testCatalog) }
+        // The purpose replaced by one of the same length that no release writes.
+        let purpose = Array(work.purpose.rawValue.utf8)
+        let at = try #require(frame.firstRange(of: purpose))
+        var bogus = frame
+        bogus.replaceSubrange(at, with: Array(repeating: UInt8(ascii: "x"), count: purpose.count))
+        #expect { try SubmitWork.decode(bogus, catalog: testCatalog) } throws: { ($0 as? EnvelopeError)?.description == "work.purpose is invalid" }
+        let outcome = try #require(Outcome.unreadableWork(bogus, reason: "work.purpose is invalid"))
+        #expect(outcome.orderId == work.order.orderId && outcome.status == .rejected && outcome.error?.code == "UNREADABLE_WORK")
+        // A header that is not UTF-8.
+        let header = Array("X-A".utf8)
+        let nameAt = try #require(frame.firstRange(of: header))
+        var notUTF8 = frame
+        notUTF8[nameAt.lowerBound] = 0xFF
+        #expect { try SubmitWork.decode(notUTF8, catalog: testCatalog) } throws: { ($0 as? EnvelopeError)?.description == "work.request.headers is not UTF-8" }
+        // A header count far past what the frame holds.
+        let countAt = nameAt.lowerBound - 8
+        var huge = frame
+        huge.replaceSubrange(countAt..<countAt + 4, with: [0xFF, 0xFF, 0xFF, 0x7F])
+        #expect(throws: EnvelopeError.self) { try SubmitWork.decode(huge, catalog: testCatalog) }
     }
 
     @Test func signedWorkCarriesNoSecretOutsideTheRequestHeaders() async throws {
@@ -325,7 +373,7 @@ struct SubmissionTests {
     }
 }
 
-/// The signed work as a `JSONValue`, the reference `SubmitWork.frame` must write byte for byte.
+/// The signed work as the JSON frame signers wrote before the binary frame.
 extension SubmitWork {
     fileprivate var json: JSONValue {
         func encode(_ request: HTTPRequestSpec) -> JSONValue {

@@ -1,0 +1,132 @@
+import PaypipeCore
+
+/// Length-prefixed fields for frames that only paypipe's own stages write and read. A frame
+/// starts with a tag byte that JSON text cannot start with, so a reader can tell it from the
+/// JSON frame of an earlier release. Integers are little-endian; every variable-length field is
+/// a 32-bit length and its bytes, so bodies travel as they are, without Base64 or escaping.
+struct BinaryFrameWriter {
+    private(set) var bytes: [UInt8]
+
+    init(tag: UInt8, capacity: Int) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+        bytes.append(tag)
+    }
+
+    mutating func byte(_ value: UInt8) { bytes.append(value) }
+
+    mutating func integer(_ value: Int64) {
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    mutating func count(_ value: Int) {
+        withUnsafeBytes(of: UInt32(truncatingIfNeeded: value).littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    mutating func field(_ value: [UInt8]) {
+        count(value.count)
+        bytes.append(contentsOf: value)
+    }
+
+    mutating func string(_ value: String) {
+        var value = value
+        value.withUTF8 { utf8 in
+            count(utf8.count)
+            bytes.append(contentsOf: utf8)
+        }
+    }
+
+    /// A field whose bytes `write` appends in place; its length is filled in afterwards.
+    mutating func field(_ write: (inout [UInt8]) -> Void) {
+        let start = bytes.count
+        count(0)
+        write(&bytes)
+        let length = UInt32(truncatingIfNeeded: bytes.count - start - 4).littleEndian
+        withUnsafeBytes(of: length) { raw in
+            for (offset, byte) in raw.enumerated() { bytes[start + offset] = byte }
+        }
+    }
+}
+
+/// Reads what `BinaryFrameWriter` wrote. Every read names the field it was for, so a truncated
+/// or corrupt frame is refused with the field's name, never with its contents.
+struct BinaryFrameReader {
+    private let frame: [UInt8]
+    private var offset: Int
+    private let label: String
+
+    /// `label` prefixes the field names in errors (e.g. "work").
+    init(_ frame: [UInt8], tag: UInt8, label: String) throws(EnvelopeError) {
+        guard frame.first == tag else { throw EnvelopeError("\(label) is not a binary frame") }
+        self.frame = frame
+        offset = 1
+        self.label = label
+    }
+
+    private mutating func take(_ count: Int, _ field: StaticString) throws(EnvelopeError) -> Range<Int> {
+        guard count >= 0, frame.count - offset >= count else { throw EnvelopeError("\(label).\(field) is truncated") }
+        defer { offset += count }
+        return offset..<offset + count
+    }
+
+    mutating func byte(_ field: StaticString) throws(EnvelopeError) -> UInt8 {
+        frame[try take(1, field).lowerBound]
+    }
+
+    mutating func integer(_ field: StaticString) throws(EnvelopeError) -> Int64 {
+        Int64(littleEndian: load(try take(8, field), as: Int64.self))
+    }
+
+    mutating func count(_ field: StaticString) throws(EnvelopeError) -> Int {
+        Int(UInt32(littleEndian: load(try take(4, field), as: UInt32.self)))
+    }
+
+    private func load<T: FixedWidthInteger>(_ range: Range<Int>, as: T.Type) -> T {
+        frame.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: range.lowerBound, as: T.self) }
+    }
+
+    mutating func field(_ name: StaticString) throws(EnvelopeError) -> ArraySlice<UInt8> {
+        frame[try take(try count(name), name)]
+    }
+
+    /// A field that must be valid UTF-8. Decoding repairs invalid bytes, so the text is valid
+    /// exactly when it has the field's own bytes (faster than the stdlib's validating init).
+    mutating func string(_ name: StaticString) throws(EnvelopeError) -> String {
+        let range = try take(try count(name), name)
+        return try frame.withUnsafeBufferPointer { (buffer) throws(EnvelopeError) -> String in
+            let bytes = UnsafeBufferPointer(rebasing: buffer[range])
+            var text = String(decoding: bytes, as: UTF8.self)
+            guard text.withUTF8({ BinaryFrameReader.same($0, bytes) }) else { throw EnvelopeError("\(label).\(name) is not UTF-8") }
+            return text
+        }
+    }
+
+    /// Byte equality eight bytes at a time (`elementsEqual` goes byte by byte).
+    private static func same(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard a.count == b.count else { return false }
+        let (ra, rb) = (UnsafeRawBufferPointer(a), UnsafeRawBufferPointer(b))
+        var index = 0
+        while index + 8 <= a.count {
+            guard ra.loadUnaligned(fromByteOffset: index, as: UInt64.self) == rb.loadUnaligned(fromByteOffset: index, as: UInt64.self) else {
+                return false
+            }
+            index += 8
+        }
+        while index < a.count {
+            guard a[index] == b[index] else { return false }
+            index += 1
+        }
+        return true
+    }
+
+    /// A field that must hold one JSON value.
+    mutating func json(_ name: StaticString) throws(EnvelopeError) -> JSONValue {
+        guard let value = try? JSONValue.parse(try field(name)) else { throw EnvelopeError("\(label).\(name) is not JSON") }
+        return value
+    }
+
+    /// The frame must end here: trailing bytes mean a writer this reader does not know.
+    func end() throws(EnvelopeError) {
+        guard offset == frame.count else { throw EnvelopeError("\(label) has \(frame.count - offset) bytes past its last field") }
+    }
+}
