@@ -13,7 +13,7 @@ func vivaSale(_ orderId: String) -> [UInt8] {
 }
 
 private func temporaryStorePath() -> String {
-    FileManager.default.temporaryDirectory.appendingPathComponent("ledger-\(UUID().uuidString).sqlite").path
+    TestStores.path()
 }
 
 /// Runs one SQL statement on the store through a connection of the test's own.

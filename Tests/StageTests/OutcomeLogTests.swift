@@ -71,7 +71,7 @@ struct OutcomeLogTests {
     }
 
     @Test func outcomesSurviveReopeningTheStore() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-\(UUID().uuidString).sqlite").path
+        let path = TestStores.path()
         do {
             var core = LedgerCore(store: try LedgerStore(path: path), registry: await testRegistry())
             _ = try core.intake((1...3).map { Array(rejectedOrder("k-\($0)").utf8) }, now: 1000)

@@ -49,7 +49,7 @@ func timers(phonepeCallbackWaitMs: Int64) -> PaypipeConfig.Timers {
 }
 
 func temporaryStore() throws -> LedgerStore {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-\(UUID().uuidString).sqlite").path
+    let path = TestStores.path()
     return try LedgerStore(path: path)
 }
 
@@ -121,7 +121,7 @@ struct LedgerCoreTests {
     }
 
     @Test func theStoreSurvivesReopening() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-\(UUID().uuidString).sqlite").path
+        let path = TestStores.path()
         do {
             var core = LedgerCore(store: try LedgerStore(path: path), registry: await testRegistry())
             _ = try core.intake([Array(vivaOrder.utf8)], now: 1000)

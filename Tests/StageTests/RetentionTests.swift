@@ -48,7 +48,7 @@ struct RetentionTests {
     }
 
     @Test func theRunningCountsAreWhatAStoreCountsWhenOpened() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-\(UUID().uuidString).sqlite").path
+        let path = TestStores.path()
         var core = LedgerCore(store: try LedgerStore(path: path), registry: await testRegistry())
         func sale(_ id: String) throws -> Order { try order(String(decoding: vivaSale(id), as: UTF8.self)) }
         let frames = (1...6).map { vivaSale("count-\($0)") }
@@ -83,7 +83,7 @@ struct RetentionTests {
     }
 
     @Test func aStoreFromBeforeGainsItsCountsAndEndTimesOnOpening() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-\(UUID().uuidString).sqlite").path
+        let path = TestStores.path()
         do {
             var core = LedgerCore(store: try LedgerStore(path: path), registry: await testRegistry())
             _ = try core.intake([Array(vivaOrder.utf8), Array(phonePeOrder.utf8), Array(rejectedOrder("r-1").utf8)], now: 1000)
@@ -172,7 +172,7 @@ struct RetentionTests {
     }
 
     @Test func aStoreWhoseTriggersSetTheEndTimeLosesThemOnOpening() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-\(UUID().uuidString).sqlite").path
+        let path = TestStores.path()
         _ = try LedgerStore(path: path)
         // As the stores of 2026-11 left them: the end time set by triggers, on SQLite's clock.
         let now = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
