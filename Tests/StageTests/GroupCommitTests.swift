@@ -69,23 +69,27 @@ struct GroupCommitTests {
     @Test(.timeLimit(.minutes(1)))
     func workThatWaitsForACommitSharesTheNextAndEachCallerGetsItsOwnTurns() async throws {
         let core = LedgerService.Core(core: LedgerCore(store: try temporaryStore(), registry: await testRegistry()))
-        let committer = GroupCommitter()
         let retrying = StoreRetry(metrics: StageMetrics(), logger: Logger(label: "test")) {}
-        // Everything arrives while the writer is busy (here: not started yet).
+        let committer = GroupCommitter(core: core, retrying: retrying)
+        // Everything arrives while a transaction is under way and the writer task is not started.
         let callers = 20
-        let turns = Task {
-            try await withThrowingTaskGroup(of: (Int, [LedgerService.Turn]).self) { group in
-                for i in 0..<callers {
-                    group.addTask {
-                        let items = core.decoder.intake([vivaSale("shared-\(i)"), vivaSale("shared-\(i)-second")])
-                        return (i, try await committer.commit([.intake(items), .results([])]))
+        let turns = await committer.whileCommitting {
+            let turns = Task {
+                try await withThrowingTaskGroup(of: (Int, [LedgerService.Turn]).self) { group in
+                    for i in 0..<callers {
+                        group.addTask {
+                            let items = core.decoder.intake([vivaSale("shared-\(i)"), vivaSale("shared-\(i)-second")])
+                            return (i, try await committer.commit([.intake(items), .results([])]))
+                        }
                     }
+                    return try await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
                 }
-                return try await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
             }
+            #expect(await eventually(within: .seconds(20)) { committer.waitingCount == callers })
+            return turns
         }
-        #expect(await eventually(within: .seconds(20)) { committer.waitingCount == callers })
-        let writer = Task { try await committer.run(core, retrying: retrying) }
+        #expect(committer.waitingCount == callers, "nothing commits them but the writer task")
+        let writer = Task { try await committer.run() }
         defer { writer.cancel() }
 
         let byCaller = try await turns.value
@@ -101,22 +105,60 @@ struct GroupCommitTests {
         #expect(await core.counters.ordersIn == 2 * callers + 1)
     }
 
+    /// With no transaction under way the caller commits its work on its own task: no writer
+    /// task runs here at all.
     @Test(.timeLimit(.minutes(1)))
-    func aStoreThatStaysFailedFailsEveryWaitingCallerAndLaterOnesAtOnce() async throws {
+    func workWithNoTransactionUnderWayCommitsWithoutTheWriterTask() async throws {
+        let core = LedgerService.Core(core: LedgerCore(store: try temporaryStore(), registry: await testRegistry()))
+        let committer = GroupCommitter(core: core, retrying: StoreRetry(metrics: StageMetrics(), logger: Logger(label: "test")) {})
+        for i in 0..<3 {
+            let turns = try await committer.commit([.intake(core.decoder.intake([vivaSale("alone-\(i)")])), .results([])])
+            #expect(turns.count == 2)
+            #expect(turns.first.map { dispatches($0.effects).map(\.order.orderId) } == ["alone-\(i)"])
+        }
+        #expect(committer.groupsCommitted.load(ordering: .relaxed) == 3)
+        #expect(await core.counters.ordersIn == 3)
+    }
+
+    /// A store that refuses every order, and a committer that gives up at the first failure.
+    /// Refused at once: a store locked from outside would block a thread of the test process's
+    /// pool for the busy timeout.
+    func refusingStore() async throws -> (path: String, core: LedgerService.Core, committer: GroupCommitter) {
         let path = temporaryStorePath()
         let core = LedgerService.Core(core: LedgerCore(store: try LedgerStore(path: path), registry: await testRegistry()))
-        let committer = GroupCommitter()
         var policy = StoreRetry.Policy()
         policy.attempts = 1
         policy.notReadyBeforeExit = .zero
-        let retrying = StoreRetry(policy: policy, metrics: StageMetrics(), logger: Logger(label: "test")) {}
-        // Refused at once: a store locked from outside would block a thread of the test
-        // process's pool for the busy timeout.
+        let committer = GroupCommitter(core: core, retrying: StoreRetry(policy: policy, metrics: StageMetrics(), logger: Logger(label: "test")) {})
         try runSQL("CREATE TRIGGER refuse_all BEFORE INSERT ON orders BEGIN SELECT RAISE(ABORT, 'refused'); END", on: path)
-        let writer = Task { try await committer.run(core, retrying: retrying) }
+        return (path, core, committer)
+    }
 
-        await #expect(throws: LedgerStoreFailure.self) { try await committer.commit([.intake(core.decoder.intake([vivaSale("failed-1")]))]) }
+    @Test(.timeLimit(.minutes(1)))
+    func aStoreThatStaysFailedFailsEveryWaitingCallerAndLaterOnesAtOnce() async throws {
+        let (_, core, committer) = try await refusingStore()
+
+        // Waiting for the writer task, which fails the whole group and stops.
+        let waiting = await committer.whileCommitting {
+            let waiting = Task { try await committer.commit([.intake(core.decoder.intake([vivaSale("failed-1")]))]) }
+            #expect(await eventually(within: .seconds(20)) { committer.waitingCount == 1 })
+            return waiting
+        }
+        let writer = Task { try await committer.run() }
+        await #expect(throws: LedgerStoreFailure.self) { try await waiting.value }
         await #expect(throws: LedgerStoreFailure.self) { try await writer.value }
+        // Later work fails at once, whether it would commit itself or wait.
         await #expect(throws: LedgerStoreFailure.self) { try await committer.commit([.intake(core.decoder.intake([vivaSale("failed-2")]))]) }
+        #expect(committer.waitingCount == 0)
+    }
+
+    /// The same failure in a caller's own transaction: it and every later caller fail.
+    @Test(.timeLimit(.minutes(1)))
+    func aStoreThatFailsUnderACallersOwnTransactionStopsLaterWorkToo() async throws {
+        let (path, core, committer) = try await refusingStore()
+        await #expect(throws: LedgerStoreFailure.self) { try await committer.commit([.intake(core.decoder.intake([vivaSale("own-1")]))]) }
+        try runSQL("DROP TRIGGER refuse_all", on: path)
+        await #expect(throws: LedgerStoreFailure.self) { try await committer.commit([.intake(core.decoder.intake([vivaSale("own-2")]))]) }
+        #expect(try await core.counts() == [:])
     }
 }

@@ -177,10 +177,10 @@ package final class LedgerService: MeasuredStage {
         }
         // Graceful shutdown stops taking orders, outcomes and requests; what was received is
         // still recorded and forwarded.
-        let committer = GroupCommitter()
+        let committer = GroupCommitter(core: core, retrying: retrying)
         try await withGracefulShutdownHandler {
         try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await committer.run(core, retrying: retrying) }
+            group.addTask { try await committer.run() }
             group.addTask {
                 // The writer stops once no reader can give it more work.
                 defer { committer.finish() }
