@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import PaypipeCore
 
 /// Length-prefixed fields for frames that only paypipe's own stages write and read. A frame
@@ -42,9 +47,7 @@ struct BinaryFrameWriter {
         count(0)
         write(&bytes)
         let length = UInt32(truncatingIfNeeded: bytes.count - start - 4).littleEndian
-        withUnsafeBytes(of: length) { raw in
-            for (offset, byte) in raw.enumerated() { bytes[start + offset] = byte }
-        }
+        bytes.withUnsafeMutableBytes { $0.storeBytes(of: length, toByteOffset: start, as: UInt32.self) }
     }
 }
 
@@ -96,27 +99,10 @@ struct BinaryFrameReader {
         return try frame.withUnsafeBufferPointer { (buffer) throws(EnvelopeError) -> String in
             let bytes = UnsafeBufferPointer(rebasing: buffer[range])
             var text = String(decoding: bytes, as: UTF8.self)
-            guard text.withUTF8({ BinaryFrameReader.same($0, bytes) }) else { throw EnvelopeError("\(label).\(name) is not UTF-8") }
+            guard text.withUTF8({ $0.count == bytes.count && (bytes.isEmpty || memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0) })
+            else { throw EnvelopeError("\(label).\(name) is not UTF-8") }
             return text
         }
-    }
-
-    /// Byte equality eight bytes at a time (`elementsEqual` goes byte by byte).
-    private static func same(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard a.count == b.count else { return false }
-        let (ra, rb) = (UnsafeRawBufferPointer(a), UnsafeRawBufferPointer(b))
-        var index = 0
-        while index + 8 <= a.count {
-            guard ra.loadUnaligned(fromByteOffset: index, as: UInt64.self) == rb.loadUnaligned(fromByteOffset: index, as: UInt64.self) else {
-                return false
-            }
-            index += 8
-        }
-        while index < a.count {
-            guard a[index] == b[index] else { return false }
-            index += 1
-        }
-        return true
     }
 
     /// A field that must hold one JSON value.

@@ -150,6 +150,8 @@ package struct SubmitWork: Sendable, Equatable {
             guard case .object(let object)? = try? JSONValue.parse(frame) else { return nil }
             return object["order"]?.objectValue
         }
+        // The fields before the order are passed over whatever they hold (a purpose that is not
+        // UTF-8 included): the order alone decides whether it can be given an outcome.
         guard var reader = try? BinaryFrameReader(frame, tag: binaryTag, label: "work"),
             (try? reader.integer("acceptedAt")) != nil, (try? reader.integer("generation")) != nil, (try? reader.field("purpose")) != nil
         else { return nil }

@@ -12,10 +12,6 @@ func vivaSale(_ orderId: String) -> [UInt8] {
     Array(#"{"v":1,"orderId":"\#(orderId)","provider":"viva","operation":"sale","amount":1050,"currency":"EUR","params":{}}"#.utf8)
 }
 
-private func temporaryStorePath() -> String {
-    TestStores.path()
-}
-
 /// Runs one SQL statement on the store through a connection of the test's own.
 private func runSQL(_ sql: String, on path: String) throws {
     var db: OpaquePointer?
@@ -28,7 +24,7 @@ private func runSQL(_ sql: String, on path: String) throws {
 @Suite("The ledger's group commit: one transaction for the work of several readers")
 struct GroupCommitTests {
     @Test func aGroupCommitsEveryPieceOrNoneAndKeepsItsCountersOnlyWhenItCommits() async throws {
-        let path = temporaryStorePath()
+        let path = TestStores.path()
         let decoder = LedgerCore(store: try LedgerStore(path: path), registry: await testRegistry()).decoder
         var core = LedgerCore(store: try LedgerStore(path: path), registry: await testRegistry())
         // The second order's row cannot be written: the first one's is already, in the same group.
@@ -124,7 +120,7 @@ struct GroupCommitTests {
     /// Refused at once: a store locked from outside would block a thread of the test process's
     /// pool for the busy timeout.
     func refusingStore() async throws -> (path: String, core: LedgerService.Core, committer: GroupCommitter) {
-        let path = temporaryStorePath()
+        let path = TestStores.path()
         let core = LedgerService.Core(core: LedgerCore(store: try LedgerStore(path: path), registry: await testRegistry()))
         var policy = StoreRetry.Policy()
         policy.attempts = 1

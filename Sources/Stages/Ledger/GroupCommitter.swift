@@ -23,6 +23,20 @@ final class GroupCommitter: Sendable {
         /// Set once the store failed for good or the writer has stopped: later work fails at
         /// once instead of waiting forever.
         var stopped: (any Error)?
+
+        /// Takes what waits for a transaction about to start; nil while one is under way.
+        mutating func begin() -> [Waiting]? {
+            guard !committing else { return nil }
+            committing = true
+            defer { waiting.removeAll(keepingCapacity: true) }
+            return waiting
+        }
+
+        /// The transaction is over; true when work waits for the next one.
+        mutating func end() -> Bool {
+            committing = false
+            return !waiting.isEmpty
+        }
     }
 
     private let core: LedgerService.Core
@@ -43,10 +57,7 @@ final class GroupCommitter: Sendable {
     func commit(_ work: [LedgerCore.Work]) async throws -> [LedgerService.Turn] {
         let others = try state.withLock { state throws -> [Waiting]? in
             if let stopped = state.stopped { throw stopped }
-            guard !state.committing else { return nil }
-            state.committing = true
-            defer { state.waiting.removeAll(keepingCapacity: true) }
-            return state.waiting
+            return state.begin()
         }
         guard let others else {
             return try await withCheckedThrowingContinuation { done in
@@ -64,13 +75,7 @@ final class GroupCommitter: Sendable {
     /// for the writer task (for the tests of that path).
     func whileCommitting<T>(_ body: () async throws -> T) async rethrows -> T {
         state.withLock { $0.committing = true }
-        defer {
-            let more = state.withLock { state in
-                state.committing = false
-                return !state.waiting.isEmpty
-            }
-            if more { wake.yield() }
-        }
+        defer { endCommitting() }
         return try await body()
     }
 
@@ -96,10 +101,8 @@ final class GroupCommitter: Sendable {
 
     private func takeWaitingGroup() -> [Waiting]? {
         state.withLock { state in
-            guard !state.committing, state.stopped == nil, !state.waiting.isEmpty else { return nil }
-            state.committing = true
-            defer { state.waiting.removeAll(keepingCapacity: true) }
-            return state.waiting
+            guard state.stopped == nil, !state.waiting.isEmpty else { return nil }
+            return state.begin()
         }
     }
 
@@ -119,12 +122,13 @@ final class GroupCommitter: Sendable {
             waiting.done.resume(returning: Array(turns.prefix(waiting.work.count)))
             turns = turns.dropFirst(waiting.work.count)
         }
-        let more = state.withLock { state in
-            state.committing = false
-            return !state.waiting.isEmpty
-        }
-        if more { wake.yield() }
+        endCommitting()
         return turns
+    }
+
+    /// Ends the transaction under way and wakes the writer task for what waited meanwhile.
+    private func endCommitting() {
+        if state.withLock({ $0.end() }) { wake.yield() }
     }
 
     /// The first failure stays: every waiting reader fails with it, and so does later work.
