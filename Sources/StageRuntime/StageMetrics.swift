@@ -17,6 +17,9 @@ package final class StageMetrics: Sendable {
     /// `reason` nil: ready again.
     package func setNotReady(_ reason: String?) { notReadyReason.withLock { $0 = reason } }
 
+    /// Why the stage cannot take work right now; nil while it can.
+    package var notReady: String? { notReadyReason.withLock { $0 } }
+
     package func counter(_ name: String, _ labels: [(String, String)] = [], help: String) -> Counter {
         registry.makeCounter(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), labels: labels)
     }

@@ -96,7 +96,7 @@ public final class ZMQReceiver: AsyncSequence, Sendable {
 }
 
 /// Starts a detached pthread (never a Swift concurrency thread) running `body`.
-func startThread(name: String, _ body: @escaping @Sendable () -> Void) {
+public func startThread(name: String, _ body: @escaping @Sendable () -> Void) {
     final class Box: @unchecked Sendable {
         let body: @Sendable () -> Void
         let name: String

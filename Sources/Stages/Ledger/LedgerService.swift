@@ -17,51 +17,40 @@ package final class LedgerService: MeasuredStage {
         package var intake, outcomes, signQueue, signedIn, signedOut, results, ledgerRPC, pollQueue, outcomesReplay: String
     }
 
-    /// What one of the core's turns asks for, with the counters as that turn left them, so that
-    /// performing it needs no second turn of the actor (which would wait behind the next
-    /// transaction, fsync included, before the effects went out).
-    struct Turn: Sendable {
-        var effects: [LedgerCore.Effect]
-        var counters: LedgerCore.Counters?
-        /// A request's reply, sent once the effects are performed.
-        var reply: LedgerReply?
-        init(_ effects: [LedgerCore.Effect], _ counters: LedgerCore.Counters?, reply: LedgerReply? = nil) {
-            self.effects = effects
-            self.counters = counters
-            self.reply = reply
-        }
-    }
+    /// The ledger's core behind a lock: its loop's thread commits through it, and the
+    /// operators' `GET /review` reads through it.
+    final class Core: Sendable {
+        private let locked: Mutex<LedgerCore>
+        let decoder: LedgerCore.FrameDecoder
 
-    actor Core {
-        var core: LedgerCore
-        nonisolated let decoder: LedgerCore.FrameDecoder
-        init(core: LedgerCore) {
-            self.core = core
+        init(core: sending LedgerCore) {
             decoder = core.decoder
+            locked = Mutex(core)
         }
-        func commit(_ work: [LedgerCore.Work]) throws -> [Turn] {
-            let done = try core.commit(work, now: milliseconds())
-            let counters = core.counters
-            return done.map { Turn($0.effects, counters, reply: $0.reply) }
+
+        func commit(_ work: [LedgerCore.Work]) throws -> [LedgerCore.Done] {
+            try locked.withLock { core in try core.commit(work, now: milliseconds()) }
         }
-        func redeliver() throws -> Turn { Turn(try core.redeliver(now: milliseconds()), core.counters) }
-        func resumeLeases() throws { try core.resumeLeases(now: milliseconds()) }
-        var counters: LedgerCore.Counters { core.counters }
+        func redeliver() throws -> [LedgerCore.Effect] { try locked.withLock { core in try core.redeliver(now: milliseconds()) } }
+        func resumeLeases() throws { try locked.withLock { core in try core.resumeLeases(now: milliseconds()) } }
+        var counters: LedgerCore.Counters { locked.withLock { $0.counters } }
         func replay(_ request: OutcomeReplay.Request) throws -> (outcomes: [(seq: Int64, text: String)], more: Bool) {
-            try core.store.outcomes(after: request.since, limit: request.limit)
+            try locked.withLock { core in try core.store.outcomes(after: request.since, limit: request.limit) }
         }
-        func reviewOutcomes(limit: Int) throws -> [String] { try core.store.reviewOutcomes(limit: limit) }
+        func reviewOutcomes(limit: Int) throws -> [String] { try locked.withLock { core in try core.store.reviewOutcomes(limit: limit) } }
         /// One tick of retention: at most `limit` rows of each kind, in one transaction.
         func applyRetention(_ retention: PaypipeConfig.Retention, limit: Int) throws {
-            let now = milliseconds()
-            let store = core.store
-            try store.transaction {
-                _ = try store.pruneOutcomes(recordedBefore: now - LedgerService.retentionMilliseconds(days: retention.outcomesDays), limit: limit)
-                _ = try store.compactOrders(endedBefore: now - LedgerService.retentionMilliseconds(days: retention.ordersDays), limit: limit)
-                _ = try store.forgetOrders(endedBefore: now - LedgerService.retentionMilliseconds(days: retention.orderKeysDays), limit: limit)
+            try locked.withLock { core in
+                let now = milliseconds()
+                let store = core.store
+                try store.transaction {
+                    _ = try store.pruneOutcomes(recordedBefore: now - LedgerService.retentionMilliseconds(days: retention.outcomesDays), limit: limit)
+                    _ = try store.compactOrders(endedBefore: now - LedgerService.retentionMilliseconds(days: retention.ordersDays), limit: limit)
+                    _ = try store.forgetOrders(endedBefore: now - LedgerService.retentionMilliseconds(days: retention.orderKeysDays), limit: limit)
+                }
             }
         }
-        func counts() throws -> [OrderState: Int] { try core.store.counts() }
+        func counts() throws -> [OrderState: Int] { try locked.withLock { core in try core.store.counts() } }
     }
 
     let config: PaypipeConfig
@@ -91,7 +80,7 @@ package final class LedgerService: MeasuredStage {
         let store = try LedgerStore(path: storePath)
         let core = Core(core: LedgerCore(
             store: store, registry: registry, timers: config.timers, redeliverAfterMilliseconds: redeliverAfterMilliseconds))
-        try await core.resumeLeases()
+        try core.resumeLeases()
         running.withLock { $0 = core }
         defer { running.withLock { $0 = nil } }
         let links = try StageLinks(config: config, role: .ledger)
@@ -117,154 +106,30 @@ package final class LedgerService: MeasuredStage {
             signedOut: try signedOutSocket.bind(e.signedOut), results: try resultsSocket.bind(e.results),
             ledgerRPC: try rpcSocket.bind(e.ledgerRPC), pollQueue: try pollSocket.bind(e.pollQueue),
             outcomesReplay: try replaySocket.bind(e.outcomesReplay))
-        let rpc = try ZMQDuplex(socket: rpcSocket)
-        let replay = try ZMQDuplex(socket: replaySocket)
-        let polls = try ZMQSender(socket: pollSocket)
-
         let proxy = try ZMQProxy(context: context, frontend: signedInSocket, backend: signedOutSocket)
-        // Every order taken in is already durable, so the ledger buffers only enough to keep the
-        // signers and its intake transactions (256 frames each) busy: with the defaults (4,096
-        // frames each way, 1,000 signed requests in the proxy) it held about 7 MiB more at W1's
-        // peak, and no more throughput. Only intake and redelivery wait on a full dispatch queue;
-        // results, which free the signers and submitters downstream, never do.
-        var intakeConfiguration = ZMQReceiver.Configuration()
-        intakeConfiguration.bufferCapacity = 1024
-        let intake = try ZMQReceiver(socket: intakeSocket, configuration: intakeConfiguration)
-        let results = try ZMQReceiver(socket: resultsSocket)
-        var outcomesConfiguration = ZMQSender.Configuration()
-        outcomesConfiguration.queueCapacity = Self.outcomesFastPathCapacity + 256
-        let outcomes = try ZMQSender(socket: outcomesSocket, configuration: outcomesConfiguration)
-        var dispatchConfiguration = ZMQSender.Configuration()
-        dispatchConfiguration.queueCapacity = 1024
-        let dispatch = try ZMQSender(socket: signSocket, configuration: dispatchConfiguration)
+        let loop = LedgerLoop(
+            sockets: .init(
+                intake: intakeSocket, results: resultsSocket, rpc: rpcSocket, replay: replaySocket,
+                dispatch: signSocket, outcomes: outcomesSocket, polls: pollSocket),
+            core: core, links: links, retrying: StoreRetry(metrics: metrics, logger: logger), retention: config.retention,
+            metrics: metrics, logger: logger)
         onReady(bound)
         logger.info("ledger ready", metadata: ["intake": "\(bound.intake)", "outcomes": "\(bound.outcomes)", "outcomesReplay": "\(bound.outcomesReplay)", "curve": "\(links.isSecured)"])
 
-        let logger = self.logger
-        let exported = LedgerMetrics(metrics)
-        let fastPathSkipped = metrics.counter(
-            "paypipe_outcomes_fast_path_skipped_total", help: "Outcomes not pushed live because no consumer kept up (they wait in the replay log)")
-        @Sendable func perform(_ turn: Turn) async throws {
-            if let counters = turn.counters { exported.update(counters) }
-            for effect in turn.effects {
-                switch effect {
-                case .dispatch(let frame): try await dispatch.send(frame)
-                case .emit(let frame):
-                    // The live PUSH is only the fast path: every outcome is already in the log, so
-                    // with no consumer keeping up it is skipped rather than stalling intake,
-                    // results and RPCs; upstream replays the gap by seq.
-                    if outcomes.queuedCount < Self.outcomesFastPathCapacity {
-                        try await outcomes.send(frame)
-                    } else {
-                        fastPathSkipped.increment()
-                    }
-                case .poll(let frame):
-                    // With no poller connected the receipt waits in the store: a (re)starting
-                    // poller asks for every pending receipt, and lost ones are swept up later.
-                    if polls.queuedCount < 4096 { try await polls.send(frame) }
-                case .drop(let rejection):
-                    logger.warning("dropped an intake frame", metadata: ["code": "\(rejection.code)", "reason": "\(rejection.message.prefix(120))"])
-                }
-            }
+        // Graceful shutdown stops taking orders, outcomes and requests; what was read is still
+        // recorded and forwarded.
+        defer {
+            proxy.stop()
+            authenticator?.stop()
+            context.terminate()
         }
-        let metrics = self.metrics
-        // A batch read from a socket stays in memory while its transaction is retried.
-        let retrying = StoreRetry(metrics: metrics, logger: logger) {
-            intake.stop()
-            results.stop()
-            rpc.stop()
-            replay.stop()
-        }
-        // Graceful shutdown stops taking orders, outcomes and requests; what was received is
-        // still recorded and forwarded.
-        let committer = GroupCommitter(core: core, retrying: retrying)
         try await withGracefulShutdownHandler {
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await committer.run() }
-            group.addTask {
-                // The writer stops once no reader can give it more work.
-                defer { committer.finish() }
-                try await withThrowingTaskGroup(of: Void.self) { readers in
-                    readers.addTask {
-                        while let batch = try await intake.nextBatch() {
-                            let items = core.decoder.intake(batch.map(\.body))
-                            for turn in try await committer.commit([.intake(items)]) { try await perform(turn) }
-                        }
-                    }
-                    readers.addTask {
-                        while let batch = try await results.nextBatch() {
-                            let items = core.decoder.results(batch.map(\.body))
-                            for turn in try await committer.commit([.results(items)]) { try await perform(turn) }
-                        }
-                    }
-                    readers.addTask {
-                        while let batch = try await rpc.nextBatch() {
-                            // [client identity, request id, request]; a malformed or unauthorized
-                            // request is answered without the store.
-                            var requests: [(message: ZMQMessage, parsed: Result<LedgerRequest, any Error>)] = []
-                            for message in batch where message.frames.count == 3 {
-                                requests.append((message, Result {
-                                    let request = try LedgerRequest.parse(message.frames[2])
-                                    try links.authorize(request, from: message)
-                                    return request
-                                }))
-                            }
-                            let work = requests.compactMap { try? $0.parsed.get() }.map(LedgerCore.Work.request)
-                            var turns = (work.isEmpty ? [] : try await committer.commit(work)).makeIterator()
-                            for (message, parsed) in requests {
-                                let turn: Turn
-                                switch parsed {
-                                case .success: turn = turns.next() ?? Turn([], nil, reply: .failure("the ledger store failed"))
-                                case .failure(let error): turn = Turn([], nil, reply: .failure("\(error)"))
-                                }
-                                try await perform(turn)
-                                rpc.send(ZMQMessage(frames: [message.frames[0], message.frames[1], (turn.reply ?? .failure("no reply")).json.bytes]))
-                            }
-                        }
-                    }
-                    try await readers.waitForAll()
-                }
-            }
-            group.addTask {
-                while let batch = try await replay.nextBatch() {
-                    for message in batch {
-                        for reply in await Self.answer(replayRequest: message.frames, core: core, logger: logger) { replay.send(reply) }
-                    }
-                }
-            }
-            let retention = config.retention
-            group.addTask {
-                let open = metrics.gauge("paypipe_orders_open", help: "Accepted orders with no outcome yet, or an unknown one (the work queue depth)")
-                let pending = metrics.gauge("paypipe_orders_pending", help: "Orders waiting on the customer or an asynchronous provider step")
-                let review = metrics.gauge("paypipe_orders_review", help: "Orders that could not be resolved and wait for an operator (NEEDS_REVIEW)")
-                for await _ in ticks(every: .milliseconds(500)).cancelOnGracefulShutdown() {
-                    try await perform(try await retrying.run("redelivery") { try await core.redeliver() })
-                    try await retrying.run("retention") { try await core.applyRetention(retention, limit: 1000) }
-                    if let counts = try? await core.counts() {
-                        open.set(Double(counts[.open, default: 0] + counts[.unknown, default: 0]))
-                        pending.set(Double(counts[.pending, default: 0]))
-                        review.set(Double(counts[.review, default: 0]))
-                    }
-                }
-            }
-            try await group.waitForAll()
-        }
+            try await loop.run()
         } onGracefulShutdown: {
-            intake.stop()
-            results.stop()
-            rpc.stop()
-            replay.stop()
+            loop.stop()
         }
-        let counters = await core.counters
+        let counters = core.counters
         logger.info("ledger stopping", metadata: ["ordersIn": "\(counters.ordersIn)", "duplicates": "\(counters.duplicates)"])
-        _ = await dispatch.finish()
-        _ = await polls.finish(drainTimeoutMilliseconds: 500)
-        _ = await outcomes.finish()
-        await rpc.waitUntilClosed()
-        await replay.waitUntilClosed()
-        proxy.stop()
-        authenticator?.stop()
-        context.terminate()
     }
 }
 
@@ -276,7 +141,7 @@ extension LedgerService {
     /// the ledger is not running.
     package func reviewOutcomes(limit: Int) async throws -> [String]? {
         guard let core = running.withLock({ $0 }) else { return nil }
-        return try await core.reviewOutcomes(limit: min(max(limit, 1), Self.reviewListLimit))
+        return try core.reviewOutcomes(limit: min(max(limit, 1), Self.reviewListLimit))
     }
 
     /// The ledger's `/metrics` and `/healthz` server with `GET /review` beside them.
@@ -303,9 +168,6 @@ extension LedgerService {
             onListening: { port in logger.info("ledger metrics", metadata: ["port": "\(port)"]) })
     }
 
-    /// Outcomes queued for the live PUSH before further ones skip it (they are in the log).
-    static let outcomesFastPathCapacity = 4096
-
     /// A retention period in milliseconds (saturating: a huge value keeps everything).
     static func retentionMilliseconds(days: Int64) -> Int64 {
         let (product, overflow) = days.multipliedReportingOverflow(by: 86_400_000)
@@ -316,7 +178,7 @@ extension LedgerService {
     /// one message per outcome and then the trailer. A REQ socket takes exactly one message per
     /// request, so a request with an empty delimiter, `[identity, "", request]`, gets one
     /// multipart message: the delimiter, then one frame per outcome, then the trailer frame.
-    static func answer(replayRequest frames: [[UInt8]], core: Core, logger: Logger) async -> [ZMQMessage] {
+    static func answer(replayRequest frames: [[UInt8]], core: Core, logger: Logger) -> [ZMQMessage] {
         let identity: [UInt8], body: [UInt8], envelope: [[UInt8]]?
         switch frames.count {
         case 2: (identity, body, envelope) = (frames[0], frames[1], nil)
@@ -326,7 +188,7 @@ extension LedgerService {
         var replies: [[UInt8]]
         do {
             let request = try OutcomeReplay.Request.parse(body)
-            let found = try await core.replay(request)
+            let found = try core.replay(request)
             replies = found.outcomes.map { Array($0.text.utf8) }
             replies.append(OutcomeReplay.Trailer(next: found.outcomes.last?.seq ?? request.since, more: found.more).bytes)
         } catch let error as EnvelopeError {

@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Logging
 import StageRuntime
 import Synchronization
@@ -30,25 +35,24 @@ final class StoreRetry: Sendable {
     let policy: Policy
     let metrics: StageMetrics
     let logger: Logger
-    /// Stops every read of new work (intake, results, RPC, replay).
-    let stopTakingWork: @Sendable () -> Void
     private let failure = Mutex<LedgerStoreFailure?>(nil)
 
-    init(policy: Policy = Policy(), metrics: StageMetrics, logger: Logger, stopTakingWork: @escaping @Sendable () -> Void) {
+    init(policy: Policy = Policy(), metrics: StageMetrics, logger: Logger) {
         self.policy = policy
         self.metrics = metrics
         self.logger = logger
-        self.stopTakingWork = stopTakingWork
     }
 
-    /// `body`'s value once it succeeds; every failure is followed by a growing pause, never a spin.
-    func run<T>(_ operation: String, _ body: () async throws -> T) async throws -> T {
+    /// `body`'s value once it succeeds; every failure is followed by a growing pause, never a
+    /// spin. It blocks the calling thread, the ledger's loop, which has nothing else to do
+    /// meanwhile: what it read waits in memory for the store.
+    func run<T>(_ operation: String, _ body: () throws -> T) throws -> T {
         var (delay, attempt) = (policy.firstDelay, 0)
         while true {
             attempt += 1
             if let failure = failure.withLock({ $0 }) { throw failure }
             do {
-                let value = try await body()
+                let value = try body()
                 if attempt > 1 {
                     metrics.setNotReady(nil)
                     logger.notice("the ledger store recovered", metadata: ["operation": "\(operation)", "attempts": "\(attempt)"])
@@ -56,17 +60,17 @@ final class StoreRetry: Sendable {
                 return value
             } catch {
                 // SQLite's messages name the failure (locked, full, I/O), never a row's contents.
-                guard attempt < policy.attempts else { try await giveUp(operation, error) }
+                guard attempt < policy.attempts else { try giveUp(operation, error) }
                 metrics.setNotReady("the ledger store is failing (\(operation)), retrying: \(error)")
                 logger.warning("a ledger store transaction failed; retrying", metadata: [
                     "operation": "\(operation)", "attempt": "\(attempt)", "error": "\(error)"])
-                try await Task.sleep(for: delay)
+                sleepBlocking(delay)
                 delay = min(delay * 2, policy.maxDelay)
             }
         }
     }
 
-    private func giveUp(_ operation: String, _ error: any Error) async throws -> Never {
+    private func giveUp(_ operation: String, _ error: any Error) throws -> Never {
         let failure = LedgerStoreFailure(operation: operation, attempts: policy.attempts, reason: "\(error)")
         let first = self.failure.withLock { recorded in
             defer { if recorded == nil { recorded = failure } }
@@ -76,9 +80,17 @@ final class StoreRetry: Sendable {
             metrics.setNotReady(failure.description)
             logger.critical("stopping: no more work is taken; exiting for a restart", metadata: [
                 "reason": "\(failure)", "exitStatus": "\(LedgerStoreFailure.status)"])
-            stopTakingWork()
-            try? await Task.sleep(for: policy.notReadyBeforeExit)
+            sleepBlocking(policy.notReadyBeforeExit)
         }
         throw failure
     }
+}
+
+/// Sleeps the calling thread (never a Swift concurrency thread: the ledger's loop).
+func sleepBlocking(_ duration: Duration) {
+    let (seconds, attoseconds) = duration.components
+    guard seconds > 0 || attoseconds > 0 else { return }
+    var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
+    var left = timespec()
+    while nanosleep(&request, &left) != 0, errno == EINTR { request = left }
 }

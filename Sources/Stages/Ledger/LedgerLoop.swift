@@ -1,0 +1,255 @@
+import Logging
+import PaypipeCore
+import Prometheus
+import StageRuntime
+import StageWire
+import Synchronization
+import ZeroMQ
+
+/// The ledger's one thread. Each pass polls the sockets that bring work (intake, results, the
+/// ledger RPC and outcome replay), commits everything it read in one transaction (a group
+/// commit: one fsync for all of it), and sends what that transaction asks for itself. A send
+/// that libzmq will not take yet waits in its socket's outbox, so the thread never blocks on a
+/// peer.
+///
+/// It replaced a thread per socket, two Swift tasks and an actor around the store: an order
+/// at a low rate then woke the ledger's threads some 25 times, at tens of µs each on a VM,
+/// which was most of its latency.
+final class LedgerLoop: Sendable {
+    struct Sockets: Sendable {
+        let intake, results, rpc, replay: ZMQSocket
+        let dispatch, outcomes, polls: ZMQSocket
+    }
+
+    struct Limits: Sendable {
+        /// Messages read from one socket in one pass, so one busy socket cannot starve the rest.
+        var batchSize = 256
+        /// Every order taken in is already durable, so the ledger holds only enough for the
+        /// signers: with this many dispatches waiting, intake and redelivery wait. Results, which
+        /// free the signers and submitters downstream, never do.
+        var dispatchBacklog = 1024
+        /// The live PUSH of outcomes is only the fast path: every outcome is already in the log,
+        /// so with no consumer keeping up the rest skip it rather than stalling the ledger, and
+        /// upstream replays the gap by seq.
+        var outcomesBacklog = 4096
+        /// With no poller connected a receipt waits in the store: a (re)starting poller asks for
+        /// every pending one, and lost ones are swept up later.
+        var pollsBacklog = 4096
+        /// Redelivery, retention and the gauges.
+        var tickMilliseconds: Int64 = 500
+        /// The longest a pass waits, so that `stop()` is seen soon.
+        var idleMilliseconds: Int64 = 50
+        /// How long a stopping ledger waits for peers to take what its outboxes hold.
+        var drainMilliseconds: Int64 = 5000
+        var pollsDrainMilliseconds: Int64 = 500
+    }
+
+    let sockets: Sockets
+    let core: LedgerService.Core
+    let links: StageLinks
+    let retrying: StoreRetry
+    let retention: PaypipeConfig.Retention
+    let limits: Limits
+    let metrics: StageMetrics
+    let logger: Logger
+    private let exported: LedgerMetrics
+    private let fastPathSkipped: Counter
+    private let stopping = Atomic<Bool>(false)
+    /// Transactions that took in work read from the sockets (not the ticks').
+    let transactionsCommitted = Atomic<Int>(0)
+
+    /// Takes ownership of `sockets`: from now on only the loop's thread touches them, and it
+    /// closes them when it ends.
+    init(
+        sockets: Sockets, core: LedgerService.Core, links: StageLinks, retrying: StoreRetry, retention: PaypipeConfig.Retention,
+        limits: Limits = Limits(), metrics: StageMetrics, logger: Logger
+    ) {
+        self.sockets = sockets
+        self.core = core
+        self.links = links
+        self.retrying = retrying
+        self.retention = retention
+        self.limits = limits
+        self.metrics = metrics
+        self.logger = logger
+        exported = LedgerMetrics(metrics)
+        fastPathSkipped = metrics.counter(
+            "paypipe_outcomes_fast_path_skipped_total", help: "Outcomes not pushed live because no consumer kept up (they wait in the replay log)")
+    }
+
+    /// Stops reading: what was read is still committed, and what waits is still sent.
+    func stop() { stopping.store(true, ordering: .relaxed) }
+
+    /// Runs the loop on a thread of its own until `stop()` or cancellation, or until the store
+    /// fails for good (`LedgerStoreFailure`) or a socket does.
+    func run() async throws {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, any Error>) in
+                startThread(name: "ledger-loop") { done.resume(with: Result { try self.serve() }) }
+            }
+        } onCancel: {
+            stop()
+        }
+    }
+
+    /// What the loop's thread alone touches between passes.
+    private struct Outboxes {
+        var dispatch, outcomes, polls, rpc, replay: ZMQOutbox
+        var all: [ZMQOutbox] { [dispatch, outcomes, polls, rpc, replay] }
+    }
+
+    private func serve() throws {
+        var out = Outboxes(
+            dispatch: ZMQOutbox(socket: sockets.dispatch), outcomes: ZMQOutbox(socket: sockets.outcomes),
+            polls: ZMQOutbox(socket: sockets.polls), rpc: ZMQOutbox(socket: sockets.rpc), replay: ZMQOutbox(socket: sockets.replay))
+        defer {
+            for socket in [sockets.intake, sockets.results, sockets.rpc, sockets.replay, sockets.dispatch, sockets.outcomes, sockets.polls] {
+                socket.close()
+            }
+        }
+        let gauges = Gauges(metrics)
+        var nextTick = milliseconds() + limits.tickMilliseconds
+        while !stopping.load(ordering: .relaxed) {
+            let takesOrders = out.dispatch.count < limits.dispatchBacklog
+            let ready = try ZMQPoll.wait(
+                [
+                    (sockets.intake, takesOrders ? .readable : []), (sockets.results, .readable),
+                    (sockets.rpc, out.rpc.pollEvents.union(.readable)), (sockets.replay, out.replay.pollEvents.union(.readable)),
+                    (sockets.dispatch, out.dispatch.pollEvents), (sockets.outcomes, out.outcomes.pollEvents),
+                    (sockets.polls, out.polls.pollEvents),
+                ],
+                timeoutMilliseconds: Int(max(0, min(nextTick - milliseconds(), limits.idleMilliseconds))))
+            try takeWork(
+                intake: ready[0].contains(.readable) ? try read(sockets.intake) : [],
+                results: ready[1].contains(.readable) ? try read(sockets.results) : [],
+                requests: ready[2].contains(.readable) ? try read(sockets.rpc) : [], &out)
+            if ready[3].contains(.readable) {
+                for message in try read(sockets.replay) {
+                    for reply in LedgerService.answer(replayRequest: message.frames, core: core, logger: logger) { try out.replay.send(reply) }
+                }
+            }
+            try flush(&out)
+            if milliseconds() >= nextTick {
+                try tick(&out, gauges)
+                nextTick = milliseconds() + limits.tickMilliseconds
+            }
+        }
+        try drain(&out)
+    }
+
+    private func read(_ socket: ZMQSocket) throws(ZMQError) -> [ZMQMessage] {
+        var batch: [ZMQMessage] = []
+        while batch.count < limits.batchSize, let message = try socket.receive(dontWait: true) { batch.append(message) }
+        return batch
+    }
+
+    /// Commits one pass's work in one transaction, then performs its effects in the order read
+    /// and answers each request once its effects are out.
+    private func takeWork(intake: [ZMQMessage], results: [ZMQMessage], requests: [ZMQMessage], _ out: inout Outboxes) throws {
+        var work: [LedgerCore.Work] = []
+        if !intake.isEmpty { work.append(.intake(core.decoder.intake(intake.map(\.body)))) }
+        if !results.isEmpty { work.append(.results(core.decoder.results(results.map(\.body)))) }
+        // [client identity, request id, request]; a malformed or unauthorized request is
+        // answered without the store.
+        var parsedRequests: [(message: ZMQMessage, parsed: Result<LedgerRequest, any Error>)] = []
+        for message in requests where message.frames.count == 3 {
+            let parsed = Result { () throws -> LedgerRequest in
+                let request = try LedgerRequest.parse(message.frames[2])
+                try links.authorize(request, from: message)
+                return request
+            }
+            if case .success(let request) = parsed { work.append(.request(request)) }
+            parsedRequests.append((message, parsed))
+        }
+        guard !work.isEmpty || !parsedRequests.isEmpty else { return }
+        var done: ArraySlice<LedgerCore.Done> = []
+        if !work.isEmpty {
+            done = try retrying.run("a store transaction") { try core.commit(work) }[...]
+            transactionsCommitted.add(1, ordering: .relaxed)
+            exported.update(core.counters)
+        }
+        if !intake.isEmpty { try perform(done.removeFirst().effects, &out) }
+        if !results.isEmpty { try perform(done.removeFirst().effects, &out) }
+        for (message, parsed) in parsedRequests {
+            var reply: LedgerReply
+            switch parsed {
+            case .success:
+                let answered = done.removeFirst()
+                try perform(answered.effects, &out)
+                reply = answered.reply ?? .failure("no reply")
+            case .failure(let error): reply = .failure("\(error)")
+            }
+            try out.rpc.send(ZMQMessage(frames: [message.frames[0], message.frames[1], reply.json.bytes]))
+        }
+    }
+
+    private func perform(_ effects: [LedgerCore.Effect], _ out: inout Outboxes) throws(ZMQError) {
+        for effect in effects {
+            switch effect {
+            case .dispatch(let frame): try out.dispatch.send(ZMQMessage(frame))
+            case .emit(let frame):
+                if out.outcomes.count < limits.outcomesBacklog {
+                    try out.outcomes.send(ZMQMessage(frame))
+                } else {
+                    fastPathSkipped.increment()
+                }
+            case .poll(let frame):
+                if out.polls.count < limits.pollsBacklog { try out.polls.send(ZMQMessage(frame)) }
+            case .drop(let rejection):
+                logger.warning("dropped an intake frame", metadata: ["code": "\(rejection.code)", "reason": "\(rejection.message.prefix(120))"])
+            }
+        }
+    }
+
+    private func flush(_ out: inout Outboxes) throws(ZMQError) {
+        try out.dispatch.flush()
+        try out.outcomes.flush()
+        try out.polls.flush()
+        try out.rpc.flush()
+        try out.replay.flush()
+    }
+
+    /// Redelivery (unless the signers' queue is full: what it would send stays due in the store),
+    /// retention and the gauges.
+    private func tick(_ out: inout Outboxes, _ gauges: Gauges) throws {
+        if out.dispatch.count < limits.dispatchBacklog {
+            try perform(try retrying.run("redelivery") { try core.redeliver() }, &out)
+            exported.update(core.counters)
+        }
+        try retrying.run("retention") { try core.applyRetention(retention, limit: 1000) }
+        if let counts = try? core.counts() { gauges.update(counts) }
+    }
+
+    /// Gives peers up to the drain time to take what the outboxes hold; the sockets' LINGER
+    /// covers what libzmq still holds after that.
+    private func drain(_ out: inout Outboxes) throws {
+        let start = milliseconds()
+        try flush(&out)
+        while true {
+            let elapsed = milliseconds() - start
+            if elapsed >= limits.pollsDrainMilliseconds, out.polls.count > 0 { out.polls = ZMQOutbox(socket: sockets.polls) }
+            let waiting = out.all.filter { $0.count > 0 }
+            if waiting.isEmpty { return }
+            if elapsed >= limits.drainMilliseconds {
+                logger.warning("stopping with messages no peer took", metadata: ["count": "\(waiting.map(\.count).reduce(0, +))"])
+                return
+            }
+            _ = try ZMQPoll.wait(waiting.map { ($0.socket, .writable) }, timeoutMilliseconds: Int(limits.idleMilliseconds))
+            try flush(&out)
+        }
+    }
+
+    private struct Gauges {
+        let open, pending, review: Gauge
+        init(_ metrics: StageMetrics) {
+            open = metrics.gauge("paypipe_orders_open", help: "Accepted orders with no outcome yet, or an unknown one (the work queue depth)")
+            pending = metrics.gauge("paypipe_orders_pending", help: "Orders waiting on the customer or an asynchronous provider step")
+            review = metrics.gauge("paypipe_orders_review", help: "Orders that could not be resolved and wait for an operator (NEEDS_REVIEW)")
+        }
+        func update(_ counts: [OrderState: Int]) {
+            open.set(Double(counts[.open, default: 0] + counts[.unknown, default: 0]))
+            pending.set(Double(counts[.pending, default: 0]))
+            review.set(Double(counts[.review, default: 0]))
+        }
+    }
+}

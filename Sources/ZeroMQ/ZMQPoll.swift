@@ -1,0 +1,72 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import CZeroMQ
+
+/// What a socket is ready for, or what a thread polling it waits for.
+public struct ZMQPollEvents: OptionSet, Sendable {
+    public let rawValue: Int16
+    public init(rawValue: Int16) { self.rawValue = rawValue }
+    public static let readable = ZMQPollEvents(rawValue: Int16(ZMQ_POLLIN))
+    public static let writable = ZMQPollEvents(rawValue: Int16(ZMQ_POLLOUT))
+}
+
+/// `zmq_poll` over several sockets, for one thread that owns them all and serves them in turn
+/// (the usual ZeroMQ shape), instead of one thread per socket handing messages to the next.
+public enum ZMQPoll {
+    /// Waits until one of `requests` is ready for what it asks, or `timeoutMilliseconds` pass
+    /// (0 returns at once), and returns what each one is ready for, in the same order.
+    public static func wait(
+        _ requests: [(socket: ZMQSocket, events: ZMQPollEvents)], timeoutMilliseconds: Int
+    ) throws(ZMQError) -> [ZMQPollEvents] {
+        var items: [zmq_pollitem_t] = []
+        items.reserveCapacity(requests.count)
+        for request in requests {
+            items.append(zmq_pollitem_t(socket: try request.socket.requireHandle(), fd: 0, events: request.events.rawValue, revents: 0))
+        }
+        while zmq_poll(&items, Int32(items.count), timeoutMilliseconds) < 0 {
+            let code = zmq_errno()
+            if code != EINTR { throw ZMQError("zmq_poll", errno: code) }
+        }
+        return items.map { ZMQPollEvents(rawValue: $0.revents) }
+    }
+}
+
+/// Sends on a socket that a polling thread owns, without ever blocking that thread. What
+/// libzmq will not take yet (the peers' HWM is reached, or no peer is connected) waits here in
+/// order, and goes out on `flush` once the socket polls writable.
+public struct ZMQOutbox {
+    public let socket: ZMQSocket
+    private var waiting: [ZMQMessage] = []
+    private var head = 0
+
+    public init(socket: ZMQSocket) { self.socket = socket }
+
+    /// Messages waiting for libzmq to take them.
+    public var count: Int { waiting.count - head }
+
+    /// Sends `message` now if nothing waits before it and libzmq takes it; otherwise it waits.
+    public mutating func send(_ message: ZMQMessage) throws(ZMQError) {
+        if count == 0, try socket.send(message, dontWait: true) { return }
+        waiting.append(message)
+    }
+
+    /// Sends what waits, in order, until libzmq refuses one; true when nothing waits any more.
+    @discardableResult
+    public mutating func flush() throws(ZMQError) -> Bool {
+        while head < waiting.count, try socket.send(waiting[head], dontWait: true) { head += 1 }
+        if head == waiting.count {
+            waiting.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head >= 1024, head * 2 >= waiting.count {
+            waiting.removeFirst(head)
+            head = 0
+        }
+        return count == 0
+    }
+
+    /// What it waits to be writable for: nothing when nothing waits.
+    public var pollEvents: ZMQPollEvents { count == 0 ? [] : .writable }
+}
