@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import CZeroMQ
+import Synchronization
 
 /// What a socket is ready for, or what a thread polling it waits for.
 public struct ZMQPollEvents: OptionSet, Sendable {
@@ -32,6 +33,32 @@ public enum ZMQPoll {
         }
         return items.map { ZMQPollEvents(rawValue: $0.revents) }
     }
+
+    static func monotonicMilliseconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
+    }
+}
+
+/// Tells a loop on a thread of its own to finish (it checks between passes).
+public final class StopFlag: Sendable {
+    private let flag = Atomic<Bool>(false)
+    public init() {}
+    public func stop() { flag.store(true, ordering: .relaxed) }
+    public var isStopped: Bool { flag.load(ordering: .relaxed) }
+}
+
+/// Runs `body` on a thread of its own (never a Swift concurrency thread) and returns what it
+/// returns. Cancellation sets `stopping`, which `body` must check between passes.
+public func runOnOwnThread(name: String, stopping: StopFlag, _ body: @escaping @Sendable () throws -> Void) async throws {
+    try await withTaskCancellationHandler {
+        try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, any Error>) in
+            startThread(name: name) { done.resume(with: Result { try body() }) }
+        }
+    } onCancel: {
+        stopping.stop()
+    }
 }
 
 /// Sends on a socket that a polling thread owns, without ever blocking that thread. What
@@ -39,10 +66,15 @@ public enum ZMQPoll {
 /// order, and goes out on `flush` once the socket polls writable.
 public struct ZMQOutbox {
     public let socket: ZMQSocket
+    /// How long `drain` gives peers to take what waits here when the owner stops.
+    public let drainMilliseconds: Int64
     private var waiting: [ZMQMessage] = []
     private var head = 0
 
-    public init(socket: ZMQSocket) { self.socket = socket }
+    public init(socket: ZMQSocket, drainMilliseconds: Int64 = 5000) {
+        self.socket = socket
+        self.drainMilliseconds = drainMilliseconds
+    }
 
     /// Messages waiting for libzmq to take them.
     public var count: Int { waiting.count - head }
@@ -69,4 +101,25 @@ public struct ZMQOutbox {
 
     /// What it waits to be writable for: nothing when nothing waits.
     public var pollEvents: ZMQPollEvents { count == 0 ? [] : .writable }
+
+    /// For an owner that is stopping: sends what waits in `outboxes` as their sockets become
+    /// writable, each for up to its `drainMilliseconds`, and returns how many messages no peer
+    /// took in time (they are dropped; the sockets' LINGER then covers what libzmq holds).
+    public static func drain(_ outboxes: inout [ZMQOutbox]) throws(ZMQError) -> Int {
+        let start = ZMQPoll.monotonicMilliseconds()
+        var abandoned = 0
+        while true {
+            let elapsed = ZMQPoll.monotonicMilliseconds() - start
+            for index in outboxes.indices {
+                try outboxes[index].flush()
+                if outboxes[index].count > 0, elapsed >= outboxes[index].drainMilliseconds {
+                    abandoned += outboxes[index].count
+                    outboxes[index] = ZMQOutbox(socket: outboxes[index].socket, drainMilliseconds: outboxes[index].drainMilliseconds)
+                }
+            }
+            let waiting = outboxes.filter { $0.count > 0 }
+            if waiting.isEmpty { return abandoned }
+            _ = try ZMQPoll.wait(waiting.map { ($0.socket, .writable) }, timeoutMilliseconds: 50)
+        }
+    }
 }

@@ -30,4 +30,22 @@ struct OutboxTests {
         push.close()
         pull.close()
     }
+
+    @Test func drainingGivesEachOutboxItsOwnTimeAndCountsWhatNoPeerTook() async throws {
+        let context = try ZMQContext()
+        let unheard = try context.socket(.push)
+        try unheard.bind("tcp://127.0.0.1:*")
+        let heard = try context.socket(.push)
+        let endpoint = try heard.bind("tcp://127.0.0.1:*")
+        let pull = try context.socket(.pull)
+        try pull.connect(endpoint)
+        var outboxes = [ZMQOutbox(socket: unheard, drainMilliseconds: 200), ZMQOutbox(socket: heard, drainMilliseconds: 10_000)]
+        for i in 0..<3 { try outboxes[0].send(frame(i)) }
+        #expect(outboxes[0].count == 3)
+        let started = ContinuousClock.now
+        #expect(try ZMQOutbox.drain(&outboxes) == 3, "the three with no peer, given up after their 200 ms")
+        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(outboxes.map(\.count) == [0, 0])
+        for socket in [unheard, heard, pull] { socket.close() }
+    }
 }

@@ -54,7 +54,7 @@ final class LedgerLoop: Sendable {
     let logger: Logger
     private let exported: LedgerMetrics
     private let fastPathSkipped: Counter
-    private let stopping = Atomic<Bool>(false)
+    private let stopping = StopFlag()
     /// Transactions that took in work read from the sockets (not the ticks').
     let transactionsCommitted = Atomic<Int>(0)
 
@@ -78,30 +78,24 @@ final class LedgerLoop: Sendable {
     }
 
     /// Stops reading: what was read is still committed, and what waits is still sent.
-    func stop() { stopping.store(true, ordering: .relaxed) }
+    func stop() { stopping.stop() }
 
     /// Runs the loop on a thread of its own until `stop()` or cancellation, or until the store
     /// fails for good (`LedgerStoreFailure`) or a socket does.
     func run() async throws {
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, any Error>) in
-                startThread(name: "ledger-loop") { done.resume(with: Result { try self.serve() }) }
-            }
-        } onCancel: {
-            stop()
-        }
+        try await runOnOwnThread(name: "ledger-loop", stopping: stopping) { try self.serve() }
     }
 
     /// What the loop's thread alone touches between passes.
     private struct Outboxes {
         var dispatch, outcomes, polls, rpc, replay: ZMQOutbox
-        var all: [ZMQOutbox] { [dispatch, outcomes, polls, rpc, replay] }
     }
 
     private func serve() throws {
         var out = Outboxes(
-            dispatch: ZMQOutbox(socket: sockets.dispatch), outcomes: ZMQOutbox(socket: sockets.outcomes),
-            polls: ZMQOutbox(socket: sockets.polls), rpc: ZMQOutbox(socket: sockets.rpc), replay: ZMQOutbox(socket: sockets.replay))
+            dispatch: ZMQOutbox(socket: sockets.dispatch, drainMilliseconds: limits.drainMilliseconds),
+            outcomes: ZMQOutbox(socket: sockets.outcomes, drainMilliseconds: limits.drainMilliseconds),
+            polls: ZMQOutbox(socket: sockets.polls, drainMilliseconds: limits.pollsDrainMilliseconds), rpc: ZMQOutbox(socket: sockets.rpc), replay: ZMQOutbox(socket: sockets.replay))
         defer {
             for socket in [sockets.intake, sockets.results, sockets.rpc, sockets.replay, sockets.dispatch, sockets.outcomes, sockets.polls] {
                 socket.close()
@@ -109,7 +103,7 @@ final class LedgerLoop: Sendable {
         }
         let gauges = Gauges(metrics)
         var nextTick = milliseconds() + limits.tickMilliseconds
-        while !stopping.load(ordering: .relaxed) {
+        while !stopping.isStopped {
             let takesOrders = out.dispatch.count < limits.dispatchBacklog
             let ready = try ZMQPoll.wait(
                 [
@@ -220,23 +214,11 @@ final class LedgerLoop: Sendable {
         if let counts = try? core.counts() { gauges.update(counts) }
     }
 
-    /// Gives peers up to the drain time to take what the outboxes hold; the sockets' LINGER
-    /// covers what libzmq still holds after that.
+    /// Gives peers up to the drain time to take what the outboxes hold.
     private func drain(_ out: inout Outboxes) throws {
-        let start = milliseconds()
-        try flush(&out)
-        while true {
-            let elapsed = milliseconds() - start
-            if elapsed >= limits.pollsDrainMilliseconds, out.polls.count > 0 { out.polls = ZMQOutbox(socket: sockets.polls) }
-            let waiting = out.all.filter { $0.count > 0 }
-            if waiting.isEmpty { return }
-            if elapsed >= limits.drainMilliseconds {
-                logger.warning("stopping with messages no peer took", metadata: ["count": "\(waiting.map(\.count).reduce(0, +))"])
-                return
-            }
-            _ = try ZMQPoll.wait(waiting.map { ($0.socket, .writable) }, timeoutMilliseconds: Int(limits.idleMilliseconds))
-            try flush(&out)
-        }
+        var all = [out.dispatch, out.outcomes, out.polls, out.rpc, out.replay]
+        let abandoned = try ZMQOutbox.drain(&all)
+        if abandoned > 0 { logger.warning("stopping with messages no peer took", metadata: ["count": "\(abandoned)"]) }
     }
 
     private struct Gauges {

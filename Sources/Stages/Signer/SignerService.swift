@@ -28,31 +28,51 @@ package final class SignerService: MeasuredStage {
         let e = config.endpoints
         let pull = try context.socket(.pull, options: links.client(workQueueOptions()))
         try pull.connect(e.signQueue)
-        // Signed requests are the bulkiest frames in the pipeline, and the submitters already
-        // hold their backlog. With the defaults (4,096 queued + 1,000 in the socket) a signer
-        // held about 15 MiB more at W1's peak, and would leave all of them to redelivery if it
-        // died. When this queue is full the signer stops taking orders, which wait in the
-        // ledger. 256 + 256 cost W2 about 5 % of its throughput; 1,024 + 256 did not.
         let signedSocket = try context.socket(.push, options: links.client(stageOptions(highWaterMark: 256)))
         try signedSocket.connect(e.signedIn)
         let resultsSocket = try context.socket(.push, options: links.client(stageOptions()))
         try resultsSocket.connect(e.results)
-        let orders = try workReceiver(pull, capacity: 64)
-        var signedConfiguration = ZMQSender.Configuration()
-        signedConfiguration.queueCapacity = 1024
-        let signed = try ZMQSender(socket: signedSocket, configuration: signedConfiguration)
-        let results = try ZMQSender(socket: resultsSocket)
         logger.info("signer ready", metadata: ["signQueue": "\(e.signQueue)"])
+        let stopping = StopFlag()
+        // Graceful shutdown stops taking orders; what was taken is signed and handed on.
+        try await withGracefulShutdownHandler {
+            try await runOnOwnThread(name: "signer-loop", stopping: stopping) {
+                defer { [pull, signedSocket, resultsSocket].forEach { $0.close() } }
+                try self.serve(orders: pull, signed: signedSocket, results: resultsSocket, core: core, stopping: stopping)
+            }
+        } onGracefulShutdown: {
+            stopping.stop()
+        }
+        logger.info("signer stopped")
+    }
+
+    /// Orders each copy holds beyond those in its socket's queue: signed requests are the
+    /// bulkiest frames in the pipeline, and the submitters already hold their backlog, so while
+    /// this many wait for the streamer the signer stops taking orders, which wait in the ledger.
+    /// (With 4,096, a signer held about 15 MiB more at W1's peak, and would leave all of them to
+    /// redelivery if it died; 256 cost W2 about 5 % of its throughput; 1,024 did not.)
+    static let backlogLimit = 1024
+    /// Orders signed per pass before the outboxes are flushed.
+    static let batchSize = 64
+
+    /// The signer's one thread: polls the work queue, signs, and sends each signed request or
+    /// outcome itself, with no hand-off between threads.
+    private func serve(orders: ZMQSocket, signed signedSocket: ZMQSocket, results resultsSocket: ZMQSocket, core: SignerCore, stopping: StopFlag) throws {
         let counted = { (result: String) in
             self.metrics.counter("paypipe_signer_orders_total", [("result", result)], help: "Orders handled by the signer, by result")
         }
         let (signedCount, directCount, rejectedCount) = (counted("signed"), counted("outcome"), counted("rejected"))
         let uncheckedCount = counted("no_status_call")
-        let catalog = registry.catalog, logger = self.logger
-
-        // Graceful shutdown stops taking orders; what was taken is signed and handed on.
-        try await withGracefulShutdownHandler {
-            for try await message in orders {
+        let catalog = registry.catalog
+        var signed = ZMQOutbox(socket: signedSocket), results = ZMQOutbox(socket: resultsSocket)
+        while !stopping.isStopped {
+            let takesOrders = signed.count < Self.backlogLimit && results.count < Self.backlogLimit
+            let ready = try ZMQPoll.wait(
+                [(orders, takesOrders ? .readable : []), (signedSocket, signed.pollEvents), (resultsSocket, results.pollEvents)],
+                timeoutMilliseconds: 50)
+            var taken = 0
+            while ready[0].contains(.readable), taken < Self.batchSize, let message = try orders.receive(dontWait: true) {
+                taken += 1
                 let dispatch: DispatchFrame
                 do throws(EnvelopeError) {
                     dispatch = try DispatchFrame.decode(message.body, catalog: catalog)
@@ -60,26 +80,26 @@ package final class SignerService: MeasuredStage {
                     logger.warning("unreadable dispatch frame", metadata: ["bytes": "\(message.body.count)", "reason": "\(error)"])
                     if let outcome = Outcome.unreadableWork(message.body, reason: error.description) {
                         rejectedCount.increment()
-                        try await results.send(outcome.bytes)
+                        try results.send(ZMQMessage(outcome.bytes))
                     }
                     continue
                 }
                 switch core.sign(dispatch, nowSeconds: milliseconds() / 1000) {
                 case .submit(let work):
                     signedCount.increment()
-                    try await signed.send(work.frame)
+                    try signed.send(ZMQMessage(work.frame))
                 case .outcome(let outcome):
                     (outcome.status == .rejected ? rejectedCount : directCount).increment()
-                    try await results.send(outcome.bytes)
+                    try results.send(ZMQMessage(outcome.bytes))
                 case .nothing:
                     uncheckedCount.increment()
                 }
             }
-        } onGracefulShutdown: {
-            orders.stop()
+            try signed.flush()
+            try results.flush()
         }
-        _ = await signed.finish()
-        _ = await results.finish()
-        logger.info("signer stopped")
+        var outboxes = [signed, results]
+        let abandoned = try ZMQOutbox.drain(&outboxes)
+        if abandoned > 0 { logger.warning("stopping with messages no peer took", metadata: ["count": "\(abandoned)"]) }
     }
 }
