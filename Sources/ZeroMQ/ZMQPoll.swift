@@ -22,11 +22,28 @@ public enum ZMQPoll {
     public static func wait(
         _ requests: [(socket: ZMQSocket, events: ZMQPollEvents)], timeoutMilliseconds: Int
     ) throws(ZMQError) -> [ZMQPollEvents] {
+        try poll(requests, descriptor: nil, timeoutMilliseconds: timeoutMilliseconds)
+    }
+
+    /// The same, and also returns early when another thread signals `wakeup` (`woken`).
+    public static func wait(
+        _ requests: [(socket: ZMQSocket, events: ZMQPollEvents)], wakeup: PollWakeup, timeoutMilliseconds: Int
+    ) throws(ZMQError) -> (ready: [ZMQPollEvents], woken: Bool) {
+        var ready = try poll(requests, descriptor: wakeup.readEnd, timeoutMilliseconds: timeoutMilliseconds)
+        let woken = ready.removeLast().contains(.readable)
+        if woken { wakeup.clear() }
+        return (ready, woken)
+    }
+
+    private static func poll(
+        _ requests: [(socket: ZMQSocket, events: ZMQPollEvents)], descriptor: Int32?, timeoutMilliseconds: Int
+    ) throws(ZMQError) -> [ZMQPollEvents] {
         var items: [zmq_pollitem_t] = []
-        items.reserveCapacity(requests.count)
+        items.reserveCapacity(requests.count + 1)
         for request in requests {
             items.append(zmq_pollitem_t(socket: try request.socket.requireHandle(), fd: 0, events: request.events.rawValue, revents: 0))
         }
+        if let descriptor { items.append(zmq_pollitem_t(socket: nil, fd: descriptor, events: Int16(POLLIN), revents: 0)) }
         while zmq_poll(&items, Int32(items.count), timeoutMilliseconds) < 0 {
             let code = zmq_errno()
             if code != EINTR { throw ZMQError("zmq_poll", errno: code) }
@@ -38,6 +55,37 @@ public enum ZMQPoll {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
         return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
+    }
+}
+
+/// Lets other threads wake a thread blocked in `ZMQPoll.wait` (through a pipe, as `ZMQDuplex`
+/// does): e.g. an event loop that has finished work the polling thread must send.
+public final class PollWakeup: Sendable {
+    let readEnd: Int32
+    private let writeEnd: Int32
+
+    public init() throws(ZMQError) {
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { throw ZMQError("pipe", errno: errno, message: "cannot create the wake-up pipe") }
+        for fd in fds { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
+        (readEnd, writeEnd) = (fds[0], fds[1])
+    }
+
+    deinit {
+        close(readEnd)
+        close(writeEnd)
+    }
+
+    /// Wakes the polling thread (at once, or at its next wait). Never blocks: a full pipe
+    /// already holds a wake-up.
+    public func signal() {
+        var byte: UInt8 = 1
+        _ = write(writeEnd, &byte, 1)
+    }
+
+    func clear() {
+        var drain = [UInt8](repeating: 0, count: 256)
+        while read(readEnd, &drain, drain.count) > 0 {}
     }
 }
 

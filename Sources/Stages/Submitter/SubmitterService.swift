@@ -37,135 +37,157 @@ package final class SubmitterService: MeasuredStage {
         let context = try ZMQContext()
         defer { context.terminate() }
         let e = config.endpoints
-        let pull = try context.socket(.pull, options: links.client(workQueueOptions()))
-        try pull.connect(e.signedOut)
+        let workSocket = try context.socket(.pull, options: links.client(workQueueOptions()))
+        try workSocket.connect(e.signedOut)
         let resultsSocket = try context.socket(.push, options: links.client(stageOptions()))
         try resultsSocket.connect(e.results)
-        let work = try workReceiver(pull, capacity: concurrency)
-        let results = try ZMQSender(socket: resultsSocket)
-        let ledger = try LedgerClient(context: context, endpoint: e.ledgerRPC, options: links.client(stageOptions()))
-        let leases = LeaseKeeper(directory: ledger)
-        let slots = WorkSlots(limit: backlog)
+        let rpcSocket = try context.socket(.dealer, options: links.client(stageOptions()))
+        try rpcSocket.connect(e.ledgerRPC)
         let http = ProviderHTTPClient(
             connectTimeoutMilliseconds: config.timers.httpConnectTimeoutMs,
             requestTimeoutMilliseconds: config.timers.httpRequestTimeoutMs)
-        logger.info("submitter ready", metadata: ["signedOut": "\(e.signedOut)", "concurrency": "\(concurrency)", "backlog": "\(backlog)"])
-
-        let (policy, logger, metrics, registry, concurrency) = (self.policy, self.logger, self.metrics, self.registry, self.concurrency)
+        let finished = FinishedWork(wakeup: try PollWakeup())
         let inFlightGauge = metrics.gauge("paypipe_submitter_in_flight", help: "Submissions in progress")
+        let runner = SubmissionRunner(
+            concurrency: concurrency, registry: registry, policy: policy, http: http, runningChanged: { inFlightGauge.set(Double($0)) }
+        ) { done in
+            finished.append(done)
+            return true
+        }
+        logger.info("submitter ready", metadata: ["signedOut": "\(e.signedOut)", "concurrency": "\(concurrency)", "backlog": "\(backlog)"])
+        let stopping = StopFlag()
+        // Graceful shutdown stops taking work; submissions in flight finish and report.
+        try await withGracefulShutdownHandler {
+            try await runOnOwnThread(name: "submitter-loop", stopping: stopping) {
+                defer { [workSocket, resultsSocket, rpcSocket].forEach { $0.close() } }
+                try self.serve(
+                    work: workSocket, results: resultsSocket, rpc: rpcSocket, runner: runner, finished: finished, stopping: stopping)
+            }
+        } onGracefulShutdown: {
+            stopping.stop()
+        }
+        runner.close()
+        await http.shutdown()
+        logger.info("submitter stopped")
+    }
+
+    /// Frames read from the work queue in one pass.
+    static let batchSize = 64
+
+    /// The submitter's one thread: it polls the work queue, the ledger RPC and the wake-up of
+    /// finished submissions. It claims what it reads, starts what the ledger granted on the
+    /// HTTP client's event loops, and sends each outcome itself. Holding `backlog` pieces of
+    /// work (claimed or waiting for a claim, waiting for a slot or in flight), it stops reading.
+    private func serve(
+        work: ZMQSocket, results resultsSocket: ZMQSocket, rpc rpcSocket: ZMQSocket, runner: SubmissionRunner, finished: FinishedWork,
+        stopping: StopFlag
+    ) throws {
+        let (logger, metrics, catalog) = (self.logger, self.metrics, registry.catalog)
         let heldGauge = metrics.gauge("paypipe_submitter_leases_held", help: "Orders this submitter holds a lease on (waiting or in flight)")
         let retries = metrics.counter("paypipe_submitter_retries_total", help: "Requests sent again after a retryable failure")
         let latency = metrics.latency("paypipe_order_latency_seconds", help: "From ledger acceptance to the submitter's outcome")
         let leasesLost = metrics.counter(
             "paypipe_submitter_leases_lost_total", help: "Held leases the ledger refused to renew (the order ended or was redelivered)")
-        @Sendable func dropped(_ reason: String) -> Counter {
+        func dropped(_ reason: String) -> Counter {
             metrics.counter(
                 "paypipe_submitter_work_dropped_total", [("reason", reason)],
                 help: "Work never sent: its claim was refused (stale: an older dispatch, or the order ended) or not answered (unclaimed)")
         }
-        @Sendable func count(_ outcome: Outcome) {
+        let (stale, unclaimed) = (dropped("stale"), dropped("unclaimed"))
+        func count(_ outcome: Outcome) {
             metrics.counter("paypipe_submitter_outcomes_total", [("status", outcome.status.rawValue)], help: "Outcomes from the submitter, by status")
                 .increment()
         }
-        @Sendable func lost(_ outcome: Outcome, _ error: ZMQError) {
-            // The ledger redelivers an order whose outcome never arrived.
-            logger.error("could not hand an outcome to the ledger", metadata: ["order": "\(outcome.merchant)/\(outcome.orderId)", "error": "\(error)"])
-        }
-        @Sendable func report(_ outcome: Outcome) async {
-            count(outcome)
-            do {
-                try await results.send(outcome.bytes)
-            } catch {
-                lost(outcome, error)
-            }
-        }
-        /// Claims a batch of received work in one ledger request; what the ledger refuses is
-        /// dropped unsent. Unreadable work ends with its outcome here.
-        @Sendable func claimed(_ batch: [ZMQMessage]) async -> [SubmitWork] {
-            var readable: [SubmitWork] = []
-            for message in batch {
-                do throws(EnvelopeError) {
-                    readable.append(try SubmitWork.decode(message.body, catalog: registry.catalog))
-                } catch {
-                    logger.warning("unreadable work frame", metadata: ["bytes": "\(message.body.count)", "reason": "\(error)"])
-                    if let outcome = Outcome.unreadableWork(message.body, reason: error.description) { await report(outcome) }
-                }
-            }
-            var answers = await leases.claim(readable.compactMap(\.lease)).makeIterator()
-            var kept: [SubmitWork] = []
-            for item in readable {
-                guard item.lease != nil else {
-                    kept.append(item)
-                    continue
-                }
-                switch answers.next() {
-                case true??: kept.append(item)
-                case false??: dropped("stale").increment()
-                default: dropped("unclaimed").increment()
-                }
-            }
-            heldGauge.set(Double(leases.count))
-            return kept
-        }
 
-        /// After the outcome is queued: the work's lease and slot are let go.
-        @Sendable func settle(_ done: SubmissionRunner.Finished) {
-            if done.outcome.attempts > 1 { retries.increment(by: Int64(done.outcome.attempts - 1)) }
-            if done.work.acceptedAt > 0 { latency.recordNanoseconds(max(0, milliseconds() - done.work.acceptedAt) * 1_000_000) }
-            if let lease = done.work.lease { leases.release(lease) }
-            slots.release()
+        var leases = LeaseBook(leaseMilliseconds: config.timers.leaseMs, now: milliseconds())
+        var results = ZMQOutbox(socket: resultsSocket), rpc = ZMQOutbox(socket: rpcSocket)
+        /// Work read and not yet ended: waiting for its claim, for a slot, or in flight.
+        var inHand = 0
+        func report(_ outcome: Outcome) throws(ZMQError) {
+            count(outcome)
+            // The ledger redelivers an order whose outcome never arrived.
+            try results.send(ZMQMessage(outcome.bytes))
         }
-        // An outcome is handed to the results socket's queue where its submission ended; only
-        // when that queue is full does it wait, in the loop over `runner.finished` below.
-        let runner = SubmissionRunner(
-            concurrency: concurrency, registry: registry, policy: policy, http: http, runningChanged: { inFlightGauge.set(Double($0)) }
-        ) { done in
-            do throws(ZMQError) {
-                guard try results.trySend(ZMQMessage(done.outcome.bytes)) else { return false }
-            } catch {
-                lost(done.outcome, error)
-            }
-            count(done.outcome)
-            settle(done)
-            return true
-        }
-        // Graceful shutdown stops taking work; submissions in flight finish and report.
-        await withGracefulShutdownHandler {
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    defer { runner.close() }
-                    do {
-                        while let batch = try await work.nextBatch() {
-                            for _ in batch { await slots.acquire() }
-                            let kept = await claimed(batch)
-                            for _ in kept.count..<batch.count { slots.release() }
-                            runner.start(kept)
-                        }
+        while !(stopping.isStopped && inHand == 0) {
+            let room = stopping.isStopped ? 0 : backlog - inHand
+            let now = milliseconds()
+            let (ready, woken) = try ZMQPoll.wait(
+                [(work, room > 0 ? .readable : []), (rpcSocket, rpc.pollEvents.union(.readable)), (resultsSocket, results.pollEvents)],
+                wakeup: finished.wakeup, timeoutMilliseconds: Int(max(0, min(leases.nextDeadline - now, 50))))
+            if ready[0].contains(.readable) {
+                var readable: [SubmitWork] = []
+                while readable.count < min(room, Self.batchSize), let message = try work.receive(dontWait: true) {
+                    do throws(EnvelopeError) {
+                        readable.append(try SubmitWork.decode(message.body, catalog: catalog))
                     } catch {
-                        logger.error("work socket failed", metadata: ["error": "\(error)"])
+                        logger.warning("unreadable work frame", metadata: ["bytes": "\(message.body.count)", "reason": "\(error)"])
+                        if let outcome = Outcome.unreadableWork(message.body, reason: error.description) { try report(outcome) }
                     }
                 }
-                let renewal = Task {
-                    let interval = max(100, config.timers.leaseMs / 3)
-                    for await _ in ticks(every: .milliseconds(interval)) {
-                        if Task.isCancelled { break }
-                        let lost = await leases.renew()
-                        if lost > 0 { leasesLost.increment(by: Int64(lost)) }
-                        heldGauge.set(Double(leases.count))
-                    }
-                }
-                for await done in runner.finished {
-                    await report(done.outcome)
-                    settle(done)
-                }
-                renewal.cancel()
+                inHand += readable.count
+                let (unleased, requests) = leases.claim(readable, now: milliseconds())
+                for request in requests { try rpc.send(ZMQMessage(frames: request.frames)) }
+                runner.start(unleased)
             }
-        } onGracefulShutdown: {
-            work.stop()
+            if ready[1].contains(.readable) {
+                var granted: [SubmitWork] = []
+                while let reply = try rpcSocket.receive(dontWait: true) {
+                    let (decided, lost) = leases.reply(reply.frames)
+                    if lost > 0 { leasesLost.increment(by: Int64(lost)) }
+                    for (item, verdict) in decided {
+                        switch verdict {
+                        case .granted: granted.append(item)
+                        case .stale: stale.increment()
+                        case .unclaimed: unclaimed.increment()
+                        }
+                    }
+                    inHand -= decided.count - decided.filter { $0.verdict == .granted }.count
+                }
+                runner.start(granted)
+            }
+            if woken {
+                for done in finished.take() {
+                    try report(done.outcome)
+                    if done.outcome.attempts > 1 { retries.increment(by: Int64(done.outcome.attempts - 1)) }
+                    if done.work.acceptedAt > 0 { latency.recordNanoseconds(max(0, milliseconds() - done.work.acceptedAt) * 1_000_000) }
+                    if let lease = done.work.lease { leases.release(lease) }
+                    inHand -= 1
+                }
+            }
+            let due = leases.tick(now: milliseconds())
+            for request in due.send { try rpc.send(ZMQMessage(frames: request.frames)) }
+            unclaimed.increment(by: Int64(due.unclaimed.count))
+            inHand -= due.unclaimed.count
+            try results.flush()
+            try rpc.flush()
+            heldGauge.set(Double(leases.held.count))
         }
-        await http.shutdown()
-        _ = await results.finish()
-        await ledger.close()
-        logger.info("submitter stopped")
+        var outboxes = [results, rpc]
+        let abandoned = try ZMQOutbox.drain(&outboxes)
+        if abandoned > 0 { logger.warning("stopping with messages no peer took", metadata: ["count": "\(abandoned)"]) }
+    }
+}
+
+/// Submissions that finished on the event loops, waiting for the submitter's thread to send
+/// their outcomes: the first one in wakes it.
+final class FinishedWork: Sendable {
+    let wakeup: PollWakeup
+    private let queue = Mutex<[SubmissionRunner.Finished]>([])
+
+    init(wakeup: PollWakeup) { self.wakeup = wakeup }
+
+    func append(_ done: SubmissionRunner.Finished) {
+        let first = queue.withLock { queue in
+            queue.append(done)
+            return queue.count == 1
+        }
+        if first { wakeup.signal() }
+    }
+
+    func take() -> [SubmissionRunner.Finished] {
+        queue.withLock { queue in
+            defer { queue.removeAll(keepingCapacity: true) }
+            return queue
+        }
     }
 }
