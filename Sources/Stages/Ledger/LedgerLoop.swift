@@ -103,6 +103,7 @@ final class LedgerLoop: Sendable {
         }
         let gauges = Gauges(metrics)
         var nextTick = milliseconds() + limits.tickMilliseconds
+        var busy = false
         while !stopping.isStopped {
             let takesOrders = out.dispatch.count < limits.dispatchBacklog
             let ready = try ZMQPoll.wait(
@@ -112,15 +113,15 @@ final class LedgerLoop: Sendable {
                     (sockets.dispatch, out.dispatch.pollEvents), (sockets.outcomes, out.outcomes.pollEvents),
                     (sockets.polls, out.polls.pollEvents),
                 ],
-                timeoutMilliseconds: Int(max(0, min(nextTick - milliseconds(), limits.idleMilliseconds))))
-            try takeWork(
-                intake: ready[0].contains(.readable) ? try read(sockets.intake) : [],
-                results: ready[1].contains(.readable) ? try read(sockets.results) : [],
-                requests: ready[2].contains(.readable) ? try read(sockets.rpc) : [], &out)
-            if ready[3].contains(.readable) {
-                for message in try read(sockets.replay) {
-                    for reply in LedgerService.answer(replayRequest: message.frames, core: core, logger: logger) { try out.replay.send(reply) }
-                }
+                timeoutMilliseconds: Int(max(0, min(nextTick - milliseconds(), limits.idleMilliseconds))), busy: busy)
+            let intake = ready[0].contains(.readable) ? try read(sockets.intake) : []
+            let results = ready[1].contains(.readable) ? try read(sockets.results) : []
+            let requests = ready[2].contains(.readable) ? try read(sockets.rpc) : []
+            let replays = ready[3].contains(.readable) ? try read(sockets.replay) : []
+            busy = !(intake.isEmpty && results.isEmpty && requests.isEmpty && replays.isEmpty)
+            try takeWork(intake: intake, results: results, requests: requests, &out)
+            for message in replays {
+                for reply in LedgerService.answer(replayRequest: message.frames, core: core, logger: logger) { try out.replay.send(reply) }
             }
             try flush(&out)
             if milliseconds() >= nextTick {

@@ -65,12 +65,14 @@ package final class SignerService: MeasuredStage {
         let uncheckedCount = counted("no_status_call")
         let catalog = registry.catalog
         var signed = ZMQOutbox(socket: signedSocket), results = ZMQOutbox(socket: resultsSocket)
+        var busy = false
         while !stopping.isStopped {
             let takesOrders = signed.count < Self.backlogLimit && results.count < Self.backlogLimit
             let ready = try ZMQPoll.wait(
                 [(orders, takesOrders ? .readable : []), (signedSocket, signed.pollEvents), (resultsSocket, results.pollEvents)],
-                timeoutMilliseconds: 50)
+                timeoutMilliseconds: 50, busy: busy)
             var taken = 0
+            defer { busy = taken > 0 }
             while ready[0].contains(.readable), taken < Self.batchSize, let message = try orders.receive(dontWait: true) {
                 taken += 1
                 let dispatch: DispatchFrame

@@ -108,12 +108,14 @@ package final class SubmitterService: MeasuredStage {
             // The ledger redelivers an order whose outcome never arrived.
             try results.send(ZMQMessage(outcome.bytes))
         }
+        var busy = false
         while !(stopping.isStopped && inHand == 0) {
             let room = stopping.isStopped ? 0 : backlog - inHand
             let now = milliseconds()
             let (ready, woken) = try ZMQPoll.wait(
                 [(work, room > 0 ? .readable : []), (rpcSocket, rpc.pollEvents.union(.readable)), (resultsSocket, results.pollEvents)],
-                wakeup: finished.wakeup, timeoutMilliseconds: Int(max(0, min(leases.nextDeadline - now, 50))))
+                wakeup: finished.wakeup, timeoutMilliseconds: Int(max(0, min(leases.nextDeadline - now, 50))), busy: busy)
+            busy = false
             if ready[0].contains(.readable) {
                 var readable: [SubmitWork] = []
                 while readable.count < min(room, Self.batchSize), let message = try work.receive(dontWait: true) {
@@ -125,6 +127,7 @@ package final class SubmitterService: MeasuredStage {
                     }
                 }
                 inHand += readable.count
+                busy = busy || !readable.isEmpty
                 let (unleased, requests) = leases.claim(readable, now: milliseconds())
                 for request in requests { try rpc.send(ZMQMessage(frames: request.frames)) }
                 runner.start(unleased)
@@ -132,6 +135,7 @@ package final class SubmitterService: MeasuredStage {
             if ready[1].contains(.readable) {
                 var granted: [SubmitWork] = []
                 while let reply = try rpcSocket.receive(dontWait: true) {
+                    busy = true
                     let (decided, lost) = leases.reply(reply.frames)
                     if lost > 0 { leasesLost.increment(by: Int64(lost)) }
                     for (item, verdict) in decided {
@@ -146,7 +150,9 @@ package final class SubmitterService: MeasuredStage {
                 runner.start(granted)
             }
             if woken {
-                for done in finished.take() {
+                let done = finished.take()
+                busy = busy || !done.isEmpty
+                for done in done {
                     try report(done.outcome)
                     if done.outcome.attempts > 1 { retries.increment(by: Int64(done.outcome.attempts - 1)) }
                     if done.work.acceptedAt > 0 { latency.recordNanoseconds(max(0, milliseconds() - done.work.acceptedAt) * 1_000_000) }
