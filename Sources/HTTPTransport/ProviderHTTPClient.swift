@@ -102,6 +102,11 @@ package final class ProviderHTTPClient: Sendable {
         _ request: HTTP1Request, to target: Target, on channel: any Channel,
         completion: @escaping @Sendable (Result<HTTPResponseSpec, TransportFailure>) -> Void
     ) {
+        // From another thread (a stage's own), each of the write and the two callbacks below
+        // would be a task of its own handed to the event loop: hop once and do all three there.
+        guard channel.eventLoop.inEventLoop else {
+            return channel.eventLoop.execute { self.send(request, to: target, on: channel, completion: completion) }
+        }
         let promise = channel.eventLoop.makePromise(of: ExchangeHandler.Answer.self)
         // A connection closed under us never reaches the handler: its failed write answers.
         channel.writeAndFlush(ExchangeHandler.Request(http: request, timeout: requestTimeout, answer: promise))
