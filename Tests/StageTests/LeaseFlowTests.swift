@@ -106,6 +106,29 @@ struct LeaseFlowTests {
         await h.shutdown()
     }
 
+    /// A submitter told to stop takes no more work, but the submissions it holds finish and
+    /// their outcomes go out before it exits: none is left to the lease's lapse and a second
+    /// request.
+    @Test func aSubmitterStoppedWithRequestsInFlightReportsThemBeforeItExits() async throws {
+        let provider = SlowNetsProvider(latency: .milliseconds(1500))
+        let (port, providerTask) = try await provider.start()
+        defer { providerTask.cancel() }
+        let h = try await PipelineHarness(extraMerchants: ["slow": provider.merchant(port: port)])
+        defer { Task { await h.shutdown() } }
+        try h.startSigner()
+        let submitter = try h.startSubmitter(concurrency: 4)
+        let ids = (0..<4).map { "stopping-\($0)" }
+        for id in ids { try await h.send(netsCharge(id, merchant: "slow")) }
+        #expect(await eventually(within: .seconds(20)) { provider.requestsPerKey.withLock { $0.count } == ids.count })
+        kill(submitter.processIdentifier, SIGTERM)
+        let outcomes = try await h.collect(timeout: .seconds(30)) { Set($0.filter { $0.status.isTerminal }.map(\.orderId)).count >= ids.count }
+        #expect(Set(outcomes.filter { $0.status == .succeeded }.map(\.orderId)) == Set(ids))
+        #expect(await waitForExit(submitter, within: .seconds(20)))
+        #expect(submitter.terminationStatus == 0)
+        #expect(provider.requestsPerKey.withLock { $0.values.allSatisfy { $0 == 1 } })
+        await h.shutdown()
+    }
+
     /// No submitter runs at first, so the ledger dispatches the order again and again; the copies
     /// wait in the queues. The submitter that starts later claims them all in one request: one
     /// copy is granted, the others are dropped unsent and counted.
