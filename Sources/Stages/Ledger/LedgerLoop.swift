@@ -80,10 +80,10 @@ final class LedgerLoop: Sendable {
     /// Stops reading: what was read is still committed, and what waits is still sent.
     func stop() { stopping.stop() }
 
-    /// Runs the loop on a thread of its own until `stop()` or cancellation, or until the store
-    /// fails for good (`LedgerStoreFailure`) or a socket does.
+    /// Runs the loop on a thread of its own until `stop()`, graceful shutdown or cancellation,
+    /// or until the store fails for good (`LedgerStoreFailure`) or a socket does.
     func run() async throws {
-        try await runOnOwnThread(name: "ledger-loop", stopping: stopping) { try self.serve() }
+        try await runStageLoop(name: "ledger-loop", stopping: stopping) { try self.serve() }
     }
 
     /// What the loop's thread alone touches between passes.
@@ -95,7 +95,8 @@ final class LedgerLoop: Sendable {
         var out = Outboxes(
             dispatch: ZMQOutbox(socket: sockets.dispatch, drainMilliseconds: limits.drainMilliseconds),
             outcomes: ZMQOutbox(socket: sockets.outcomes, drainMilliseconds: limits.drainMilliseconds),
-            polls: ZMQOutbox(socket: sockets.polls, drainMilliseconds: limits.pollsDrainMilliseconds), rpc: ZMQOutbox(socket: sockets.rpc), replay: ZMQOutbox(socket: sockets.replay))
+            polls: ZMQOutbox(socket: sockets.polls, drainMilliseconds: limits.pollsDrainMilliseconds),
+            rpc: ZMQOutbox(socket: sockets.rpc), replay: ZMQOutbox(socket: sockets.replay))
         defer {
             for socket in [sockets.intake, sockets.results, sockets.rpc, sockets.replay, sockets.dispatch, sockets.outcomes, sockets.polls] {
                 socket.close()
@@ -129,7 +130,7 @@ final class LedgerLoop: Sendable {
                 nextTick = milliseconds() + limits.tickMilliseconds
             }
         }
-        try drain(&out)
+        try drainOnStop([out.dispatch, out.outcomes, out.polls, out.rpc, out.replay], logger: logger)
     }
 
     private func read(_ socket: ZMQSocket) throws(ZMQError) -> [ZMQMessage] {
@@ -166,7 +167,7 @@ final class LedgerLoop: Sendable {
         if !intake.isEmpty { try perform(done.removeFirst().effects, &out) }
         if !results.isEmpty { try perform(done.removeFirst().effects, &out) }
         for (message, parsed) in parsedRequests {
-            var reply: LedgerReply
+            let reply: LedgerReply
             switch parsed {
             case .success:
                 let answered = done.removeFirst()
@@ -213,13 +214,6 @@ final class LedgerLoop: Sendable {
         }
         try retrying.run("retention") { try core.applyRetention(retention, limit: 1000) }
         if let counts = try? core.counts() { gauges.update(counts) }
-    }
-
-    /// Gives peers up to the drain time to take what the outboxes hold.
-    private func drain(_ out: inout Outboxes) throws {
-        var all = [out.dispatch, out.outcomes, out.polls, out.rpc, out.replay]
-        let abandoned = try ZMQOutbox.drain(&all)
-        if abandoned > 0 { logger.warning("stopping with messages no peer took", metadata: ["count": "\(abandoned)"]) }
     }
 
     private struct Gauges {

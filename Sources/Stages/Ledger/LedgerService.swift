@@ -116,18 +116,14 @@ package final class LedgerService: MeasuredStage {
         onReady(bound)
         logger.info("ledger ready", metadata: ["intake": "\(bound.intake)", "outcomes": "\(bound.outcomes)", "outcomesReplay": "\(bound.outcomesReplay)", "curve": "\(links.isSecured)"])
 
-        // Graceful shutdown stops taking orders, outcomes and requests; what was read is still
-        // recorded and forwarded.
         defer {
             proxy.stop()
             authenticator?.stop()
             context.terminate()
         }
-        try await withGracefulShutdownHandler {
-            try await loop.run()
-        } onGracefulShutdown: {
-            loop.stop()
-        }
+        // Graceful shutdown stops taking orders, outcomes and requests; what was read is still
+        // recorded and forwarded.
+        try await loop.run()
         let counters = core.counters
         logger.info("ledger stopping", metadata: ["ordersIn": "\(counters.ordersIn)", "duplicates": "\(counters.duplicates)"])
     }

@@ -35,13 +35,9 @@ package final class SignerService: MeasuredStage {
         logger.info("signer ready", metadata: ["signQueue": "\(e.signQueue)"])
         let stopping = StopFlag()
         // Graceful shutdown stops taking orders; what was taken is signed and handed on.
-        try await withGracefulShutdownHandler {
-            try await runOnOwnThread(name: "signer-loop", stopping: stopping) {
-                defer { [pull, signedSocket, resultsSocket].forEach { $0.close() } }
-                try self.serve(orders: pull, signed: signedSocket, results: resultsSocket, core: core, stopping: stopping)
-            }
-        } onGracefulShutdown: {
-            stopping.stop()
+        try await runStageLoop(name: "signer-loop", stopping: stopping) {
+            defer { [pull, signedSocket, resultsSocket].forEach { $0.close() } }
+            try self.serve(orders: pull, signed: signedSocket, results: resultsSocket, core: core, stopping: stopping)
         }
         logger.info("signer stopped")
     }
@@ -100,8 +96,6 @@ package final class SignerService: MeasuredStage {
             try signed.flush()
             try results.flush()
         }
-        var outboxes = [signed, results]
-        let abandoned = try ZMQOutbox.drain(&outboxes)
-        if abandoned > 0 { logger.warning("stopping with messages no peer took", metadata: ["count": "\(abandoned)"]) }
+        try drainOnStop([signed, results], logger: logger)
     }
 }

@@ -57,14 +57,9 @@ package final class SubmitterService: MeasuredStage {
         logger.info("submitter ready", metadata: ["signedOut": "\(e.signedOut)", "concurrency": "\(concurrency)", "backlog": "\(backlog)"])
         let stopping = StopFlag()
         // Graceful shutdown stops taking work; submissions in flight finish and report.
-        try await withGracefulShutdownHandler {
-            try await runOnOwnThread(name: "submitter-loop", stopping: stopping) {
-                defer { [workSocket, resultsSocket, rpcSocket].forEach { $0.close() } }
-                try self.serve(
-                    work: workSocket, results: resultsSocket, rpc: rpcSocket, runner: runner, finished: finished, stopping: stopping)
-            }
-        } onGracefulShutdown: {
-            stopping.stop()
+        try await runStageLoop(name: "submitter-loop", stopping: stopping) {
+            defer { [workSocket, resultsSocket, rpcSocket].forEach { $0.close() } }
+            try self.serve(work: workSocket, results: resultsSocket, rpc: rpcSocket, runner: runner, finished: finished, stopping: stopping)
         }
         runner.close()
         await http.shutdown()
@@ -168,9 +163,7 @@ package final class SubmitterService: MeasuredStage {
             try rpc.flush()
             heldGauge.set(Double(leases.held.count))
         }
-        var outboxes = [results, rpc]
-        let abandoned = try ZMQOutbox.drain(&outboxes)
-        if abandoned > 0 { logger.warning("stopping with messages no peer took", metadata: ["count": "\(abandoned)"]) }
+        try drainOnStop([results, rpc], logger: logger)
     }
 }
 
