@@ -89,9 +89,14 @@ package final class SubmitterService: MeasuredStage {
                 help: "Work never sent: its claim was refused (stale: an older dispatch, or the order ended) or not answered (unclaimed)")
         }
         let (stale, unclaimed) = (dropped("stale"), dropped("unclaimed"))
+        // Looked up once per status: a lookup by labels hashes them under the registry's lock.
+        var outcomeCounters: [Outcome.Status: Counter] = [:]
         func count(_ outcome: Outcome) {
-            metrics.counter("paypipe_submitter_outcomes_total", [("status", outcome.status.rawValue)], help: "Outcomes from the submitter, by status")
-                .increment()
+            if let counter = outcomeCounters[outcome.status] { return counter.increment() }
+            let counter = metrics.counter(
+                "paypipe_submitter_outcomes_total", [("status", outcome.status.rawValue)], help: "Outcomes from the submitter, by status")
+            outcomeCounters[outcome.status] = counter
+            counter.increment()
         }
 
         var leases = LeaseBook(leaseMilliseconds: config.timers.leaseMs, now: milliseconds())
