@@ -25,36 +25,21 @@ public final class ZMQDuplex: Sendable {
         var closed = false
     }
 
-    /// Both ends stay open until the duplex and its thread are both gone, so a late `wake()`
-    /// never writes into a reused descriptor.
-    private final class WakePipe: Sendable {
-        let read: Int32, write: Int32
-        init(read: Int32, write: Int32) {
-            self.read = read
-            self.write = write
-        }
-        deinit {
-            close(read)
-            close(write)
-        }
-    }
-
     private let handoff: Handoff<ZMQMessage>
     private let outbox = Locked(Outbox())
-    private let wakePipe: WakePipe
+    /// Held by the duplex and its thread, so its pipe stays open until both are gone and a late
+    /// `wake()` never writes into a reused descriptor.
+    private let wakeup: PollWakeup
 
     /// Takes ownership of `socket`: from now on only the duplex's thread touches it.
     public init(socket: ZMQSocket, configuration: Configuration = Configuration()) throws(ZMQError) {
-        var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else { throw ZMQError("pipe", errno: errno, message: "cannot create the wake-up pipe") }
-        for fd in fds { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
-        let wakePipe = WakePipe(read: fds[0], write: fds[1])
-        self.wakePipe = wakePipe
+        let wakeup = try PollWakeup()
+        self.wakeup = wakeup
         let handoff = Handoff<ZMQMessage>(capacity: configuration.bufferCapacity)
         self.handoff = handoff
         let outbox = self.outbox
         startThread(name: "zmq-duplex") {
-            ZMQDuplex.run(socket: socket, handoff: handoff, outbox: outbox, wakePipe: wakePipe, configuration: configuration)
+            ZMQDuplex.run(socket: socket, handoff: handoff, outbox: outbox, wakeup: wakeup, configuration: configuration)
         }
     }
 
@@ -88,18 +73,13 @@ public final class ZMQDuplex: Sendable {
 
     public func waitUntilClosed() async { await handoff.waitUntilFinished() }
 
-    private func wake() {
-        var byte: UInt8 = 1
-        _ = write(wakePipe.write, &byte, 1)
-    }
+    private func wake() { wakeup.signal() }
 
     private static func run(
-        socket: ZMQSocket, handoff: Handoff<ZMQMessage>, outbox: Locked<Outbox>, wakePipe: WakePipe, configuration: Configuration
+        socket: ZMQSocket, handoff: Handoff<ZMQMessage>, outbox: Locked<Outbox>, wakeup: PollWakeup, configuration: Configuration
     ) {
-        let wakeRead = wakePipe.read
         var failure: ZMQError?
         var pending: [ZMQMessage] = []
-        var drain = [UInt8](repeating: 0, count: 256)
         loop: while true {
             pending += outbox.withLock { box -> [ZMQMessage] in
                 defer { box.queue.removeAll(keepingCapacity: true) }
@@ -114,20 +94,17 @@ public final class ZMQDuplex: Sendable {
                 break loop
             }
             if handoff.isStopping { break loop }
-            guard let handle = try? socket.requireHandle() else { break loop }
-            var items = [
-                zmq_pollitem_t(socket: handle, fd: 0, events: Int16(ZMQ_POLLIN) | (pending.isEmpty ? 0 : Int16(ZMQ_POLLOUT)), revents: 0),
-                zmq_pollitem_t(socket: nil, fd: wakeRead, events: Int16(POLLIN), revents: 0),
-            ]
-            let ready = zmq_poll(&items, 2, configuration.pollIntervalMilliseconds)
-            if ready < 0 {
-                if zmq_errno() == EINTR { continue }
-                let error = ZMQError("zmq_poll", errno: zmq_errno())
+            let ready: [ZMQPollEvents]
+            do {
+                ready = try ZMQPoll.wait(
+                    [(socket, pending.isEmpty ? .readable : [.readable, .writable])], wakeup: wakeup,
+                    timeoutMilliseconds: configuration.pollIntervalMilliseconds
+                ).ready
+            } catch {
                 if !error.isTerminated { failure = error }
                 break loop
             }
-            if items[1].revents != 0 { while read(wakeRead, &drain, drain.count) > 0 {} }
-            if items[0].revents & Int16(ZMQ_POLLIN) != 0 {
+            if ready[0].contains(.readable) {
                 do {
                     var batch: [ZMQMessage] = []
                     while batch.count < configuration.batchSize, let next = try socket.receive(dontWait: true) { batch.append(next) }

@@ -58,12 +58,6 @@ public enum ZMQPoll {
         }
         return items.map { ZMQPollEvents(rawValue: $0.revents) }
     }
-
-    static func monotonicMilliseconds() -> Int64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
-    }
 }
 
 /// Lets other threads wake a thread blocked in `ZMQPoll.wait` (through a pipe, as `ZMQDuplex`
@@ -162,10 +156,10 @@ public struct ZMQOutbox {
     /// writable, each for up to its `drainMilliseconds`, and returns how many messages no peer
     /// took in time (they are dropped; the sockets' LINGER then covers what libzmq holds).
     public static func drain(_ outboxes: inout [ZMQOutbox]) throws(ZMQError) -> Int {
-        let start = ZMQPoll.monotonicMilliseconds()
+        let start = monotonicNanoseconds()
         var abandoned = 0
         while true {
-            let elapsed = ZMQPoll.monotonicMilliseconds() - start
+            let elapsed = Int64((monotonicNanoseconds() - start) / 1_000_000)
             for index in outboxes.indices {
                 try outboxes[index].flush()
                 if outboxes[index].count > 0, elapsed >= outboxes[index].drainMilliseconds {

@@ -88,7 +88,7 @@ public final class ZMQSender: Sendable {
     /// closes the socket, whose LINGER covers what libzmq still holds.
     @discardableResult
     public func finish(drainTimeoutMilliseconds: Int = 5000) async -> DrainReport {
-        let deadline = ZMQSender.monotonicNanoseconds() + UInt64(drainTimeoutMilliseconds) * 1_000_000
+        let deadline = monotonicNanoseconds() + UInt64(drainTimeoutMilliseconds) * 1_000_000
         state.withLock { s in
             if !s.closing {
                 s.closing = true
@@ -100,11 +100,6 @@ public final class ZMQSender: Sendable {
         return state.withLock { DrainReport(undelivered: $0.undelivered) }
     }
 
-    private static func monotonicNanoseconds() -> UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
-    }
 
     private static func run(socket: ZMQSocket, state: Locked<State>) {
         var failure: ZMQError?
@@ -154,4 +149,11 @@ public final class ZMQSender: Sendable {
         }
         for waiter in finishWaiters { waiter.resume() }
     }
+}
+
+/// The monotonic clock, for deadlines that the wall clock's steps must not move.
+func monotonicNanoseconds() -> UInt64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
 }
