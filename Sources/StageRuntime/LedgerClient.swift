@@ -43,11 +43,14 @@ package final class LedgerClient: OrderDirectory {
     /// well before the 30 s a webhook sender commonly waits. The providers' documents name no
     /// callback timeout, so this figure is a choice (README.md, "Store failures and restarts").
     package static let defaultTimeoutMilliseconds: Int64 = 20_000
+    /// How often an unanswered request is sent again.
+    package static let defaultResendAfterMilliseconds: Int64 = 2000
 
     /// `options`: e.g. a role's CURVE keys (`StageLinks.client`).
     package init(
         context: ZMQContext, endpoint: String, options: ZMQSocketOptions = stageOptions(),
-        timeoutMilliseconds: Int64 = LedgerClient.defaultTimeoutMilliseconds, resendAfterMilliseconds: Int64 = 2000
+        timeoutMilliseconds: Int64 = LedgerClient.defaultTimeoutMilliseconds,
+        resendAfterMilliseconds: Int64 = LedgerClient.defaultResendAfterMilliseconds
     ) throws(ZMQError) {
         let socket = try context.socket(.dealer, options: options)
         _ = try socket.connect(endpoint)

@@ -24,14 +24,6 @@ package func workQueueOptions() -> ZMQSocketOptions {
     return options
 }
 
-/// A receiver that holds at most `capacity` messages beyond what the stage is processing.
-package func workReceiver(_ socket: ZMQSocket, capacity: Int) throws(ZMQError) -> ZMQReceiver {
-    var configuration = ZMQReceiver.Configuration()
-    configuration.bufferCapacity = max(1, capacity)
-    configuration.batchSize = max(1, min(64, capacity))
-    return try ZMQReceiver(socket: socket, configuration: configuration)
-}
-
 package func milliseconds() -> Int64 { Timestamp.nowMilliseconds() }
 
 /// A tick every `interval` until the consumer stops iterating (e.g. through

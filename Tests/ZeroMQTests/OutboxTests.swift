@@ -5,9 +5,7 @@ import ZeroMQ
 struct OutboxTests {
     @Test func anOutboxHoldsWhatNoPeerTakesAndSendsItInOrderOnceOneConnects() async throws {
         let context = try ZMQContext()
-        var options = ZMQSocketOptions()
-        options.sendHighWaterMark = 4
-        options.receiveHighWaterMark = 4
+        let options = highWaterMarks(4)
         let push = try context.socket(.push, options: options)
         let endpoint = try push.bind("tcp://127.0.0.1:*")
         var outbox = ZMQOutbox(socket: push)

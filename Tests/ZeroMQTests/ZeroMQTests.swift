@@ -33,6 +33,14 @@ func collect(_ receiver: ZMQReceiver, count: Int, timeoutMilliseconds: Int = 10_
 
 func frame(_ i: Int) -> ZMQMessage { ZMQMessage(Array("msg-\(i)".utf8)) }
 
+/// Options whose send and receive HWMs are both `messages`, to reach them in a test.
+func highWaterMarks(_ messages: Int32) -> ZMQSocketOptions {
+    var options = ZMQSocketOptions()
+    options.sendHighWaterMark = messages
+    options.receiveHighWaterMark = messages
+    return options
+}
+
 @Suite("ZeroMQ sockets over tcp loopback")
 struct ZeroMQSocketTests {
     @Test func bindReportsTheRealEphemeralEndpoint() throws {
@@ -90,9 +98,7 @@ struct ZeroMQSocketTests {
 
     @Test func senderBlocksAtTheHighWaterMarkAndNothingIsDropped() async throws {
         let context = try ZMQContext()
-        var small = ZMQSocketOptions()
-        small.sendHighWaterMark = 10
-        small.receiveHighWaterMark = 10
+        let small = highWaterMarks(10)
         let pull = try context.socket(.pull, options: small)
         let endpoint = try pull.bind("tcp://127.0.0.1:*")
         let push = try context.socket(.push, options: small)

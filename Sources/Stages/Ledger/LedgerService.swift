@@ -213,8 +213,8 @@ package final class LedgerMetrics: Sendable {
             "paypipe_orders_dispatch_cap_total", help: "Orders sent to review (unknown NEEDS_REVIEW) after timers.maxDispatches dispatches")
     }
 
-    /// Turns are performed concurrently, so snapshots may arrive out of order: each counter only
-    /// grows in the core, and what was exported is kept per counter as the highest seen.
+    /// Each counter only grows in the core, and what was exported is kept per counter as the
+    /// highest seen, so a snapshot older than one already exported adds nothing.
     package func update(_ now: LedgerCore.Counters) {
         let before = previous.withLock { seen in
             defer {

@@ -1,4 +1,5 @@
 import PaypipeCore
+import StageRuntime
 import StageWire
 
 /// The leases this submitter holds and the claims it waits on (issue 11: leases instead of a
@@ -45,7 +46,11 @@ struct LeaseBook {
     private var nextId: UInt64 = 1
     private var nextRenewalAt: Int64
 
-    init(leaseMilliseconds: Int64, now: Int64, timeoutMilliseconds: Int64 = 20_000, resendAfterMilliseconds: Int64 = 2000) {
+    /// The ledger calls' budgets of the other stages (`LedgerClient`).
+    init(
+        leaseMilliseconds: Int64, now: Int64, timeoutMilliseconds: Int64 = LedgerClient.defaultTimeoutMilliseconds,
+        resendAfterMilliseconds: Int64 = LedgerClient.defaultResendAfterMilliseconds
+    ) {
         self.timeoutMilliseconds = timeoutMilliseconds
         self.resendAfterMilliseconds = max(1, resendAfterMilliseconds)
         renewEveryMilliseconds = max(100, leaseMilliseconds / 3)

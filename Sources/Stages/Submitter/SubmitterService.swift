@@ -141,18 +141,21 @@ package final class SubmitterService: MeasuredStage {
                     for (item, verdict) in decided {
                         switch verdict {
                         case .granted: granted.append(item)
-                        case .stale: stale.increment()
-                        case .unclaimed: unclaimed.increment()
+                        case .stale:
+                            stale.increment()
+                            inHand -= 1
+                        case .unclaimed:
+                            unclaimed.increment()
+                            inHand -= 1
                         }
                     }
-                    inHand -= decided.count - decided.filter { $0.verdict == .granted }.count
                 }
                 runner.start(granted)
             }
             if woken {
-                let done = finished.take()
-                busy = busy || !done.isEmpty
-                for done in done {
+                let finishedNow = finished.take()
+                busy = busy || !finishedNow.isEmpty
+                for done in finishedNow {
                     try report(done.outcome)
                     if done.outcome.attempts > 1 { retries.increment(by: Int64(done.outcome.attempts - 1)) }
                     if done.work.acceptedAt > 0 { latency.recordNanoseconds(max(0, milliseconds() - done.work.acceptedAt) * 1_000_000) }
