@@ -82,6 +82,8 @@ let package = Package(
         .target(name: "Cleeng", dependencies: ["PaypipeCore"], swiftSettings: strict),
         .target(name: "Viva", dependencies: ["PaypipeCore"], swiftSettings: strict),
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
+        // The ledger's SQLite files: a commit's WAL frames reach the file in one write (see wal_buffer.c).
+        .target(name: "SQLiteWALBuffer", linkerSettings: [.linkedLibrary("sqlite3")]),
         // A stage that links it keeps its heap in one malloc arena (see one_malloc_arena.c).
         .target(name: "OneMallocArena"),
         // The registry: one line per provider.
@@ -113,7 +115,7 @@ let package = Package(
             swiftSettings: strict
         ),
         stage("LedgerStage", path: "Ledger", [
-            "CSQLite", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "NIOCore", package: "swift-nio"),
+            "CSQLite", "SQLiteWALBuffer", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "NIOCore", package: "swift-nio"),
         ]),
         stage("SignerStage", path: "Signer"),
         stage("SubmitterStage", path: "Submitter", ["HTTPTransport", .product(name: "NIOCore", package: "swift-nio")]),
@@ -183,7 +185,7 @@ let package = Package(
             name: "StageTests",
             dependencies: [
                 "PaypipeCore", "ZeroMQ", "Sandbox", "Connectors", "StageWire", "StageRuntime", "ExampleConnector", "HTTPTransport", "CSQLite",
-                .product(name: "Logging", package: "swift-log"),
+                "SQLiteWALBuffer", .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -1,4 +1,5 @@
 import CSQLite
+import SQLiteWALBuffer
 
 /// A minimal SQLite connection: only what the ledger store needs. Not thread-safe: owned by
 /// one actor.
@@ -10,7 +11,8 @@ final class SQLiteConnection {
 
     init(path: String) throws(SQLiteError) {
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
-        if sqlite3_open_v2(path, &db, flags, nil) != SQLITE_OK {
+        guard sqlite_wal_buffer_register() == SQLITE_OK else { throw SQLiteError(message: "open \(path): cannot register the WAL buffer") }
+        if sqlite3_open_v2(path, &db, flags, SQLITE_WAL_BUFFER_VFS) != SQLITE_OK {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
             sqlite3_close(db)
             throw SQLiteError(message: "open \(path): \(message)")
