@@ -225,6 +225,12 @@ let package = Package(
             swiftSettings: strict
         ),
         .executableTarget(
+            name: "paypipe-store-bench",
+            dependencies: ["BenchSupport", "Connectors", "LedgerStage", "PaypipeCore", "SignerStage", "StageRuntime", "StageWire", "SubmitterStage"],
+            path: "bench/store",
+            swiftSettings: strict
+        ),
+        .executableTarget(
             name: "paypipe-zmq-bench",
             dependencies: ["ZeroMQ", "CZeroMQ"],
             path: "bench/zmq",

@@ -88,14 +88,16 @@ struct RetentionTests {
             var core = LedgerCore(store: try LedgerStore(path: path), registry: await testRegistry())
             _ = try core.intake([Array(vivaOrder.utf8), Array(phonePeOrder.utf8), Array(rejectedOrder("r-1").utf8)], now: 1000)
         }
-        // As a store of earlier versions: no end times; full indexes over every order; counts in
-        // a durable table kept by triggers (here wrong, so that reading them would show).
+        // As a store of earlier versions: no end times; full indexes over every order, and the
+        // partial index of every order in flight by lease; counts in a durable table kept by
+        // triggers (here wrong, so that reading them would show).
         try Self.execute(
             """
             CREATE INDEX outcome_log_at ON outcome_log(at);
             DROP INDEX orders_to_compact; DROP INDEX orders_ended;
             ALTER TABLE orders DROP COLUMN ended_at;
-            DROP INDEX orders_in_flight; DROP INDEX orders_leased; DROP INDEX orders_pending; DROP INDEX orders_in_review;
+            DROP INDEX orders_in_flight; DROP INDEX orders_held; DROP INDEX orders_pending; DROP INDEX orders_in_review;
+            CREATE INDEX orders_leased ON orders(state, lease_until) WHERE state IN ('open','unknown');
             CREATE INDEX orders_redelivery ON orders(state, dispatched_at);
             CREATE INDEX orders_lease ON orders(state, lease_until);
             CREATE INDEX orders_async ON orders(provider, state, pending_at);
@@ -109,13 +111,24 @@ struct RetentionTests {
         var reopened = LedgerCore(store: try LedgerStore(path: path), registry: await testRegistry())
         #expect(try reopened.store.counts() == [.open: 2])
         let schema = try Self.schemaNames(on: path)
-        #expect(Set(["orders_in_flight", "orders_leased", "orders_pending", "orders_in_review"]).isSubset(of: schema))
-        #expect(schema.isDisjoint(with: ["orders_redelivery", "orders_lease", "orders_async", "state_counts", "orders_count_insert", "orders_count_update", "orders_count_delete"]))
+        #expect(Set(["orders_in_flight", "orders_held", "orders_pending", "orders_in_review"]).isSubset(of: schema))
+        #expect(schema.isDisjoint(with: ["orders_redelivery", "orders_lease", "orders_leased", "orders_async", "state_counts", "orders_count_insert", "orders_count_update", "orders_count_delete"]))
         #expect(schema.isDisjoint(with: ["orders_ended_on_insert", "orders_ended_on_update", "outcome_log_at"]))
         // The rejection ended "now" as far as retention knows: nothing older is compacted early.
         #expect(try reopened.store.transaction { try reopened.store.forgetOrders(endedBefore: before - 1, limit: 10) } == 0)
         _ = try reopened.results([Array(Outcome(order: try order(vivaOrder), status: .succeeded, result: [:]).serialized.utf8)], now: 2000)
         #expect(try reopened.store.counts() == [.open: 1])
+    }
+
+    /// Redelivery and a restart's lease extension search the partial indexes of orders in
+    /// flight and of held leases; neither reads every order in flight.
+    @Test func theStatementsThatFindWorkByTimeSearchTheirPartialIndexes() throws {
+        let plans = try LedgerStore(path: TestStores.path()).queryPlans()
+        let stalled = plans["stalled"] ?? [], extend = plans["extendHeldLeases"] ?? []
+        #expect(stalled.contains { $0.contains("USING INDEX orders_in_flight (state=? AND dispatched_at<?)") })
+        #expect(stalled.contains { $0.contains("USING INDEX orders_held (lease_until<?)") })
+        #expect(extend.contains { $0.contains("USING INDEX orders_held") })
+        #expect((stalled + extend).allSatisfy { !$0.hasPrefix("SCAN") })
     }
 
     @Test func compactionKeepsTheKeyAndOutcomeAndForgettingMakesTheKeyNew() async throws {

@@ -86,6 +86,20 @@ final class SQLiteConnection {
 
     var changes: Int { Int(sqlite3_changes(db)) }
 
+    /// EXPLAIN QUERY PLAN's lines for `sql` ("SEARCH orders USING INDEX ...").
+    func queryPlan(_ sql: StaticString) throws(SQLiteError) -> [String] {
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(db, "EXPLAIN QUERY PLAN \(sql)", -1, &statement, nil) == SQLITE_OK, let statement else {
+            throw SQLiteError(message: String(cString: sqlite3_errmsg(db)))
+        }
+        defer { sqlite3_finalize(statement) }
+        var lines: [String] = []
+        while sqlite3_step(statement) == SQLITE_ROW {
+            if let detail = sqlite3_column_text(statement, 3) { lines.append(String(cString: detail)) }
+        }
+        return lines
+    }
+
     private func prepared(_ sql: StaticString) throws(SQLiteError) -> OpaquePointer {
         precondition(sql.hasPointerRepresentation, "SQL is a string literal")
         let key = UnsafeRawPointer(sql.utf8Start)

@@ -1,0 +1,94 @@
+// What the ledger's store spends on W1 orders' whole lives, without sockets: every transaction
+// takes in a batch of orders, the claims for the batch before it and the results for the batch
+// before that, as one pass of the ledger's loop does under load. Real SQLite files with
+// `synchronous=FULL`, through the ledger's own `LedgerCore.commit`. Wall time includes the
+// fsyncs and moves with the machine; the instructions under callgrind do not (and exclude the
+// kernel), so compare two builds that way:
+//
+//   deploy/swift-release run paypipe-store-bench [--orders N] [--batch B]
+//   strip --strip-debug -o /tmp/store-bench .build/release/paypipe-store-bench
+//   valgrind --tool=callgrind --callgrind-out-file=/tmp/store.cg /tmp/store-bench --orders 20000 --runs 1
+//   callgrind_annotate --inclusive=yes /tmp/store.cg | grep storeLifecycle   # ÷ orders = instructions per order
+import BenchSupport
+import Connectors
+import Dispatch
+import Foundation
+import LedgerStage
+import PaypipeCore
+import SignerStage
+import StageRuntime
+import StageWire
+import SubmitterStage
+
+let orders = argument("--orders", 20_000)
+let batch = argument("--batch", 32)
+let runs = argument("--runs", 3)
+
+let config = try PaypipeConfig.parse(Array(DemoConfig.text(sandboxURL: "http://127.0.0.1:18081").utf8))
+// Built on a task the main thread waits for, not in an async main: valgrind 3.19 dies in the
+// async main's start-up.
+final class RegistryBox: @unchecked Sendable { var registry: ConnectorRegistry? }
+let box = RegistryBox()
+let built = DispatchSemaphore(value: 0)
+Task.detached {
+    box.registry = await StandardConnectors.registry(config: config)
+    built.signal()
+}
+built.wait()
+let registry = box.registry!
+
+/// The W1 order (bench/driver's PhonePe authInit) under `id`, and the outcome frame its
+/// submitter sends for nginx's answer.
+func frames(_ id: Int) throws -> (intake: [UInt8], result: [UInt8], claim: LeaseClaim) {
+    let orderId = "w1-\(String(id + 10_000_000_000).dropFirst())"
+    let intake = Array(
+        #"{"v":1,"orderId":"\#(orderId)","provider":"phonepe","operation":"authInit","amount":39900,"currency":"INR","params":{"merchantUserId":"U\#(id)","subscriptionId":"OMS2006110139450\#(id)"}}"#
+            .utf8)
+    guard case .order(let order) = Order.decode(frame: intake, catalog: registry.catalog) else { throw BenchError("order \(id) does not decode") }
+    guard case .submit(let work) = SignerCore(registry: registry).sign(order, acceptedAt: 1_795_237_200_000, nowSeconds: 1_795_237_200),
+        let connector = registry.connector(for: order.provider)
+    else { throw BenchError("order \(id) is not signed") }
+    var submission = Submission(work: work, connector: connector)
+    let answer = HTTPResponseSpec(
+        status: 200, headers: [HTTPHeader("Content-Type", "application/json")],
+        body: Array(#"{"success":true,"code":"SUCCESS","data":{"redirectType":"INTENT","redirectURL":"ppe://mandate?x=1"}}"#.utf8))
+    guard case .send = submission.start(), case .finish(let outcome) = submission.receive(answer, jitter: 0) else {
+        throw BenchError("order \(id) does not finish")
+    }
+    return (intake, outcome.bytes, LeaseClaim(key: order.key, generation: 1))
+}
+
+let all = try (0..<orders).map(frames)
+let batches = stride(from: 0, to: orders, by: batch).map { Array(all[$0..<min($0 + batch, orders)]) }
+
+/// Named, so that callgrind_annotate shows it by name. Returns how many outcomes were emitted.
+@inline(never)
+func storeLifecycle(_ core: inout LedgerCore) throws -> Int {
+    var emitted = 0
+    let decoder = core.decoder
+    for step in 0..<(batches.count + 2) {
+        var work: [LedgerCore.Work] = []
+        if step < batches.count { work.append(.intake(decoder.intake(batches[step].map(\.intake)))) }
+        if step >= 1, step - 1 < batches.count { work.append(.request(.claim(batches[step - 1].map(\.claim)))) }
+        if step >= 2 { work.append(.results(decoder.results(batches[step - 2].map(\.result)))) }
+        for done in try core.commit(work, now: Timestamp.nowMilliseconds()) {
+            for effect in done.effects { if case .emit = effect { emitted += 1 } }
+        }
+    }
+    return emitted
+}
+
+var best = Double.infinity
+for run in 0..<runs {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-store-bench-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    var core = LedgerCore(store: try LedgerStore(path: directory.appendingPathComponent("ledger.sqlite").path), registry: registry)
+    let start = monotonicNanoseconds()
+    let emitted = try storeLifecycle(&core)
+    let seconds = Double(monotonicNanoseconds() - start) / 1e9
+    guard emitted == orders else { throw BenchError("run \(run): \(emitted) outcomes for \(orders) orders") }
+    best = min(best, seconds)
+}
+print("store: \(orders) W1 orders admitted, claimed and ended, \(batch) per batch, one transaction per pass: "
+    + "\(Int((best / Double(orders) * 1e9).rounded())) ns per order (best of \(runs))")
