@@ -11,7 +11,6 @@
 //   callgrind_annotate --inclusive=yes /tmp/frames.cg | grep -E 'ledger|signer|submitter'   # / (3 × count) per frame
 import BenchSupport
 import Connectors
-import Dispatch
 import HTTPTransport
 import NIOCore
 import NIOEmbedded
@@ -32,17 +31,7 @@ func measure(_ label: String, _ body: (Int) -> Int) {
 // The W1 order, as bench/driver sends it (examples/orders.jsonl's PhonePe authInit).
 let intake = Array(#"{"v":1,"orderId":"w1-0000012345","provider":"phonepe","operation":"authInit","amount":39900,"currency":"INR","params":{"merchantUserId":"U123456","subscriptionId":"OMS2006110139450123456789"}}"#.utf8)
 let config = try PaypipeConfig.parse(Array(DemoConfig.text(sandboxURL: "http://127.0.0.1:18081").utf8))
-// Built on a task the main thread waits for, not in an async main: valgrind 3.19 dies in the
-// async main's start-up, and this bench is for counting instructions under it.
-final class RegistryBox: @unchecked Sendable { var registry: ConnectorRegistry? }
-let box = RegistryBox()
-let built = DispatchSemaphore(value: 0)
-Task.detached {
-    box.registry = await StandardConnectors.registry(config: config)
-    built.signal()
-}
-built.wait()
-let registry = box.registry!
+let registry = waitingFor { await StandardConnectors.registry(config: config) }
 let catalog = registry.catalog
 guard case .order(let order) = Order.decode(frame: intake, catalog: catalog) else { throw BenchError("the W1 order does not decode") }
 let dispatch = DispatchFrame.encode(orderJSON: order.serialized, acceptedAt: 1_795_237_200_000)

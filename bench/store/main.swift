@@ -11,7 +11,6 @@
 //   callgrind_annotate --inclusive=yes /tmp/store.cg | grep storeLifecycle   # ÷ orders = instructions per order
 import BenchSupport
 import Connectors
-import Dispatch
 import Foundation
 import LedgerStage
 import PaypipeCore
@@ -25,17 +24,7 @@ let batch = argument("--batch", 32)
 let runs = argument("--runs", 3)
 
 let config = try PaypipeConfig.parse(Array(DemoConfig.text(sandboxURL: "http://127.0.0.1:18081").utf8))
-// Built on a task the main thread waits for, not in an async main: valgrind 3.19 dies in the
-// async main's start-up.
-final class RegistryBox: @unchecked Sendable { var registry: ConnectorRegistry? }
-let box = RegistryBox()
-let built = DispatchSemaphore(value: 0)
-Task.detached {
-    box.registry = await StandardConnectors.registry(config: config)
-    built.signal()
-}
-built.wait()
-let registry = box.registry!
+let registry = waitingFor { await StandardConnectors.registry(config: config) }
 
 /// The W1 order (bench/driver's PhonePe authInit) under `id`, and the outcome frame its
 /// submitter sends for nginx's answer.
