@@ -319,52 +319,65 @@ package final class LedgerStore {
     /// when the order becomes pending; `readBack`: return the order when it becomes pending (for
     /// the pollers). Call inside `transaction`.
     package func record(_ outcome: Outcome, serialized: String, references: [String], readBack: Bool, now: Int64) throws -> Recorded {
-        let merchant = SQLiteValue.text(outcome.merchant), orderId = SQLiteValue.text(outcome.orderId)
+        let key = (merchant: SQLiteValue.text(outcome.merchant), orderId: SQLiteValue.text(outcome.orderId))
         let stamped = try stamped(serialized)
-        let text = SQLiteValue.text(stamped.text)
-        // For the running counts only: the updates below decide by their own conditions.
-        let before = try db.query("SELECT state FROM orders WHERE merchant=? AND order_id=?", [merchant, orderId]).first?[0].text
-            .flatMap(State.init(rawValue:))
-        /// The outcome as emitted, with its seq, once the order's row took it; the row then
-        /// counts as moved to `state` (nil: its state stayed).
-        func logged(_ state: State?) throws -> String? {
-            guard db.changes == 1 else { return nil }
-            if let state { moved(from: before, to: state) }
-            try appendToLog(stamped, now: now)
-            return stamped.text
+        let target: State =
+            if outcome.status.isTerminal { .terminal }
+            else if outcome.status == .unknown { outcome.error?.needsReview == true ? .review : .unknown }
+            else { .pending }
+        // Nearly every result finds its order open, so the update guarded by that state goes
+        // first and the running counts need no read; otherwise the state read decides.
+        var before = State.open
+        if try !move(key, from: .open, to: target, outcome: stamped.text, now: now) {
+            guard let state = try db.query("SELECT state FROM orders WHERE merchant=? AND order_id=?", [key.merchant, key.orderId]).first?[0].text
+                .flatMap(State.init(rawValue:)),
+                Self.allows(target, from: state), try move(key, from: state, to: target, outcome: stamped.text, now: now)
+            else { return Recorded(emit: nil) }
+            before = state
         }
-        if outcome.status.isTerminal {
-            try db.query(
-                "UPDATE orders SET state='terminal', outcome=?, ended_at=? WHERE merchant=? AND order_id=? AND state!='terminal'",
-                [text, .integer(now), merchant, orderId])
-            return Recorded(emit: try logged(.terminal))
-        }
-        if outcome.status == .unknown, outcome.error?.needsReview == true {
-            try db.query(
-                "UPDATE orders SET state='review', outcome=? WHERE merchant=? AND order_id=? AND state IN ('open','unknown','pending')",
-                [text, merchant, orderId])
-            return Recorded(emit: try logged(.review))
-        }
-        if outcome.status == .unknown {
-            // A pending order stays pending: its own resolution (status check, poller) goes on,
-            // and an unknown must not send it back to be submitted again.
-            try db.query(
-                "UPDATE orders SET state='unknown', outcome=? WHERE merchant=? AND order_id=? AND state IN ('open','unknown')", [text, merchant, orderId])
-            return Recorded(emit: try logged(.unknown))
-        }
-        try db.query(
-            "UPDATE orders SET state='pending', outcome=?, pending_at=?, dispatched_at=? WHERE merchant=? AND order_id=? AND state IN ('open','unknown')",
-            [text, .integer(now), .integer(now), merchant, orderId])
-        guard db.changes == 1 else {
-            // Already pending (a redelivered order's second pending outcome): forwarded, nothing else changes.
-            try db.query("UPDATE orders SET outcome=? WHERE merchant=? AND order_id=? AND state='pending'", [text, merchant, orderId])
-            return Recorded(emit: try logged(nil))
-        }
-        let emit = try logged(.pending)
+        moved(from: before, to: target)
+        try appendToLog(stamped, now: now)
+        // Already pending (a redelivered order's second pending outcome): forwarded, nothing else changes.
+        guard target == .pending, before != .pending else { return Recorded(emit: stamped.text) }
         try index(references, provider: outcome.provider, key: OrderKey(merchant: outcome.merchant, orderId: outcome.orderId))
-        guard readBack else { return Recorded(emit: emit) }
-        let rows = try db.query("SELECT order_json FROM orders WHERE merchant=? AND order_id=?", [merchant, orderId])
-        return Recorded(emit: emit, becamePending: rows.first?[0].text.map { Pending(json: $0, since: now) })
+        guard readBack else { return Recorded(emit: stamped.text) }
+        let rows = try db.query("SELECT order_json FROM orders WHERE merchant=? AND order_id=?", [key.merchant, key.orderId])
+        return Recorded(emit: stamped.text, becamePending: rows.first?[0].text.map { Pending(json: $0, since: now) })
+    }
+
+    /// Which outcomes an order takes in each state. A terminal order keeps its first terminal
+    /// outcome, so every copy upstream sees is identical; a pending order stays pending on an
+    /// unknown, so that its own resolution (status check, poller) goes on and it is not sent to
+    /// be submitted again; an order in review waits for an operator or a genuine callback.
+    static func allows(_ target: State, from state: State) -> Bool {
+        switch target {
+        case .terminal: state != .terminal
+        case .review: state == .open || state == .unknown || state == .pending
+        case .unknown: state == .open || state == .unknown
+        case .pending: state == .open || state == .unknown || state == .pending
+        case .open: false
+        }
+    }
+
+    /// Gives the order `outcome` and moves it from `state` to `target` (a pending order taking
+    /// another pending outcome only takes the outcome), if it is still in `state`.
+    private func move(_ key: (merchant: SQLiteValue, orderId: SQLiteValue), from state: State, to target: State, outcome: String, now: Int64) throws -> Bool {
+        let text = SQLiteValue.text(outcome), from = SQLiteValue.text(state.rawValue)
+        switch (target, state) {
+        case (.terminal, _):
+            try db.query(
+                "UPDATE orders SET state='terminal', outcome=?, ended_at=? WHERE merchant=? AND order_id=? AND state=?",
+                [text, .integer(now), key.merchant, key.orderId, from])
+        case (.pending, .pending):
+            try db.query("UPDATE orders SET outcome=? WHERE merchant=? AND order_id=? AND state='pending'", [text, key.merchant, key.orderId])
+        case (.pending, _):
+            try db.query(
+                "UPDATE orders SET state='pending', outcome=?, pending_at=?, dispatched_at=? WHERE merchant=? AND order_id=? AND state=?",
+                [text, .integer(now), .integer(now), key.merchant, key.orderId, from])
+        case (.review, _), (.unknown, _), (.open, _):
+            try db.query("UPDATE orders SET state=?, outcome=? WHERE merchant=? AND order_id=? AND state=?", [.text(target.rawValue), text, key.merchant, key.orderId, from])
+        }
+        return db.changes == 1
     }
 
     /// A stalled order dispatched again, as its new generation.
