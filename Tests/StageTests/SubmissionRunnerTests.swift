@@ -58,17 +58,22 @@ struct SubmissionRunnerTests {
         }
     }
 
-    /// Everything the runner finished, once its stream ends; throws if it does not end in time.
-    func collect(_ runner: SubmissionRunner, within limit: Duration = .seconds(30)) async throws -> [SubmissionRunner.Finished] {
-        try await withThrowingTaskGroup(of: [SubmissionRunner.Finished]?.self) { group in
-            group.addTask { await runner.finished.reduce(into: []) { $0.append($1) } }
-            group.addTask {
-                try await Task.sleep(for: limit)
-                return nil
+    /// What a runner finished, as its `onFinish` hands it over.
+    final class Collected: Sendable {
+        private let all = Mutex<[SubmissionRunner.Finished]>([])
+
+        func append(_ done: SubmissionRunner.Finished) { all.withLock { $0.append(done) } }
+
+        /// Everything finished once `count` pieces have, and 200 ms more have brought no
+        /// other; throws if `count` are not in within `limit`.
+        func wait(for count: Int, within limit: Duration = .seconds(30)) async throws -> [SubmissionRunner.Finished] {
+            let clock = ContinuousClock(), deadline = clock.now + limit
+            while all.withLock({ $0.count }) < count {
+                guard clock.now < deadline else { throw EnvelopeTestError("\(all.withLock { $0.count }) of \(count) finished within \(limit)") }
+                try await Task.sleep(for: .milliseconds(10))
             }
-            defer { group.cancelAll() }
-            guard case let all?? = try await group.next() else { throw EnvelopeTestError("the runner's stream did not end within \(limit)") }
-            return all
+            try await Task.sleep(for: .milliseconds(200))
+            return all.withLock { $0 }
         }
     }
 
@@ -76,11 +81,12 @@ struct SubmissionRunnerTests {
         let provider = try SlowPhonePe()
         defer { provider.server.stop() }
         let http = ProviderHTTPClient(connectTimeoutMilliseconds: 30_000, requestTimeoutMilliseconds: 60_000)
-        let runner = SubmissionRunner(concurrency: 2, registry: await testRegistry(provider.config), policy: SubmissionPolicy(), http: http)
+        let collected = Collected()
+        let runner = SubmissionRunner(
+            concurrency: 2, registry: await testRegistry(provider.config), policy: SubmissionPolicy(), http: http, onFinish: collected.append)
         runner.start(try await provider.works(10))
         #expect(runner.running == 2)
-        runner.close()
-        let finished = try await collect(runner)
+        let finished = try await collected.wait(for: 10)
         #expect(finished.count == 10)
         #expect(Set(finished.map(\.outcome.orderId)) == Set((0..<10).map { "pp-\($0)" }))
         #expect(finished.allSatisfy { $0.outcome.orderId == $0.work.order.orderId })
@@ -91,51 +97,24 @@ struct SubmissionRunnerTests {
         await http.shutdown()
     }
 
-    /// What `handOff` takes never comes out of `finished`; what it refuses does, and nothing is
-    /// lost or doubled between the two.
-    @Test func workTheHandOffTakesIsNotStreamedAndWorkItRefusesIs() async throws {
+    /// The running count is reported in the order it changed, and every piece of work comes
+    /// out once.
+    @Test func theRunningCountIsReportedInTheOrderItChanged() async throws {
         let provider = try SlowPhonePe()
         defer { provider.server.stop() }
         let http = ProviderHTTPClient(connectTimeoutMilliseconds: 30_000, requestTimeoutMilliseconds: 60_000)
-        let handed = Mutex<[String]>([])
         let counts = Mutex<[Int]>([])
+        let collected = Collected()
         let runner = SubmissionRunner(
             concurrency: 3, registry: await testRegistry(provider.config), policy: SubmissionPolicy(), http: http,
-            runningChanged: { count in counts.withLock { $0.append(count) } }
-        ) { done in
-            guard let digit = done.outcome.orderId.last?.wholeNumberValue, digit.isMultiple(of: 2) else { return false }
-            handed.withLock { $0.append(done.outcome.orderId) }
-            return true
-        }
+            runningChanged: { count in counts.withLock { $0.append(count) } }, onFinish: collected.append)
         runner.start(try await provider.works(10))
-        runner.close()
-        let streamed = try await collect(runner).map(\.outcome.orderId)
-        #expect(Set(handed.withLock { $0 }) == ["pp-0", "pp-2", "pp-4", "pp-6", "pp-8"])
-        #expect(Set(streamed) == ["pp-1", "pp-3", "pp-5", "pp-7", "pp-9"])
-        #expect(handed.withLock { $0.count } + streamed.count == 10)
-        // Each count is reported in the order it happened: the limit once the ten start, then
-        // down to 0 as the last three end (a finished one's slot goes to waiting work unreported).
+        let finished = try await collected.wait(for: 10).map(\.outcome.orderId)
+        #expect(finished.count == 10)
+        #expect(Set(finished) == Set((0..<10).map { "pp-\($0)" }))
+        // The limit once the ten start, then down to 0 as the last three end (a finished one's
+        // slot goes to waiting work unreported).
         #expect(counts.withLock { $0 } == [3, 2, 1, 0])
-        await http.shutdown()
-    }
-
-    /// The stream ends only after the last outcome is in it. One outcome is held up in
-    /// `handOff` (which refuses it, so it goes to the stream afterwards) while the other ends
-    /// on another event loop and finds nothing running: the stream must wait for the first.
-    @Test func theStreamDoesNotEndUnderAnOutcomeStillOnItsWay() async throws {
-        let provider = try SlowPhonePe()
-        defer { provider.server.stop() }
-        let http = ProviderHTTPClient(connectTimeoutMilliseconds: 30_000, requestTimeoutMilliseconds: 60_000)
-        let runner = SubmissionRunner(
-            concurrency: 2, registry: await testRegistry(provider.config), policy: SubmissionPolicy(), http: http,
-            handOff: { done in
-                if done.outcome.orderId == "pp-0" { usleep(500_000) }
-                return false
-            })
-        runner.start(try await provider.works(2))
-        runner.close()
-        let finished = try await collect(runner)
-        #expect(Set(finished.map(\.outcome.orderId)) == ["pp-0", "pp-1"])
         await http.shutdown()
     }
 
@@ -148,21 +127,21 @@ struct SubmissionRunnerTests {
         let withPhonePe = try await provider.works(3)
         let standard = await testRegistry(provider.config)
         let registry = ConnectorRegistry(connectors: [standard.connector(for: Provider("trustpayments"))!])
-        let runner = SubmissionRunner(concurrency: 1, registry: registry, policy: SubmissionPolicy(), http: http)
+        let collected = Collected()
+        let runner = SubmissionRunner(concurrency: 1, registry: registry, policy: SubmissionPolicy(), http: http, onFinish: collected.append)
         runner.start(withPhonePe)
         #expect(runner.running == 0)
-        runner.close()
-        let ended = try await collect(runner)
+        let ended = try await collected.wait(for: 3)
         #expect(ended.map(\.outcome.orderId) == ["pp-0", "pp-1", "pp-2"])
         #expect(ended.allSatisfy { $0.outcome.status == .rejected && $0.outcome.error?.code == Rejection.Code.unknownProvider.rawValue })
         #expect(provider.server.requests.isEmpty)
         #expect(runner.running == 0)
 
         let phonePe = ConnectorRegistry(connectors: [standard.connector(for: withPhonePe[0].order.provider)!])
-        let second = SubmissionRunner(concurrency: 1, registry: phonePe, policy: SubmissionPolicy(), http: http)
+        let secondCollected = Collected()
+        let second = SubmissionRunner(concurrency: 1, registry: phonePe, policy: SubmissionPolicy(), http: http, onFinish: secondCollected.append)
         second.start(withPhonePe)
-        second.close()
-        #expect(try await collect(second).map(\.outcome.status) == [.pending, .pending, .pending])
+        #expect(try await secondCollected.wait(for: 3).map(\.outcome.status) == [.pending, .pending, .pending])
         #expect(provider.server.requests.count == 3)
         await http.shutdown()
     }

@@ -9,8 +9,7 @@ import Synchronization
 /// each answer is read where it arrives and the next send leaves from there, so a request costs
 /// no Swift task and no continuation. Hundreds of tasks in flight held 1–5 MiB more of each
 /// submitter's heap at W1's peak (README, "Kept"); the speed was the same either way. Finished
-/// work goes to `handOff` where it finishes; what that cannot take without waiting comes out of
-/// `finished`, whose stream ends after `close`, once nothing is left running or waiting.
+/// work goes to `onFinish` on the thread it finished on.
 final class SubmissionRunner: Sendable {
     struct Finished: Sendable {
         var work: SubmitWork
@@ -20,40 +19,31 @@ final class SubmissionRunner: Sendable {
     private struct State {
         var waiting = CircularBuffer<SubmitWork>()
         var running = 0
-        /// Finished work whose outcome is on its way out (to `handOff` or the stream): the
-        /// stream must not end under it.
-        var delivering = 0
-        var closed = false
-        var drained: Bool { closed && running == 0 && waiting.isEmpty && delivering == 0 }
     }
 
-    let finished: AsyncStream<Finished>
-    private let sink: AsyncStream<Finished>.Continuation
     private let state = Mutex(State())
     private let concurrency: Int
     private let registry: ConnectorRegistry
     private let policy: SubmissionPolicy
     private let http: ProviderHTTPClient
     private let runningChanged: @Sendable (Int) -> Void
-    private let handOff: @Sendable (Finished) -> Bool
+    private let onFinish: @Sendable (Finished) -> Void
 
-    /// `handOff` gets each finished piece of work on the thread it finished on (often an event
-    /// loop, so it must not block); it returns false to have the work come out of `finished`
-    /// instead. `runningChanged` gets the new count of running submissions under the runner's
-    /// lock, so the last value it got is the count now: reported after the lock, from two event
-    /// loops, an older count could land last and leave a gauge at 1 with nothing running.
+    /// `onFinish` gets each finished piece of work on the thread it finished on (often an event
+    /// loop, so it must not block). `runningChanged` gets the new count of running submissions
+    /// under the runner's lock, so the last value it got is the count now: reported after the
+    /// lock, from two event loops, an older count could land last and leave a gauge at 1 with
+    /// nothing running.
     init(
         concurrency: Int, registry: ConnectorRegistry, policy: SubmissionPolicy, http: ProviderHTTPClient,
-        runningChanged: @escaping @Sendable (Int) -> Void = { _ in },
-        handOff: @escaping @Sendable (Finished) -> Bool = { _ in false }
+        runningChanged: @escaping @Sendable (Int) -> Void = { _ in }, onFinish: @escaping @Sendable (Finished) -> Void
     ) {
-        (finished, sink) = AsyncStream.makeStream(of: Finished.self)
         self.concurrency = max(1, concurrency)
         self.registry = registry
         self.policy = policy
         self.http = http
         self.runningChanged = runningChanged
-        self.handOff = handOff
+        self.onFinish = onFinish
     }
 
     /// Submissions between their first send and their outcome.
@@ -75,11 +65,6 @@ final class SubmissionRunner: Sendable {
             return startNow
         }
         for item in startNow { run(item) }
-    }
-
-    /// No more work comes.
-    func close() {
-        if state.withLock({ $0.closed = true; return $0.drained }) { sink.finish() }
     }
 
     /// Runs `first`, and after it, in a loop rather than by recursion, each waiting item that
@@ -122,18 +107,12 @@ final class SubmissionRunner: Sendable {
     /// `running` that no longer counts it.
     private func end(_ item: SubmitWork, _ outcome: Outcome) -> SubmitWork? {
         let next = state.withLock { state -> SubmitWork? in
-            state.delivering += 1
             if let next = state.waiting.popFirst() { return next }
             state.running -= 1
             runningChanged(state.running)
             return nil
         }
-        let done = Finished(work: item, outcome: outcome)
-        if !handOff(done) { sink.yield(done) }
-        // Only the last outcome out ends the stream: when two finish at once on two event
-        // loops, the one that counted down last could otherwise end it before the other's
-        // outcome was in, and that outcome was lost.
-        if state.withLock({ $0.delivering -= 1; return $0.drained }) { sink.finish() }
+        onFinish(Finished(work: item, outcome: outcome))
         return next
     }
 }

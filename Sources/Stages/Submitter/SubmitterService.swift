@@ -52,7 +52,6 @@ package final class SubmitterService: MeasuredStage {
             concurrency: concurrency, registry: registry, policy: policy, http: http, runningChanged: { inFlightGauge.set(Double($0)) }
         ) { done in
             finished.append(done)
-            return true
         }
         logger.info("submitter ready", metadata: ["signedOut": "\(e.signedOut)", "concurrency": "\(concurrency)", "backlog": "\(backlog)"])
         let stopping = StopFlag()
@@ -61,7 +60,6 @@ package final class SubmitterService: MeasuredStage {
             defer { [workSocket, resultsSocket, rpcSocket].forEach { $0.close() } }
             try self.serve(work: workSocket, results: resultsSocket, rpc: rpcSocket, runner: runner, finished: finished, stopping: stopping)
         }
-        runner.close()
         await http.shutdown()
         logger.info("submitter stopped")
     }
