@@ -9,8 +9,21 @@ struct CurveAuthenticatorTests {
     /// none arrives in time (a refused handshake never delivers anything).
     /// `timeoutMilliseconds`: long for a client that must be admitted (the handshake and the ZAP
     /// round trip can take seconds on a loaded machine), short for one that must be refused.
+    /// On a thread of its own, not the cooperative pool: the server's echo task needs a pool
+    /// thread, and with this one blocked, other suites' blocking calls could hold the rest for
+    /// longer than the timeout (this test once saw no reply in 15 s in a full parallel run).
     static func request(
         _ context: ZMQContext, _ endpoint: String, curve: ZMQCurve?, _ text: String, timeoutMilliseconds: Int32 = 1000
+    ) async throws -> ZMQMessage? {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(with: Result { try blockingRequest(context, endpoint, curve: curve, text, timeoutMilliseconds: timeoutMilliseconds) })
+            }
+        }
+    }
+
+    private static func blockingRequest(
+        _ context: ZMQContext, _ endpoint: String, curve: ZMQCurve?, _ text: String, timeoutMilliseconds: Int32
     ) throws -> ZMQMessage? {
         var options = ZMQSocketOptions()
         options.curve = curve
@@ -52,14 +65,14 @@ struct CurveAuthenticatorTests {
         func client(_ pair: ZMQCurveKeyPair, serverKey: String = server.publicKey) -> ZMQCurve {
             .client(serverPublicKey: serverKey, publicKey: pair.publicKey, secretKey: pair.secretKey)
         }
-        let allowed = try Self.request(context, endpoint, curve: client(settler), "hello", timeoutMilliseconds: 15_000)
+        let allowed = try await Self.request(context, endpoint, curve: client(settler), "hello", timeoutMilliseconds: 15_000)
         #expect(allowed.map { String(decoding: $0.body, as: UTF8.self) } == "callbacks")
         // Listed, but not for this domain.
-        #expect(try Self.request(context, endpoint, curve: client(poller), "hello") == nil)
+        #expect(try await Self.request(context, endpoint, curve: client(poller), "hello") == nil)
         // Knows the server's public key, but is not listed: CURVE alone would let it in.
-        #expect(try Self.request(context, endpoint, curve: client(stranger), "hello") == nil)
+        #expect(try await Self.request(context, endpoint, curve: client(stranger), "hello") == nil)
         // No CURVE at all.
-        #expect(try Self.request(context, endpoint, curve: nil, "hello") == nil)
+        #expect(try await Self.request(context, endpoint, curve: nil, "hello") == nil)
         #expect(authenticator.refusedCount >= 2)
 
         echo.stop()
