@@ -62,8 +62,7 @@ package final class LedgerClient: OrderDirectory {
             $0 = Task {
                 while let batch = try? await duplex.nextBatch() {
                     for message in batch where message.frames.count == 2 {
-                        let id = message.frames[0].withUnsafeBytes { $0.count == 8 ? $0.loadUnaligned(as: UInt64.self) : 0 }
-                        waiting.resume(id, with: message.frames[1])
+                        if let id = LedgerRequestID.parse(message.frames[0]) { waiting.resume(id, with: message.frames[1]) }
                     }
                 }
                 waiting.resumeAll()
@@ -74,7 +73,7 @@ package final class LedgerClient: OrderDirectory {
     package func call(_ request: LedgerRequest) async throws(LedgerUnavailable) -> LedgerReply {
         let id = nextId.add(1, ordering: .relaxed).oldValue
         let payload = request.json.bytes
-        let idFrame = withUnsafeBytes(of: id) { Array($0) }
+        let idFrame = LedgerRequestID.frame(id)
         let (timeout, resendAfter) = (timeoutMilliseconds, resendAfterMilliseconds)
         let (waiting, duplex) = (self.waiting, self.duplex)
         let timer = Mutex<Task<Void, Never>?>(nil)

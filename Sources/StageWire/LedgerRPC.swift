@@ -1,5 +1,17 @@
 import PaypipeCore
 
+/// The frame a ledger RPC client puts before each request to match the reply, which the ledger
+/// sends back with the same frame.
+package enum LedgerRequestID {
+    package static func frame(_ id: UInt64) -> [UInt8] { withUnsafeBytes(of: id.littleEndian) { Array($0) } }
+
+    /// nil for a frame no client wrote.
+    package static func parse(_ frame: [UInt8]) -> UInt64? {
+        guard frame.count == 8 else { return nil }
+        return UInt64(littleEndian: frame.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) })
+    }
+}
+
 /// The ledger's request/reply messages (DEALER → ROUTER at `endpoints.ledgerRPC`): how callback
 /// validators and pollers reach the pipeline's store without holding any state themselves.
 /// One JSON object per frame; the client puts a request id frame before it.

@@ -17,7 +17,7 @@ struct LeaseBook {
     struct Request: Equatable {
         let id: UInt64
         let body: [UInt8]
-        var frames: [[UInt8]] { [withUnsafeBytes(of: id.littleEndian) { Array($0) }, body] }
+        var frames: [[UInt8]] { [LedgerRequestID.frame(id), body] }
     }
 
     enum Verdict: Equatable {
@@ -75,9 +75,7 @@ struct LeaseBook {
     /// which are forgotten. A reply to nothing pending (a late copy of a resent request) is
     /// ignored.
     mutating func reply(_ frames: [[UInt8]]) -> (decided: [(work: SubmitWork, verdict: Verdict)], lost: Int) {
-        guard frames.count == 2, frames[0].count == 8 else { return ([], 0) }
-        let id = UInt64(littleEndian: frames[0].withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) })
-        guard let request = pending.removeValue(forKey: id) else { return ([], 0) }
+        guard frames.count == 2, let id = LedgerRequestID.parse(frames[0]), let request = pending.removeValue(forKey: id) else { return ([], 0) }
         var granted: [Bool]?
         if case .claimed(let answers)? = try? LedgerReply.parse(frames[1], for: .claim(request.claims)), answers.count == request.claims.count {
             granted = answers
