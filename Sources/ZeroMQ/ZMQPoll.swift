@@ -86,8 +86,10 @@ public final class PollWakeup: Sendable {
     }
 
     func clear() {
-        var drain = [UInt8](repeating: 0, count: 256)
-        while read(readEnd, &drain, drain.count) > 0 {}
+        // On the stack: a submitter clears it once per wake-up.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 256) { drain in
+            while read(readEnd, drain.baseAddress, drain.count) > 0 {}
+        }
     }
 }
 

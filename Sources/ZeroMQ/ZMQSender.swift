@@ -100,7 +100,6 @@ public final class ZMQSender: Sendable {
         return state.withLock { DrainReport(undelivered: $0.undelivered) }
     }
 
-
     private static func run(socket: ZMQSocket, state: Locked<State>) {
         var failure: ZMQError?
         var undelivered = 0

@@ -25,6 +25,7 @@ let runs = argument("--runs", 3)
 
 let config = try PaypipeConfig.parse(Array(DemoConfig.text(sandboxURL: "http://127.0.0.1:18081").utf8))
 let registry = waitingFor { await StandardConnectors.registry(config: config) }
+let signer = SignerCore(registry: registry)
 
 /// The W1 order (bench/driver's PhonePe authInit) under `id`, and the outcome frame its
 /// submitter sends for nginx's answer.
@@ -34,7 +35,7 @@ func frames(_ id: Int) throws -> (intake: [UInt8], result: [UInt8], claim: Lease
         #"{"v":1,"orderId":"\#(orderId)","provider":"phonepe","operation":"authInit","amount":39900,"currency":"INR","params":{"merchantUserId":"U\#(id)","subscriptionId":"OMS2006110139450\#(id)"}}"#
             .utf8)
     guard case .order(let order) = Order.decode(frame: intake, catalog: registry.catalog) else { throw BenchError("order \(id) does not decode") }
-    guard case .submit(let work) = SignerCore(registry: registry).sign(order, acceptedAt: 1_795_237_200_000, nowSeconds: 1_795_237_200),
+    guard case .submit(let work) = signer.sign(order, acceptedAt: 1_795_237_200_000, nowSeconds: 1_795_237_200),
         let connector = registry.connector(for: order.provider)
     else { throw BenchError("order \(id) is not signed") }
     var submission = Submission(work: work, connector: connector)

@@ -151,12 +151,12 @@ package final class SubmitterService: MeasuredStage {
                 runner.start(granted)
             }
             if woken {
-                let finishedNow = finished.take()
+                let finishedNow = finished.take(), reportedAt = milliseconds()
                 busy = busy || !finishedNow.isEmpty
                 for done in finishedNow {
                     try report(done.outcome)
                     if done.outcome.attempts > 1 { retries.increment(by: Int64(done.outcome.attempts - 1)) }
-                    if done.work.acceptedAt > 0 { latency.recordNanoseconds(max(0, milliseconds() - done.work.acceptedAt) * 1_000_000) }
+                    if done.work.acceptedAt > 0 { latency.recordNanoseconds(max(0, reportedAt - done.work.acceptedAt) * 1_000_000) }
                     if let lease = done.work.lease { leases.release(lease) }
                     inHand -= 1
                 }
