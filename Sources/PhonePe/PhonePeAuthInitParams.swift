@@ -90,7 +90,15 @@ public struct PhonePeAuthInitParams: Sendable, Equatable {
     /// SHA-256 over (merchant, orderId), so a replayed order reuses the same id at PhonePe.
     /// orderId cannot contain a newline, so the last newline separates the two unambiguously.
     public static func defaultAuthRequestId(merchant: String, orderId: String) -> String {
-        let digest = SHA256.hash(data: Array("paypipe/phonepe/authRequestId\n\(merchant)\n\(orderId)".utf8))
+        // Bytes appended directly: an interpolated String cost as much as the hash.
+        let prefix: StaticString = "paypipe/phonepe/authRequestId\n"
+        var input: [UInt8] = []
+        input.reserveCapacity(prefix.utf8CodeUnitCount + merchant.utf8.count + 1 + orderId.utf8.count)
+        input.append(contentsOf: UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount))
+        input.append(contentsOf: merchant.utf8)
+        input.append(UInt8(ascii: "\n"))
+        input.append(contentsOf: orderId.utf8)
+        let digest = SHA256.hash(data: input)
         return digest.withUnsafeBytes { Digest.hex(UnsafeRawBufferPointer(rebasing: $0.prefix(16)), uppercase: true) }
     }
 

@@ -135,12 +135,11 @@ public struct PhonePeConnector: ProviderConnector {
     // MARK: - Ledger
 
     /// The authRequestId is derived from the order, so it is indexed before auth/init leaves.
+    /// PhonePe assigns no reference of its own: the authRequestId a pending outcome carries is
+    /// this one, so `callbackReferences(in:)` keeps the default (none), and the ledger does not
+    /// index the same reference a second time.
     public func callbackReferences(for order: Order) -> [String] {
         (try? PhonePeAuthInitParams(order: order)).map { [$0.authRequestId] } ?? []
-    }
-
-    public func callbackReferences(in outcome: Outcome) -> [String] {
-        outcome.result?["authRequestId"]?.stringValue.map { [$0] } ?? []
     }
 
     public func pendingFollowUp(for operation: Operation, timers: PaypipeConfig.Timers) -> PendingFollowUp? {

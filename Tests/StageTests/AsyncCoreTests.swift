@@ -158,12 +158,15 @@ struct PollDriverTests {
 @Suite("Ledger core: callbacks, polls and missed callbacks")
 struct LedgerAsyncTests {
     @Test func aSettledCallbackEndsTheOrderOnceAndItsRedeliveryChangesNothing() async throws {
-        var core = LedgerCore(store: try temporaryStore(), registry: await testRegistry())
+        let registry = await testRegistry()
+        var core = LedgerCore(store: try temporaryStore(), registry: registry)
         _ = try core.intake([Array(phonePeOrder.utf8)], now: 1000)
         let o = try order(phonePeOrder)
-        let pending = Outcome(order: o, status: .pending, result: ["authRequestId": "AR1", "redirectURL": "ppe://x"])
+        // The authRequestId is the order's own, indexed at intake; the pending outcome repeats it.
+        let reference = try #require(registry.connector(for: .phonepe)?.callbackReferences(for: o).first)
+        let pending = Outcome(order: o, status: .pending, result: ["authRequestId": .string(reference), "redirectURL": "ppe://x"])
         _ = try core.results([Array(pending.serialized.utf8)], now: 2000)
-        guard case .order(let stored?) = core.handle(.lookupRef(.phonepe, "AR1"), now: 2100).0 else {
+        guard case .order(let stored?) = core.handle(.lookupRef(.phonepe, reference), now: 2100).0 else {
             Issue.record("the authRequestId finds the order")
             return
         }

@@ -188,6 +188,29 @@ struct CanonicalKeyTests {
         #expect(replay == #"{"seq":1}"#)
     }
 
+    /// The texts of one statement share one buffer that grows as needed (SQLiteConnection):
+    /// each must be stored as it was, whether it fits, outgrows the buffer, or is empty, and a
+    /// shorter text after a longer one must not carry the longer one's tail.
+    @Test func textsOfEverySizeAreStoredAsTheyWere() throws {
+        let store = try temporaryStore()
+        let long = "{\"note\":\"" + String(repeating: "é😀x", count: 3000) + "\"}"
+        let texts = ["{\"a\":\"" + String(repeating: "a", count: 5000) + "\"}", long, "{}", #"{"b":1}"#]
+        for (n, text) in texts.enumerated() {
+            let merchant = String(repeating: "m", count: 1 + n * 40)
+            guard case .recorded = try store.transaction({ try store.admitRejection(OrderKey(merchant: merchant, orderId: "o-\(n)"), outcome: text, now: 1) })
+            else {
+                Issue.record("text \(n) was not recorded")
+                continue
+            }
+            let again = try store.transaction { try store.admitRejection(OrderKey(merchant: merchant, orderId: "o-\(n)"), outcome: "{}", now: 2) }
+            guard case .known(.duplicate(let replay)) = again else {
+                Issue.record("text \(n): expected the stored outcome, got \(again)")
+                continue
+            }
+            #expect(replay == LedgerStore.withSeq(text, Int64(n + 1)))
+        }
+    }
+
     @Test func anUnreadableMerchantsRejectionDoesNotPoisonALaterValidOrder() async throws {
         for merchant in ["42", "null", #""""#, #"{"a":1}"#] {
             var core = LedgerCore(store: try temporaryStore(), registry: await testRegistry())

@@ -132,14 +132,16 @@ struct RetentionTests {
     }
 
     @Test func compactionKeepsTheKeyAndOutcomeAndForgettingMakesTheKeyNew() async throws {
-        var core = LedgerCore(store: try temporaryStore(), registry: await testRegistry())
+        let registry = await testRegistry()
+        var core = LedgerCore(store: try temporaryStore(), registry: registry)
         let store = core.store
         let phonepe = try order(phonePeOrder)
+        let reference = try #require(registry.connector(for: .phonepe)?.callbackReferences(for: phonepe).first)
         _ = try core.intake([Array(phonePeOrder.utf8)], now: 1000)
-        _ = try core.results([Array(Outcome(order: phonepe, status: .pending, result: ["authRequestId": "AR1"]).serialized.utf8)], now: 2000)
+        _ = try core.results([Array(Outcome(order: phonepe, status: .pending, result: ["authRequestId": .string(reference)]).serialized.utf8)], now: 2000)
         let done = Outcome(order: phonepe, status: .succeeded, result: ["state": "COMPLETED"])
         #expect(core.handle(.settle(phonepe.key, event: "phonepe|AR1|COMPLETED", outcome: done), now: 3000).0 == .settled(applied: true, duplicate: false))
-        #expect(try store.lookup(provider: .phonepe, ref: "AR1") != nil)
+        #expect(try store.lookup(provider: .phonepe, ref: reference) != nil)
         // Still open: never compacted, however old.
         _ = try core.intake([Array(vivaOrder.utf8)], now: 1000)
         let ended: Int64 = 3000
@@ -148,7 +150,7 @@ struct RetentionTests {
         #expect(try store.transaction { try store.compactOrders(endedBefore: ended + 1, limit: 10) } == 1)
         #expect(try store.transaction { try store.compactOrders(endedBefore: .max, limit: 10) } == 0)
         #expect(try store.lookup(phonepe.key) == nil)
-        #expect(try store.lookup(provider: .phonepe, ref: "AR1") == nil)
+        #expect(try store.lookup(provider: .phonepe, ref: reference) == nil)
         #expect(try store.lookup(try order(vivaOrder).key)?.state == .open)
         // The callback event went too; the repeated order is still answered with its outcome.
         let repeated = try core.intake([Array(phonePeOrder.utf8)], now: 4000)

@@ -25,6 +25,7 @@ final class SQLiteConnection {
     deinit {
         for statement in statements.values { sqlite3_finalize(statement) }
         sqlite3_close(db)
+        textBindings.deallocate()
     }
 
     func execute(_ sql: String) throws(SQLiteError) {
@@ -44,24 +45,7 @@ final class SQLiteConnection {
             sqlite3_reset(statement)
             sqlite3_clear_bindings(statement)
         }
-        for (index, value) in bindings.enumerated() {
-            let position = Int32(index + 1)
-            switch value {
-            case .null: sqlite3_bind_null(statement, position)
-            case .integer(let i): sqlite3_bind_int64(statement, position, i)
-            case .text(var s):
-                // With its byte length: -1 would end the text at an embedded NUL.
-                if s.isEmpty {
-                    sqlite3_bind_text(statement, position, "", 0, SQLITE_TRANSIENT_PTR)  // a nil pointer would bind NULL
-                } else {
-                    s.withUTF8 { utf8 in
-                        utf8.withMemoryRebound(to: CChar.self) {
-                            _ = sqlite3_bind_text(statement, position, $0.baseAddress, Int32($0.count), SQLITE_TRANSIENT_PTR)
-                        }
-                    }
-                }
-            }
-        }
+        bind(bindings, to: statement)
         var rows: [[SQLiteValue]] = []
         while true {
             let result = sqlite3_step(statement)
@@ -82,6 +66,39 @@ final class SQLiteConnection {
             rows.append(row)
         }
         return rows
+    }
+
+    /// Text bindings are copied here and bound where they lie (SQLITE_STATIC): bound as
+    /// SQLITE_TRANSIENT, SQLite made a copy of its own, and freed it when the bindings were
+    /// cleared, for every text of every statement. The statement's bindings are cleared
+    /// before the next query overwrites this buffer.
+    private var textBindings = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
+
+    private func bind(_ bindings: [SQLiteValue], to statement: OpaquePointer) {
+        var total = 0
+        for case .text(let s) in bindings { total += s.utf8.count }
+        if total > textBindings.count {
+            textBindings.deallocate()
+            textBindings = .allocate(byteCount: max(total, 2 * textBindings.count), alignment: 1)
+        }
+        var offset = 0
+        for (index, value) in bindings.enumerated() {
+            let position = Int32(index + 1)
+            switch value {
+            case .null: sqlite3_bind_null(statement, position)
+            case .integer(let i): sqlite3_bind_int64(statement, position, i)
+            case .text(var s):
+                // With its byte length: -1 would end the text at an embedded NUL; and never a nil
+                // pointer, which would bind NULL, so an empty text points into the buffer too.
+                let count = s.withUTF8 { utf8 in
+                    UnsafeMutableRawBufferPointer(rebasing: textBindings[offset...]).copyMemory(from: UnsafeRawBufferPointer(utf8))
+                    return utf8.count
+                }
+                let start = textBindings.baseAddress!.advanced(by: offset).assumingMemoryBound(to: CChar.self)
+                sqlite3_bind_text(statement, position, start, Int32(count), SQLITE_STATIC_PTR)
+                offset += count
+            }
+        }
     }
 
     var changes: Int { Int(sqlite3_changes(db)) }
@@ -142,5 +159,5 @@ struct SQLiteError: Error, CustomStringConvertible {
     var description: String { "sqlite: \(message)" }
 }
 
-// SQLITE_TRANSIENT is a macro casting -1 to a destructor pointer; Swift cannot import it.
-let SQLITE_TRANSIENT_PTR = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
+// SQLITE_STATIC is a macro casting 0 to a destructor pointer; Swift cannot import it.
+let SQLITE_STATIC_PTR: sqlite3_destructor_type? = nil
