@@ -145,4 +145,19 @@ struct SubmissionRunnerTests {
         #expect(provider.server.requests.count == 3)
         await http.shutdown()
     }
+
+    /// Retries spread over the whole backoff window: every jitter lies in 0..<1, and draws from
+    /// two event loops at once are spread evenly, not repeated.
+    @Test func jitterIsSpreadOverZeroToOne() async {
+        let jitter = Jitter()
+        let draws = await withTaskGroup(of: [Double].self) { group in
+            for _ in 0..<2 { group.addTask { (0..<20_000).map { _ in jitter.next() } } }
+            return await group.reduce(into: []) { $0 += $1 }
+        }
+        #expect(draws.allSatisfy { (0..<1).contains($0) })
+        #expect(Set(draws).count == draws.count)
+        var tenths = [Int](repeating: 0, count: 10)
+        for draw in draws { tenths[Int(draw * 10)] += 1 }
+        #expect(tenths.allSatisfy { (3_600...4_400).contains($0) }, "\(tenths)")
+    }
 }

@@ -28,6 +28,7 @@ final class SubmissionRunner: Sendable {
     private let http: ProviderHTTPClient
     private let runningChanged: @Sendable (Int) -> Void
     private let onFinish: @Sendable (Finished) -> Void
+    private let jitter = Jitter()
 
     /// `onFinish` gets each finished piece of work on the thread it finished on (often an event
     /// loop, so it must not block). `runningChanged` gets the new count of running submissions
@@ -92,8 +93,8 @@ final class SubmissionRunner: Sendable {
         http.execute(request, afterMilliseconds: delay) { result in
             var submission = submission
             let action = switch result {
-            case .success(let response): submission.receive(response, jitter: Double.random(in: 0..<1))
-            case .failure(let failure): submission.fail(failure, jitter: Double.random(in: 0..<1))
+            case .success(let response): submission.receive(response, jitter: self.jitter.next())
+            case .failure(let failure): submission.fail(failure, jitter: self.jitter.next())
             }
             switch action {
             case .send(let request, let delay): self.send(request, after: delay, submission)
@@ -114,5 +115,20 @@ final class SubmissionRunner: Sendable {
         }
         onFinish(Finished(work: item, outcome: outcome))
         return next
+    }
+}
+
+/// Backoff jitter in 0..<1 for any event loop: SplitMix64 over an atomic counter seeded once.
+/// `Double.random` asked the kernel for randomness (a `getrandom` call) on every answer, though
+/// only a retry uses its jitter, and a retry's spread needs no secrecy.
+final class Jitter: Sendable {
+    private let counter = Atomic<UInt64>(UInt64.random(in: .min ... .max))
+
+    func next() -> Double {
+        var z = counter.wrappingAdd(0x9E37_79B9_7F4A_7C15, ordering: .relaxed).newValue
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        z ^= z >> 31
+        return Double(z >> 11) * 0x1p-53
     }
 }
