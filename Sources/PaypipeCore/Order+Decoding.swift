@@ -46,14 +46,14 @@ extension Order {
         guard case .object(let object) = document else {
             return .dropped(Rejection(.notAnObject, field: "frame", "frame is JSON \(document.typeName), not an object"))
         }
-        // Only an absent merchant means "default": a rejection filed under "default" for a
-        // merchant that was there but unreadable would answer a later valid order with its id.
-        let identity = OrderIdentity(
-            orderId: echo(object["orderId"]), merchant: object["merchant"] == nil ? "default" : echo(object["merchant"]),
-            provider: echo(object["provider"]), operation: echo(object["operation"]))
         do {
             return .order(try validate(object, catalog: catalog))
         } catch {
+            // Only an absent merchant means "default": a rejection filed under "default" for a
+            // merchant that was there but unreadable would answer a later valid order with its id.
+            let identity = OrderIdentity(
+                orderId: echo(object["orderId"]), merchant: object["merchant"] == nil ? "default" : echo(object["merchant"]),
+                provider: echo(object["provider"]), operation: echo(object["operation"]))
             return .rejected(error, identity: identity)
         }
     }
@@ -71,19 +71,26 @@ extension Order {
     }
 
     static func validate(_ object: [String: JSONValue], catalog: OrderCatalog) throws(Rejection) -> Order {
-        if let unknown = object.keys.filter({ !topLevelKeys.contains($0) }).sorted().first {
+        // One pass over the members, each key matched by comparison: a lookup per field hashed
+        // the keys again, and every order is validated three times (ledger, signer, submitter).
+        var fields = TopLevelFields()
+        var unknown: String?
+        for (key, value) in object where !fields.take(key, value) {
+            if unknown.map({ key < $0 }) ?? true { unknown = key }
+        }
+        if let unknown {
             throw Rejection(.unknownField, field: unknown, "\(unknown.prefix(64)) is not an order field (allowed: \(topLevelKeys.sorted().joined(separator: ", ")))")
         }
-        guard let version = object["v"] else { throw Rejection(.missingField, field: "v", "v is required and must be 1") }
+        guard let version = fields.v else { throw Rejection(.missingField, field: "v", "v is required and must be 1") }
         guard version == .integer(version1) else {
             throw Rejection(.unsupportedVersion, field: "v", "v must be 1, got \(describe(version))")
         }
-        let orderId = try requiredString(object, "orderId")
+        let orderId = try requiredString(fields.orderId, "orderId")
         guard isValidOrderId(orderId) else {
             throw Rejection(.invalidOrderId, field: "orderId", "orderId must be 1-64 characters of [A-Za-z0-9._:-]")
         }
         var merchant = "default"
-        if let value = object["merchant"] {
+        if let value = fields.merchant {
             guard let string = value.stringValue else {
                 throw Rejection(.invalidType, field: "merchant", "merchant must be a string, got \(value.typeName)")
             }
@@ -96,26 +103,26 @@ extension Order {
             }
             merchant = string
         }
-        let providerName = try requiredString(object, "provider")
+        let providerName = try requiredString(fields.provider, "provider")
         guard let provider = catalog.provider(named: providerName) else {
             throw Rejection(.unknownProvider, field: "provider",
                 "provider \"\(providerName.prefix(32))\" is not one of \(catalog.providers.map(\.rawValue).joined(separator: ", "))")
         }
-        let operationName = try requiredString(object, "operation")
+        let operationName = try requiredString(fields.operation, "operation")
         guard let spec = catalog.operation(named: operationName, of: provider) else {
             let allowed = catalog.operations(of: provider).map(\.operation.rawValue).joined(separator: ", ")
             throw Rejection(.unknownOperation, field: "operation",
                 "operation \"\(operationName.prefix(32))\" is not one of \(provider.rawValue)'s: \(allowed)")
         }
         let operation = spec.operation
-        guard let paramsValue = object["params"] else {
+        guard let paramsValue = fields.params else {
             throw Rejection(.missingField, field: "params", "params is required (an object of the operation's parameters)")
         }
         guard case .object(let params) = paramsValue else {
             throw Rejection(.invalidType, field: "params", "params must be an object, got \(paramsValue.typeName)")
         }
         var order = Order(orderId: orderId, merchant: merchant, operation: operation, params: params)
-        if let value = object["amount"] {
+        if let value = fields.amount {
             guard case .integer(let amount) = value else {
                 throw Rejection(.amountNotInteger, field: "amount", "amount must be an integer in minor units, got \(value.typeName)")
             }
@@ -124,7 +131,7 @@ extension Order {
             }
             order.amount = amount
         }
-        if let value = object["currency"] {
+        if let value = fields.currency {
             guard let currency = value.stringValue, isAlpha3(currency) else {
                 throw Rejection(.invalidCurrency, field: "currency", "currency must be an ISO 4217 alpha-3 code (three capital letters)")
             }
@@ -143,8 +150,29 @@ extension Order {
 
     private static let version1 = Order.version
 
-    private static func requiredString(_ object: [String: JSONValue], _ key: String) throws(Rejection) -> String {
-        guard let value = object[key] else { throw Rejection(.missingField, field: key, "\(key) is required") }
+    /// The members `topLevelKeys` names.
+    private struct TopLevelFields {
+        var v, orderId, merchant, provider, operation, amount, currency, params: JSONValue?
+
+        /// Keeps `value` if `key` is an order field.
+        mutating func take(_ key: String, _ value: JSONValue) -> Bool {
+            switch key {
+            case "v": v = value
+            case "orderId": orderId = value
+            case "merchant": merchant = value
+            case "provider": provider = value
+            case "operation": operation = value
+            case "amount": amount = value
+            case "currency": currency = value
+            case "params": params = value
+            default: return false
+            }
+            return true
+        }
+    }
+
+    private static func requiredString(_ value: JSONValue?, _ key: String) throws(Rejection) -> String {
+        guard let value else { throw Rejection(.missingField, field: key, "\(key) is required") }
         guard let string = value.stringValue else {
             throw Rejection(.invalidType, field: key, "\(key) must be a string, got \(value.typeName)")
         }

@@ -97,6 +97,15 @@ struct OrderDecodingTests {
         #expect(rejected.message.contains(field))
     }
 
+    /// Several unknown fields name the first in sorted order, whatever order they came in, and
+    /// before any other rule is checked.
+    @Test func theFirstUnknownFieldInSortedOrderIsNamed() throws {
+        for json in [#"{"zeta":1,"v":2,"beta":1,"alpha":1}"#, #"{"alpha":1,"zeta":1,"beta":1}"#] {
+            let rejected = try #require(rejection(json))
+            #expect(rejected.code == .unknownField && rejected.field == "alpha")
+        }
+    }
+
     @Test func amountIsOptionalWhereNoMoneyMovesButStillValidated() {
         let query = #"{"v":1,"orderId":"q1","provider":"trustpayments","operation":"transactionQuery","params":{"transactionReference":"1-2-3"}}"#
         guard case .order(let order) = decode(query) else {
