@@ -20,7 +20,30 @@ public enum Timestamp {
         let millis = Int(milliseconds - seconds * 1000)
         let date = CivilDate(daysSinceEpoch: seconds.floorDivided(by: 86_400))
         let secondOfDay = Int(seconds - seconds.floorDivided(by: 86_400) * 86_400)
-        return "\(date.iso8601)T\(pad(secondOfDay / 3600, 2)):\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2)).\(pad(millis, 3))Z"
+        guard (0...9999).contains(date.year) else {
+            return "\(date.iso8601)T\(pad(secondOfDay / 3600, 2)):\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2)).\(pad(millis, 3))Z"
+        }
+        // Digits written in place: every outcome is stamped, and the interpolation of padded
+        // parts cost a dozen small strings each time.
+        return String(unsafeUninitializedCapacity: 24) { out in
+            func digits(_ value: Int, _ width: Int, at end: Int) {
+                var value = value
+                for index in stride(from: end - 1, through: end - width, by: -1) {
+                    out[index] = UInt8(ascii: "0") + UInt8(value % 10)
+                    value /= 10
+                }
+            }
+            digits(date.year, 4, at: 4)
+            digits(date.month, 2, at: 7)
+            digits(date.day, 2, at: 10)
+            digits(secondOfDay / 3600, 2, at: 13)
+            digits(secondOfDay / 60 % 60, 2, at: 16)
+            digits(secondOfDay % 60, 2, at: 19)
+            digits(millis, 3, at: 23)
+            (out[4], out[7], out[10], out[13], out[16], out[19], out[23]) =
+                (UInt8(ascii: "-"), UInt8(ascii: "-"), UInt8(ascii: "T"), UInt8(ascii: ":"), UInt8(ascii: ":"), UInt8(ascii: "."), UInt8(ascii: "Z"))
+            return 24
+        }
     }
 
     static func pad(_ value: Int, _ width: Int) -> String {

@@ -1,3 +1,4 @@
+import Foundation
 import Connectors
 import PaypipeCore
 import Testing
@@ -187,6 +188,17 @@ struct OutcomeTests {
         #expect(Timestamp.iso8601(milliseconds: 1_795_237_200_123) == "2026-11-21T05:00:00.123Z")
         #expect(Timestamp.iso8601(milliseconds: 951_782_400_000) == "2000-02-29T00:00:00.000Z")
         #expect(Timestamp.now().count == 24)
+        // Every day of four centuries, at the last millisecond of the day and the first, against
+        // Foundation's formatter.
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        for day in stride(from: Int64(-3_000), through: 146_097 - 3_000, by: 7) {
+            for milliseconds in [day * 86_400_000, day * 86_400_000 + 86_399_999, day * 86_400_000 + 45_296_007] {
+                let expected = formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+                #expect(Timestamp.iso8601(milliseconds: milliseconds) == expected)
+            }
+        }
     }
 }
 
