@@ -7,7 +7,7 @@ public struct PhonePeAuthInit: Sendable, Equatable {
     public let params: PhonePeAuthInitParams
     public let merchantId: String
     /// The JSON that is base64-encoded into `{"request": ...}`.
-    public let payload: JSONValue
+    public var payload: JSONValue { Self.payload(params, merchantId: merchantId) }
     public let request: HTTPRequestSpec
     public let statusRequest: HTTPRequestSpec
 
@@ -20,12 +20,10 @@ public struct PhonePeAuthInit: Sendable, Equatable {
         }
         var params = try PhonePeAuthInitParams(order: order)
         params.merchantCallBackScheme = try Self.callBackScheme(params.merchantCallBackScheme, config: config)
-        let payload = Self.payload(params, merchantId: merchantId)
-        let payloadBase64 = Base64.encodeToString(payload.bytes, .standard)
+        let payloadBase64 = Base64.encodeToString(Self.payloadBytes(params, merchantId: merchantId), .standard)
 
         self.params = params
         self.merchantId = merchantId
-        self.payload = payload
         request = HTTPRequestSpec(
             method: .POST, url: baseURL + PhonePeRules.authInitPath,
             headers: [
@@ -73,5 +71,22 @@ public struct PhonePeAuthInit: Sendable, Equatable {
         ]
         if params.authWorkflowType == .transaction, let amount = params.amount { object["amount"] = .integer(amount) }
         return .object(object)
+    }
+
+    /// `payload(params, merchantId:).bytes`, written member by member in key order: building
+    /// the object and sorting its keys cost more than the rest of signing but the hashes.
+    static func payloadBytes(_ params: PhonePeAuthInitParams, merchantId: String) -> [UInt8] {
+        var writer = JSONObjectWriter(capacity: 384)
+        if params.authWorkflowType == .transaction, let amount = params.amount { writer.integer("amount", amount) }
+        writer.string("authRequestId", params.authRequestId)
+        writer.object("deviceContext") { device in
+            device.string("deviceOS", PhonePeRules.deviceOS)
+            if let scheme = params.merchantCallBackScheme { device.string("merchantCallBackScheme", scheme) }
+        }
+        writer.string("merchantId", merchantId)
+        writer.string("merchantUserId", params.merchantUserId)
+        writer.string("paymentScope", PhonePeRules.paymentScope)
+        writer.string("subscriptionId", params.subscriptionId)
+        return writer.finish()
     }
 }

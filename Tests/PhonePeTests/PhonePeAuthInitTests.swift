@@ -130,6 +130,21 @@ import Testing
         ])
     }
 
+    /// The payload is written member by member; its bytes must be the canonical serialization
+    /// of `payload` (keys sorted, compact), with and without an amount and a scheme.
+    @Test func thePayloadBytesAreItsCanonicalJSON() throws {
+        let orders = [
+            Fixtures.order(), Fixtures.orderWith(["merchantCallBackScheme": "iOSIntentIntegration"]),
+            Fixtures.orderWith(["authWorkflowType": "PENNY_DROP"], amount: 500), Fixtures.orderWith(["authRequestId": "AR-explicit_1"]),
+        ]
+        for order in orders {
+            let built = try PhonePeAuthInit(order: order, config: Fixtures.config(callbackScheme: "merchantapp"))
+            let body = try #require(try? JSONValue.parse(built.request.body).objectValue)
+            let b64 = try #require(body["request"]?.stringValue)
+            #expect(Array(try #require(Data(base64Encoded: b64))) == built.payload.bytes)
+        }
+    }
+
     @Test func pennyDropPayloadHasNoAmount() throws {
         let built = try PhonePeAuthInit(order: Fixtures.orderWith(["authWorkflowType": "PENNY_DROP"], amount: 500), config: Fixtures.config())
         let payload = try #require(Fixtures.decodedPayload(built.request))
