@@ -97,29 +97,47 @@ public struct Outcome: Sendable, Equatable {
 
     public static func parse(_ bytes: some Collection<UInt8>) throws -> Outcome {
         guard case .object(let o) = try JSONValue.parse(bytes) else { throw OutcomeParseError(field: "outcome") }
-        func string(_ key: String) throws -> String {
-            guard let s = o[key]?.stringValue else { throw OutcomeParseError(field: key) }
+        // One pass over the members, each key matched by comparison rather than looked up by its
+        // hash (the ledger parses every stage's outcome). Other members, such as `seq`, are ignored.
+        var v, status, attempts, errorValue, resultValue, orderId, merchant, provider, operation, at: JSONValue?
+        for (key, value) in o {
+            switch key {
+            case "v": v = value
+            case "status": status = value
+            case "attempts": attempts = value
+            case "error": errorValue = value
+            case "result": resultValue = value
+            case "orderId": orderId = value
+            case "merchant": merchant = value
+            case "provider": provider = value
+            case "operation": operation = value
+            case "at": at = value
+            default: break
+            }
+        }
+        func string(_ value: JSONValue?, _ key: String) throws -> String {
+            guard let s = value?.stringValue else { throw OutcomeParseError(field: key) }
             return s
         }
-        guard o["v"] == 1 else { throw OutcomeParseError(field: "v") }
-        guard let status = Status(rawValue: try string("status")) else { throw OutcomeParseError(field: "status") }
-        guard let attempts = o["attempts"]?.integerValue else { throw OutcomeParseError(field: "attempts") }
+        guard v == 1 else { throw OutcomeParseError(field: "v") }
+        guard let status = Status(rawValue: try string(status, "status")) else { throw OutcomeParseError(field: "status") }
+        guard let attempts = attempts?.integerValue else { throw OutcomeParseError(field: "attempts") }
         var error: ErrorInfo?
-        if let e = o["error"] {
+        if let e = errorValue {
             guard let code = e["code"]?.stringValue, let message = e["message"]?.stringValue else {
                 throw OutcomeParseError(field: "error")
             }
             error = ErrorInfo(code: code, message: message)
         }
         var result: [String: JSONValue]?
-        if let r = o["result"] {
+        if let r = resultValue {
             guard let object = r.objectValue else { throw OutcomeParseError(field: "result") }
             result = object
         }
         return Outcome(
-            orderId: try string("orderId"), merchant: try string("merchant"), provider: try string("provider"),
-            operation: try string("operation"), status: status, result: result, error: error,
-            attempts: Int(attempts), at: try string("at"))
+            orderId: try string(orderId, "orderId"), merchant: try string(merchant, "merchant"), provider: try string(provider, "provider"),
+            operation: try string(operation, "operation"), status: status, result: result, error: error,
+            attempts: Int(attempts), at: try string(at, "at"))
     }
 }
 

@@ -183,6 +183,36 @@ struct OutcomeTests {
         #expect(Outcome.Status.allCases.filter(\.isTerminal) == [.succeeded, .failed, .rejected])
     }
 
+    /// Every field an outcome needs is checked and named when missing or of the wrong kind;
+    /// members it does not know (the ledger's `seq`) are passed over.
+    @Test func parsingNamesTheFieldThatIsMissingOrInvalid() throws {
+        let valid = #"{"at":"2026-11-21T05:00:00.123Z","attempts":1,"merchant":"default","operation":"sale","orderId":"o-1","provider":"viva","seq":7,"status":"pending","v":1}"#
+        let parsed = try Outcome.parse(Array(valid.utf8))
+        #expect(parsed.orderId == "o-1" && parsed.status == .pending && parsed.result == nil && parsed.error == nil)
+        func field(_ replacing: String, _ with: String) -> String? {
+            do {
+                _ = try Outcome.parse(Array(valid.replacingOccurrences(of: replacing, with: with).utf8))
+                return nil
+            } catch let error as OutcomeParseError {
+                return error.field
+            } catch {
+                return "not an OutcomeParseError: \(error)"
+            }
+        }
+        #expect(field(#","v":1"#, "") == "v")
+        #expect(field(#""v":1"#, #""v":2"#) == "v")
+        #expect(field(#""status":"pending""#, #""status":"done""#) == "status")
+        #expect(field(#""attempts":1"#, #""attempts":"1""#) == "attempts")
+        #expect(field(#""at":"#, #""error":{"code":"X"},"at":"#) == "error")
+        #expect(field(#""at":"#, #""result":[1],"at":"#) == "result")
+        #expect(field(#""orderId":"o-1","#, "") == "orderId")
+        #expect(field(#""merchant":"default""#, #""merchant":7"#) == "merchant")
+        #expect(field(#""provider":"viva","#, "") == "provider")
+        #expect(field(#""operation":"sale""#, #""operation":null"#) == "operation")
+        #expect(field(#""at":"2026-11-21T05:00:00.123Z","#, "") == "at")
+        #expect(throws: OutcomeParseError.self) { try Outcome.parse(Array("[]".utf8)) }
+    }
+
     @Test func timestampsAreRFC3339UTCWithMilliseconds() {
         #expect(Timestamp.iso8601(milliseconds: 0) == "1970-01-01T00:00:00.000Z")
         #expect(Timestamp.iso8601(milliseconds: 1_795_237_200_123) == "2026-11-21T05:00:00.123Z")
