@@ -33,15 +33,20 @@ package struct ParamReader: Sendable {
         try self.init(params, path: "params", allowed: allowed, container: "a parameter of \(operation)")
     }
 
-    private init(_ values: [String: JSONValue], path: String, allowed: some Collection<String>, container: String) throws(Rejection) {
+    /// `container` is only built for the message: every order's params pass through here.
+    private init(
+        _ values: [String: JSONValue], path: String, allowed: some Collection<String>, container: @autoclosure () -> String
+    ) throws(Rejection) {
         self.values = values
         self.path = path
         // The smallest unknown key, so that the one named is the same on every run.
-        guard let unknown = values.keys.filter({ !allowed.contains($0) }).min() else { return }
+        var unknown: String?
+        for key in values.keys where !allowed.contains(key) && unknown.map({ key < $0 }) ?? true { unknown = key }
+        guard let unknown else { return }
         let field = "\(path).\(Self.printable(unknown))"
         throw Rejection(
             .unknownField, field: field,
-            "\(field) is not \(container) (allowed: \(allowed.sorted().joined(separator: ", ")))")
+            "\(field) is not \(container()) (allowed: \(allowed.sorted().joined(separator: ", ")))")
     }
 
     // MARK: Paths and errors
