@@ -6,8 +6,6 @@ import PaypipeCore
 public struct PhonePeAuthInit: Sendable, Equatable {
     public let params: PhonePeAuthInitParams
     public let merchantId: String
-    /// The JSON that is base64-encoded into `{"request": ...}`.
-    public var payload: JSONValue { Self.payload(params, merchantId: merchantId) }
     public let request: HTTPRequestSpec
     public let statusRequest: HTTPRequestSpec
 
@@ -20,7 +18,7 @@ public struct PhonePeAuthInit: Sendable, Equatable {
         }
         var params = try PhonePeAuthInitParams(order: order)
         params.merchantCallBackScheme = try Self.callBackScheme(params.merchantCallBackScheme, config: config)
-        let payloadBase64 = Base64.encodeToString(Self.payloadBytes(params, merchantId: merchantId), .standard)
+        let payloadBase64 = Base64.encodeToString(Self.payload(params, merchantId: merchantId), .standard)
 
         self.params = params
         self.merchantId = merchantId
@@ -55,27 +53,12 @@ public struct PhonePeAuthInit: Sendable, Equatable {
         return configured
     }
 
-    /// The payload per the seed's request-parameter table. The seed's sample also carries
-    /// `message` and `deviceContext.isPPAppPresent`, which its table does not define and the
-    /// server cannot know; they are left out.
-    public static func payload(_ params: PhonePeAuthInitParams, merchantId: String) -> JSONValue {
-        var deviceContext: [String: JSONValue] = ["deviceOS": .string(PhonePeRules.deviceOS)]
-        if let scheme = params.merchantCallBackScheme { deviceContext["merchantCallBackScheme"] = .string(scheme) }
-        var object: [String: JSONValue] = [
-            "merchantId": .string(merchantId),
-            "merchantUserId": .string(params.merchantUserId),
-            "subscriptionId": .string(params.subscriptionId),
-            "authRequestId": .string(params.authRequestId),
-            "paymentScope": .string(PhonePeRules.paymentScope),
-            "deviceContext": .object(deviceContext),
-        ]
-        if params.authWorkflowType == .transaction, let amount = params.amount { object["amount"] = .integer(amount) }
-        return .object(object)
-    }
-
-    /// `payload(params, merchantId:).bytes`, written member by member in key order: building
-    /// the object and sorting its keys cost more than the rest of signing but the hashes.
-    static func payloadBytes(_ params: PhonePeAuthInitParams, merchantId: String) -> [UInt8] {
+    /// The JSON that is base64-encoded into `{"request": ...}`, per the seed's request-parameter
+    /// table. The seed's sample also carries `message` and `deviceContext.isPPAppPresent`, which
+    /// its table does not define and the server cannot know; they are left out. Written member
+    /// by member in key order, the canonical form: building a `JSONValue` object and sorting its
+    /// keys cost more than the rest of signing but the hashes.
+    static func payload(_ params: PhonePeAuthInitParams, merchantId: String) -> [UInt8] {
         var writer = JSONObjectWriter(capacity: 384)
         if params.authWorkflowType == .transaction, let amount = params.amount { writer.integer("amount", amount) }
         writer.string("authRequestId", params.authRequestId)

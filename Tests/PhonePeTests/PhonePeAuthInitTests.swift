@@ -130,8 +130,8 @@ import Testing
         ])
     }
 
-    /// The payload is written member by member; its bytes must be the canonical serialization
-    /// of `payload` (keys sorted, compact), with and without an amount and a scheme.
+    /// The payload is written member by member; its bytes must be canonical JSON (keys sorted,
+    /// compact: what its own parse serializes to), with and without an amount and a scheme.
     @Test func thePayloadBytesAreItsCanonicalJSON() throws {
         let orders = [
             Fixtures.order(), Fixtures.orderWith(["merchantCallBackScheme": "iOSIntentIntegration"]),
@@ -141,7 +141,10 @@ import Testing
             let built = try PhonePeAuthInit(order: order, config: Fixtures.config(callbackScheme: "merchantapp"))
             let body = try #require(try? JSONValue.parse(built.request.body).objectValue)
             let b64 = try #require(body["request"]?.stringValue)
-            #expect(Array(try #require(Data(base64Encoded: b64))) == built.payload.bytes)
+            let bytes = Array(try #require(Data(base64Encoded: b64)))
+            let payload = try JSONValue.parse(bytes)
+            #expect(bytes == payload.bytes)
+            #expect(payload["authRequestId"] == .string(built.authRequestId) && payload["merchantUserId"] == .string(built.params.merchantUserId))
         }
     }
 
