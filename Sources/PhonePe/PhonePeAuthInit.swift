@@ -11,13 +11,12 @@ public struct PhonePeAuthInit: Sendable, Equatable {
 
     public var authRequestId: String { params.authRequestId }
 
-    public init(order: Order, config: PhonePeConfig, checksum: PhonePeChecksum) throws(Rejection) {
-        let (baseURL, merchantId) = try config.validated()
-        guard checksum.saltIndex == config.saltIndex else {
-            throw Rejection(.phonePeInvalidConfig, field: "phonepe.saltIndex", "the signer's salt index differs from phonepe.saltIndex")
-        }
+    /// Signs with a merchant's settings checked once (`PhonePeMerchant`): the signer's connector
+    /// keeps one per merchant, so an order costs no config copy and no settings check.
+    public init(order: Order, merchant: PhonePeMerchant) throws(Rejection) {
+        let (baseURL, merchantId) = try merchant.endpoint.get()
         var params = try PhonePeAuthInitParams(order: order)
-        params.merchantCallBackScheme = try Self.callBackScheme(params.merchantCallBackScheme, config: config)
+        if params.merchantCallBackScheme == nil { params.merchantCallBackScheme = try merchant.configuredCallBackScheme.get() }
         let payloadBase64 = Base64.encodeToString(Self.payload(params, merchantId: merchantId), .standard)
 
         self.params = params
@@ -26,16 +25,16 @@ public struct PhonePeAuthInit: Sendable, Equatable {
             method: .POST, url: baseURL + PhonePeRules.authInitPath,
             headers: [
                 HTTPHeader("Content-Type", "application/json"),
-                HTTPHeader("X-VERIFY", checksum.xVerify(payloadBase64: payloadBase64, apiPath: PhonePeRules.authInitPath)),
-                HTTPHeader("X-CALLBACK-URL", config.callbackURL),
+                HTTPHeader("X-VERIFY", merchant.checksum.xVerify(payloadBase64: payloadBase64, apiPath: PhonePeRules.authInitPath)),
+                HTTPHeader("X-CALLBACK-URL", merchant.config.callbackURL),
             ],
             body: Array("{\"request\":\"\(payloadBase64)\"}".utf8))
         statusRequest = PhonePeAuthStatus.request(
-            baseURL: baseURL, merchantId: merchantId, authRequestId: params.authRequestId, checksum: checksum)
+            baseURL: baseURL, merchantId: merchantId, authRequestId: params.authRequestId, checksum: merchant.checksum)
     }
 
     public init(order: Order, config: PhonePeConfig) throws(Rejection) {
-        try self.init(order: order, config: config, checksum: PhonePeChecksum(config: config))
+        try self.init(order: order, merchant: PhonePeMerchant(config: config))
     }
 
     /// `deviceContext.merchantCallBackScheme`, mandatory in seed 002's request table: the

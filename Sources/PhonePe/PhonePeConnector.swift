@@ -39,20 +39,28 @@ public struct PhonePeConnector: ProviderConnector {
     }
 
     let config: PaypipeConfig
-    let checksums: [String: PhonePeChecksum]
+    /// Every merchant with PhonePe settings, by name.
+    let merchants: [String: PhonePeMerchant]
 
     public init(config: PaypipeConfig) async {
         self.config = config
-        checksums = config.merchants.compactMapValues { $0.phonepe.map(PhonePeChecksum.init(config:)) }
+        merchants = config.merchants.compactMapValues { $0.phonepe.map(PhonePeMerchant.init(config:)) }
+    }
+
+    /// The merchant's PhonePe settings; an unknown merchant, or one without PhonePe settings,
+    /// gets the config's own rejection.
+    func merchant(_ name: String) throws(Rejection) -> PhonePeMerchant {
+        // Byte for byte, as `PaypipeConfig.merchant(_:)`: a dictionary lookup also matches
+        // canonically equivalent spellings.
+        if let index = merchants.index(forKey: name), merchants[index].key.hasSameUTF8(as: name) { return merchants[index].value }
+        return PhonePeMerchant(config: try config.merchant(name).require(\.phonepe, .phonepe))
     }
 
     // MARK: - Signer
 
     public func sign(_ order: Order, purpose: DispatchPurpose, nowSeconds: Int64) throws(Rejection) -> Signed<Context> {
-        let phonepe = try config.merchant(order.merchant).require(\.phonepe, .phonepe)
-        let checksum = checksums[order.merchant] ?? PhonePeChecksum(config: phonepe)
-        let authInit = try PhonePeAuthInit(order: order, config: phonepe, checksum: checksum)
-        let context = Context(authRequestId: authInit.authRequestId, merchantId: phonepe.merchantId)
+        let authInit = try PhonePeAuthInit(order: order, merchant: try merchant(order.merchant))
+        let context = Context(authRequestId: authInit.authRequestId, merchantId: authInit.merchantId)
         return .request(SignedRequest(request: authInit.request, resolve: authInit.statusRequest, context: context))
     }
 
@@ -62,9 +70,9 @@ public struct PhonePeConnector: ProviderConnector {
     public func signStatusCheck(
         _ order: Order, pending: [String: JSONValue], purpose: DispatchPurpose, nowSeconds: Int64
     ) throws(Rejection) -> Signed<Context>? {
-        let phonepe = try config.merchant(order.merchant).require(\.phonepe, .phonepe)
-        let status = try PhonePeAuthStatus.request(order: order, config: phonepe, checksum: checksums[order.merchant] ?? PhonePeChecksum(config: phonepe))
-        let context = Context(authRequestId: try PhonePeAuthInitParams(order: order).authRequestId, merchantId: phonepe.merchantId)
+        let phonepe = try merchant(order.merchant)
+        let status = try PhonePeAuthStatus.request(order: order, config: phonepe.config, checksum: phonepe.checksum)
+        let context = Context(authRequestId: try PhonePeAuthInitParams(order: order).authRequestId, merchantId: phonepe.config.merchantId)
         return .request(SignedRequest(request: status, resolve: status, context: context))
     }
 
@@ -105,7 +113,7 @@ public struct PhonePeConnector: ProviderConnector {
         var lastError = CallbackRejection.forged(CallbackRejection.Code.badChecksum, "no merchant is configured with this PhonePe merchantId")
         var authenticated: (String, String, PhonePeCallback)?
         for (name, merchant) in config.merchants.sorted(by: { $0.key < $1.key }) where merchant.phonepe?.merchantId == envelope.claimedMerchantId {
-            guard let phonepe = merchant.phonepe, let checksum = checksums[name] else { continue }
+            guard let phonepe = merchant.phonepe, let checksum = merchants[name]?.checksum else { continue }
             do {
                 authenticated = (name, phonepe.merchantId, try envelope.authenticate(xVerify: request.header("X-VERIFY"), checksum: checksum))
                 break

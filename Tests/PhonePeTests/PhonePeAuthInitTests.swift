@@ -203,6 +203,50 @@ import Testing
         #expect(status.request == (try PhonePeAuthStatus.request(order: Fixtures.order(), config: Fixtures.config(), checksum: PhonePeChecksum(config: Fixtures.config()))))
     }
 
+    /// The connector checks each merchant's settings once, when it is built: every order still
+    /// gets its own merchant's request, or the rejection that names what is wrong.
+    @Test func theConnectorSignsEachMerchantWithItsOwnSettings() async throws {
+        var broken = Fixtures.config(merchantId: "BROKEN")
+        broken.baseURL = "ftp://host"
+        let second = Fixtures.config(merchantId: "SECONDMID", saltIndex: "2")
+        let config = PaypipeConfig(merchants: [
+            "default": MerchantConfig(phonepe: Fixtures.config()), "second": MerchantConfig(phonepe: second),
+            "broken": MerchantConfig(phonepe: broken), "no-phonepe": MerchantConfig(), "caf\u{E9}": MerchantConfig(phonepe: Fixtures.config()),
+        ])
+        let connector = await PhonePeConnector(config: config)
+        func signed(_ merchant: String) throws(Rejection) -> SignedRequest<PhonePeConnector.Context> {
+            guard case .request(let signed) = try connector.sign(Fixtures.order(merchant: merchant), purpose: .submit, nowSeconds: 1_700_000_000) else {
+                throw Rejection(.missingField, field: "test", "not a request")
+            }
+            return signed
+        }
+        func rejection(_ merchant: String) -> Rejection? {
+            do {
+                _ = try signed(merchant)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        for (merchant, settings) in [("default", Fixtures.config()), ("second", second)] {
+            let expected = try PhonePeAuthInit(order: Fixtures.order(merchant: merchant), config: settings)
+            let got = try signed(merchant)
+            #expect(got.request == expected.request)
+            #expect(got.resolve == expected.statusRequest)
+            #expect(got.request.header("X-VERIFY")?.hasSuffix("###\(settings.saltIndex)") == true)
+        }
+        // Checked once, rejected every time.
+        for _ in 0..<2 {
+            #expect(rejection("broken")?.field == "phonepe.baseURL")
+            #expect(rejection("broken")?.code == .phonePeInvalidConfig)
+        }
+        #expect(rejection("no-phonepe")?.code == .missingCredentials)
+        #expect(rejection("ghost")?.code == .unknownMerchant)
+        // A canonically equivalent spelling is another merchant: names match byte for byte.
+        #expect(rejection("cafe\u{301}")?.code == .unknownMerchant)
+        #expect(rejection("caf\u{E9}") == nil)
+    }
+
     @Test func isDeterministicForAReplayedOrder() throws {
         let first = try PhonePeAuthInit(order: Fixtures.order(), config: Fixtures.config())
         let second = try PhonePeAuthInit(order: Fixtures.order(), config: Fixtures.config())
