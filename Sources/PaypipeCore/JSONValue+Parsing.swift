@@ -23,6 +23,18 @@ extension JSONValue {
     public static func parse(_ text: String, maxDepth: Int = 64) throws(JSONParseError) -> JSONValue {
         try parse(Array(text.utf8), maxDepth: maxDepth)
     }
+
+    /// Reads `bytes` as one JSON object without building it: each member goes to `take` as its
+    /// key's bytes and its parsed value, in document order. True when the whole document was
+    /// read so. False as soon as `take` refuses a member, a key is not plain ASCII (an escape
+    /// could spell any key), or the document is not a well-formed object: the caller then
+    /// parses it with `parse`, which also says what is wrong.
+    package static func forEachMember(
+        of bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int = 64, _ take: (UnsafeBufferPointer<UInt8>, JSONValue) -> Bool
+    ) -> Bool {
+        var parser = JSONParser(bytes: bytes, maxDepth: maxDepth)
+        return (try? parser.scanObject(take)) ?? false
+    }
 }
 
 private struct JSONParser {
@@ -127,6 +139,42 @@ private struct JSONParser {
         members.removeSubrange(first...)
         depth -= 1
         return .object(object)
+    }
+
+    /// `forEachMember`'s reading: the same grammar as `parseObject` at the top level, with
+    /// plain keys only.
+    mutating func scanObject(_ take: (UnsafeBufferPointer<UInt8>, JSONValue) -> Bool) throws(JSONParseError) -> Bool {
+        skipWhitespace()
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "{") else { return false }
+        try enterContainer()
+        index += 1
+        skipWhitespace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
+            index += 1
+        } else {
+            while true {
+                skipWhitespace()
+                guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return false }
+                let keyStart = index + 1
+                let keyEnd = JSONPlainRun.end(of: bytes, from: keyStart, stopAtNonASCII: true)
+                guard keyEnd < bytes.count, bytes[keyEnd] == UInt8(ascii: "\"") else { return false }
+                index = keyEnd + 1
+                skipWhitespace()
+                guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { return false }
+                index += 1
+                skipWhitespace()
+                let value = try parseValue()
+                guard take(UnsafeBufferPointer(rebasing: bytes[keyStart..<keyEnd]), value) else { return false }
+                skipWhitespace()
+                guard index < bytes.count else { return false }
+                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+                if bytes[index] == UInt8(ascii: "}") { index += 1; break }
+                return false
+            }
+        }
+        depth -= 1
+        skipWhitespace()
+        return index == bytes.count
     }
 
     mutating func parseArray() throws(JSONParseError) -> JSONValue {

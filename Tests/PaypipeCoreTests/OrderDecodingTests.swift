@@ -107,6 +107,48 @@ struct OrderDecodingTests {
         }
     }
 
+    /// A valid order is read without building its top-level object (`forEachMember`); anything
+    /// that path does not take whole goes through the full parse. Either way the result must be
+    /// what validating the parsed object gives.
+    @Test func everyOrderDecodesAsItsParsedObjectValidates() throws {
+        let frames = [
+            validSale,
+            #"  { "params" : { "b" : [1, {"c": null}] , "a" : "\u00e9" } , "currency":"GBP","amount":1050,"operation":"sale","provider":"viva","orderId":"o-2","v":1 }  "#,
+            #"{"v":1,"orderId":"o-3","merchant":"m\u00e9","provider":"viva","operation":"sale","amount":1,"currency":"EUR","params":{"caf\u00e9":"\ud83d\ude00"}}"#,
+            // An escape that spells a field: the full parse reads it as that field.
+            #"{"\u0076":1,"orderId":"o-4","provider":"viva","operation":"sale","amount":1,"currency":"EUR","params":{}}"#,
+            #"{"v":1,"orderId":"o-5","provider":"viva","operation":"sale","amount":1,"currency":"EUR","params":{},"extra":true}"#,
+            #"{"v":1,"orderId":"o-6","provider":"viva","operation":"sale","amount":1,"currency":"EUR","params":{}} x"#,
+            #"{"v":1,"orderId":"o-7","provider":"viva","operation":"sale","amount":1,"currency":"EUR","params":{},}"#,
+            #"{"v":1,"orderId":"o-8","provider":"viva","operation":"sale","amount":"1","currency":"EUR","params":{}}"#,
+            #"{"v":1,"orderId":"o-9","provider":"viva","operation":"sale","amount":1,"currency":"EUR","params":{},"v":1}"#,
+            #"{"v":1,"orderId":"o-10","provider":"viva","operation":"sale","amount":1,"currency":"EUR","params":{},"\u0076":1}"#,
+            #"[{"v":1}]"#, "{}", "",
+        ]
+        for frame in frames {
+            let decoded = decode(frame)
+            guard case .object(let object)? = try? JSONValue.parse(frame) else {
+                guard case .dropped = decoded else { Issue.record("\(frame) was not dropped"); continue }
+                continue
+            }
+            do {
+                #expect(decoded == .order(try Order(validating: object, catalog: testCatalog)), "\(frame)")
+            } catch {
+                guard case .rejected(let rejection, _) = decoded else { Issue.record("\(frame) was not rejected"); continue }
+                #expect(rejection == error, "\(frame)")
+            }
+        }
+        // Orders taken whole by the direct reading, each the order the full parse gives.
+        #expect(decode(frames[1]) == .order(Order(orderId: "o-2", operation: Operation(Provider("viva"), "sale"), amount: 1050, currency: "GBP",
+            params: ["b": [1, ["c": .null]], "a": "\u{E9}"])))
+        #expect(decode(frames[3]) == .order(Order(orderId: "o-4", operation: Operation(Provider("viva"), "sale"), amount: 1, currency: "EUR")))
+        // A repeated field is refused, spelled the same or escaped.
+        for frame in frames[8...9] {
+            guard case .dropped(let rejection) = decode(frame) else { Issue.record("\(frame) was not dropped"); continue }
+            #expect(rejection.message.contains("duplicate key \"v\""))
+        }
+    }
+
     @Test func amountIsOptionalWhereNoMoneyMovesButStillValidated() {
         let query = #"{"v":1,"orderId":"q1","provider":"trustpayments","operation":"transactionQuery","params":{"transactionReference":"1-2-3"}}"#
         guard case .order(let order) = decode(query) else {
