@@ -1,9 +1,9 @@
 import PaypipeCore
 
-/// An order on its way from the ledger to the signers or the pollers:
-/// `{"acceptedAt":ms,"purpose":"submit","order":{…}}`, and for a status check of a pending order
-/// `"pending":{…}`, the result of its stored pending outcome (the provider's references, which
-/// the status call names). The ledger writes the stored order JSON as is, without parsing it again.
+/// An order on its way from the ledger to the signers or the pollers: when it was accepted, why
+/// it is sent, its generation, the order, and for a status check of a pending order the result
+/// of its stored pending outcome (the provider's references, which the status call names). The
+/// ledger writes the stored order JSON as is, without parsing it again.
 package struct DispatchFrame: Sendable, Equatable {
     package var order: Order
     /// When the ledger accepted the order (for a poll: when the receipt became pending).
@@ -14,14 +14,53 @@ package struct DispatchFrame: Sendable, Equatable {
     /// the current generation, so an older copy still queued somewhere is never sent.
     package var generation: Int64
 
+    /// The first byte of a binary dispatch frame; a JSON frame starts with "{".
+    static let binaryTag: UInt8 = 0x02
+
+    /// The binary frame (`BinaryFrame.swift`), in this order: tag, acceptedAt, generation,
+    /// purpose, the order's JSON, the pending result (a presence byte, then JSON). Up to the
+    /// order it is laid out as `SubmitWork.frame`, so a frame either stage cannot read is
+    /// answered for its order the same way (`Outcome.unreadableWork`). In JSON, the signer
+    /// built a dictionary of the envelope and another of the order before reading either.
     package static func encode(
         orderJSON: String, acceptedAt: Int64, purpose: DispatchPurpose = .submit, pending: [String: JSONValue]? = nil, generation: Int64 = 1
     ) -> [UInt8] {
-        let pendingField = pending.map { ",\"pending\":" + JSONValue.object($0).serialized } ?? ""
-        return Array("{\"acceptedAt\":\(acceptedAt),\"purpose\":\"\(purpose.rawValue)\"\(pendingField),\"generation\":\(generation),\"order\":\(orderJSON)}".utf8)
+        var writer = BinaryFrameWriter(tag: binaryTag, capacity: 64 + orderJSON.utf8.count)
+        writer.integer(acceptedAt)
+        writer.integer(generation)
+        writer.string(purpose.rawValue)
+        writer.string(orderJSON)
+        writer.byte(pending == nil ? 0 : 1)
+        if let pending { writer.field { JSONValue.object(pending).write(into: &$0) } }
+        return writer.bytes
     }
 
+    /// Reads the binary frame, or the JSON frame of earlier releases
+    /// (`{"acceptedAt":ms,"purpose":"submit","generation":n,"pending":{…},"order":{…}}`).
     package static func decode(_ frame: [UInt8], catalog: OrderCatalog) throws(EnvelopeError) -> DispatchFrame {
+        frame.first == binaryTag ? try decodeBinary(frame, catalog: catalog) : try decodeJSON(frame, catalog: catalog)
+    }
+
+    private static func decodeBinary(_ frame: [UInt8], catalog: OrderCatalog) throws(EnvelopeError) -> DispatchFrame {
+        var reader = try BinaryFrameReader(frame, tag: binaryTag, label: "dispatch")
+        let acceptedAt = try reader.integer("acceptedAt")
+        let generation = try reader.integer("generation")
+        guard let purpose = DispatchPurpose(rawValue: try reader.string("purpose")) else { throw EnvelopeError("dispatch.purpose is invalid") }
+        let order: Order
+        switch Order.decode(frame: try reader.field("order"), catalog: catalog) {
+        case .order(let decoded): order = decoded
+        case .rejected(let rejection, _), .dropped(let rejection): throw EnvelopeError("dispatch.order: \(rejection.message)")
+        }
+        var pending: [String: JSONValue]?
+        if try reader.byte("pending") != 0 {
+            guard let object = try reader.json("pending").objectValue else { throw EnvelopeError("dispatch.pending is not an object") }
+            pending = object
+        }
+        try reader.end()
+        return DispatchFrame(order: order, acceptedAt: acceptedAt, purpose: purpose, pending: pending, generation: generation)
+    }
+
+    private static func decodeJSON(_ frame: [UInt8], catalog: OrderCatalog) throws(EnvelopeError) -> DispatchFrame {
         guard case .object(let object)? = try? JSONValue.parse(frame), let orderObject = object["order"]?.objectValue else {
             throw EnvelopeError("dispatch frame is not an object with an order")
         }

@@ -103,7 +103,7 @@ package struct SubmitWork: Sendable, Equatable {
     }
 
     private static func readOrder(_ reader: inout BinaryFrameReader, catalog: OrderCatalog) throws(EnvelopeError) -> Order {
-        guard let object = try reader.json("order").objectValue, let order = try? Order(validating: object, catalog: catalog) else {
+        guard case .order(let order) = Order.decode(frame: try reader.field("order"), catalog: catalog) else {
             throw EnvelopeError("work.order is not a valid order")
         }
         return order
@@ -145,14 +145,16 @@ package struct SubmitWork: Sendable, Equatable {
 
     /// The order a frame names (binary or JSON work, or a dispatch frame), as JSON, even when the
     /// rest of the frame cannot be read.
+    /// The order object in a work or dispatch frame, binary (both lay out the same fields before
+    /// the order) or JSON.
     static func orderObject(in frame: [UInt8]) -> [String: JSONValue]? {
-        guard frame.first == binaryTag else {
+        guard let tag = frame.first, tag == binaryTag || tag == DispatchFrame.binaryTag else {
             guard case .object(let object)? = try? JSONValue.parse(frame) else { return nil }
             return object["order"]?.objectValue
         }
         // The fields before the order are passed over whatever they hold (a purpose that is not
         // UTF-8 included): the order alone decides whether it can be given an outcome.
-        guard var reader = try? BinaryFrameReader(frame, tag: binaryTag, label: "work"),
+        guard var reader = try? BinaryFrameReader(frame, tag: tag, label: "work"),
             (try? reader.integer("acceptedAt")) != nil, (try? reader.integer("generation")) != nil, (try? reader.field("purpose")) != nil
         else { return nil }
         return (try? reader.json("order"))?.objectValue

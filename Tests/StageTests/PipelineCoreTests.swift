@@ -206,6 +206,42 @@ struct SignerCoreTests {
         }
     }
 
+    /// The ledger's dispatch frame round-trips, with or without a pending result, and the JSON
+    /// frame of earlier ledgers is still read. A damaged one is refused naming the field, and
+    /// one whose order can still be read gives that order an outcome, as a work frame does.
+    @Test func dispatchFramesRoundTripAndTheirDamageIsNamed() throws {
+        let stored = try order(phonePeOrder)
+        let pending: [String: JSONValue] = ["authRequestId": "AR1", "redirectURL": "ppe://x"]
+        for (purpose, result) in [(DispatchPurpose.submit, nil), (.statusCheck, pending)] as [(DispatchPurpose, [String: JSONValue]?)] {
+            let frame = DispatchFrame.encode(orderJSON: stored.serialized, acceptedAt: 1_795_237_200_000, purpose: purpose, pending: result, generation: 3)
+            #expect(frame.first == 0x02)
+            let expected = try DispatchFrame.decode(frame, catalog: testCatalog)
+            #expect(expected.order == stored && expected.acceptedAt == 1_795_237_200_000 && expected.purpose == purpose)
+            #expect(expected.pending == result && expected.generation == 3)
+            var legacy: [String: JSONValue] = [
+                "acceptedAt": .integer(1_795_237_200_000), "purpose": .string(purpose.rawValue), "generation": 3, "order": stored.json,
+            ]
+            if let result { legacy["pending"] = .object(result) }
+            #expect(try DispatchFrame.decode(JSONValue.object(legacy).bytes, catalog: testCatalog) == expected)
+        }
+        let frame = DispatchFrame.encode(orderJSON: stored.serialized, acceptedAt: 1)
+        for length in 1..<frame.count {
+            #expect(throws: EnvelopeError.self) { try DispatchFrame.decode(Array(frame[..<length]), catalog: testCatalog) }
+        }
+        #expect(throws: EnvelopeError.self) { try DispatchFrame.decode(frame + [0], catalog: testCatalog) }
+        let purpose = Array("submit".utf8)
+        let at = try #require(frame.firstRange(of: purpose))
+        var bogus = frame
+        bogus.replaceSubrange(at, with: Array(repeating: UInt8(ascii: "x"), count: purpose.count))
+        #expect { try DispatchFrame.decode(bogus, catalog: testCatalog) } throws: { ($0 as? EnvelopeError)?.description == "dispatch.purpose is invalid" }
+        let outcome = try #require(Outcome.unreadableWork(bogus, reason: "dispatch.purpose is invalid"))
+        #expect(outcome.orderId == "pp-1" && outcome.status == .rejected && outcome.error?.code == "UNREADABLE_WORK")
+        let unsupported = DispatchFrame.encode(orderJSON: #"{"v":2}"#, acceptedAt: 1)
+        #expect { try DispatchFrame.decode(unsupported, catalog: testCatalog) } throws: {
+            ($0 as? EnvelopeError)?.description.hasPrefix("dispatch.order: v must be 1") == true
+        }
+    }
+
     /// Every truncation and every trailing byte is refused with the field's name; a frame whose
     /// order can still be read gives that order an outcome.
     @Test func aDamagedWorkFrameIsRefusedNamingTheField() throws {
