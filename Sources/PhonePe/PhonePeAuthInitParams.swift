@@ -86,6 +86,17 @@ public struct PhonePeAuthInitParams: Sendable, Equatable {
         }
     }
 
+    /// The `authRequestId` that `init(order:)` gives `order`, read alone: the ledger indexes it
+    /// for every order at intake, before the signer checks the rest of the params (checking
+    /// them all there too was most of the ledger's intake work for a W1 order after decoding).
+    /// Nil when the order's own `authRequestId` is not one.
+    public static func authRequestId(of order: Order) -> String? {
+        guard order.operation == .authInit else { return nil }
+        guard let given = order.params["authRequestId"] else { return defaultAuthRequestId(merchant: order.merchant, orderId: order.orderId) }
+        guard case .string(let id) = given, PhonePeRules.isIdentifier(id, maxLength: PhonePeRules.authRequestIdMaxLength) else { return nil }
+        return id
+    }
+
     /// The `authRequestId` for an order that names none: 32 upper-case hex digits of
     /// SHA-256 over (merchant, orderId), so a replayed order reuses the same id at PhonePe.
     /// orderId cannot contain a newline, so the last newline separates the two unambiguously.

@@ -145,9 +145,10 @@ public struct PhonePeConnector: ProviderConnector {
     /// The authRequestId is derived from the order, so it is indexed before auth/init leaves.
     /// PhonePe assigns no reference of its own: the authRequestId a pending outcome carries is
     /// this one, so `callbackReferences(in:)` keeps the default (none), and the ledger does not
-    /// index the same reference a second time.
+    /// index the same reference a second time. An order whose other params the signer then
+    /// rejects keeps its reference: no request under it ever reaches PhonePe.
     public func callbackReferences(for order: Order) -> [String] {
-        (try? PhonePeAuthInitParams(order: order)).map { [$0.authRequestId] } ?? []
+        PhonePeAuthInitParams.authRequestId(of: order).map { [$0] } ?? []
     }
 
     public func pendingFollowUp(for operation: Operation, timers: PaypipeConfig.Timers) -> PendingFollowUp? {

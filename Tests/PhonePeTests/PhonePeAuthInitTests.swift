@@ -47,6 +47,26 @@ import Testing
         #expect(rejection(Fixtures.orderWith(["authRequestId": .string(String(repeating: "A", count: 35))])) == nil)
     }
 
+    /// The ledger indexes the id read alone; a callback then finds the order by the id its
+    /// auth/init carried, so the two must agree whenever the signer signs the order.
+    @Test func theIndexedAuthRequestIdIsTheOneSigned() throws {
+        let orders = [
+            Fixtures.order(), Fixtures.order(orderId: "ord-2", merchant: "shop2"), Fixtures.orderWith(["authRequestId": "TX123456789"]),
+            Fixtures.orderWith(["authRequestId": .string(String(repeating: "A", count: 35)), "authWorkflowType": "PENNY_DROP"], amount: nil),
+        ]
+        for order in orders {
+            #expect(PhonePeAuthInitParams.authRequestId(of: order) == (try PhonePeAuthInitParams(order: order)).authRequestId)
+        }
+        #expect(PhonePeAuthInitParams.authRequestId(of: Fixtures.order(orderId: "ord-1")) == "C6AEBB71C18F78AC2F504893809B7FB0")
+        for bad: JSONValue in ["../x", "a b", "", .string(String(repeating: "A", count: 36)), 12345, .null] {
+            #expect(PhonePeAuthInitParams.authRequestId(of: Fixtures.orderWith(["authRequestId": bad])) == nil)
+        }
+        // Params the signer refuses do not change the id (no request under it ever leaves).
+        let refused = Fixtures.orderWith(["merchantUserId": "../x"])
+        #expect(rejection(refused)?.field == "params.merchantUserId")
+        #expect(PhonePeAuthInitParams.authRequestId(of: refused) == PhonePeAuthInitParams.defaultAuthRequestId(merchant: "default", orderId: "ord-000123"))
+    }
+
     @Test func requiresMerchantUserIdAndSubscriptionId() {
         let noUser = Fixtures.order(params: ["subscriptionId": "OMS2301191527473651197003"])
         #expect(rejection(noUser) == Rejection.missingParam("merchantUserId"))
