@@ -30,10 +30,28 @@ extension JSONValue {
     /// could spell any key), or the document is not a well-formed object: the caller then
     /// parses it with `parse`, which also says what is wrong.
     package static func forEachMember(
-        of bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int = 64, _ take: (UnsafeBufferPointer<UInt8>, JSONValue) -> Bool
+        of bytes: some Collection<UInt8>, maxDepth: Int = 64, _ take: (UnsafeBufferPointer<UInt8>, JSONValue) -> Bool
     ) -> Bool {
-        var parser = JSONParser(bytes: bytes, maxDepth: maxDepth)
-        return (try? parser.scanObject(take)) ?? false
+        func scan(_ buffer: UnsafeBufferPointer<UInt8>) -> Bool {
+            var parser = JSONParser(bytes: buffer, maxDepth: maxDepth)
+            return (try? parser.scanObject(take)) ?? false
+        }
+        return bytes.withContiguousStorageIfAvailable(scan) ?? Array(bytes).withUnsafeBufferPointer(scan)
+    }
+
+    /// For a `forEachMember` reader: keeps `value` in `field` unless the member came before
+    /// (a repeated key, which `parse` refuses).
+    package static func keepOnce(_ value: JSONValue, in field: inout JSONValue?) -> Bool {
+        guard field == nil else { return false }
+        field = value
+        return true
+    }
+}
+
+extension UnsafeBufferPointer<UInt8> {
+    /// Whether these bytes are `name`'s (a `forEachMember` key against a field's name).
+    package func spells(_ name: StaticString) -> Bool {
+        name.withUTF8Buffer { elementsEqual($0) }
     }
 }
 

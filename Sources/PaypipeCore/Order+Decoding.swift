@@ -73,10 +73,7 @@ extension Order {
     /// that is unknown, repeated or escaped, a rule broken), which the full parse then names.
     private static func decodeWithoutObject(_ frame: some Collection<UInt8>, catalog: OrderCatalog) -> Order? {
         var fields = TopLevelFields()
-        func read(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-            JSONValue.forEachMember(of: bytes) { key, value in fields.take(bytes: key, value) }
-        }
-        guard frame.withContiguousStorageIfAvailable(read) ?? Array(frame).withUnsafeBufferPointer(read) else { return nil }
+        guard JSONValue.forEachMember(of: frame, { key, value in fields.take(bytes: key, value) }) else { return nil }
         return try? validated(fields, catalog: catalog)
     }
 
@@ -194,21 +191,16 @@ extension Order {
         /// The same for a key still in the frame's bytes, and false for a repeated field (which
         /// the full parse refuses).
         mutating func take(bytes key: UnsafeBufferPointer<UInt8>, _ value: JSONValue) -> Bool {
-            func named(_ name: StaticString) -> Bool { name.withUTF8Buffer { key.elementsEqual($0) } }
-            func keep(_ field: inout JSONValue?) -> Bool {
-                guard field == nil else { return false }
-                field = value
-                return true
-            }
+            func keep(_ field: inout JSONValue?) -> Bool { JSONValue.keepOnce(value, in: &field) }
             switch key.count {
-            case 1 where named("v"): return keep(&v)
-            case 6 where named("amount"): return keep(&amount)
-            case 6 where named("params"): return keep(&params)
-            case 7 where named("orderId"): return keep(&orderId)
-            case 8 where named("merchant"): return keep(&merchant)
-            case 8 where named("provider"): return keep(&provider)
-            case 8 where named("currency"): return keep(&currency)
-            case 9 where named("operation"): return keep(&operation)
+            case 1 where key.spells("v"): return keep(&v)
+            case 6 where key.spells("amount"): return keep(&amount)
+            case 6 where key.spells("params"): return keep(&params)
+            case 7 where key.spells("orderId"): return keep(&orderId)
+            case 8 where key.spells("merchant"): return keep(&merchant)
+            case 8 where key.spells("provider"): return keep(&provider)
+            case 8 where key.spells("currency"): return keep(&currency)
+            case 9 where key.spells("operation"): return keep(&operation)
             default: return false
             }
         }

@@ -96,17 +96,30 @@ public struct Outcome: Sendable, Equatable {
     }
 
     public static func parse(_ bytes: some Collection<UInt8>) throws -> Outcome {
+        // The members go straight into their fields, without the top-level object's dictionary
+        // (the ledger parses every stage's outcome); a document that way does not take whole
+        // (an escaped or unknown key, a repeated one) is parsed in full, which also says what
+        // is wrong with it.
+        var fields = Fields()
+        if JSONValue.forEachMember(of: bytes, { key, value in fields.take(bytes: key, value) }) { return try fields.outcome() }
         guard case .object(let o) = try JSONValue.parse(bytes) else { throw OutcomeParseError(field: "outcome") }
-        // One pass over the members, each key matched by comparison rather than looked up by its
-        // hash (the ledger parses every stage's outcome). Other members, such as `seq`, are ignored.
-        var v, status, attempts, errorValue, resultValue, orderId, merchant, provider, operation, at: JSONValue?
-        for (key, value) in o {
+        fields = Fields()
+        for (key, value) in o { fields.take(key, value) }
+        return try fields.outcome()
+    }
+
+    /// The members an outcome is made of; others, such as `seq`, are passed over.
+    private struct Fields {
+        var v, status, attempts, error, result, orderId, merchant, provider, operation, at: JSONValue?
+        var seq = false
+
+        mutating func take(_ key: String, _ value: JSONValue) {
             switch key {
             case "v": v = value
             case "status": status = value
             case "attempts": attempts = value
-            case "error": errorValue = value
-            case "result": resultValue = value
+            case "error": error = value
+            case "result": result = value
             case "orderId": orderId = value
             case "merchant": merchant = value
             case "provider": provider = value
@@ -115,29 +128,55 @@ public struct Outcome: Sendable, Equatable {
             default: break
             }
         }
-        func string(_ value: JSONValue?, _ key: String) throws -> String {
-            guard let s = value?.stringValue else { throw OutcomeParseError(field: key) }
-            return s
-        }
-        guard v == 1 else { throw OutcomeParseError(field: "v") }
-        guard let status = Status(rawValue: try string(status, "status")) else { throw OutcomeParseError(field: "status") }
-        guard let attempts = attempts?.integerValue else { throw OutcomeParseError(field: "attempts") }
-        var error: ErrorInfo?
-        if let e = errorValue {
-            guard let code = e["code"]?.stringValue, let message = e["message"]?.stringValue else {
-                throw OutcomeParseError(field: "error")
+
+        /// The same for a key still in the document's bytes; false for a key met before or one
+        /// this reading does not know (the full parse refuses the one and passes over the other).
+        mutating func take(bytes key: UnsafeBufferPointer<UInt8>, _ value: JSONValue) -> Bool {
+            func keep(_ field: inout JSONValue?) -> Bool { JSONValue.keepOnce(value, in: &field) }
+            switch key.count {
+            case 1 where key.spells("v"): return keep(&v)
+            case 2 where key.spells("at"): return keep(&at)
+            case 3 where key.spells("seq"):
+                guard !seq else { return false }
+                seq = true
+                return true
+            case 5 where key.spells("error"): return keep(&error)
+            case 6 where key.spells("status"): return keep(&status)
+            case 6 where key.spells("result"): return keep(&result)
+            case 7 where key.spells("orderId"): return keep(&orderId)
+            case 8 where key.spells("attempts"): return keep(&attempts)
+            case 8 where key.spells("merchant"): return keep(&merchant)
+            case 8 where key.spells("provider"): return keep(&provider)
+            case 9 where key.spells("operation"): return keep(&operation)
+            default: return false
             }
-            error = ErrorInfo(code: code, message: message)
         }
-        var result: [String: JSONValue]?
-        if let r = resultValue {
-            guard let object = r.objectValue else { throw OutcomeParseError(field: "result") }
-            result = object
+
+        func outcome() throws -> Outcome {
+            func string(_ value: JSONValue?, _ key: String) throws -> String {
+                guard let s = value?.stringValue else { throw OutcomeParseError(field: key) }
+                return s
+            }
+            guard v == 1 else { throw OutcomeParseError(field: "v") }
+            guard let status = Status(rawValue: try string(status, "status")) else { throw OutcomeParseError(field: "status") }
+            guard let attempts = attempts?.integerValue else { throw OutcomeParseError(field: "attempts") }
+            var errorInfo: ErrorInfo?
+            if let e = error {
+                guard let code = e["code"]?.stringValue, let message = e["message"]?.stringValue else {
+                    throw OutcomeParseError(field: "error")
+                }
+                errorInfo = ErrorInfo(code: code, message: message)
+            }
+            var resultObject: [String: JSONValue]?
+            if let r = result {
+                guard let object = r.objectValue else { throw OutcomeParseError(field: "result") }
+                resultObject = object
+            }
+            return Outcome(
+                orderId: try string(orderId, "orderId"), merchant: try string(merchant, "merchant"), provider: try string(provider, "provider"),
+                operation: try string(operation, "operation"), status: status, result: resultObject, error: errorInfo,
+                attempts: Int(attempts), at: try string(at, "at"))
         }
-        return Outcome(
-            orderId: try string(orderId, "orderId"), merchant: try string(merchant, "merchant"), provider: try string(provider, "provider"),
-            operation: try string(operation, "operation"), status: status, result: result, error: error,
-            attempts: Int(attempts), at: try string(at, "at"))
     }
 }
 

@@ -253,6 +253,15 @@ struct OutcomeTests {
         #expect(field(#""operation":"sale""#, #""operation":null"#) == "operation")
         #expect(field(#""at":"2026-11-21T05:00:00.123Z","#, "") == "at")
         #expect(throws: OutcomeParseError.self) { try Outcome.parse(Array("[]".utf8)) }
+        // Read member by member or, where that does not take the whole document, in full: the
+        // same outcome either way, and a repeated member is refused either way.
+        for (replacing, with) in [(#""v":1"#, #""\u0076":1"#), (#""seq":7"#, #""s\u00e9q":7"#), (#""seq":7"#, #""later":[{"a":1}]"#)] {
+            #expect(try Outcome.parse(Array(valid.replacingOccurrences(of: replacing, with: with).utf8)) == parsed)
+        }
+        for (replacing, with) in [(#""v":1"#, #""v":1,"v":1"#), (#""v":1"#, #""v":1,"\u0076":1"#), (#""seq":7"#, #""seq":7,"seq":8"#),
+            (#""seq":7"#, #""x":1,"x":2"#)] {
+            #expect(throws: JSONParseError.self) { try Outcome.parse(Array(valid.replacingOccurrences(of: replacing, with: with).utf8)) }
+        }
     }
 
     @Test func timestampsAreRFC3339UTCWithMilliseconds() {
