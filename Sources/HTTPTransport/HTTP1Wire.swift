@@ -211,29 +211,82 @@ package struct HTTP1ResponseParser {
     }
 
     /// The status line and headers; decides the framing of the body.
-    private mutating func begin(_ head: [UInt8]) throws(Failure) -> Response? {
-        var lines = head.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map { line in
-            line.last == UInt8(ascii: "\r") ? line.dropLast() : line
+    private mutating func begin(_ bytes: [UInt8]) throws(Failure) -> Response? {
+        let head = try bytes.withUnsafeBufferPointer { bytes throws(Failure) in try Head(bytes) }
+        if (100..<200).contains(head.code) {
+            // Interim answers (100 Continue, 103 Early Hints) come before the real one; a
+            // switch of protocols is nothing this client asked for.
+            guard head.code != 101 else { throw Failure(description: "unexpected 101 Switching Protocols") }
+            return nil
         }
-        while lines.last?.isEmpty == true { lines.removeLast() }
-        guard let statusLine = lines.first else { throw Failure(description: "empty response head") }
-        let (version, code) = try Self.statusLine(statusLine)
-        var parsed: [HTTPHeader] = []
-        parsed.reserveCapacity(lines.count - 1)
-        // Read from the bytes: splitting the values as Strings cost more than the rest of the
-        // head together (callgrind on paypipe-frames-bench).
-        var length: Int?, hasTransferEncoding = false, chunkedLast = false, close = false, keepAliveAsked = false
-        for line in lines.dropFirst() {
-            guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > line.startIndex,
-                line[line.startIndex..<colon].allSatisfy(HTTPBytes.isToken)
-            else { throw Failure(description: "malformed header line in the response") }
-            let nameBytes = line[line.startIndex..<colon]
+        keepAlive = head.version == 1 ? !head.close : head.keepAliveAsked && !head.close
+        status = head.code
+        headers = head.headers
+        body = []
+        if head.code == 204 || head.code == 304 { return complete() }
+        if head.hasTransferEncoding {
+            guard head.length == nil else { throw Failure(description: "response has both Content-Length and Transfer-Encoding") }
+            if head.chunkedLast {
+                state = .chunkSize
+            } else {
+                state = .untilClose
+                keepAlive = false
+            }
+            return nil
+        }
+        if let length = head.length {
+            guard length <= maxBodyBytes else { throw Failure(description: "response body over \(maxBodyBytes) bytes") }
+            if length == 0 { return complete() }
+            state = .body(remaining: length)
+            return nil
+        }
+        state = .untilClose
+        keepAlive = false
+        return nil
+    }
+
+    /// What a response head says, read in place line by line: splitting the head into slices
+    /// and mapping them retained and released each line several times, most of the cost of
+    /// reading a provider's answer (callgrind on paypipe-frames-bench).
+    private struct Head {
+        var version = 0, code = 0
+        var headers: [HTTPHeader] = []
+        var length: Int?
+        var hasTransferEncoding = false, chunkedLast = false, close = false, keepAliveAsked = false
+
+        /// `bytes`: the head up to and including its blank line (`take(untilBlankLine:)`); a
+        /// line ends with CRLF or a bare LF.
+        init(_ bytes: UnsafeBufferPointer<UInt8>) throws(Failure) {
+            var start = 0, isStatusLine = true
+            while start < bytes.count {
+                var end = start
+                while end < bytes.count, bytes[end] != UInt8(ascii: "\n") { end += 1 }
+                let next = end + 1
+                if end > start, bytes[end - 1] == UInt8(ascii: "\r") { end -= 1 }
+                let line = UnsafeBufferPointer(rebasing: bytes[start..<end])
+                start = next
+                if line.isEmpty { break }
+                if isStatusLine {
+                    (version, code) = try HTTP1ResponseParser.statusLine(line)
+                    isStatusLine = false
+                } else {
+                    try header(line)
+                }
+            }
+            if isStatusLine { throw Failure(description: "empty response head") }
+        }
+
+        private mutating func header(_ line: UnsafeBufferPointer<UInt8>) throws(Failure) {
+            guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > 0, line[..<colon].allSatisfy(HTTPBytes.isToken) else {
+                throw Failure(description: "malformed header line in the response")
+            }
+            let nameBytes = UnsafeBufferPointer(rebasing: line[..<colon])
             let name = String(decoding: nameBytes, as: UTF8.self)
-            let value = HTTPBytes.trimmed(line[(colon + 1)...])
+            let value = UnsafeBufferPointer(rebasing: HTTPBytes.trimmed(line[(colon + 1)...]))
             guard value.allSatisfy(HTTPBytes.isFieldValue) else {
                 throw Failure(description: "header \(name) in the response has a control character")
             }
-            parsed.append(HTTPHeader(name, String(decoding: value, as: UTF8.self)))
+            headers.append(HTTPHeader(name, String(decoding: value, as: UTF8.self)))
             if HTTPBytes.equalsIgnoringCase(nameBytes, "content-length") {
                 // "n, n" is allowed (RFC 9110 §8.6); anything that is not one length is refused.
                 for item in value.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
@@ -247,48 +300,19 @@ package struct HTTP1ResponseParser {
                 }
             } else if HTTPBytes.equalsIgnoringCase(nameBytes, "transfer-encoding") {
                 hasTransferEncoding = true
-                chunkedLast = HTTPBytes.equalsIgnoringCase(HTTPBytes.trimmed(value.split(separator: UInt8(ascii: ",")).last ?? []), "chunked")
+                let last = value.split(separator: UInt8(ascii: ",")).last ?? value[...]
+                chunkedLast = HTTPBytes.equalsIgnoringCase(HTTPBytes.trimmed(last), "chunked")
             } else if HTTPBytes.equalsIgnoringCase(nameBytes, "connection") {
                 close = close || HTTPBytes.list(value, contains: "close")
                 keepAliveAsked = keepAliveAsked || HTTPBytes.list(value, contains: "keep-alive")
             }
         }
-        if (100..<200).contains(code) {
-            // Interim answers (100 Continue, 103 Early Hints) come before the real one; a
-            // switch of protocols is nothing this client asked for.
-            guard code != 101 else { throw Failure(description: "unexpected 101 Switching Protocols") }
-            return nil
-        }
-        keepAlive = version == 1 ? !close : keepAliveAsked && !close
-        status = code
-        headers = parsed
-        body = []
-        if code == 204 || code == 304 { return complete() }
-        if hasTransferEncoding {
-            guard length == nil else { throw Failure(description: "response has both Content-Length and Transfer-Encoding") }
-            if chunkedLast {
-                state = .chunkSize
-            } else {
-                state = .untilClose
-                keepAlive = false
-            }
-            return nil
-        }
-        if let length {
-            guard length <= maxBodyBytes else { throw Failure(description: "response body over \(maxBodyBytes) bytes") }
-            if length == 0 { return complete() }
-            state = .body(remaining: length)
-            return nil
-        }
-        state = .untilClose
-        keepAlive = false
-        return nil
     }
 
     /// `HTTP/1.x NNN reason`: the minor version and the status code.
     private static let httpVersionPrefix = Array("HTTP/1.".utf8)
 
-    private static func statusLine(_ line: ArraySlice<UInt8>) throws(Failure) -> (Int, Int) {
+    fileprivate static func statusLine(_ line: UnsafeBufferPointer<UInt8>) throws(Failure) -> (Int, Int) {
         let start = line.startIndex
         let minor = start + 7, digits = (start + 9)..<(start + 12)
         guard line.count >= 12, line.starts(with: httpVersionPrefix), line[minor] == UInt8(ascii: "0") || line[minor] == UInt8(ascii: "1"),
@@ -349,8 +373,8 @@ enum HTTPBytes {
     }
 
     /// Without leading and trailing spaces and tabs.
-    static func trimmed(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
-        var bytes = bytes
+    static func trimmed<Bytes: BidirectionalCollection<UInt8>>(_ bytes: Bytes) -> Bytes.SubSequence {
+        var bytes = bytes[...]
         while let first = bytes.first, first == 0x20 || first == 0x09 { bytes = bytes.dropFirst() }
         while let last = bytes.last, last == 0x20 || last == 0x09 { bytes = bytes.dropLast() }
         return bytes
@@ -367,7 +391,7 @@ enum HTTPBytes {
     }
 
     /// Whether a comma-separated list (a `Connection` value) has `token` as one of its members.
-    static func list(_ value: ArraySlice<UInt8>, contains token: StaticString) -> Bool {
+    static func list(_ value: some BidirectionalCollection<UInt8>, contains token: StaticString) -> Bool {
         value.split(separator: UInt8(ascii: ",")).contains { equalsIgnoringCase(trimmed($0), token) }
     }
 }
