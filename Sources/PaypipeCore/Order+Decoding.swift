@@ -172,20 +172,11 @@ extension Order {
     private struct TopLevelFields {
         var v, orderId, merchant, provider, operation, amount, currency, params: JSONValue?
 
-        /// Keeps `value` if `key` is an order field.
+        /// Keeps `value` if `key` is an order field. Keys of a parsed object are matched by their
+        /// bytes, as the frame's are.
         mutating func take(_ key: String, _ value: JSONValue) -> Bool {
-            switch key {
-            case "v": v = value
-            case "orderId": orderId = value
-            case "merchant": merchant = value
-            case "provider": provider = value
-            case "operation": operation = value
-            case "amount": amount = value
-            case "currency": currency = value
-            case "params": params = value
-            default: return false
-            }
-            return true
+            var key = key
+            return key.withUTF8 { take(bytes: $0, value) }
         }
 
         /// The same for a key still in the frame's bytes, and false for a repeated field (which

@@ -104,7 +104,11 @@ public struct Outcome: Sendable, Equatable {
         if JSONValue.forEachMember(of: bytes, { key, value in fields.take(bytes: key, value) }) { return try fields.outcome() }
         guard case .object(let o) = try JSONValue.parse(bytes) else { throw OutcomeParseError(field: "outcome") }
         fields = Fields()
-        for (key, value) in o { fields.take(key, value) }
+        // Keys matched by their bytes, as above; members this reading does not know are passed over.
+        for (key, value) in o {
+            var key = key
+            _ = key.withUTF8 { fields.take(bytes: $0, value) }
+        }
         return try fields.outcome()
     }
 
@@ -113,24 +117,8 @@ public struct Outcome: Sendable, Equatable {
         var v, status, attempts, error, result, orderId, merchant, provider, operation, at: JSONValue?
         var seq = false
 
-        mutating func take(_ key: String, _ value: JSONValue) {
-            switch key {
-            case "v": v = value
-            case "status": status = value
-            case "attempts": attempts = value
-            case "error": error = value
-            case "result": result = value
-            case "orderId": orderId = value
-            case "merchant": merchant = value
-            case "provider": provider = value
-            case "operation": operation = value
-            case "at": at = value
-            default: break
-            }
-        }
-
-        /// The same for a key still in the document's bytes; false for a key met before or one
-        /// this reading does not know (the full parse refuses the one and passes over the other).
+        /// Keeps `value` if `key` names a member; false for a key met before or one this reading
+        /// does not know (the full parse refuses the one and passes over the other).
         mutating func take(bytes key: UnsafeBufferPointer<UInt8>, _ value: JSONValue) -> Bool {
             func keep(_ field: inout JSONValue?) -> Bool { JSONValue.keepOnce(value, in: &field) }
             switch key.count {

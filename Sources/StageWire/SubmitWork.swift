@@ -143,10 +143,9 @@ package struct SubmitWork: Sendable, Equatable {
             generation: object["generation"]?.integerValue ?? 1)
     }
 
-    /// The order a frame names (binary or JSON work, or a dispatch frame), as JSON, even when the
-    /// rest of the frame cannot be read.
-    /// The order object in a work or dispatch frame, binary (both lay out the same fields before
-    /// the order) or JSON.
+    /// The order a frame names (binary or JSON work, or a dispatch frame: both binary frames lay
+    /// out the same fields before the order), as JSON, even when the rest of the frame cannot be
+    /// read.
     static func orderObject(in frame: [UInt8]) -> [String: JSONValue]? {
         guard let tag = frame.first, tag == binaryTag || tag == DispatchFrame.binaryTag else {
             guard case .object(let object)? = try? JSONValue.parse(frame) else { return nil }
