@@ -28,7 +28,7 @@ struct BinaryFrameWriter {
         withUnsafeBytes(of: UInt32(truncatingIfNeeded: value).littleEndian) { bytes.append(contentsOf: $0) }
     }
 
-    mutating func field(_ value: [UInt8]) {
+    mutating func field(_ value: some Collection<UInt8>) {
         count(value.count)
         bytes.append(contentsOf: value)
     }
@@ -114,5 +114,17 @@ struct BinaryFrameReader {
     /// The frame must end here: trailing bytes mean a writer this reader does not know.
     func end() throws(EnvelopeError) {
         guard offset == frame.count else { throw EnvelopeError("\(label) has \(frame.count - offset) bytes past its last field") }
+    }
+}
+
+extension BinaryFrameReader {
+    /// The order's bytes in a work or dispatch frame, which both begin with acceptedAt,
+    /// generation, purpose and the order, whatever the fields before it hold; nil when the
+    /// frame is too short to hold them.
+    static func order(in frame: [UInt8], tag: UInt8) -> ArraySlice<UInt8>? {
+        guard var reader = try? BinaryFrameReader(frame, tag: tag, label: "frame"),
+            (try? reader.integer("acceptedAt")) != nil, (try? reader.integer("generation")) != nil, (try? reader.field("purpose")) != nil
+        else { return nil }
+        return try? reader.field("order")
     }
 }

@@ -41,6 +41,12 @@ package struct DispatchFrame: Sendable, Equatable {
         frame.first == binaryTag ? try decodeBinary(frame, catalog: catalog) : try decodeJSON(frame, catalog: catalog)
     }
 
+    /// The bytes of a binary frame's order, as the ledger wrote them; nil for a JSON frame or
+    /// one too short to hold them.
+    package static func orderJSON(in frame: [UInt8]) -> ArraySlice<UInt8>? {
+        frame.first == binaryTag ? BinaryFrameReader.order(in: frame, tag: binaryTag) : nil
+    }
+
     private static func decodeBinary(_ frame: [UInt8], catalog: OrderCatalog) throws(EnvelopeError) -> DispatchFrame {
         var reader = try BinaryFrameReader(frame, tag: binaryTag, label: "dispatch")
         let acceptedAt = try reader.integer("acceptedAt")

@@ -242,6 +242,34 @@ struct SignerCoreTests {
         }
     }
 
+    /// The signer passes the dispatched order's bytes on as they came: the work frame carries
+    /// them unchanged and reads back as the work written the long way. Only a whole binary
+    /// dispatch frame gives them up.
+    @Test func theSignerPassesTheDispatchedOrderBytesOn() async throws {
+        // Not as the ledger writes it: other key order, spaces, an escaped character.
+        let orderJSON = #"{ "provider":"phonepe", "v":1, "orderId":"pp-\u0031", "operation":"authInit", "amount":39900, "currency":"INR", "params":{"subscriptionId":"SUB-1", "merchantUserId":"U1"} }"#
+        let frame = DispatchFrame.encode(orderJSON: orderJSON, acceptedAt: 1_795_237_200_000, generation: 2)
+        let bytes = try #require(DispatchFrame.orderJSON(in: frame))
+        #expect(Array(bytes) == Array(orderJSON.utf8))
+        let dispatch = try DispatchFrame.decode(frame, catalog: testCatalog)
+        guard case .submit(let work) = SignerCore(registry: await testRegistry()).sign(dispatch, nowSeconds: 1_795_237_200) else {
+            Issue.record("the order was not signed into work")
+            return
+        }
+        let passedOn = work.frame(orderJSON: bytes)
+        #expect(passedOn.firstRange(of: Array(orderJSON.utf8)) != nil)
+        #expect(work.frame.firstRange(of: Array(orderJSON.utf8)) == nil)
+        #expect(try SubmitWork.decode(passedOn, catalog: testCatalog) == SubmitWork.decode(work.frame, catalog: testCatalog))
+        #expect(try SubmitWork.decode(passedOn, catalog: testCatalog).order.orderId == "pp-1")
+
+        let legacy = JSONValue.object(["acceptedAt": 1, "purpose": "submit", "generation": 1, "order": dispatch.order.json]).bytes
+        #expect(DispatchFrame.orderJSON(in: legacy) == nil)
+        #expect(DispatchFrame.orderJSON(in: work.frame) == nil)
+        let end = frame.count - 1  // the pending presence byte follows the order
+        #expect(DispatchFrame.orderJSON(in: Array(frame[..<end])) != nil)
+        for length in 1..<end { #expect(DispatchFrame.orderJSON(in: Array(frame[..<length])) == nil) }
+    }
+
     /// Every truncation and every trailing byte is refused with the field's name; a frame whose
     /// order can still be read gives that order an outcome.
     @Test func aDamagedWorkFrameIsRefusedNamingTheField() throws {

@@ -73,7 +73,9 @@ func signerDecodesDispatch(_ n: Int) -> Int {
 func signerSignsWork(_ n: Int) -> Int {
     var total = 0
     for _ in 0..<n {
-        if case .submit(let w) = signer.sign(order, acceptedAt: 1_795_237_200_000, nowSeconds: 1_795_237_200) { total &+= w.frame.count }
+        if case .submit(let w) = signer.sign(order, acceptedAt: 1_795_237_200_000, nowSeconds: 1_795_237_200) {
+            total &+= w.frame(orderJSON: DispatchFrame.orderJSON(in: dispatch)).count
+        }
     }
     return total
 }

@@ -85,7 +85,8 @@ package final class SignerService: MeasuredStage {
                 switch core.sign(dispatch, nowSeconds: milliseconds() / 1000) {
                 case .submit(let work):
                     signedCount.increment()
-                    try signed.send(ZMQMessage(work.frame))
+                    // The work's order is the dispatch's (`signWork`), so its bytes go on as they came.
+                    try signed.send(ZMQMessage(work.frame(orderJSON: DispatchFrame.orderJSON(in: message.body))))
                 case .outcome(let outcome):
                     (outcome.status == .rejected ? rejectedCount : directCount).increment()
                     try results.send(ZMQMessage(outcome.bytes))
