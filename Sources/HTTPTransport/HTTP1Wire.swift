@@ -23,10 +23,10 @@ package struct HTTP1Request: Sendable {
         var size = spec.method.rawValue.utf8.count + target.path.utf8.count + 64 + spec.body.count
         for header in spec.headers {
             let name = header.name.utf8
-            guard !name.isEmpty, name.allSatisfy(HTTPBytes.isToken) else {
+            guard !name.isEmpty, HTTPBytes.all(header.name, HTTPBytes.isToken) else {
                 throw Invalid(description: "header name \(Self.shown(header.name)) is not an HTTP token")
             }
-            guard header.value.utf8.allSatisfy(HTTPBytes.isFieldValue) else { throw Invalid(description: "header \(header.name) has a control character in its value") }
+            guard HTTPBytes.all(header.value, HTTPBytes.isFieldValue) else { throw Invalid(description: "header \(header.name) has a control character in its value") }
             size += header.name.utf8.count + header.value.utf8.count + 4
             if HTTPBytes.equalsIgnoringCase(name, "host") {
                 hasHost = true
@@ -358,12 +358,22 @@ enum HTTPBytes {
     static func isToken(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
-        default: "!#$%&'*+-.^_`|~".utf8.contains(byte)
+        case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"), UInt8(ascii: "'"),
+            UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "^"), UInt8(ascii: "_"),
+            UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
+            true
+        default: false
         }
     }
 
     /// Visible characters, spaces, tabs and non-ASCII bytes (obs-text): a header value holds
     /// no control character, so none can end its line early.
+    /// Whether every byte of `text` passes `test`, read from its contiguous UTF-8 (every
+    /// native string) rather than through its UTF-8 view one index at a time.
+    static func all(_ text: String, _ test: (UInt8) -> Bool) -> Bool {
+        text.utf8.withContiguousStorageIfAvailable { $0.allSatisfy(test) } ?? text.utf8.allSatisfy(test)
+    }
+
     static func isFieldValue(_ byte: UInt8) -> Bool {
         byte == 0x09 || (byte >= 0x20 && byte != 0x7F)
     }

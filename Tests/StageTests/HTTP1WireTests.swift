@@ -48,6 +48,24 @@ struct HTTP1WireTests {
         #expect(throws: Never.self) { try HTTP1Request(HTTPRequestSpec(method: .GET, url: "", headers: [HTTPHeader("X-Name", "Zoë\tand ünïcode")]), target: Self.target) }
     }
 
+    /// Every byte is judged as RFC 9110 judges it: a header name takes exactly the token
+    /// characters (§5.6.2), a value every byte but the controls other than tab (§5.5), whether
+    /// the request is being written or a response read.
+    @Test func everyByteIsATokenOrFieldCharacterExactlyAsTheRFCSays() throws {
+        let tchar = Set(Array("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8))
+        for byte in UInt8.min...UInt8.max {
+            #expect(HTTPBytes.isToken(byte) == tchar.contains(byte), "byte \(byte)")
+            #expect(HTTPBytes.isFieldValue(byte) == (byte == 0x09 || (byte >= 0x20 && byte != 0x7F)), "byte \(byte)")
+            guard byte < 0x80 else { continue }
+            let name = String(decoding: [UInt8(ascii: "X"), byte], as: UTF8.self)
+            let written = Result { try HTTP1Request(HTTPRequestSpec(method: .GET, url: "", headers: [HTTPHeader(name, "v")]), target: Self.target) }
+            #expect(((try? written.get()) != nil) == tchar.contains(byte), "name byte \(byte)")
+            let value = String(decoding: [UInt8(ascii: "v"), byte, UInt8(ascii: "v")], as: UTF8.self)
+            let withValue = Result { try HTTP1Request(HTTPRequestSpec(method: .GET, url: "", headers: [HTTPHeader("X", value)]), target: Self.target) }
+            #expect(((try? withValue.get()) != nil) == HTTPBytes.isFieldValue(byte), "value byte \(byte)")
+        }
+    }
+
     /// Parses `wire` fed whole, in two pieces split at every offset, and byte by byte; every way
     /// must give the same response, leaving the same bytes after it.
     func parsedEveryWay(_ wire: String, atClose: Bool = false, maxBodyBytes: Int = 1 << 20) throws -> (HTTP1ResponseParser.Response, leftOver: Int) {
