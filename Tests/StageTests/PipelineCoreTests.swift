@@ -120,6 +120,44 @@ struct LedgerCoreTests {
         #expect(try core.redeliver(now: 1250) == [])  // re-dispatched at 1200, not stalled again yet
     }
 
+    /// An order is stored and dispatched as upstream sent it, not written anew: its first
+    /// dispatch and a redelivery after reopening the store carry its bytes, which decode to the
+    /// order as it was taken in. The same order spelled another way is still the same order.
+    @Test func anOrderTravelsAsUpstreamSentIt() async throws {
+        let path = TestStores.path()
+        let sent = #"{ "provider":"viva", "v":1, "orderId":"viva-\u0031", "operation":"sale", "amount":1050, "currency":"EUR", "params":{} }"#
+        let expected = try order(vivaOrder)
+        var firstDispatch: [UInt8] = []
+        do {
+            var core = LedgerCore(store: try LedgerStore(path: path), registry: await testRegistry(), redeliverAfterMilliseconds: 100)
+            let effects = try core.intake([Array(sent.utf8)], now: 1000)
+            guard effects.count == 1, case .dispatch(let frame) = effects[0] else {
+                Issue.record("expected a dispatch, got \(effects)")
+                return
+            }
+            firstDispatch = frame
+            #expect(try core.intake([Array(vivaOrder.utf8)], now: 1010) == [])
+        }
+        var reopened = LedgerCore(store: try LedgerStore(path: path), registry: await testRegistry(), redeliverAfterMilliseconds: 100)
+        let again = try reopened.redeliver(now: 1200)
+        guard again.count == 1, case .dispatch(let redelivered) = again[0] else {
+            Issue.record("expected a redelivery, got \(again)")
+            return
+        }
+        for frame in [firstDispatch, redelivered] {
+            #expect(DispatchFrame.orderJSON(in: frame).map(Array.init) == Array(sent.utf8))
+            #expect(readDispatch(frame)?.order == expected)
+        }
+        // As the callback validator reads it.
+        let stored = try #require(try reopened.store.lookup(expected.key))
+        #expect(stored.orderJSON == sent)
+        guard case .order(let decoded) = Order.decode(frame: Array(stored.orderJSON.utf8), catalog: testCatalog) else {
+            Issue.record("the stored order does not decode")
+            return
+        }
+        #expect(decoded == expected)
+    }
+
     @Test func theStoreSurvivesReopening() async throws {
         let path = TestStores.path()
         do {

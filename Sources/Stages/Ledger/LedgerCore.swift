@@ -103,8 +103,11 @@ package struct LedgerCore {
                 case .dropped(let rejection): .dropped(rejection)
                 case .rejected(let rejection, let identity): .rejected(rejection, identity: identity)
                 case .order(let order):
+                    // Stored and dispatched as upstream sent it: every stage that reads it again
+                    // decodes it to this same order, so writing it anew (8,500 instructions per
+                    // W1 order) bought nothing.
                     .order(
-                        order, json: order.serialized,
+                        order, json: String(decoding: frame, as: UTF8.self),
                         references: registry.connector(for: order.provider)?.callbackReferences(for: order) ?? [])
                 }
             }
