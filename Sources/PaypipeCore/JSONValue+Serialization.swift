@@ -115,7 +115,10 @@ package struct JSONObjectWriter {
         empty = false
         bytes.append(UInt8(ascii: "\""))
         bytes.append(contentsOf: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
-        bytes.append(contentsOf: #"":"#.utf8)
+        // Byte by byte: appending a literal's UTF-8 view goes through a generic copy that
+        // cost more than the key itself.
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(UInt8(ascii: ":"))
     }
 
     package mutating func string(_ key: StaticString, _ value: String) {
