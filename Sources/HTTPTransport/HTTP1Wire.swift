@@ -366,14 +366,14 @@ enum HTTPBytes {
         }
     }
 
-    /// Visible characters, spaces, tabs and non-ASCII bytes (obs-text): a header value holds
-    /// no control character, so none can end its line early.
     /// Whether every byte of `text` passes `test`, read from its contiguous UTF-8 (every
     /// native string) rather than through its UTF-8 view one index at a time.
     static func all(_ text: String, _ test: (UInt8) -> Bool) -> Bool {
         text.utf8.withContiguousStorageIfAvailable { $0.allSatisfy(test) } ?? text.utf8.allSatisfy(test)
     }
 
+    /// Visible characters, spaces, tabs and non-ASCII bytes (obs-text): a header value holds
+    /// no control character, so none can end its line early.
     static func isFieldValue(_ byte: UInt8) -> Bool {
         byte == 0x09 || (byte >= 0x20 && byte != 0x7F)
     }
