@@ -17,13 +17,28 @@ public struct PhonePeResponse: Sendable, Equatable {
 
     /// nil when the bytes are not a JSON object (or are implausibly large).
     public init?(json bytes: [UInt8]) {
-        guard bytes.count <= PhonePeRules.maxDocumentBytes,
-            let document = try? JSONValue.parse(bytes), case .object(let object) = document
-        else { return nil }
-        success = object["success"]?.boolValue
-        code = object["code"]?.stringValue
-        message = object["message"]?.stringValue
-        data = object["data"]?.objectValue
+        guard bytes.count <= PhonePeRules.maxDocumentBytes else { return nil }
+        var success, code, message, data: JSONValue?
+        // An answer of just these four members is read without building its object (a
+        // submitter reads one per order); any other goes through the full parse, which also
+        // refuses what the reading would let through (a repeated member, among others).
+        let read = JSONValue.forEachMember(of: bytes) { key, value in
+            switch key.count {
+            case 4 where key.spells("code"): JSONValue.keepOnce(value, in: &code)
+            case 4 where key.spells("data"): JSONValue.keepOnce(value, in: &data)
+            case 7 where key.spells("success"): JSONValue.keepOnce(value, in: &success)
+            case 7 where key.spells("message"): JSONValue.keepOnce(value, in: &message)
+            default: false
+            }
+        }
+        if !read {
+            guard case .object(let object)? = try? JSONValue.parse(bytes) else { return nil }
+            (success, code, message, data) = (object["success"], object["code"], object["message"], object["data"])
+        }
+        self.success = success?.boolValue
+        self.code = code?.stringValue
+        self.message = message?.stringValue
+        self.data = data?.objectValue
     }
 
     /// A provider message fit for an outcome: bounded, with control characters dropped.

@@ -13,6 +13,36 @@ import Testing
         #expect(result.count == 2)
     }
 
+    /// The envelope read member by member is the envelope of the parsed object, for every
+    /// answer: the seed's, nginx's, others spelled or laid out otherwise, and the malformed,
+    /// which the full parse refuses (nil) just as before.
+    @Test func everyAnswerReadsAsItsParsedObject() {
+        func parsed(_ text: String) -> PhonePeResponse? {
+            guard case .object(let object)? = try? JSONValue.parse(Array(text.utf8)) else { return nil }
+            return PhonePeResponse(
+                success: object["success"]?.boolValue, code: object["code"]?.stringValue, message: object["message"]?.stringValue,
+                data: object["data"]?.objectValue)
+        }
+        let answers = [
+            Fixtures.seedSuccessResponse,
+            #"{"success":true,"code":"SUCCESS","data":{"redirectType":"INTENT","redirectURL":"ppe://mandate?x=1"}}"#,
+            #" { "data" : {"redirectURL":"ppe://m"} , "message":"Your request has been successfully completed.", "code":"SUCCESS","success":true } "#,
+            #"{"success":false,"code":"BAD_REQUEST","message":"Bad \u0041 request\n"}"#,
+            #"{"success":true,"code":"SUCCESS","extra":1}"#,
+            #"{"success":true,"\u0063ode":"SUCCESS"}"#,
+            #"{"success":true,"code":"SUCCESS","code":"FAIL"}"#,
+            #"{"success":true,"x":1,"x":2}"#,
+            #"{"success":"true","code":7,"message":null,"data":[]}"#,
+            #"{"códe":"SUCCESS"}"#,
+            "{}", "[]", "null", "", #"{"success":true}x"#, #"{"success":true,}"#, #"{"success":tru}"#,
+        ]
+        for answer in answers {
+            #expect(PhonePeResponse(json: Array(answer.utf8)) == parsed(answer), "\(answer)")
+        }
+        #expect(PhonePeResponse(json: Array(#"{"success":true,"code":"SUCCESS","code":"FAIL"}"#.utf8)) == nil)
+        #expect(PhonePeResponse(json: Array(#"{"success":true,"\u0063ode":"SUCCESS"}"#.utf8))?.code == "SUCCESS")
+    }
+
     @Test func acceptsTheTableSpellingRedirectUrl() {
         let body = Fixtures.envelope(code: "SUCCESS", success: true, data: ["redirectType": "INTENT", "redirectUrl": "upi://mandate?pa=x@ybl"])
         #expect(PhonePeAuthInit.classify(Fixtures.response(200, body), authRequestId: id)
