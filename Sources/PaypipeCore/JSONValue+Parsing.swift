@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Why a byte string is not a JSON document.
 public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Kind: Sendable, Equatable { case invalidUTF8, syntax, duplicateKey, tooDeep }
@@ -51,7 +57,8 @@ extension JSONValue {
 extension UnsafeBufferPointer<UInt8> {
     /// Whether these bytes are `name`'s (a `forEachMember` key against a field's name).
     package func spells(_ name: StaticString) -> Bool {
-        name.withUTF8Buffer { elementsEqual($0) }
+        // memcmp: the generic `elementsEqual` took about 150 instructions for an 8-byte key.
+        count == name.utf8CodeUnitCount && (count == 0 || memcmp(baseAddress!, name.utf8Start, count) == 0)
     }
 }
 

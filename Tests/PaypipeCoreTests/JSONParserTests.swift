@@ -51,6 +51,16 @@ struct JSONParserTests {
 
     /// Some parsers keep the first of two equal keys and some the last; if the pipeline and a
     /// provider read one body differently, they disagree about e.g. the amount. So: refuse.
+    /// A member's key bytes against a field's name: equal only byte for byte and length for length.
+    @Test func aKeySpellsANameOnlyByteForByte() {
+        func spells(_ key: String, _ name: StaticString) -> Bool {
+            Array(key.utf8).withUnsafeBufferPointer { $0.spells(name) }
+        }
+        #expect(spells("merchant", "merchant") && spells("v", "v") && spells("", ""))
+        #expect(!spells("merchanT", "merchant") && !spells("provider", "merchant") && !spells("merchants", "merchant"))
+        #expect(!spells("merchan", "merchant") && !spells("", "v") && !spells("v", "") && !spells("café", "cafe\u{301}"))
+    }
+
     @Test func aDuplicateKeyIsRejectedAtItsSecondOccurrence() {
         let error = parseError(#"{"amount":100,"amount":1}"#)
         #expect(error?.kind == .duplicateKey)
