@@ -37,10 +37,10 @@ public struct PhonePeAuthInit: Sendable, Equatable {
         try self.init(order: order, merchant: PhonePeMerchant(config: config))
     }
 
-    /// `deviceContext.merchantCallBackScheme`, mandatory in seed 002's request table: the
-    /// order's own, else the merchant's `phonepe.callbackScheme` (PROTOCOL.md §6).
-    static func callBackScheme(_ ordered: String?, config: PhonePeConfig) throws(Rejection) -> String {
-        if let ordered { return ordered }
+    /// The merchant's `phonepe.callbackScheme`, for an order that names no
+    /// `deviceContext.merchantCallBackScheme` (mandatory in seed 002's request table; PROTOCOL.md
+    /// §6). `init(order:merchant:)` takes the order's own first.
+    static func configuredCallBackScheme(_ config: PhonePeConfig) throws(Rejection) -> String {
         guard let configured = config.callbackScheme else {
             throw Rejection(.missingParam, field: "params.merchantCallBackScheme",
                 "params.merchantCallBackScheme is required when the merchant config sets no phonepe.callbackScheme (seed 002: deviceContext.merchantCallBackScheme is mandatory)")

@@ -16,6 +16,6 @@ public struct PhonePeMerchant: Sendable {
         self.config = config
         checksum = PhonePeChecksum(config: config)
         endpoint = Result { () throws(Rejection) in try config.validated() }
-        configuredCallBackScheme = Result { () throws(Rejection) in try PhonePeAuthInit.callBackScheme(nil, config: config) }
+        configuredCallBackScheme = Result { () throws(Rejection) in try PhonePeAuthInit.configuredCallBackScheme(config) }
     }
 }
