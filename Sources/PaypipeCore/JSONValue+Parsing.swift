@@ -62,6 +62,11 @@ extension UnsafeBufferPointer<UInt8> {
     }
 }
 
+/// `case "name":` in a `switch` over a `forEachMember` key.
+package func ~= (name: StaticString, key: UnsafeBufferPointer<UInt8>) -> Bool {
+    key.spells(name)
+}
+
 private struct JSONParser {
     let bytes: UnsafeBufferPointer<UInt8>
     let maxDepth: Int

@@ -183,15 +183,15 @@ extension Order {
         /// the full parse refuses).
         mutating func take(bytes key: UnsafeBufferPointer<UInt8>, _ value: JSONValue) -> Bool {
             func keep(_ field: inout JSONValue?) -> Bool { JSONValue.keepOnce(value, in: &field) }
-            switch key.count {
-            case 1 where key.spells("v"): return keep(&v)
-            case 6 where key.spells("amount"): return keep(&amount)
-            case 6 where key.spells("params"): return keep(&params)
-            case 7 where key.spells("orderId"): return keep(&orderId)
-            case 8 where key.spells("merchant"): return keep(&merchant)
-            case 8 where key.spells("provider"): return keep(&provider)
-            case 8 where key.spells("currency"): return keep(&currency)
-            case 9 where key.spells("operation"): return keep(&operation)
+            switch key {
+            case "v": return keep(&v)
+            case "amount": return keep(&amount)
+            case "params": return keep(&params)
+            case "orderId": return keep(&orderId)
+            case "merchant": return keep(&merchant)
+            case "provider": return keep(&provider)
+            case "currency": return keep(&currency)
+            case "operation": return keep(&operation)
             default: return false
             }
         }

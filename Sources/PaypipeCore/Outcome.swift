@@ -121,21 +121,21 @@ public struct Outcome: Sendable, Equatable {
         /// does not know (the full parse refuses the one and passes over the other).
         mutating func take(bytes key: UnsafeBufferPointer<UInt8>, _ value: JSONValue) -> Bool {
             func keep(_ field: inout JSONValue?) -> Bool { JSONValue.keepOnce(value, in: &field) }
-            switch key.count {
-            case 1 where key.spells("v"): return keep(&v)
-            case 2 where key.spells("at"): return keep(&at)
-            case 3 where key.spells("seq"):
+            switch key {
+            case "v": return keep(&v)
+            case "at": return keep(&at)
+            case "seq":
                 guard !seq else { return false }
                 seq = true
                 return true
-            case 5 where key.spells("error"): return keep(&error)
-            case 6 where key.spells("status"): return keep(&status)
-            case 6 where key.spells("result"): return keep(&result)
-            case 7 where key.spells("orderId"): return keep(&orderId)
-            case 8 where key.spells("attempts"): return keep(&attempts)
-            case 8 where key.spells("merchant"): return keep(&merchant)
-            case 8 where key.spells("provider"): return keep(&provider)
-            case 9 where key.spells("operation"): return keep(&operation)
+            case "error": return keep(&error)
+            case "status": return keep(&status)
+            case "result": return keep(&result)
+            case "orderId": return keep(&orderId)
+            case "attempts": return keep(&attempts)
+            case "merchant": return keep(&merchant)
+            case "provider": return keep(&provider)
+            case "operation": return keep(&operation)
             default: return false
             }
         }

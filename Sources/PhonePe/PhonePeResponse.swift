@@ -23,11 +23,11 @@ public struct PhonePeResponse: Sendable, Equatable {
         // submitter reads one per order); any other goes through the full parse, which also
         // refuses what the reading would let through (a repeated member, among others).
         let read = JSONValue.forEachMember(of: bytes) { key, value in
-            switch key.count {
-            case 4 where key.spells("code"): JSONValue.keepOnce(value, in: &code)
-            case 4 where key.spells("data"): JSONValue.keepOnce(value, in: &data)
-            case 7 where key.spells("success"): JSONValue.keepOnce(value, in: &success)
-            case 7 where key.spells("message"): JSONValue.keepOnce(value, in: &message)
+            switch key {
+            case "code": JSONValue.keepOnce(value, in: &code)
+            case "data": JSONValue.keepOnce(value, in: &data)
+            case "success": JSONValue.keepOnce(value, in: &success)
+            case "message": JSONValue.keepOnce(value, in: &message)
             default: false
             }
         }
