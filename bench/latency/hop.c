@@ -6,7 +6,8 @@
 //   cc -O2 -o hop hop.c -lzmq && ./hop [ROUND_TRIPS] [PAUSE_US]
 //
 // Bounded: ROUND_TRIPS (default 2000) each way, PAUSE_US (default 5000) between them, so each
-// measurement starts from idle threads; the echo side exits when the pinger closes.
+// measurement starts from idle threads; every receive gives up after 2 s (the run then fails),
+// and the echo side exits when the pinger closes or goes quiet.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -14,10 +15,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <zmq.h>
+
+static const int receive_timeout_ms = 2000;
+
+static void fail(const char *what) {
+    fprintf(stderr, "hop: %s\n", what);
+    exit(1);
+}
 
 static double now_us(void) {
     struct timespec t;
@@ -41,23 +50,24 @@ static void zmq_round_trips(int n, int pause_us) {
     void *out = zmq_socket(ctx, ZMQ_PUSH), *in = zmq_socket(ctx, ZMQ_PULL);
     char there[64], back[64];
     size_t len = sizeof there;
-    zmq_bind(out, "tcp://127.0.0.1:*");
-    zmq_getsockopt(out, ZMQ_LAST_ENDPOINT, there, &len);
+    if (zmq_bind(out, "tcp://127.0.0.1:*") != 0 || zmq_getsockopt(out, ZMQ_LAST_ENDPOINT, there, &len) != 0) fail("cannot bind");
     len = sizeof back;
-    zmq_bind(in, "tcp://127.0.0.1:*");
-    zmq_getsockopt(in, ZMQ_LAST_ENDPOINT, back, &len);
+    if (zmq_bind(in, "tcp://127.0.0.1:*") != 0 || zmq_getsockopt(in, ZMQ_LAST_ENDPOINT, back, &len) != 0) fail("cannot bind");
+    zmq_setsockopt(in, ZMQ_RCVTIMEO, &receive_timeout_ms, sizeof receive_timeout_ms);
     pid_t echo = fork();
     if (echo == 0) {
         void *c = zmq_ctx_new();
         void *pull = zmq_socket(c, ZMQ_PULL), *push = zmq_socket(c, ZMQ_PUSH);
-        zmq_connect(pull, there);
-        zmq_connect(push, back);
+        zmq_setsockopt(pull, ZMQ_RCVTIMEO, &receive_timeout_ms, sizeof receive_timeout_ms);
+        if (zmq_connect(pull, there) != 0 || zmq_connect(push, back) != 0) _exit(1);
         char buf[256];
         for (int i = 0; i < n + 1; i++) {
             int got = zmq_recv(pull, buf, sizeof buf, 0);
             if (got < 0) break;
             zmq_send(push, buf, got > (int)sizeof buf ? (int)sizeof buf : got, 0);
         }
+        int linger = 0;
+        zmq_setsockopt(push, ZMQ_LINGER, &linger, sizeof linger);
         zmq_close(pull);
         zmq_close(push);
         zmq_ctx_term(c);
@@ -66,13 +76,13 @@ static void zmq_round_trips(int n, int pause_us) {
     char msg[200], buf[256];
     memset(msg, 'x', sizeof msg);
     zmq_send(out, msg, sizeof msg, 0);  // connects both links before timing
-    zmq_recv(in, buf, sizeof buf, 0);
+    if (zmq_recv(in, buf, sizeof buf, 0) < 0) fail("no echo over ZeroMQ within 2 s");
     double *rtt = malloc(sizeof(double) * n);
     for (int i = 0; i < n; i++) {
         usleep(pause_us);
         double start = now_us();
         zmq_send(out, msg, sizeof msg, 0);
-        zmq_recv(in, buf, sizeof buf, 0);
+        if (zmq_recv(in, buf, sizeof buf, 0) < 0) fail("no echo over ZeroMQ within 2 s");
         rtt[i] = now_us() - start;
     }
     waitpid(echo, NULL, 0);
@@ -90,14 +100,17 @@ static void tcp_round_trips(int n, int pause_us) {
     int listener = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     socklen_t alen = sizeof addr;
-    bind(listener, (struct sockaddr *)&addr, sizeof addr);
-    listen(listener, 1);
-    getsockname(listener, (struct sockaddr *)&addr, &alen);
+    struct timeval timeout = {.tv_sec = receive_timeout_ms / 1000};
+    if (bind(listener, (struct sockaddr *)&addr, sizeof addr) != 0 || listen(listener, 1) != 0 ||
+        getsockname(listener, (struct sockaddr *)&addr, &alen) != 0)
+        fail("cannot listen");
+    setsockopt(listener, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);  // bounds accept too
     pid_t echo = fork();
     if (echo == 0) {
         int s = socket(AF_INET, SOCK_STREAM, 0), one = 1;
-        connect(s, (struct sockaddr *)&addr, sizeof addr);
+        if (connect(s, (struct sockaddr *)&addr, sizeof addr) != 0) _exit(1);
         setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
         char buf[200];
         for (;;) {
             ssize_t got = recv(s, buf, sizeof buf, MSG_WAITALL);
@@ -107,7 +120,9 @@ static void tcp_round_trips(int n, int pause_us) {
         _exit(0);
     }
     int s = accept(listener, NULL, NULL), one = 1;
+    if (s < 0) fail("the echo process did not connect within 2 s");
     setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
     char msg[200];
     memset(msg, 'x', sizeof msg);
     double *rtt = malloc(sizeof(double) * n);
@@ -115,7 +130,7 @@ static void tcp_round_trips(int n, int pause_us) {
         usleep(pause_us);
         double start = now_us();
         send(s, msg, sizeof msg, 0);
-        recv(s, msg, sizeof msg, MSG_WAITALL);
+        if (recv(s, msg, sizeof msg, MSG_WAITALL) != (ssize_t)sizeof msg) fail("no echo over TCP within 2 s");
         rtt[i] = now_us() - start;
     }
     close(s);
