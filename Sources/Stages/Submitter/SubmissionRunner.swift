@@ -8,7 +8,7 @@ import Synchronization
 /// Runs claimed submissions, at most `concurrency` at once, on the HTTP client's event loops:
 /// each answer is read where it arrives and the next send leaves from there, so a request costs
 /// no Swift task and no continuation. Hundreds of tasks in flight held 1–5 MiB more of each
-/// submitter's heap at W1's peak (README, "Kept"); the speed was the same either way. Finished
+/// submitter's heap at W1's peak (bench/RESULTS.md, "Kept"); the speed was the same either way. Finished
 /// work goes to `onFinish` on the thread it finished on.
 final class SubmissionRunner: Sendable {
     struct Finished: Sendable {
