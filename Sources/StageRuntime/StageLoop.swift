@@ -7,7 +7,11 @@ import ZeroMQ
 /// returns.
 package func runStageLoop(name: String, stopping: StopFlag, _ body: @escaping @Sendable () throws -> Void) async throws {
     try await withGracefulShutdownHandler {
-        try await runOnOwnThread(name: name, stopping: stopping, body)
+        try await runOnOwnThread(name: name, stopping: stopping) {
+            // By now the stage's other busy threads (libzmq's, NIO's) exist too.
+            StageProcess.keepThreadsAtStartingNice()
+            try body()
+        }
     } onGracefulShutdown: {
         stopping.stop()
     }

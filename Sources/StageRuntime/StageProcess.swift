@@ -68,6 +68,29 @@ extension StageOptions {
 
 /// What every stage executable shares beyond its options.
 package enum StageProcess {
+    /// Puts every thread of this process that runs at a lower nice value than the main thread
+    /// at the main thread's, when a stage was started below normal priority (`paypipe up
+    /// --worker-nice`, `nice -n`). On Linux a nice value is a thread's, and libdispatch gives
+    /// the threads it starts the one of their QoS when it may (as root it may): Swift
+    /// concurrency's threads, and the libzmq and NIO threads they start, would run at 0 and
+    /// -4 whatever the stage was started at. A thread libdispatch starts later is not covered;
+    /// the stages' busy threads (their loop, libzmq's, NIO's) exist before their loop starts.
+    package static func keepThreadsAtStartingNice() {
+        let which = __priority_which_t(PRIO_PROCESS.rawValue)
+        let main = id_t(getpid())
+        errno = 0
+        let starting = getpriority(which, main)
+        guard errno == 0, starting > 0, let tasks = opendir("/proc/self/task") else { return }
+        defer { closedir(tasks) }
+        while let entry = readdir(tasks) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard let thread = id_t(name), thread != main else { continue }
+            errno = 0
+            let nice = getpriority(which, thread)
+            if errno == 0, nice < starting { _ = setpriority(which, thread, starting) }
+        }
+    }
+
     package static func fail(_ reason: String, status: Int32 = 1) -> Never {
         let name = CommandLine.arguments.first?.split(separator: "/").last.map(String.init) ?? "paypipe"
         writeAll(Array("\(name): \(reason)\n".utf8), to: STDERR_FILENO)

@@ -95,7 +95,8 @@ public final class ZMQReceiver: AsyncSequence, Sendable {
     }
 }
 
-/// Starts a detached pthread (never a Swift concurrency thread) running `body`.
+/// Starts a detached pthread (never a Swift concurrency thread) running `body`, named `name`
+/// (its first 15 bytes, the kernel's limit) for `top -H`, `perf` and `/proc/PID/task`.
 public func startThread(name: String, _ body: @escaping @Sendable () -> Void) {
     final class Box: @unchecked Sendable {
         let body: @Sendable () -> Void
@@ -110,10 +111,21 @@ public func startThread(name: String, _ body: @escaping @Sendable () -> Void) {
     let result = pthread_create(&thread, nil, { raw in
         let box = Unmanaged<AnyObject>.fromOpaque(raw!).takeRetainedValue()
         if let box = box as? Box {
+            nameThisThread(box.name)
             box.body()
         }
         return nil
     }, box)
     precondition(result == 0, "pthread_create failed: \(result)")
     pthread_detach(thread)
+}
+
+/// Glibc's `pthread_setname_np` is not visible to Swift (a GNU extension), so through the
+/// kernel's file for the calling thread's name. Best effort: a thread without a name still runs.
+private func nameThisThread(_ name: String) {
+    let fd = open("/proc/thread-self/comm", O_WRONLY)
+    guard fd >= 0 else { return }
+    defer { close(fd) }
+    let bytes = Array(name.utf8.prefix(15))
+    _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
 }

@@ -33,11 +33,19 @@ struct Up: AsyncParsableCommand {
     @Option(help: "Directory for the demo config and the ledger database.") var stateDir = ".paypipe"
     @Option(help: "Sandbox port (demo config).") var sandboxPort = 9100
     @Option(help: "Extra arguments for the sandbox, e.g. \"--latency-ms 50\".") var sandboxArgs = ""
+    @Option(help: ArgumentHelp(
+        "How far below the ledger's the priority of every other stage is, as a nice increment (0-19; 0: all equal).",
+        discussion: "The ledger is the one stage that does not scale out: when the cores are busy, the stages waiting on it run faster if it goes first."))
+    var workerNice: Int32 = 5
     // Hidden: the tests start stand-in children and need a short start-up bound.
     @Option(help: ArgumentHelp("Directory of the stage executables (default: next to paypipe).", visibility: .hidden))
     var executablesDir: String?
     @Option(help: ArgumentHelp("Seconds a child gets to print its ready line.", visibility: .hidden))
     var startTimeout = 30.0
+
+    func validate() throws {
+        guard (0...19).contains(workerNice) else { throw ValidationError("--worker-nice must be 0 to 19") }
+    }
 
     func run() async throws {
         try FileManager.default.createDirectory(atPath: stateDir, withIntermediateDirectories: true)
@@ -73,12 +81,13 @@ struct Up: AsyncParsableCommand {
             }
             let store = (stateDir as NSString).appendingPathComponent("ledger.sqlite")
             try await supervisor.start("paypipe-ledger", ["--config", path, "--store", store], waitFor: "paypipe-ledger ready")
-            for _ in 0..<signers { try await supervisor.start("paypipe-signer", ["--config", path], waitFor: nil) }
+            for _ in 0..<signers { try await supervisor.start("paypipe-signer", ["--config", path], waitFor: nil, nice: workerNice) }
             for _ in 0..<submitters {
-                try await supervisor.start("paypipe-submitter", ["--config", path, "--concurrency", String(concurrency)], waitFor: nil)
+                try await supervisor.start(
+                    "paypipe-submitter", ["--config", path, "--concurrency", String(concurrency)], waitFor: nil, nice: workerNice)
             }
-            try await supervisor.start("paypipe-callbacks", ["--config", path], waitFor: "paypipe-callbacks listening")
-            try await supervisor.start("paypipe-cleeng-poller", ["--config", path], waitFor: nil)
+            try await supervisor.start("paypipe-callbacks", ["--config", path], waitFor: "paypipe-callbacks listening", nice: workerNice)
+            try await supervisor.start("paypipe-cleeng-poller", ["--config", path], waitFor: nil, nice: workerNice)
             StageProcess.printLine("""
                 paypipe is up (\(signers) signer(s), \(submitters) submitter(s), callbacks on \(loaded.endpoints.callbacks), 1 cleeng poller\(config == nil || sandbox ? ", sandbox on :\(sandboxPort)" : "")).
                   orders in:    PUSH to  \(loaded.endpoints.intake)
@@ -115,8 +124,9 @@ final class Supervisor: @unchecked Sendable {
         self.startTimeoutSeconds = startTimeoutSeconds
     }
 
-    /// Starts `name`; with a marker, waits until the child prints it, at most the start timeout.
-    func start(_ name: String, _ arguments: [String], waitFor marker: String?) async throws(NotStarted) {
+    /// Starts `name` at `nice` below this process's priority; with a marker, waits until the
+    /// child prints it, at most the start timeout.
+    func start(_ name: String, _ arguments: [String], waitFor marker: String?, nice: Int32 = 0) async throws(NotStarted) {
         let process = Process()
         process.executableURL = executables.appendingPathComponent(name)
         process.arguments = arguments
@@ -125,7 +135,7 @@ final class Supervisor: @unchecked Sendable {
         process.terminationHandler = { [weak self] p in self?.exited(name, p) }
         let output = ChildOutput(pipe.fileHandleForReading, marker: marker)
         do {
-            try await spawnWithNoSignalsBlocked(process)
+            try await spawnWithNoSignalsBlocked(process, nice: nice)
         } catch {
             stopAll(reason: "\(name) did not start", exitCode: 1, announce: "cannot start \(process.executableURL!.path): \(error)")
             throw NotStarted()
@@ -160,13 +170,16 @@ final class Supervisor: @unchecked Sendable {
     /// Foundation's `Process` gives the child the signal mask of the thread that spawns it, and
     /// Swift's concurrency threads block nearly every signal: a child spawned from one that does
     /// not read signals through signalfd (a shell script, say) never sees the SIGTERM that asks it
-    /// to stop. So children are spawned from a thread of their own that blocks nothing.
-    private func spawnWithNoSignalsBlocked(_ process: Process) async throws {
+    /// to stop. So children are spawned from a thread of their own that blocks nothing. On Linux
+    /// a nice value belongs to a thread and a child starts with its spawner's, so that thread's
+    /// is lowered too, and every thread of the child inherits it.
+    private func spawnWithNoSignalsBlocked(_ process: Process, nice increment: Int32) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             let thread = Thread {
                 var nothing = sigset_t()
                 sigemptyset(&nothing)
                 pthread_sigmask(SIG_SETMASK, &nothing, nil)
+                if increment > 0 { _ = nice(increment) }
                 continuation.resume(with: Result { try process.run() })
             }
             thread.start()

@@ -42,6 +42,10 @@ struct PaypipeUpTests {
         #expect(isUp, "\(up.stdout)\n\(up.stderr)")
         // The stand-ins' ready lines are passed through.
         #expect(up.stdout.contains("paypipe-ledger ready intake=tcp://127.0.0.1:9"))
+        // By default every stage but the ledger (and the sandbox, a provider's stand-in) runs at nice +5.
+        #expect(up.nicenessAboveTheSandbox == [
+            "paypipe-ledger": 0, "paypipe-signer": 5, "paypipe-submitter": 5, "paypipe-callbacks": 5, "paypipe-cleeng-poller": 5,
+        ])
 
         kill(process.processIdentifier, SIGTERM)
         let exited = await waitForExit(process, within: .seconds(25))
@@ -54,6 +58,35 @@ struct PaypipeUpTests {
             #expect(!isAlive(pid), "\(name) (pid \(pid)) is still running")
         }
         #expect(up.stopOrder == names.reversed())
+    }
+
+    @Test(arguments: [0, 7])
+    func theWorkersRunAtTheirNiceBelowTheLedger(workerNice: Int) async throws {
+        let up = try StandInPipeline(printing: [
+            "paypipe-sandbox": "paypipe-sandbox listening on http://127.0.0.1:9",
+            "paypipe-ledger": "paypipe-ledger ready intake=tcp://127.0.0.1:9",
+            "paypipe-callbacks": "paypipe-callbacks listening port=9",
+        ])
+        defer { up.remove() }
+        let process = try up.run(startTimeoutSeconds: 20, ["--worker-nice", String(workerNice)])
+        let isUp = await eventually(within: .seconds(20)) { up.stdout.contains("paypipe is up") && up.allTrapsSet }
+        #expect(isUp, "\(up.stdout)\n\(up.stderr)")
+        #expect(up.nicenessAboveTheSandbox == [
+            "paypipe-ledger": 0, "paypipe-signer": workerNice, "paypipe-submitter": workerNice, "paypipe-callbacks": workerNice,
+            "paypipe-cleeng-poller": workerNice,
+        ])
+        kill(process.processIdentifier, SIGTERM)
+        #expect(await waitForExit(process, within: .seconds(25)))
+    }
+
+    @Test func aWorkerNiceOutsideZeroToNineteenIsRefused() async throws {
+        let up = try StandInPipeline(printing: [:])
+        defer { up.remove() }
+        let process = try up.run(startTimeoutSeconds: 2, ["--worker-nice", "20"])
+        #expect(await waitForExit(process, within: .seconds(10)))
+        #expect(process.terminationStatus != 0)
+        #expect(up.stderr.contains("--worker-nice must be 0 to 19"), "\(up.stderr)")
+        #expect(up.pid("paypipe-sandbox") == nil, "nothing starts")
     }
 
     @Test func aSecondSignalKillsWhatIsStillRunningAndExitsAtOnce() async throws {
@@ -118,7 +151,7 @@ private struct StandInPipeline {
         }
     }
 
-    func run(startTimeoutSeconds: Double) throws -> Process {
+    func run(startTimeoutSeconds: Double, _ extraArguments: [String] = []) throws -> Process {
         let paypipe = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("paypipe")
         guard FileManager.default.isExecutableFile(atPath: paypipe.path) else {
             throw StandInError("\(paypipe.path) is missing: run `swift build` before `swift test`")
@@ -128,7 +161,7 @@ private struct StandInPipeline {
         process.arguments = [
             "up", "--state-dir", directory.appendingPathComponent("state").path,
             "--executables-dir", bin.path, "--start-timeout", String(startTimeoutSeconds),
-        ]
+        ] + extraArguments
         _ = FileManager.default.createFile(atPath: stdoutFile.path, contents: nil)
         _ = FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
         process.standardOutput = try FileHandle(forWritingTo: stdoutFile)
@@ -141,6 +174,25 @@ private struct StandInPipeline {
     var stderr: String { (try? String(contentsOf: stderrFile, encoding: .utf8)) ?? "" }
 
     func pid(_ name: String) -> Int32? { number(in: "\(name).pid") }
+
+    /// Each stage's nice value above the sandbox's, read from `/proc/PID/stat`. `paypipe up`
+    /// starts the sandbox at its own nice value; the test's is no reference, since on Linux a
+    /// nice value is a thread's. (Under a test runner at nice 15 or more the kernel would cap
+    /// the workers' at 19.)
+    var nicenessAboveTheSandbox: [String: Int] {
+        func nice(_ name: String) -> Int? {
+            guard let pid = pid(name), let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                  let afterName = stat.range(of: ") ", options: .backwards)
+            else { return nil }
+            // Fields after the name start at the third (state); nice is the nineteenth.
+            let fields = stat[afterName.upperBound...].split(separator: " ")
+            return fields.count > 16 ? Int(fields[16]) : nil
+        }
+        guard let sandbox = nice("paypipe-sandbox") else { return [:] }
+        var above: [String: Int] = [:]
+        for name in Self.names where name != "paypipe-sandbox" { above[name] = nice(name).map { $0 - sandbox } }
+        return above
+    }
 
     /// Every stand-in has started and will notice SIGTERM: "paypipe is up" comes right after the
     /// last spawn, possibly before that script has run a line.

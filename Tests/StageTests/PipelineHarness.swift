@@ -137,19 +137,22 @@ final class PipelineHarness: @unchecked Sendable {
         stderrFiles[0] = errorFile
     }
 
+    /// `nice`: started through `nice -n`, as `paypipe up --worker-nice` starts it.
     @discardableResult
-    func startSigner() throws -> Process {
-        try spawn("paypipe-signer", ["--config", configPath, "--sign-queue", ledgerEndpoints["signQueue"]!, "--signed-in", ledgerEndpoints["signedIn"]!, "--results", ledgerEndpoints["results"]!], waitForLine: nil).0
+    func startSigner(nice: Int = 0) throws -> Process {
+        try spawn(
+            "paypipe-signer", ["--config", configPath, "--sign-queue", ledgerEndpoints["signQueue"]!, "--signed-in", ledgerEndpoints["signedIn"]!, "--results", ledgerEndpoints["results"]!],
+            waitForLine: nil, nice: nice).0
     }
 
     @discardableResult
-    func startSubmitter(concurrency: Int = 64, backlog: Int? = nil) throws -> Process {
+    func startSubmitter(concurrency: Int = 64, backlog: Int? = nil, nice: Int = 0) throws -> Process {
         let backlogArguments = backlog.map { ["--backlog", String($0)] } ?? []
         return try spawn(
             "paypipe-submitter",
             ["--config", configPath, "--concurrency", String(concurrency), "--signed-out", ledgerEndpoints["signedOut"]!, "--results", ledgerEndpoints["results"]!,
              "--ledger-rpc", ledgerEndpoints["ledgerRPC"]!] + backlogArguments,
-            waitForLine: nil).0
+            waitForLine: nil, nice: nice).0
     }
 
     @discardableResult
@@ -167,21 +170,24 @@ final class PipelineHarness: @unchecked Sendable {
         httpPost(port: callbacksPort, path: path, headers: headers, body: body)
     }
 
-    func spawn(_ name: String, _ arguments: [String], waitForLine marker: String?) throws -> (Process, String?) {
-        let ((process, errorFile), line) = try PipelineHarness.spawn(name, arguments, in: directory, index: children.count, waitForLine: marker)
+    func spawn(_ name: String, _ arguments: [String], waitForLine marker: String?, nice: Int = 0) throws -> (Process, String?) {
+        let ((process, errorFile), line) = try PipelineHarness.spawn(name, arguments, in: directory, index: children.count, waitForLine: marker, nice: nice)
         children.append(process)
         stderrFiles.append(errorFile)
         return (process, line)
     }
 
-    static func spawn(_ name: String, _ arguments: [String], in directory: URL, index: Int, waitForLine marker: String?) throws -> ((Process, URL), String?) {
+    static func spawn(
+        _ name: String, _ arguments: [String], in directory: URL, index: Int, waitForLine marker: String?, nice: Int = 0
+    ) throws -> ((Process, URL), String?) {
         let executable = PipelineHarness.buildDirectory().appendingPathComponent(name)
         guard FileManager.default.isExecutableFile(atPath: executable.path) else {
             throw HarnessError("\(executable.path) is missing: run `swift build` before `swift test`")
         }
         let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
+        // `nice` execs the stage in place: the process (and its PID) is the stage's.
+        process.executableURL = nice > 0 ? URL(fileURLWithPath: "/usr/bin/nice") : executable
+        process.arguments = nice > 0 ? ["-n", String(nice), executable.path] + arguments : arguments
         let stdout = Pipe()
         process.standardOutput = stdout
         let errorFile = directory.appendingPathComponent("\(name)-\(index).stderr")

@@ -42,11 +42,14 @@ struct PaypipeBench: ParsableCommand {
     @Option(help: "Example orders (W1/W2 use its phonepe authInit, W3 all of them).") var examples = "examples/orders.jsonl"
     @Option(help: "Results directory (default bench/results/<timestamp>).") var out: String?
     @Flag(help: "Keep each scenario's temporary directory (config, ledger database).") var keepTemp = false
+    @Option(help: "The signers' and submitters' nice increment below the ledger's, as `paypipe up --worker-nice` (0: all equal).")
+    var workerNice = 5
 
     func validate() throws {
         guard orders > 0, (w2Orders ?? 1) > 0, (w3Orders ?? 1) > 0 else { throw ValidationError("order counts must be positive") }
         guard signers > 0, submitters > 0, concurrency > 0 else { throw ValidationError("--signers, --submitters and --concurrency must be positive") }
         guard rate.map({ $0 > 0 }) ?? true, w1Rate > 0 else { throw ValidationError("--rate and --w1-rate must be positive") }
+        guard (0...19).contains(workerNice) else { throw ValidationError("--worker-nice must be 0 to 19") }
         guard warmup >= 0, drainTimeout > 0, maxSeconds > 0 else { throw ValidationError("--warmup, --drain-timeout, --max-seconds out of range") }
         _ = try scenarioList()
     }
@@ -100,13 +103,13 @@ struct PaypipeBench: ParsableCommand {
         let outDirectory = out ?? "bench/results/\(stamp)"
         try FileManager.default.createDirectory(atPath: "\(outDirectory)/logs", withIntermediateDirectories: true)
         let nproc = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
-        log("nproc \(nproc); results in \(outDirectory); executables from \(binDirectory)")
+        log("nproc \(nproc); results in \(outDirectory); executables from \(binDirectory); signers and submitters at nice +\(workerNice)")
         print("nproc: \(nproc)")
 
         let settings = RunSettings(
             binDirectory: binDirectory, warmup: warmup, drainTimeout: drainTimeout, maxSeconds: maxSeconds, logLevel: logLevel,
             logDirectory: "\(outDirectory)/logs", keepTemp: keepTemp,
-            sandboxArguments: sandboxArgs.split(separator: " ").map(String.init))
+            sandboxArguments: sandboxArgs.split(separator: " ").map(String.init), workerNice: workerNice)
         var results: [ScenarioResult] = []
         for spec in specs {
             log("[\(spec.name)] \(spec.orders) orders, \(spec.submitters) submitter(s), \(spec.signers) signer(s)\(spec.rate.map { " at \(Int($0)) orders/s" } ?? ", full speed")")
@@ -118,7 +121,7 @@ struct PaypipeBench: ParsableCommand {
         let run = RunResult(
             startedAt: ISO8601DateFormatter().string(from: startedAt), nproc: nproc, machine: machineDescription(),
             gitCommit: gitCommit(), arguments: Array(CommandLine.arguments.dropFirst()), binDirectory: binDirectory,
-            warmupOrders: warmup, wallSeconds: Double(monotonicNanoseconds() - wallStart) / 1e9, scenarios: results)
+            warmupOrders: warmup, workerNice: workerNice, wallSeconds: Double(monotonicNanoseconds() - wallStart) / 1e9, scenarios: results)
         try writeReport(run, to: outDirectory)
         print(summaryTable(run))
         print("results: \(outDirectory)/ (results.json, summary.md, throughput.svg, latency.svg)")

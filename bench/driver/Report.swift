@@ -9,6 +9,8 @@ struct RunResult: Codable, Sendable {
     var arguments: [String]
     var binDirectory: String
     var warmupOrders: Int
+    /// The signers' and submitters' nice increment (`--worker-nice`).
+    var workerNice: Int
     var wallSeconds: Double
     var scenarios: [ScenarioResult]
 }
@@ -48,7 +50,7 @@ func summaryMarkdown(_ run: RunResult) -> String {
         # paypipe-bench \(run.startedAt)
 
         Machine: nproc \(run.nproc), \(run.machine). Commit \(run.gitCommit ?? "?"). Arguments: `\(run.arguments.joined(separator: " "))`. \
-        Warm-up \(run.warmupOrders) orders per scenario (not measured). Wall time \(fmt(run.wallSeconds)) s.
+        Warm-up \(run.warmupOrders) orders per scenario (not measured). Signers and submitters at nice +\(run.workerNice). Wall time \(fmt(run.wallSeconds)) s.
 
         Throughput = orders with a first outcome / (last outcome − first send); steady = the same between the 10 % and \
         the 90 % mark of first outcomes (without the intake burst at the start and the drain at the end). Latency = outcome arrival − send time \

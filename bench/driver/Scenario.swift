@@ -27,6 +27,8 @@ struct RunSettings: Sendable {
     var logDirectory: String
     var keepTemp: Bool
     var sandboxArguments: [String]
+    /// The signers' and submitters' nice increment, as `paypipe up --worker-nice` gives them.
+    var workerNice: Int
 }
 
 struct ProcessFigures: Codable, Sendable {
@@ -147,7 +149,7 @@ func runScenario(_ spec: ScenarioSpec, allTemplates: [OrderTemplate], settings: 
         func start(_ role: String, _ name: String, _ arguments: [String]) throws -> Child {
             let child = try spawnChild(
                 role: role, name: name, executable: "\(settings.binDirectory)/paypipe-\(role)", arguments: arguments,
-                environment: environment, logDirectory: logs)
+                environment: environment, logDirectory: logs, nice: ["signer", "submitter"].contains(role) ? settings.workerNice : 0)
             children.append(child)
             return child
         }

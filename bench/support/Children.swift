@@ -103,14 +103,22 @@ public final class ChildRegistry: Sendable {
 /// Starts `executable` with stdin from /dev/null and stdout/stderr into files. Through
 /// `setpriv --pdeathsig TERM` when available, so a child also stops if the driver is killed
 /// outright (the death signal follows the spawning thread: call this from the main thread).
+/// `nice`: how far below the driver's its priority is, as `paypipe up --worker-nice` sets it,
+/// through `nice(1)`, which like `setpriv` execs the executable in place: the PID is the stage's.
 public func spawnChild(
-    role: String, name: String, executable: String, arguments: [String], environment: [String: String], logDirectory: String
+    role: String, name: String, executable: String, arguments: [String], environment: [String: String], logDirectory: String,
+    nice: Int = 0
 ) throws -> Child {
     guard FileManager.default.isExecutableFile(atPath: executable) else { throw BenchError("no executable at \(executable) (build first, or pass --bin-dir)") }
     let stdoutPath = "\(logDirectory)/\(name).out"
     let stderrPath = "\(logDirectory)/\(name).err"
     var argv = [executable] + arguments
     var program = executable
+    if nice > 0 {
+        program = "/usr/bin/nice"
+        guard FileManager.default.isExecutableFile(atPath: program) else { throw BenchError("\(program) is missing (coreutils): needed to start \(name) at nice \(nice)") }
+        argv = [program, "-n", String(nice)] + argv
+    }
     let setpriv = "/usr/bin/setpriv"
     if FileManager.default.isExecutableFile(atPath: setpriv) {
         program = setpriv

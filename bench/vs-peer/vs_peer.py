@@ -306,7 +306,7 @@ def run_paypipe(args, children, bin_dir, repo_root, workload, orders, round_numb
     argv = [os.path.join(bin_dir, "paypipe-bench"), "--bin-dir", bin_dir, "--scenarios", "w1", "--orders", str(orders),
             "--submitters", str(args.submitters), "--concurrency", str(args.concurrency),
             "--provider-url", WORKLOADS[workload], "--warmup", str(args.warmup), "--max-seconds", str(args.deadline),
-            "--out", run_dir]
+            "--worker-nice", str(args.worker_nice), "--out", run_dir]
     started = time.monotonic()
     code = children.run(argv, repo_root, f"{run_dir}/stdout.txt", f"{run_dir}/stderr.log", timeout=args.deadline + 120)
     record = {"side": "paypipe", "workload": workload, "round": round_number, "orders": orders, "exit": code,
@@ -474,7 +474,8 @@ def report_markdown(runs, summary, args, workload_orders, context):
             f"Machine: {context['machine']}. Commit {context['commit']}. Command: `{context['command']}`. "
             f"Peer: `{context['peer']}` (pyzmq + uvloop + aiohttp, `--peer zmq --submitters {args.submitters}`, 256 in flight "
             f"per submitter); paypipe: `paypipe-bench --scenarios w1 --submitters {args.submitters} --concurrency "
-            f"{args.concurrency} --provider-url <nginx>` ({args.warmup} warm-up orders, not measured). Both against the "
+            f"{args.concurrency} --worker-nice {args.worker_nice} --provider-url <nginx>` ({args.warmup} warm-up orders, not "
+            "measured; the signer and submitters at nice +N below the ledger, as `paypipe up` starts them). Both against the "
             "peer's nginx mock: W1 = 127.0.0.1:18081 (answers at once), W2 = 127.0.0.1:18082 (50 ms). "
             "Rounds alternate the side that goes first.", "",
             table(runs, summary, args, workload_orders), "",
@@ -511,6 +512,9 @@ def main():
     parser.add_argument("--concurrency", type=int, default=256,
                         help="paypipe requests in flight per submitter (default 256, the peer's fixed --inflight)")
     parser.add_argument("--warmup", type=int, default=1000, help="paypipe warm-up orders per run (default 1000)")
+    parser.add_argument("--worker-nice", type=int, default=5,
+                        help="paypipe's signer and submitters at this nice increment below its ledger, as `paypipe up "
+                             "--worker-nice` (default 5, as there; 0: all equal)")
     parser.add_argument("--deadline", type=float, default=240.0, help="upper bound on one run in seconds (default 240)")
     parser.add_argument("--skip-build", action="store_true", help="use the release binaries already built")
     parser.add_argument("--bin-dir", help="directory with the paypipe executables (implies --skip-build)")
@@ -518,9 +522,9 @@ def main():
     args = parser.parse_args(sys.argv[2:])
     repo_root = sys.argv[1]
     if args.rounds < 1 or args.w1_orders < 1 or args.w2_orders < 1 or args.submitters < 1 or args.concurrency < 1 \
-            or args.warmup < 0 or args.deadline <= 0:
+            or args.warmup < 0 or args.deadline <= 0 or not 0 <= args.worker_nice <= 19:
         parser.error("--rounds, --w1-orders, --w2-orders, --submitters, --concurrency must be positive, "
-                     "--warmup not negative, --deadline positive")
+                     "--warmup not negative, --deadline positive, --worker-nice 0 to 19")
 
     started_at = datetime.datetime.now(datetime.timezone.utc)
     out = os.path.abspath(args.out or os.path.join(repo_root, "bench", "results",

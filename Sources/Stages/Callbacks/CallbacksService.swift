@@ -38,6 +38,7 @@ package final class CallbacksService: Service {
             maxIdleConnectionsPerHost: 64)
         let validator = CallbackValidator(directory: ledger, catalog: registry.catalog, http: http)
         let (logger, metrics) = (self.logger, self.metrics)
+        StageProcess.keepThreadsAtStartingNice()
         logger.info("callbacks ready", metadata: ["address": "\(config.endpoints.callbacks)", "ledgerRPC": "\(config.endpoints.ledgerRPC)"])
 
         @Sendable func answer(_ route: String, _ result: CallbackAnswer) -> Response {

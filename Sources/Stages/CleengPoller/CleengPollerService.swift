@@ -59,6 +59,7 @@ package final class CleengPollerService: MeasuredStage {
                 worstDriftMs.max(lateness, ordering: .relaxed)
                 pollsSent.increment()
             })
+        StageProcess.keepThreadsAtStartingNice()
         logger.info("cleeng poller ready", metadata: ["pollQueue": "\(e.pollQueue)", "interval_ms": "\(config.timers.cleengPollIntervalMs)"])
 
         // Graceful shutdown stops taking receipts. Receipts held are not ended: they stay pending
