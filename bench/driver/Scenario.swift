@@ -165,20 +165,27 @@ func runScenario(_ spec: ScenarioSpec, allTemplates: [OrderTemplate], settings: 
             arguments += settings.sandboxArguments
             try waitForMarker(try start("sandbox", "sandbox", arguments), "listening")
         }
-        try waitForMarker(
+        let ready = try waitForMarker(
             try start("ledger", "ledger", ["--config", configPath, "--store", "\(work)/ledger.sqlite", "--metrics", "127.0.0.1:0"]),
             "paypipe-ledger ready")
+        let ledger = try endpoints.bound(from: ready)
         var pending: [(Child, String)] = []
-        for i in 0..<spec.signers { pending.append((try start("signer", "signer-\(i + 1)", ["--config", configPath]), "signer ready")) }
+        for i in 0..<spec.signers {
+            let arguments = ["--config", configPath, "--sign-queue", ledger.signQueue, "--signed-in", ledger.signedIn, "--results", ledger.results]
+            pending.append((try start("signer", "signer-\(i + 1)", arguments), "signer ready"))
+        }
         for i in 0..<spec.submitters {
-            pending.append(
-                (try start("submitter", "submitter-\(i + 1)", ["--config", configPath, "--concurrency", String(spec.concurrency)]), "submitter ready"))
+            let arguments = [
+                "--config", configPath, "--concurrency", String(spec.concurrency), "--signed-out", ledger.signedOut, "--results", ledger.results,
+                "--ledger-rpc", ledger.ledgerRPC,
+            ]
+            pending.append((try start("submitter", "submitter-\(i + 1)", arguments), "submitter ready"))
         }
         for (child, marker) in pending { try waitForMarker(child, marker) }
         log("[\(spec.name)] pipeline up: " + children.map { "\($0.name)=\($0.pid)" }.joined(separator: " "))
 
         let run = String(UInt32.random(in: 0...UInt32.max), radix: 16)
-        let l = try Load(intake: endpoints.intake, outcomes: endpoints.outcomes)
+        let l = try Load(intake: ledger.intake, outcomes: ledger.outcomes)
         load = l
         l.startReceiver()
 

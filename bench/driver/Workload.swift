@@ -66,12 +66,42 @@ struct BenchEndpoints: Codable, Sendable {
     var callbacks: String
     var sandboxPort: Int
 
+    /// The ledger's addresses on ports the kernel picks as it binds (`*`), read back from its
+    /// ready line (`bound(from:)`): ports picked here in advance could be taken in the meantime,
+    /// as the ledger's own metrics port once was ("Address already in use").
     static func allocate() throws -> BenchEndpoints {
-        let p = try freePorts(11)
-        let tcp = { (port: Int) in "tcp://127.0.0.1:\(port)" }
+        let p = try freePorts(2)
+        let any = "tcp://127.0.0.1:*"
         return BenchEndpoints(
-            intake: tcp(p[0]), outcomes: tcp(p[1]), signQueue: tcp(p[2]), signedIn: tcp(p[3]), signedOut: tcp(p[4]),
-            results: tcp(p[5]), ledgerRPC: tcp(p[8]), pollQueue: tcp(p[9]), outcomesReplay: tcp(p[10]), callbacks: "127.0.0.1:\(p[6])", sandboxPort: p[7])
+            intake: any, outcomes: any, signQueue: any, signedIn: any, signedOut: any, results: any, ledgerRPC: any, pollQueue: any,
+            outcomesReplay: any, callbacks: "127.0.0.1:\(p[0])", sandboxPort: p[1])
+    }
+
+    /// The same with the addresses the ledger printed in its ready line
+    /// (`paypipe-ledger ready intake=tcp://… outcomes=tcp://… …`).
+    func bound(from readyLine: String) throws -> BenchEndpoints {
+        var printed: [String: String] = [:]
+        for part in readyLine.split(separator: " ") {
+            let pair = part.split(separator: "=", maxSplits: 1)
+            if pair.count == 2 { printed[String(pair[0])] = String(pair[1]) }
+        }
+        func address(_ name: String) throws -> String {
+            guard let value = printed[name], value.hasPrefix("tcp://"), !value.hasSuffix(":*") else {
+                throw BenchError("the ledger's ready line names no bound \(name): \(readyLine)")
+            }
+            return value
+        }
+        var bound = self
+        bound.intake = try address("intake")
+        bound.outcomes = try address("outcomes")
+        bound.signQueue = try address("signQueue")
+        bound.signedIn = try address("signedIn")
+        bound.signedOut = try address("signedOut")
+        bound.results = try address("results")
+        bound.ledgerRPC = try address("ledgerRPC")
+        bound.pollQueue = try address("pollQueue")
+        bound.outcomesReplay = try address("outcomesReplay")
+        return bound
     }
 }
 

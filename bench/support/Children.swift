@@ -161,11 +161,13 @@ public func lastLines(_ path: String, _ count: Int = 5) -> String {
 
 /// Waits until `marker` appears in one of the child's output files; fails if the child exits
 /// or `timeout` seconds pass.
-public func waitForMarker(_ child: Child, _ marker: String, timeout: Double = 30) throws {
+@discardableResult
+public func waitForMarker(_ child: Child, _ marker: String, timeout: Double = 30) throws -> String {
     let deadline = monotonicNanoseconds() + UInt64(timeout * 1e9)
     while true {
         for path in [child.stdoutPath, child.stderrPath] {
-            if let data = FileManager.default.contents(atPath: path), String(decoding: data, as: UTF8.self).contains(marker) { return }
+            guard let data = FileManager.default.contents(atPath: path) else { continue }
+            if let line = String(decoding: data, as: UTF8.self).split(separator: "\n").first(where: { $0.contains(marker) }) { return String(line) }
         }
         if let status = ChildRegistry.shared.poll(child.pid) {
             throw BenchError("\(child.name) exited (wait status \(status)) before printing \"\(marker)\":\n\(lastLines(child.stderrPath))")
