@@ -21,8 +21,7 @@ struct LedgerCommand: AsyncParsableCommand {
             config: config, registry: await StandardConnectors.registry(config: config), storePath: store,
             redeliverAfterMilliseconds: redeliverAfterMs, logger: logger
         ) { bound in
-            StageProcess.printLine(
-                "paypipe-ledger ready intake=\(bound.intake) outcomes=\(bound.outcomes) signQueue=\(bound.signQueue) signedIn=\(bound.signedIn) signedOut=\(bound.signedOut) results=\(bound.results) ledgerRPC=\(bound.ledgerRPC) pollQueue=\(bound.pollQueue) outcomesReplay=\(bound.outcomesReplay)")
+            StageProcess.printLine(bound.readyLine)
         }
         do {
             await StageProcess.run([ledger, try ledger.metricsServer(address: config.endpoints.ledgerMetrics)], logger: logger)

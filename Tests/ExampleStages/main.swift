@@ -31,8 +31,7 @@ struct ExampleStagesCommand: AsyncParsableCommand {
         switch role {
         case "ledger":
             let ledger = LedgerService(config: config, registry: registry, storePath: store, logger: logger) { bound in
-                StageProcess.printLine(
-                    "paypipe-ledger ready intake=\(bound.intake) outcomes=\(bound.outcomes) signQueue=\(bound.signQueue) signedIn=\(bound.signedIn) signedOut=\(bound.signedOut) results=\(bound.results) ledgerRPC=\(bound.ledgerRPC) pollQueue=\(bound.pollQueue)")
+                StageProcess.printLine(bound.readyLine)
             }
             await StageProcess.run(stage: ledger, metricsAddress: metrics, role: role, logger: logger)
         case "signer":

@@ -175,18 +175,14 @@ private struct StandInPipeline {
 
     func pid(_ name: String) -> Int32? { number(in: "\(name).pid") }
 
-    /// Each stage's nice value above the sandbox's, read from `/proc/PID/stat`. `paypipe up`
+    /// Each stage's nice value above the sandbox's (its main thread's). `paypipe up`
     /// starts the sandbox at its own nice value; the test's is no reference, since on Linux a
     /// nice value is a thread's. (Under a test runner at nice 15 or more the kernel would cap
     /// the workers' at 19.)
     var nicenessAboveTheSandbox: [String: Int] {
         func nice(_ name: String) -> Int? {
-            guard let pid = pid(name), let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-                  let afterName = stat.range(of: ") ", options: .backwards)
-            else { return nil }
-            // Fields after the name start at the third (state); nice is the nineteenth.
-            let fields = stat[afterName.upperBound...].split(separator: " ")
-            return fields.count > 16 ? Int(fields[16]) : nil
+            guard let pid = pid(name) else { return nil }
+            return ProcessThread.all(of: pid).first { $0.id == pid }?.nice
         }
         guard let sandbox = nice("paypipe-sandbox") else { return [:] }
         var above: [String: Int] = [:]

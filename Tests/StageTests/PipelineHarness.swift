@@ -98,13 +98,10 @@ final class PipelineHarness: @unchecked Sendable {
             "paypipe-ledger",
             PipelineHarness.ledgerArguments(configPath: configPath, directory: directory, redeliverAfterMilliseconds: redeliverAfterMilliseconds),
             in: directory, index: 0,
-            waitForLine: "paypipe-ledger ready")
+            waitForLine: LedgerAddresses.readyMarker)
         children.append(ledger.0)
         stderrFiles.append(ledger.1)
-        for part in (ready ?? "").split(separator: " ").dropFirst(2) {
-            let pair = part.split(separator: "=", maxSplits: 1)
-            if pair.count == 2 { ledgerEndpoints[String(pair[0])] = String(pair[1]) }
-        }
+        ledgerEndpoints = LedgerAddresses.printed(in: ready ?? "")
         let pull = try context.socket(.pull)
         if connectOutcomes { try pull.connect(ledgerEndpoints["outcomes"]!) }
         let push = try context.socket(.push)

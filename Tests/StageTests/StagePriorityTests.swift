@@ -17,10 +17,10 @@ struct StagePriorityTests {
         // The order ended: both stages' loops have run, and the submitter has used NIO.
         #expect(try await CurveLinkTests.outcome(h, "nice-1", .pending) != nil)
 
-        let base = try #require(Self.threads(of: getpid()).first { $0.id == getpid() }?.nice)
+        let base = try #require(ProcessThread.all(of: getpid()).first { $0.id == getpid() }?.nice)
         for (process, loop) in [(signer, "signer-loop"), (submitter, "submitter-loop")] {
             let pid = process.processIdentifier
-            let threads = Self.threads(of: pid)
+            let threads = ProcessThread.all(of: pid)
             let started = min(base + 5, 19)
             #expect(threads.first { $0.id == pid }?.nice == started, "\(threads)")
             let busy = threads.filter { $0.name == loop || $0.name.hasPrefix("ZMQbg/IO") || $0.name.hasPrefix("NIO-") }
@@ -29,25 +29,26 @@ struct StagePriorityTests {
             #expect(!busy.isEmpty && busy.allSatisfy { $0.nice == started }, "\(threads)")
         }
     }
+}
 
-    struct Thread: CustomStringConvertible {
-        var id: Int32
-        var name: String
-        var nice: Int
-        var description: String { "\(id) \(name) nice \(nice)" }
-    }
+/// One thread of a process as `/proc/PID/task/TID/stat` shows it (the name is the second field,
+/// in parentheses; nice is the nineteenth).
+struct ProcessThread: CustomStringConvertible {
+    var id: Int32
+    var name: String
+    var nice: Int
+    var description: String { "\(id) \(name) nice \(nice)" }
 
-    /// Every thread of `pid`, from `/proc/PID/task/TID/stat` (the name is the second field, in
-    /// parentheses; nice is the nineteenth).
-    static func threads(of pid: Int32) -> [Thread] {
+    /// Every thread of `pid`; none once it is gone.
+    static func all(of pid: Int32) -> [ProcessThread] {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-        return tasks.compactMap { task -> Thread? in
+        return tasks.compactMap { task -> ProcessThread? in
             guard let id = Int32(task), let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/stat", encoding: .utf8),
                   let open = stat.firstIndex(of: "("), let close = stat.range(of: ") ", options: .backwards)
             else { return nil }
             let fields = stat[close.upperBound...].split(separator: " ")
             guard fields.count > 16, let nice = Int(fields[16]) else { return nil }
-            return Thread(id: id, name: String(stat[stat.index(after: open)..<close.lowerBound]), nice: nice)
+            return ProcessThread(id: id, name: String(stat[stat.index(after: open)..<close.lowerBound]), nice: nice)
         }
     }
 }

@@ -2,6 +2,7 @@ import BenchSupport
 import Foundation
 import Histogram
 import PaypipeCore
+import StageRuntime
 
 /// What one scenario runs.
 struct ScenarioSpec: Codable, Sendable {
@@ -167,8 +168,10 @@ func runScenario(_ spec: ScenarioSpec, allTemplates: [OrderTemplate], settings: 
         }
         let ready = try waitForMarker(
             try start("ledger", "ledger", ["--config", configPath, "--store", "\(work)/ledger.sqlite", "--metrics", "127.0.0.1:0"]),
-            "paypipe-ledger ready")
-        let ledger = try endpoints.bound(from: ready)
+            LedgerAddresses.readyMarker)
+        guard let ledger = LedgerAddresses(readyLine: ready), ledger.all.allSatisfy({ $0.address.hasPrefix("tcp://") }) else {
+            throw BenchError("the ledger's ready line names an address missing, unbound or not TCP: \(ready)")
+        }
         var pending: [(Child, String)] = []
         for i in 0..<spec.signers {
             let arguments = ["--config", configPath, "--sign-queue", ledger.signQueue, "--signed-in", ledger.signedIn, "--results", ledger.results]

@@ -60,60 +60,30 @@ func phonePeTemplate(_ templates: [OrderTemplate]) throws -> OrderTemplate {
     return t
 }
 
-/// Endpoints of one scenario's pipeline, on ports nobody else uses.
+/// What one scenario's pipeline listens on besides the ledger: the sandbox and the callback
+/// validator, on free ports picked here. The ledger binds on ports the kernel picks (`*`), read
+/// back from its ready line (`LedgerAddresses`): ports picked here in advance could be taken in
+/// the meantime, as the ledger's own metrics port once was ("Address already in use").
 struct BenchEndpoints: Codable, Sendable {
-    var intake, outcomes, signQueue, signedIn, signedOut, results, ledgerRPC, pollQueue, outcomesReplay: String
     var callbacks: String
     var sandboxPort: Int
 
-    /// The ledger's addresses on ports the kernel picks as it binds (`*`), read back from its
-    /// ready line (`bound(from:)`): ports picked here in advance could be taken in the meantime,
-    /// as the ledger's own metrics port once was ("Address already in use").
     static func allocate() throws -> BenchEndpoints {
         let p = try freePorts(2)
-        let any = "tcp://127.0.0.1:*"
-        return BenchEndpoints(
-            intake: any, outcomes: any, signQueue: any, signedIn: any, signedOut: any, results: any, ledgerRPC: any, pollQueue: any,
-            outcomesReplay: any, callbacks: "127.0.0.1:\(p[0])", sandboxPort: p[1])
-    }
-
-    /// The same with the addresses the ledger printed in its ready line
-    /// (`paypipe-ledger ready intake=tcp://… outcomes=tcp://… …`).
-    func bound(from readyLine: String) throws -> BenchEndpoints {
-        var printed: [String: String] = [:]
-        for part in readyLine.split(separator: " ") {
-            let pair = part.split(separator: "=", maxSplits: 1)
-            if pair.count == 2 { printed[String(pair[0])] = String(pair[1]) }
-        }
-        func address(_ name: String) throws -> String {
-            guard let value = printed[name], value.hasPrefix("tcp://"), !value.hasSuffix(":*") else {
-                throw BenchError("the ledger's ready line names no bound \(name): \(readyLine)")
-            }
-            return value
-        }
-        var bound = self
-        bound.intake = try address("intake")
-        bound.outcomes = try address("outcomes")
-        bound.signQueue = try address("signQueue")
-        bound.signedIn = try address("signedIn")
-        bound.signedOut = try address("signedOut")
-        bound.results = try address("results")
-        bound.ledgerRPC = try address("ledgerRPC")
-        bound.pollQueue = try address("pollQueue")
-        bound.outcomesReplay = try address("outcomesReplay")
-        return bound
+        return BenchEndpoints(callbacks: "127.0.0.1:\(p[0])", sandboxPort: p[1])
     }
 }
 
 /// The pipeline config of a scenario: the demo credentials (the sandbox reads the same file, so
-/// both sides agree), every provider at the sandbox or at `providerURL`, and the scenario's
-/// own endpoints.
+/// both sides agree), every provider at the sandbox or at `providerURL`, the scenario's own
+/// endpoints, and every address the ledger binds on a port the kernel picks.
 func configText(endpoints e: BenchEndpoints, providerURL: String?) -> String {
-    DemoConfig.text(
+    let any = "tcp://127.0.0.1:*"
+    return DemoConfig.text(
         sandboxURL: "http://127.0.0.1:\(e.sandboxPort)", callbacks: e.callbacks, providerURL: providerURL,
         endpoints: [
-            "intake": e.intake, "outcomes": e.outcomes, "signQueue": e.signQueue, "signedIn": e.signedIn, "signedOut": e.signedOut,
-            "results": e.results, "ledgerRPC": e.ledgerRPC, "pollQueue": e.pollQueue, "outcomesReplay": e.outcomesReplay,
+            "intake": any, "outcomes": any, "signQueue": any, "signedIn": any, "signedOut": any, "results": any, "ledgerRPC": any,
+            "pollQueue": any, "outcomesReplay": any,
             "ledgerMetrics": "127.0.0.1:0",
         ])
 }

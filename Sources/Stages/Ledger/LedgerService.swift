@@ -13,10 +13,6 @@ import ZeroMQ
 /// orders, forwards outcomes upstream, redelivers stalled orders and runs the streamer between
 /// signers and submitters.
 package final class LedgerService: MeasuredStage {
-    package struct BoundEndpoints: Sendable, Equatable {
-        package var intake, outcomes, signQueue, signedIn, signedOut, results, ledgerRPC, pollQueue, outcomesReplay: String
-    }
-
     /// The ledger's core behind a lock: its loop's thread commits through it, and the
     /// operators' `GET /review` reads through it.
     final class Core: Sendable {
@@ -58,7 +54,7 @@ package final class LedgerService: MeasuredStage {
     let storePath: String
     let logger: Logger
     let redeliverAfterMilliseconds: Int64
-    let onReady: @Sendable (BoundEndpoints) -> Void
+    let onReady: @Sendable (LedgerAddresses) -> Void
     package let metrics = StageMetrics()
     /// The running ledger's core, for the operators' `GET /review`.
     private let running = Mutex<Core?>(nil)
@@ -66,7 +62,7 @@ package final class LedgerService: MeasuredStage {
     /// `onReady` is called once every socket is bound.
     package init(
         config: PaypipeConfig, registry: ConnectorRegistry, storePath: String, redeliverAfterMilliseconds: Int64 = 60_000, logger: Logger,
-        onReady: @escaping @Sendable (BoundEndpoints) -> Void = { _ in }
+        onReady: @escaping @Sendable (LedgerAddresses) -> Void = { _ in }
     ) {
         self.config = config
         self.registry = registry
@@ -100,7 +96,7 @@ package final class LedgerService: MeasuredStage {
         let pollSocket = try context.socket(.push, options: links.server(stageOptions(highWaterMark: 10_000), .pollQueue))
         // A ROUTER drops what exceeds a peer's HWM, so the HWM holds several whole answers.
         let replaySocket = try context.socket(.router, options: stageOptions(highWaterMark: Int32(8 * (OutcomeReplay.maxLimit + 1))))
-        let bound = BoundEndpoints(
+        let bound = LedgerAddresses(
             intake: try intakeSocket.bind(e.intake), outcomes: try outcomesSocket.bind(e.outcomes),
             signQueue: try signSocket.bind(e.signQueue), signedIn: try signedInSocket.bind(e.signedIn),
             signedOut: try signedOutSocket.bind(e.signedOut), results: try resultsSocket.bind(e.results),
