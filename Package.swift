@@ -181,11 +181,23 @@ let package = Package(
             path: "Tests/ExampleStages",
             swiftSettings: strict
         ),
+        // Every input a process reads from outside, as functions of bytes: for libFuzzer
+        // (Tests/Fuzz/run) and for the corpus the tests replay.
+        .target(
+            name: "FuzzTargets",
+            dependencies: [
+                "BenchSupport", "CallbacksStage", "Connectors", "HTTPTransport", "LedgerStage", "PaypipeCore", "SignerStage", "StageRuntime",
+                "StageWire", "SubmitterStage", .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            path: "Tests/FuzzTargets",
+            swiftSettings: strict
+        ),
+        .executableTarget(name: "paypipe-fuzz", dependencies: ["FuzzTargets", "PaypipeCore"], path: "Tests/Fuzz", exclude: ["run", "corpus"], swiftSettings: strict),
         .testTarget(
             name: "StageTests",
             dependencies: [
                 "PaypipeCore", "ZeroMQ", "Sandbox", "Connectors", "StageWire", "StageRuntime", "ExampleConnector", "HTTPTransport", "CSQLite",
-                "SQLiteWALBuffer", .product(name: "Logging", package: "swift-log"),
+                "SQLiteWALBuffer", "FuzzTargets", .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -236,7 +248,7 @@ let package = Package(
             path: "bench/zmq",
             swiftSettings: strict
         ),
-        .target(name: "BenchSupport", path: "bench/support", exclude: ["pipeline-up.sh"], swiftSettings: strict),
+        .target(name: "BenchSupport", path: "bench/support", exclude: ["pipeline-up.sh", "w1rate.sh"], swiftSettings: strict),
         .executableTarget(
             name: "paypipe-bench",
             dependencies: [

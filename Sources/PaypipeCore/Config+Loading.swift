@@ -314,7 +314,7 @@ struct ConfigReader {
     }
 }
 
-func readWholeFile(_ path: String) -> [UInt8]? {
+package func readWholeFile(_ path: String) -> [UInt8]? {
     guard let file = fopen(path, "rb") else { return nil }
     defer { fclose(file) }
     var bytes: [UInt8] = []

@@ -1,0 +1,262 @@
+import BenchSupport
+import CallbacksStage
+import Connectors
+import Glibc
+import LedgerStage
+import PaypipeCore
+import SignerStage
+import StageRuntime
+import StageWire
+import SubmitterStage
+
+/// The stages' cores as the fuzz targets drive them: the demo config's connectors, a ledger
+/// core on a real SQLite store (in a directory of its own, removed at exit), the signer, and
+/// each example order signed into work. libFuzzer and the corpus replay call targets from one
+/// thread at a time, which is what makes the unchecked state below safe.
+final class FuzzWorld: @unchecked Sendable {
+    static let shared = FuzzWorld()
+
+    static let exampleOrders: [[UInt8]] = exampleOrderLines.split(separator: "\n").map { Array($0.utf8) }
+
+    let registry: ConnectorRegistry
+    let signer: SignerCore
+    var ledger: LedgerCore
+    /// Each example order's signed work, as the submitter reads it.
+    let works: [SubmitWork]
+    let routes: [CallbackRoute]
+    let validator: CallbackValidator
+    /// The ledger's clock: one millisecond per step, so its timers never decide what a frame does.
+    var now: Int64 = 1_795_237_200_000
+    static let storeDirectory: String = {
+        let base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp"
+        return "\(base)/paypipe-fuzz-\(getpid())"
+    }()
+
+    var catalog: OrderCatalog { registry.catalog }
+
+    private init() {
+        let config: PaypipeConfig
+        do {
+            config = try PaypipeConfig.parse(Array(DemoConfig.text(sandboxURL: "http://127.0.0.1:9").utf8))
+        } catch {
+            fatalError("the demo config does not parse: \(error)")
+        }
+        let registry = waitingFor { await StandardConnectors.registry(config: config) }
+        self.registry = registry
+        signer = SignerCore(registry: registry)
+        mkdir(Self.storeDirectory, 0o700)
+        atexit { FuzzWorld.removeStore() }
+        do {
+            ledger = LedgerCore(store: try LedgerStore(path: Self.storeDirectory + "/ledger.sqlite"), registry: registry)
+        } catch {
+            fatalError("the fuzz ledger's store does not open: \(error)")
+        }
+        works = Self.exampleOrders.compactMap { frame in
+            guard case .order(let order) = Order.decode(frame: frame, catalog: registry.catalog),
+                case .submit(let work) = SignerCore(registry: registry).sign(order, acceptedAt: 1_795_237_200_000, nowSeconds: 1_795_237_200)
+            else { return nil }
+            return work
+        }
+        routes = registry.connectors.flatMap(\.callbackRoutes)
+        let orders = Self.exampleOrders.compactMap { frame -> (Order, String)? in
+            guard case .order(let order) = Order.decode(frame: frame, catalog: registry.catalog) else { return nil }
+            return (order, String(decoding: frame, as: UTF8.self))
+        }
+        validator = CallbackValidator(directory: AnyOrderDirectory(orders: orders), catalog: registry.catalog, http: NoProvider())
+    }
+
+    static func removeStore() {
+        for name in ["ledger.sqlite", "ledger.sqlite-wal", "ledger.sqlite-shm"] { unlink(storeDirectory + "/" + name) }
+        rmdir(storeDirectory)
+    }
+
+    // MARK: pipeline
+
+    func pipeline(_ input: [UInt8]) {
+        for effect in commit([.intake(ledger.decoder.intake([input]))], input) { follow(effect, from: input) }
+    }
+
+    private func follow(_ effect: LedgerCore.Effect, from input: [UInt8]) {
+        switch effect {
+        case .drop: break
+        case .emit(let bytes): readOutcome(bytes)
+        case .poll(let bytes):
+            guard (try? DispatchFrame.decode(bytes, catalog: catalog)) != nil else { Invariant.fail("a poll frame the ledger wrote does not decode", bytes) }
+        case .dispatch(let bytes):
+            guard let dispatch = try? DispatchFrame.decode(bytes, catalog: catalog) else {
+                Invariant.fail("a dispatch frame the ledger wrote does not decode", bytes)
+            }
+            switch signer.sign(dispatch, nowSeconds: now / 1000) {
+            case .submit(let work):
+                let frame = work.frame(orderJSON: DispatchFrame.orderJSON(in: bytes))
+                guard let read = try? SubmitWork.decode(frame, catalog: catalog) else { Invariant.fail("a work frame the signer wrote does not decode", frame) }
+                submit(read)
+            case .outcome(let outcome): record(written: outcome.bytes)
+            case .nothing: break
+            }
+        }
+    }
+
+    /// Claims the work and runs its submission against a provider that answers 503 (retried,
+    /// then ended), as a submitter would.
+    private func submit(_ work: SubmitWork) {
+        if let lease = work.lease { _ = commit([.request(.claim([lease]))], work.frame) }
+        guard let connector = registry.connector(for: work.order.provider) else { Invariant.fail("signed work for a provider with no connector", work.frame) }
+        var submission = Submission(work: work, connector: connector)
+        var action = submission.start()
+        for _ in 0..<8 {
+            guard case .send = action else { break }
+            action = submission.receive(HTTPResponseSpec(status: 503, body: Array("unavailable".utf8)), jitter: 0)
+        }
+        if case .send = action { action = submission.fail(.mayHaveBeenSent("fuzz: no answer"), jitter: 0) }
+        if case .finish(let outcome) = action { record(written: outcome.bytes) }
+    }
+
+    /// An outcome a stage wrote, which must read back, into the ledger.
+    private func record(written bytes: [UInt8]) {
+        readOutcome(bytes)
+        record(bytes)
+    }
+
+    /// Any bytes as a stage's outcome into the ledger, and what the ledger emits for it.
+    private func record(_ bytes: [UInt8]) {
+        for effect in commit([.results(ledger.decoder.results([bytes]))], bytes) {
+            if case .emit(let emitted) = effect { readOutcome(emitted) }
+        }
+    }
+
+    private func readOutcome(_ bytes: [UInt8]) {
+        guard (try? Outcome.parse(bytes)) != nil else { Invariant.fail("an outcome a stage wrote does not parse", bytes) }
+    }
+
+    /// A store error on one frame would stop the ledger's loop on every retry of it.
+    @discardableResult
+    private func commit(_ work: [LedgerCore.Work], _ input: [UInt8]) -> [LedgerCore.Effect] {
+        now += 1
+        do {
+            return try ledger.commit(work, now: now).flatMap(\.effects)
+        } catch {
+            Invariant.fail("the ledger's store failed (\(error)) on", input)
+        }
+    }
+
+    // MARK: frames
+
+    /// The first byte picks the frame's kind; the rest is the frame.
+    func frames(_ input: [UInt8]) {
+        guard let kind = input.first else { return }
+        let frame = Array(input.dropFirst())
+        switch kind % 7 {
+        case 0: _ = try? DispatchFrame.decode(frame, catalog: catalog)
+        case 1:
+            if let work = try? SubmitWork.decode(frame, catalog: catalog) { submit(work) }
+        case 2:
+            if let outcome = try? Outcome.parse(frame) { readOutcome(outcome.bytes) }
+        case 3:
+            if let request = try? LedgerRequest.parse(frame) { _ = commit([.request(request)], frame) }
+        case 4:
+            for request in [LedgerRequest.lookup(OrderKey(merchant: "demo", orderId: "x")), .settle(OrderKey(merchant: "demo", orderId: "x"), event: nil, outcome: nil),
+                .resumePolls, .claim([])] {
+                _ = try? LedgerReply.parse(frame, for: request)
+            }
+        case 5:
+            _ = try? OutcomeReplay.Request.parse(frame)
+            _ = OutcomeReplay.Trailer.parse(frame)
+        default: record(frame)
+        }
+    }
+
+    /// Frames of each kind the stages really send, for the seeds.
+    func internalFrames() -> [[UInt8]] {
+        var seeds: [[UInt8]] = []
+        for (frame, work) in zip(Self.exampleOrders, works) {
+            seeds.append([0] + DispatchFrame.encode(orderJSON: String(decoding: frame, as: UTF8.self), acceptedAt: now))
+            seeds.append([1] + work.frame)
+            if let lease = work.lease { seeds.append([3] + LedgerRequest.claim([lease]).json.bytes) }
+        }
+        seeds.append([2] + Outcome(order: works[0].order, status: .failed, error: .init(code: "X", message: "y"), attempts: 1).bytes)
+        seeds.append([3] + LedgerRequest.lookup(works[0].order.key).json.bytes)
+        seeds.append([4] + Array(#"{"ok":true,"granted":[true,false]}"#.utf8))
+        seeds.append([5] + Array(#"{"since":0,"limit":10}"#.utf8))
+        return seeds
+    }
+
+    // MARK: provider answers
+
+    private static let statuses = [200, 201, 202, 204, 400, 401, 402, 403, 404, 409, 422, 429, 500, 502, 503, 504]
+
+    /// The first byte picks the example order, the second the status; the rest is the body.
+    func providerResponse(_ input: [UInt8]) {
+        guard input.count >= 2, !works.isEmpty else { return }
+        let work = works[Int(input[0]) % works.count]
+        let response = HTTPResponseSpec(
+            status: Self.statuses[Int(input[1]) % Self.statuses.count], headers: [HTTPHeader("Content-Type", "application/json")],
+            body: Array(input.dropFirst(2)))
+        guard let connector = registry.connector(for: work.order.provider) else { return }
+        var submission = Submission(work: work, connector: connector)
+        var action = submission.start()
+        for _ in 0..<4 {
+            guard case .send = action else { break }
+            action = submission.receive(response, jitter: 0)
+        }
+        if case .finish(let outcome) = action { readOutcome(outcome.bytes) }
+    }
+
+    // MARK: callbacks
+
+    /// The first byte picks the route; then header lines (`Name: value`), a blank line, the body.
+    func callback(_ input: [UInt8]) {
+        guard let first = input.first, !routes.isEmpty else { return }
+        let route = routes[Int(first) % routes.count]
+        let rest = input.dropFirst()
+        let newline = UInt8(ascii: "\n")
+        var headers: [HTTPHeader] = []
+        var bodyStart = rest.startIndex
+        var lineStart = rest.startIndex
+        while let end = rest[lineStart...].firstIndex(of: newline) {
+            let line = rest[lineStart..<end]
+            lineStart = end + 1
+            bodyStart = lineStart
+            if line.isEmpty { break }
+            if let colon = line.firstIndex(of: UInt8(ascii: ":")) {
+                headers.append(HTTPHeader(String(decoding: line[..<colon], as: UTF8.self), String(decoding: line[(colon + 1)...], as: UTF8.self)))
+            }
+        }
+        let request = CallbackRequest(headers: headers, body: Array(rest[bodyStart...]))
+        let validator = self.validator
+        _ = waitingFor { await validator.handle(route, request) }
+    }
+}
+
+/// Answers every lookup with the example order of the provider asked about (or of the key), so
+/// a callback's claims reach its authentication and verdict, whatever ids it names.
+struct AnyOrderDirectory: OrderDirectory {
+    let orders: [(order: Order, json: String)]
+
+    func call(_ request: LedgerRequest) async throws(LedgerUnavailable) -> LedgerReply {
+        func stored(_ found: (order: Order, json: String)?) -> LedgerReply {
+            .order(found.map { StoredOrder(key: $0.order.key, orderJSON: $0.json, state: .open, pendingAt: nil) })
+        }
+        switch request {
+        case .lookup(let key): return stored(orders.first { $0.order.key == key } ?? orders.first)
+        case .lookupRef(let provider, _): return stored(orders.first { $0.order.provider == provider })
+        case .settle: return .settled(applied: true, duplicate: false)
+        case .resumePolls: return .resumed(count: 0)
+        case .claim(let claims): return .claimed(claims.map { _ in true })
+        }
+    }
+}
+
+/// A provider that is never reached: a callback route that asks the provider gets "not sent".
+struct NoProvider: ProviderHTTPTransport {
+    func execute(_ request: HTTPRequestSpec) async -> Result<HTTPResponseSpec, TransportFailure> { .failure(.notSent("fuzz: no provider")) }
+}
+
+/// examples/orders.jsonl (the demo's orders: one per provider and operation the demo runs),
+/// found from this file's path, so the fuzzer starts from what the demo sends.
+let exampleOrderLines: String = {
+    let path = String(#filePath.split(separator: "/", omittingEmptySubsequences: false).dropLast(3).joined(separator: "/")) + "/examples/orders.jsonl"
+    guard let bytes = readWholeFile(path) else { fatalError("cannot read \(path)") }
+    return String(decoding: bytes, as: UTF8.self)
+}()
+
