@@ -313,16 +313,3 @@ struct ConfigReader {
         }
     }
 }
-
-package func readWholeFile(_ path: String) -> [UInt8]? {
-    guard let file = fopen(path, "rb") else { return nil }
-    defer { fclose(file) }
-    var bytes: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 65536)
-    while true {
-        let n = fread(&chunk, 1, chunk.count, file)
-        if n > 0 { bytes.append(contentsOf: chunk[0..<n]) }
-        if n < chunk.count { break }
-    }
-    return ferror(file) == 0 ? bytes : nil
-}

@@ -80,10 +80,8 @@ package enum StageProcess {
         let main = id_t(getpid())
         errno = 0
         let starting = getpriority(which, main)
-        guard errno == 0, starting > 0, let tasks = opendir("/proc/self/task") else { return }
-        defer { closedir(tasks) }
-        while let entry = readdir(tasks) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        guard errno == 0, starting > 0, let tasks = directoryEntries("/proc/self/task") else { return }
+        for name in tasks {
             guard let thread = id_t(name), thread != main else { continue }
             errno = 0
             let nice = getpriority(which, thread)

@@ -27,14 +27,8 @@ func target(_ name: String) -> FuzzTarget {
 
 /// The files at `path`: itself, or those directly inside it, in name order.
 func files(at path: String) -> [String] {
-    guard let directory = opendir(path) else { return [path] }
-    defer { closedir(directory) }
-    var names: [String] = []
-    while let entry = readdir(directory) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        if !name.hasPrefix(".") { names.append(path + "/" + name) }
-    }
-    return names.sorted()
+    guard let names = directoryEntries(path) else { return [path] }
+    return names.filter { !$0.hasPrefix(".") }.sorted().map { path + "/" + $0 }
 }
 
 var arguments = CommandLine.arguments

@@ -43,7 +43,8 @@ final class FuzzWorld: @unchecked Sendable {
         }
         let registry = waitingFor { await StandardConnectors.registry(config: config) }
         self.registry = registry
-        signer = SignerCore(registry: registry)
+        let signer = SignerCore(registry: registry)
+        self.signer = signer
         mkdir(Self.storeDirectory, 0o700)
         atexit { FuzzWorld.removeStore() }
         do {
@@ -51,17 +52,15 @@ final class FuzzWorld: @unchecked Sendable {
         } catch {
             fatalError("the fuzz ledger's store does not open: \(error)")
         }
-        works = Self.exampleOrders.compactMap { frame in
-            guard case .order(let order) = Order.decode(frame: frame, catalog: registry.catalog),
-                case .submit(let work) = SignerCore(registry: registry).sign(order, acceptedAt: 1_795_237_200_000, nowSeconds: 1_795_237_200)
-            else { return nil }
-            return work
-        }
-        routes = registry.connectors.flatMap(\.callbackRoutes)
         let orders = Self.exampleOrders.compactMap { frame -> (Order, String)? in
             guard case .order(let order) = Order.decode(frame: frame, catalog: registry.catalog) else { return nil }
             return (order, String(decoding: frame, as: UTF8.self))
         }
+        works = orders.compactMap { order, _ in
+            guard case .submit(let work) = signer.sign(order, acceptedAt: 1_795_237_200_000, nowSeconds: 1_795_237_200) else { return nil }
+            return work
+        }
+        routes = registry.connectors.flatMap(\.callbackRoutes)
         validator = CallbackValidator(directory: AnyOrderDirectory(orders: orders), catalog: registry.catalog, http: NoProvider())
     }
 
@@ -169,8 +168,10 @@ final class FuzzWorld: @unchecked Sendable {
     /// Frames of each kind the stages really send, for the seeds.
     func internalFrames() -> [[UInt8]] {
         var seeds: [[UInt8]] = []
-        for (frame, work) in zip(Self.exampleOrders, works) {
+        for frame in Self.exampleOrders {
             seeds.append([0] + DispatchFrame.encode(orderJSON: String(decoding: frame, as: UTF8.self), acceptedAt: now))
+        }
+        for work in works {
             seeds.append([1] + work.frame)
             if let lease = work.lease { seeds.append([3] + LedgerRequest.claim([lease]).json.bytes) }
         }

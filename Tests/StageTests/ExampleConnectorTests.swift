@@ -5,6 +5,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import PaypipeCore
+import StageRuntime
 import Synchronization
 import Testing
 import ZeroMQ
@@ -71,13 +72,9 @@ struct ExampleConnectorTests {
         defer { for child in children.reversed() where child.isRunning { kill(child.processIdentifier, SIGKILL) } }
         let ((ledger, _), ready) = try PipelineHarness.spawn(
             stages, ["ledger", "--config", configPath, "--store", directory.appendingPathComponent("ledger.sqlite").path],
-            in: directory, index: 0, waitForLine: "paypipe-ledger ready")
+            in: directory, index: 0, waitForLine: LedgerAddresses.readyMarker)
         children.append(ledger)
-        var endpoints: [String: String] = [:]
-        for part in (ready ?? "").split(separator: " ").dropFirst(2) {
-            let pair = part.split(separator: "=", maxSplits: 1)
-            if pair.count == 2 { endpoints[String(pair[0])] = String(pair[1]) }
-        }
+        let endpoints = LedgerAddresses.printed(in: ready ?? "")
         for (index, arguments) in [
             ["signer", "--sign-queue", endpoints["signQueue"]!, "--signed-in", endpoints["signedIn"]!, "--results", endpoints["results"]!],
             ["submitter", "--signed-out", endpoints["signedOut"]!, "--results", endpoints["results"]!, "--ledger-rpc", endpoints["ledgerRPC"]!],
