@@ -186,8 +186,9 @@ let package = Package(
         .target(
             name: "FuzzTargets",
             dependencies: [
-                "BenchSupport", "CallbacksStage", "Connectors", "HTTPTransport", "LedgerStage", "PaypipeCore", "SignerStage", "StageRuntime",
-                "StageWire", "SubmitterStage", .product(name: "NIOCore", package: "swift-nio"),
+                "BenchSupport", "CallbacksStage", "Cleeng", "CleengPollerStage", "Connectors", "HTTPTransport", "LedgerStage", "PaypipeCore",
+                "PhonePe", "SignerStage", "StageRuntime", "StageWire", "SubmitterStage", "TrustPayments",
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             path: "Tests/FuzzTargets",
             swiftSettings: strict

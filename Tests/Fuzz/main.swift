@@ -5,9 +5,10 @@ import PaypipeCore
 // paypipe-fuzz list
 // paypipe-fuzz seeds TARGET DIR          writes the target's seed inputs into DIR
 // paypipe-fuzz replay TARGET [PATH...]   runs the seeds, then every file (or every file in a directory), once each
+// paypipe-fuzz answers TARGET            what the callback validator answered each seed (authentic-callbacks)
 // paypipe-fuzz fuzz TARGET [libFuzzer flags] [CORPUS_DIR...]   only in the build Tests/Fuzz/run makes
 
-let usage = "usage: paypipe-fuzz list | seeds TARGET DIR | replay TARGET [PATH...] | fuzz TARGET [libFuzzer arguments]"
+let usage = "usage: paypipe-fuzz list | seeds TARGET DIR | replay TARGET [PATH...] | answers TARGET | fuzz TARGET [libFuzzer arguments]"
 
 func fail(_ message: String) -> Never {
     say(message)
@@ -34,7 +35,7 @@ func files(at path: String) -> [String] {
 var arguments = CommandLine.arguments
 // libFuzzer starts copies of this program for -merge, -fork and -jobs with its own arguments
 // only: the target comes to them in the environment.
-if let inherited = getenv("PAYPIPE_FUZZ_TARGET").map({ String(cString: $0) }), arguments.count < 2 || !["list", "seeds", "replay", "fuzz"].contains(arguments[1]) {
+if let inherited = getenv("PAYPIPE_FUZZ_TARGET").map({ String(cString: $0) }), arguments.count < 2 || !["list", "seeds", "replay", "answers", "fuzz"].contains(arguments[1]) {
     arguments.insert(contentsOf: ["fuzz", inherited], at: 1)
 }
 guard arguments.count >= 2 else { fail(usage) }
@@ -64,6 +65,9 @@ case "replay":
         selected.run(input)
     }
     print("\(selected.rawValue): \(selected.seeds.count) seeds and \(paths.count) inputs, none crashed")
+case "answers":
+    guard arguments.count == 3 else { fail(usage) }
+    for line in target(arguments[2]).seedAnswers() { print(line) }
 case "fuzz":
     runLibFuzzer(arguments)
 default:

@@ -32,6 +32,15 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
     /// Any bytes as a callback to each provider's routes (headers, then a blank line, then the
     /// body), through the callback validator.
     case callbacks
+    /// Any bytes as what a provider signs in a callback to each route, signed by the harness
+    /// with the demo merchant's secrets: what the validator does once it believes a callback.
+    case authenticCallbacks = "authentic-callbacks"
+    /// Any bytes (after a byte for the HTTP status) as Cleeng's answer to every getAccessStatus
+    /// poll of a receipt, from its acceptance to its end: the receipt must end by its deadline.
+    case pollAnswers = "poll-answers"
+    /// Any bytes as the config file, read without the process's environment or files: a bad
+    /// config is an error that names its key, never a crash.
+    case config
     /// Traps on the bytes `canary` and nothing else: proves that a crash in a target is caught.
     case canary
 
@@ -44,6 +53,9 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         case .http: Self.http(input)
         case .providerResponse: FuzzWorld.shared.providerResponse(input)
         case .callbacks: FuzzWorld.shared.callback(input)
+        case .authenticCallbacks: FuzzWorld.shared.authenticCallback(input)
+        case .pollAnswers: FuzzWorld.shared.pollAnswers(input)
+        case .config: _ = try? PaypipeConfig.parse(input, sources: Self.noEnvironment)
         case .canary: if input == Array("canary".utf8) { Invariant.fail("the canary input", input) }
         }
     }
@@ -67,12 +79,46 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
             return (0..<FuzzWorld.shared.works.count).map { index in
                 [UInt8(index), 0] + Array(#"{"success":true,"code":"SUCCESS","data":{"redirectType":"INTENT","redirectURL":"ppe://mandate?x=1"}}"#.utf8)
             }
+        case .authenticCallbacks: return FuzzWorld.shared.authenticCallbackSeeds()
+        case .pollAnswers: return FuzzWorld.pollAnswerSeeds
+        case .config:
+            return [
+                DemoConfig.text(sandboxURL: "http://127.0.0.1:9"),
+                DemoConfig.text(
+                    sandboxURL: "http://127.0.0.1:9", endpoints: ["intake": "tcp://127.0.0.1:5550"], timers: ["cleengPollIntervalMs": 1000],
+                    extraMerchants: ["viva-unconfirmed": ["viva": ["merchantKey": "K", "appId": "a", "callback": "c", "acceptUnconfirmedCallbacks": true]]],
+                    netsWebhooks: false),
+                #"{"merchants":{"m":{"nets":{"baseURL":"https://test.api.dibspayment.eu","secretKey":"env:NETS_KEY","webhookAuthorization":"file:/run/secrets/nets"}}}}"#,
+            ].map { Array($0.utf8) }
         case .callbacks:
             return (0..<FuzzWorld.shared.routes.count).map { index in
                 [UInt8(index)] + Array("Content-Type: application/json\nX-VERIFY: 00###1\nAuthorization: x\n\n{\"response\":\"e30=\"}".utf8)
             }
         }
     }
+
+    /// What each seed came to, one line each: for authentic-callbacks the route and the
+    /// validator's answer (`ROUTE STATUS RESULT`), for poll-answers the receipt's outcome
+    /// (`STATUS [ERROR CODE]`). A harness that stopped reaching that far would fuzz nothing
+    /// past it, so the tests check these. Empty for the other targets.
+    package func seedAnswers() -> [String] {
+        switch self {
+        case .authenticCallbacks:
+            return seeds.compactMap { seed in
+                FuzzWorld.shared.authenticCallback(seed).map { "\($0.route.label) \($0.answer.status) \($0.answer.result)" }
+            }
+        case .pollAnswers:
+            return seeds.map { seed in
+                guard let outcome = FuzzWorld.shared.pollAnswers(seed) else { return "none" }
+                return ([outcome.status.rawValue] + (outcome.error.map { [$0.code] } ?? [])).joined(separator: " ")
+            }
+        default:
+            return []
+        }
+    }
+
+    /// The environment and files a fuzzed config may name (`env:`, `file:`) are never read.
+    static let noEnvironment = PaypipeConfig.Sources(environment: { _ in nil }, readFile: { _ in nil })
 
     static func json(_ input: [UInt8]) {
         guard let value = try? JSONValue.parse(input) else { return }

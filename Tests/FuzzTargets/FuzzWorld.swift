@@ -1,5 +1,7 @@
 import BenchSupport
 import CallbacksStage
+import Cleeng
+import CleengPollerStage
 import Connectors
 import Glibc
 import LedgerStage
@@ -25,6 +27,15 @@ final class FuzzWorld: @unchecked Sendable {
     let works: [SubmitWork]
     let routes: [CallbackRoute]
     let validator: CallbackValidator
+    /// The provider the callback validator asks (Viva's confirmation): it answers only what the
+    /// authentic-callbacks target sets.
+    let provider = FuzzProvider()
+    /// The demo merchant, whose secrets sign what the authentic-callbacks target writes.
+    let merchant: MerchantConfig
+    /// The Cleeng poller's core and the example receipt order it polls.
+    var poller: CleengPollerCore
+    let pollPolicy: CleengPollingPolicy
+    let receiptOrder: Order
     /// The ledger's clock: one millisecond per step, so its timers never decide what a frame does.
     var now: Int64 = 1_795_237_200_000
     static let storeDirectory: String = {
@@ -61,7 +72,13 @@ final class FuzzWorld: @unchecked Sendable {
             return work
         }
         routes = registry.connectors.flatMap(\.callbackRoutes)
-        validator = CallbackValidator(directory: AnyOrderDirectory(orders: orders), catalog: registry.catalog, http: NoProvider())
+        validator = CallbackValidator(directory: AnyOrderDirectory(orders: orders), catalog: registry.catalog, http: provider)
+        guard let merchant = config.merchants["default"] else { fatalError("the demo config has no default merchant") }
+        self.merchant = merchant
+        pollPolicy = CleengPollingPolicy(timers: config.timers)
+        poller = CleengPollerCore(policy: pollPolicy, config: config)
+        guard let receiptOrder = orders.first(where: { $0.0.operation == .appleReceipt })?.0 else { fatalError("examples/orders.jsonl has no appleReceipt order") }
+        self.receiptOrder = receiptOrder
     }
 
     static func removeStore() {
@@ -124,7 +141,7 @@ final class FuzzWorld: @unchecked Sendable {
         }
     }
 
-    private func readOutcome(_ bytes: [UInt8]) {
+    func readOutcome(_ bytes: [UInt8]) {
         guard (try? Outcome.parse(bytes)) != nil else { Invariant.fail("an outcome a stage wrote does not parse", bytes) }
     }
 
@@ -209,6 +226,7 @@ final class FuzzWorld: @unchecked Sendable {
     func callback(_ input: [UInt8]) {
         guard let first = input.first, !routes.isEmpty else { return }
         let route = routes[Int(first) % routes.count]
+        provider.answer = nil
         let rest = input.dropFirst()
         let newline = UInt8(ascii: "\n")
         var headers: [HTTPHeader] = []
@@ -223,34 +241,54 @@ final class FuzzWorld: @unchecked Sendable {
                 headers.append(HTTPHeader(String(decoding: line[..<colon], as: UTF8.self), String(decoding: line[(colon + 1)...], as: UTF8.self)))
             }
         }
-        let request = CallbackRequest(headers: headers, body: Array(rest[bodyStart...]))
+        handle(route, CallbackRequest(headers: headers, body: Array(rest[bodyStart...])))
+    }
+
+    @discardableResult
+    func handle(_ route: CallbackRoute, _ request: CallbackRequest) -> CallbackAnswer {
         let validator = self.validator
-        _ = waitingFor { await validator.handle(route, request) }
+        return waitingFor { await validator.handle(route, request) }
     }
 }
 
 /// Answers every lookup with the example order of the provider asked about (or of the key), so
-/// a callback's claims reach its authentication and verdict, whatever ids it names.
+/// a callback's claims reach its authentication and verdict, whatever ids it names. What the
+/// validator asks the ledger must read back as the ledger would read it off the wire.
 struct AnyOrderDirectory: OrderDirectory {
     let orders: [(order: Order, json: String)]
 
     func call(_ request: LedgerRequest) async throws(LedgerUnavailable) -> LedgerReply {
+        let wire = request.json.bytes
+        guard (try? LedgerRequest.parse(wire)) != nil else { Invariant.fail("a ledger request the callback validator wrote does not parse", wire) }
         func stored(_ found: (order: Order, json: String)?) -> LedgerReply {
             .order(found.map { StoredOrder(key: $0.order.key, orderJSON: $0.json, state: .open, pendingAt: nil) })
         }
         switch request {
         case .lookup(let key): return stored(orders.first { $0.order.key == key } ?? orders.first)
         case .lookupRef(let provider, _): return stored(orders.first { $0.order.provider == provider })
-        case .settle: return .settled(applied: true, duplicate: false)
+        case .settle(_, _, let outcome):
+            if let outcome, (try? Outcome.parse(outcome.bytes)) == nil {
+                Invariant.fail("the outcome an authentic callback settles does not parse", outcome.bytes)
+            }
+            return .settled(applied: outcome != nil, duplicate: false)
         case .resumePolls: return .resumed(count: 0)
         case .claim(let claims): return .claimed(claims.map { _ in true })
         }
     }
 }
 
-/// A provider that is never reached: a callback route that asks the provider gets "not sent".
-struct NoProvider: ProviderHTTPTransport {
-    func execute(_ request: HTTPRequestSpec) async -> Result<HTTPResponseSpec, TransportFailure> { .failure(.notSent("fuzz: no provider")) }
+/// The provider the callback validator asks: without an answer set, never reached ("not sent");
+/// with one, a bearer token for Viva's token endpoint and the answer for anything else.
+final class FuzzProvider: ProviderHTTPTransport, @unchecked Sendable {
+    var answer: [UInt8]?
+
+    func execute(_ request: HTTPRequestSpec) async -> Result<HTTPResponseSpec, TransportFailure> {
+        guard let answer else { return .failure(.notSent("fuzz: no provider")) }
+        if request.url.hasSuffix("/connect/token") {
+            return .success(HTTPResponseSpec(status: 200, body: Array(#"{"access_token":"fuzz-token","token_type":"Bearer","expires_in":3600}"#.utf8)))
+        }
+        return .success(HTTPResponseSpec(status: 200, headers: [HTTPHeader("Content-Type", "application/json")], body: answer))
+    }
 }
 
 /// examples/orders.jsonl (the demo's orders: one per provider and operation the demo runs),
