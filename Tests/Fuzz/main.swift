@@ -5,7 +5,7 @@ import PaypipeCore
 // paypipe-fuzz list
 // paypipe-fuzz seeds TARGET DIR          writes the target's seed inputs into DIR
 // paypipe-fuzz replay TARGET [PATH...]   runs the seeds, then every file (or every file in a directory), once each
-// paypipe-fuzz answers TARGET            what the callback validator answered each seed (authentic-callbacks)
+// paypipe-fuzz answers TARGET            what each seed came to (authentic-callbacks: the validator's answer; poll-answers: the outcome)
 // paypipe-fuzz fuzz TARGET [libFuzzer flags] [CORPUS_DIR...]   only in the build Tests/Fuzz/run makes
 
 let usage = "usage: paypipe-fuzz list | seeds TARGET DIR | replay TARGET [PATH...] | answers TARGET | fuzz TARGET [libFuzzer arguments]"

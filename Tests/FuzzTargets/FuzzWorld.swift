@@ -32,10 +32,12 @@ final class FuzzWorld: @unchecked Sendable {
     let provider = FuzzProvider()
     /// The demo merchant, whose secrets sign what the authentic-callbacks target writes.
     let merchant: MerchantConfig
-    /// The Cleeng poller's core and the example receipt order it polls.
+    /// The Cleeng poller's core, the example receipt order it polls, and its own clock (an
+    /// hour on per input, so no receipt's schedule reaches into the next input's).
     var poller: CleengPollerCore
     let pollPolicy: CleengPollingPolicy
     let receiptOrder: Order
+    var pollClock: Int64 = 1_795_237_200_000
     /// The ledger's clock: one millisecond per step, so its timers never decide what a frame does.
     var now: Int64 = 1_795_237_200_000
     static let storeDirectory: String = {

@@ -15,15 +15,15 @@ extension FuzzWorld {
     func pollAnswers(_ input: [UInt8]) -> Outcome? {
         guard let first = input.first else { return nil }
         let answer = HTTPResponseSpec(status: Self.pollStatuses[Int(first & 0x0F)], body: Array(input.dropFirst()))
-        now += 3_600_000
-        let acceptedAt = first & 0x10 == 0 ? now : now - pollPolicy.deadlineMs - 1
-        var actions = poller.add(receiptOrder, acceptedAt: acceptedAt, now: now)
+        pollClock += 3_600_000
+        let acceptedAt = first & 0x10 == 0 ? pollClock : pollClock - pollPolicy.deadlineMs - 1
+        var actions = poller.add(receiptOrder, acceptedAt: acceptedAt, now: pollClock)
         var ended: Outcome?
         for _ in 0..<(pollPolicy.deadlineMs / pollPolicy.intervalMs + 3) {
             for _ in 0..<4 where !actions.isEmpty { actions = perform(actions, answer: answer, ended: &ended) }
             if poller.count == 0 { return ended }
-            now += pollPolicy.intervalMs
-            actions = poller.due(now: now)
+            pollClock += pollPolicy.intervalMs
+            actions = poller.due(now: pollClock)
         }
         Invariant.fail("a Cleeng receipt the poller did not end by its deadline, answered", input)
     }
@@ -34,7 +34,7 @@ extension FuzzWorld {
         for action in actions {
             switch action {
             case .poll(let id, let requestId, _, _):
-                next += poller.receive(id, requestId: requestId, status: CleengAccessStatusCall.classify(answer, expectedId: requestId), now: now)
+                next += poller.receive(id, requestId: requestId, status: CleengAccessStatusCall.classify(answer, expectedId: requestId), now: pollClock)
             case .emit(let outcome):
                 readOutcome(outcome.bytes)
                 ended = outcome
