@@ -264,6 +264,17 @@ def binaries(args, repo_root):
     return bin_dir
 
 
+FLOOR_STORES = ("none", "fsync", "sqlite")
+
+
+def build_floor(repo_root, out):
+    """bench/floor/floor.c: paypipe's processes and hops with no work in any stage (see its header)."""
+    binary = os.path.join(out, "floor")
+    log(f"bench/floor/build {binary}")
+    subprocess.run(["bench/floor/build", binary], cwd=repo_root, check=True, timeout=300)
+    return binary
+
+
 # ------------------------------------------------------------------ one run of each side
 
 def run_peer(args, children, peer, python, workload, orders, round_number, run_dir):
@@ -342,6 +353,37 @@ def run_paypipe(args, children, bin_dir, repo_root, workload, orders, round_numb
     return record
 
 
+def run_floor(args, children, floor, store, workload, orders, round_number, run_dir):
+    truncate_access_log()
+    provider = WORKLOADS[workload].removeprefix("http://")
+    argv = [floor, "--provider", provider, "--orders", str(orders), "--warmup", str(args.warmup), "--store", store,
+            "--submitters", str(args.submitters), "--concurrency", str(args.concurrency),
+            "--worker-nice", str(args.worker_nice), "--max-seconds", str(int(args.deadline))]
+    started = time.monotonic()
+    code = children.run(argv, os.path.dirname(floor), f"{run_dir}/stdout.json", f"{run_dir}/stderr.log",
+                        timeout=args.deadline + 60)
+    record = {"side": f"floor-{store}", "workload": workload, "round": round_number, "orders": orders, "exit": code,
+              "seconds": round(time.monotonic() - started, 1), "dir": run_dir}
+    lines, ok_lines = access_log_counts()
+    record["nginx_lines"], record["nginx_200"] = lines, ok_lines
+    try:
+        with open(f"{run_dir}/stdout.json") as f:
+            raw = json.loads(f.read().strip().splitlines()[-1])
+    except (OSError, IndexError, json.JSONDecodeError):
+        record["error"] = f"exit {code}, no JSON result (see {run_dir}/stderr.log)"
+        return record
+    if code != 0:
+        record["error"] = f"exit {code} (see {run_dir}/stderr.log)"
+        return record
+    if ok_lines < orders + args.warmup:
+        record["error"] = f"nginx answered {ok_lines} requests with 200 of {orders + args.warmup} sent ({lines} lines)"
+        return record
+    record.update({"orders_per_s": raw["orders_per_s"], "p50_ms": raw["p50_ms"], "p99_ms": raw["p99_ms"],
+                   "cpu_us_per_order": raw["cpu_us_per_order"]["total"], "peak_rss_mib": raw["peak_rss_mib"],
+                   "other_load": "-"})
+    return record
+
+
 # ------------------------------------------------------------------ report
 
 FIGURES = [("orders_per_s", "orders/s", 0), ("p50_ms", "p50 ms", 1), ("p99_ms", "p99 ms", 1),
@@ -352,11 +394,11 @@ def number(value, digits):
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
-def summarize(runs, workloads):
+def summarize(runs, workloads, sides):
     summary = {}
     for workload in workloads:
         summary[workload] = {}
-        for side in ("peer", "paypipe"):
+        for side in sides:
             good = [r for r in runs if r["workload"] == workload and r["side"] == side and "error" not in r]
             entry = {"rounds": len(good), "failed": sum(1 for r in runs if r["workload"] == workload and r["side"] == side
                                                         and "error" in r)}
@@ -365,19 +407,22 @@ def summarize(runs, workloads):
                 entry[key] = {"median": statistics.median(values), "min": min(values), "max": max(values),
                               "values": values} if values else None
             summary[workload][side] = entry
-        peer, paypipe = summary[workload]["peer"], summary[workload]["paypipe"]
-        summary[workload]["ratio"] = {key: (paypipe[key]["median"] / peer[key]["median"]
-                                            if paypipe[key] and peer[key] and peer[key]["median"] else None)
-                                      for key, _, _ in FIGURES}
+        peer = summary[workload]["peer"]
+        ratios = {side: {key: (summary[workload][side][key]["median"] / peer[key]["median"]
+                               if summary[workload][side][key] and peer[key] and peer[key]["median"] else None)
+                         for key, _, _ in FIGURES}
+                  for side in sides if side != "peer"}
+        summary[workload]["ratio"] = ratios["paypipe"]
+        summary[workload]["floorRatios"] = {side: r for side, r in ratios.items() if side != "paypipe"}
     return summary
 
 
-def table(runs, summary, args, workload_orders):
+def table(runs, summary, args, workload_orders, sides):
     rounds = range(1, args.rounds + 1)
     head = ["workload", "side"] + [f"round {r} orders/s" for r in rounds] + [f"median {label}" for _, label, _ in FIGURES]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * 2 + "--:|" * (len(head) - 2)]
     for workload, orders in workload_orders:
-        for side in ("peer", "paypipe"):
+        for side in sides:
             cells = [f"{workload} ({orders:,})", side]
             for r in rounds:
                 match = [x for x in runs if x["workload"] == workload and x["side"] == side and x["round"] == r]
@@ -386,11 +431,11 @@ def table(runs, summary, args, workload_orders):
                 figure = summary[workload][side][key]
                 cells.append(number(figure["median"] if figure else None, digits))
             lines.append("| " + " | ".join(cells) + " |")
-        ratio = summary[workload]["ratio"]
-        cells = [workload, "**paypipe/peer**"] + [""] * args.rounds
-        cells += [f"**{ratio[key]:.2f}×**" if key == "orders_per_s" and ratio[key] else
-                  (f"{ratio[key]:.2f}×" if ratio[key] else "-") for key, _, _ in FIGURES]
-        lines.append("| " + " | ".join(cells) + " |")
+        for side, ratio in [("paypipe", summary[workload]["ratio"]), *summary[workload]["floorRatios"].items()]:
+            cells = [workload, f"**{side}/peer**"] + [""] * args.rounds
+            cells += [f"**{ratio[key]:.2f}×**" if key == "orders_per_s" and ratio[key] else
+                      (f"{ratio[key]:.2f}×" if ratio[key] else "-") for key, _, _ in FIGURES]
+            lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -398,16 +443,19 @@ def escape(text):
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def throughput_svg(summary, workload_orders, subtitle):
-    """Per workload: the peer's and paypipe's median orders/s, whiskers from the slowest to the fastest round."""
+FLOOR_COLORS = {"floor-none": "#c7e9c0", "floor-fsync": "#74c476", "floor-sqlite": "#238b45"}
+
+
+def throughput_svg(summary, workload_orders, subtitle, sides):
+    """Per workload: each side's median orders/s, whiskers from the slowest to the fastest round."""
     width, height, left, right, top, bottom = 640.0, 420.0, 80.0, 150.0, 60.0, 60.0
-    colors = {"peer": "#7f7f7f", "paypipe": "#1f77b4"}
+    colors = {side: {"peer": "#7f7f7f", "paypipe": "#1f77b4"}.get(side) or FLOOR_COLORS[side] for side in sides}
     tops = [summary[w][s]["orders_per_s"]["max"] for w, _ in workload_orders for s in colors if summary[w][s]["orders_per_s"]]
     y_max = nice_ceiling(max(tops) * 1.1) if tops else 1.0
     plot_h = height - top - bottom
     y = lambda v: height - bottom - v / y_max * plot_h
     group_w = (width - left - right) / max(1, len(workload_orders))
-    bar_w = group_w / 4
+    bar_w = group_w / (2 * len(colors))
     svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{int(width)}" height="{int(height)}" font-family="sans-serif" font-size="12">',
            '<rect width="100%" height="100%" fill="white"/>',
            f'<text x="{(left + width - right) / 2}" y="22" text-anchor="middle" font-size="15">paypipe vs the Python peer, orders/s</text>',
@@ -421,7 +469,7 @@ def throughput_svg(summary, workload_orders, subtitle):
     svg.append(f'<text x="18" y="{(top + height - bottom) / 2}" text-anchor="middle" '
                f'transform="rotate(-90 18 {(top + height - bottom) / 2})">orders/s (median, whiskers min–max)</text>')
     for g, (workload, orders) in enumerate(workload_orders):
-        x0 = left + g * group_w + group_w / 2 - bar_w - 4
+        x0 = left + g * group_w + group_w / 2 - len(colors) * (bar_w + 8) / 2
         for k, side in enumerate(colors):
             figure = summary[workload][side]["orders_per_s"]
             x = x0 + k * (bar_w + 8)
@@ -441,7 +489,7 @@ def throughput_svg(summary, workload_orders, subtitle):
     for k, side in enumerate(colors):
         ly = top + 10 + k * 20
         svg.append(f'<rect x="{width - right + 20}" y="{ly - 10}" width="14" height="14" fill="{colors[side]}"/>')
-        svg.append(f'<text x="{width - right + 40}" y="{ly + 1}">{"peer (Python)" if side == "peer" else "paypipe"}</text>')
+        svg.append(f'<text x="{width - right + 40}" y="{ly + 1}">{"peer (Python)" if side == "peer" else side}</text>')
     svg.append('</svg>')
     return "\n".join(svg) + "\n"
 
@@ -469,7 +517,7 @@ def git_commit(repo_root):
     return result.stdout.strip() if result.returncode == 0 else "?"
 
 
-def report_markdown(runs, summary, args, workload_orders, context):
+def report_markdown(runs, summary, args, workload_orders, context, sides):
     text = [f"# paypipe vs the Python peer, {context['startedAt']}", "",
             f"Machine: {context['machine']}. Commit {context['commit']}. Command: `{context['command']}`. "
             f"Peer: `{context['peer']}` (pyzmq + uvloop + aiohttp, `--peer zmq --submitters {args.submitters}`, 256 in flight "
@@ -477,8 +525,12 @@ def report_markdown(runs, summary, args, workload_orders, context):
             f"{args.concurrency} --worker-nice {args.worker_nice} --provider-url <nginx>` ({args.warmup} warm-up orders, not "
             "measured; the signer and submitters at nice +N below the ledger, as `paypipe up` starts them). Both against the "
             "peer's nginx mock: W1 = 127.0.0.1:18081 (answers at once), W2 = 127.0.0.1:18082 (50 ms). "
-            "Rounds alternate the side that goes first.", "",
-            table(runs, summary, args, workload_orders), "",
+            "Rounds alternate the side that goes first." + (
+                " floor-STORE: `bench/floor/floor.c`, paypipe's processes, ZeroMQ hops, claim and commits with no work "
+                "in any stage, its ledger committing to STORE (none; an append and fdatasync; SQLite tuned as the "
+                "ledger's), the same submitters, concurrency, nice and warm-up: what no change to a stage can beat."
+                if len(sides) > 2 else ""), "",
+            table(runs, summary, args, workload_orders, sides), "",
             "Medians over the rounds; the ratio is paypipe's median / the peer's median. orders/s = orders / (last outcome − "
             "first send). CPU µs/order: the pipeline's stages only over the measured window (peer: signer + submitters; "
             "paypipe: ledger + signer + submitters), not the load generator and outcome reader (peer: producer + sink; "
@@ -519,18 +571,26 @@ def main():
     parser.add_argument("--skip-build", action="store_true", help="use the release binaries already built")
     parser.add_argument("--bin-dir", help="directory with the paypipe executables (implies --skip-build)")
     parser.add_argument("--out", help="results directory (default bench/results/vs-peer-<UTC timestamp>)")
+    parser.add_argument("--floor", default="",
+                        help="also run paypipe's floor (bench/floor/floor.c) with these ledger stores, comma-separated: "
+                             "none, fsync, sqlite (default: no floor)")
     args = parser.parse_args(sys.argv[2:])
     repo_root = sys.argv[1]
     if args.rounds < 1 or args.w1_orders < 1 or args.w2_orders < 1 or args.submitters < 1 or args.concurrency < 1 \
             or args.warmup < 0 or args.deadline <= 0 or not 0 <= args.worker_nice <= 19:
         parser.error("--rounds, --w1-orders, --w2-orders, --submitters, --concurrency must be positive, "
                      "--warmup not negative, --deadline positive, --worker-nice 0 to 19")
+    floor_stores = [store for store in args.floor.split(",") if store]
+    if any(store not in FLOOR_STORES for store in floor_stores) or len(set(floor_stores)) != len(floor_stores):
+        parser.error(f"--floor takes distinct stores among {', '.join(FLOOR_STORES)}, comma-separated")
+    sides = ["peer", "paypipe"] + [f"floor-{store}" for store in floor_stores]
 
     started_at = datetime.datetime.now(datetime.timezone.utc)
     out = os.path.abspath(args.out or os.path.join(repo_root, "bench", "results",
                                                    "vs-peer-" + started_at.strftime("%Y%m%d-%H%M%S")))
     os.makedirs(out, exist_ok=True)
     bin_dir = binaries(args, repo_root)
+    floor = build_floor(repo_root, out) if floor_stores else None
     peer = peer_directory(repo_root)
     install_packages()
     python = ensure_venv(peer)
@@ -547,14 +607,17 @@ def main():
         log(f"results in {out}; paypipe from {bin_dir}; peer in {peer}")
         for round_number in range(1, args.rounds + 1):
             for workload, orders in workload_orders:
-                # Alternate who goes first, so a drift in the machine's speed favours neither side.
-                sides = ("peer", "paypipe") if round_number % 2 else ("paypipe", "peer")
-                for side in sides:
+                # Rotate who goes first, so a drift in the machine's speed favours no side.
+                turn = (round_number - 1) % len(sides)
+                for side in sides[turn:] + sides[:turn]:
                     run_dir = os.path.join(out, "runs", f"{workload}-r{round_number}-{side}")
                     os.makedirs(run_dir, exist_ok=True)
                     log(f"round {round_number}/{args.rounds} {workload} {side}: {orders} orders")
                     if side == "peer":
                         record = run_peer(args, children, peer, python, workload, orders, round_number, run_dir)
+                    elif side.startswith("floor-"):
+                        record = run_floor(args, children, floor, side.removeprefix("floor-"), workload, orders,
+                                           round_number, run_dir)
                     else:
                         record = run_paypipe(args, children, bin_dir, repo_root, workload, orders, round_number, run_dir)
                     runs.append(record)
@@ -571,18 +634,19 @@ def main():
         children.stop_all()
         stop_nginx(conf)
 
-    summary = summarize(runs, [w for w, _ in workload_orders])
+    summary = summarize(runs, [w for w, _ in workload_orders], sides)
     context = {"startedAt": started_at.strftime("%Y-%m-%dT%H:%M:%SZ"), "machine": machine(), "commit": git_commit(repo_root),
                "command": "bench/run --vs-peer " + " ".join(sys.argv[2:]), "peer": peer, "binDirectory": bin_dir,
                "arguments": vars(args), "interrupted": interrupted}
-    printed = table(runs, summary, args, workload_orders)
+    printed = table(runs, summary, args, workload_orders, sides)
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump({**context, "summary": summary, "runs": runs}, f, indent=2, sort_keys=True)
     with open(os.path.join(out, "report.md"), "w") as f:
-        f.write(report_markdown(runs, summary, args, workload_orders, context))
+        f.write(report_markdown(runs, summary, args, workload_orders, context, sides))
     with open(os.path.join(out, "throughput.svg"), "w") as f:
         f.write(throughput_svg(summary, workload_orders,
-                               f"{args.rounds} alternating round{'s' if args.rounds > 1 else ''}, {args.submitters} submitters each, {machine()}"[:90]))
+                               f"{args.rounds} alternating round{'s' if args.rounds > 1 else ''}, {args.submitters} submitters each, {machine()}"[:90],
+                               sides))
     print(f"nproc: {os.cpu_count()}")
     print(printed)
     print(f"results: {out}/ (report.md, results.json, throughput.svg, runs/)")
@@ -591,7 +655,7 @@ def main():
         log(f"FAILED {r['workload']} round {r['round']} {r['side']}: {r['error']}")
     if interrupted:
         return 130
-    return 1 if failed or len(runs) < 2 * args.rounds * len(workload_orders) else 0
+    return 1 if failed or len(runs) < len(sides) * args.rounds * len(workload_orders) else 0
 
 
 if __name__ == "__main__":
