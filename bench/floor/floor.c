@@ -24,6 +24,12 @@
 // the result; less than paypipe's store does, which also indexes orders in flight and PhonePe's
 // reference).
 //
+// --without claim (the submitter sends what it reads without claiming it: no claim round trip
+// and no second commit) and --without streamer (the signer binds the submitters' work queue:
+// one hop fewer) take steps out of the shape, to measure what each costs; paypipe needs both
+// (the claim is what stops a redelivered order from being sent twice, the streamer what lets
+// signer and submitter copies come and go without reconfiguring each other).
+//
 // Bounded: every run stops at --max-seconds, every child is stopped by PID and has
 // PR_SET_PDEATHSIG, every receive gives up. Loopback only.
 #define _GNU_SOURCE
@@ -55,11 +61,13 @@ static struct {
     long orders, warmup;
     double rate;
     int submitters, concurrency, max_seconds, nice_workers;
+    // --without: steps of the shape left out, to measure what each costs (never paypipe's shape).
+    int without_claim, without_streamer;
     enum store_kind store;
     char provider_host[64];
     int provider_port;
     char store_dir[256];
-} opt = {50000, 1000, 0, 2, 256, 120, 5, STORE_SQLITE, "127.0.0.1", 18081, ""};
+} opt = {50000, 1000, 0, 2, 256, 120, 5, 0, 0, STORE_SQLITE, "127.0.0.1", 18081, ""};
 
 // Set by SIGINT/SIGTERM in the driver: it stops driving, then stops its children and removes its store.
 static volatile sig_atomic_t interrupted;
@@ -348,11 +356,22 @@ static void run_ledger(int ready_fd) {
 static const char body_template[] =
     "{\"request\":\"eyJtZXJjaGFudElkIjoiUEVFUk1FUkNIQU5UIiwibWVyY2hhbnRVc2VySWQiOiJNVTAwMDAwMDAwIiwic3Vic2NyaXB0aW9uSWQiOiJPTVMwMDAwMDAwMDAwMDAwMDAiLCJhdXRoUmVxdWVzdElkIjoiQVJSMDAwMDAwMDAwIiwiYW1vdW50IjozOTkwMCwicGF5bWVudFNjb3BlIjoiUEhPTkVQRSIsImRldmljZUNvbnRleHQiOnsiZGV2aWNlT1MiOiJJT1MifX0=\",\"n\":%020" PRIu64 "}";
 
+// With --without streamer the signer binds the submitters' work queue itself and writes its
+// address here.
+static int signer_ready_fd = -1;
+
 static void run_signer(const struct ledger_endpoints *ep) {
     void *ctx = zmq_ctx_new();
-    void *in = make_socket(ctx, ZMQ_PULL, 32), *out = make_socket(ctx, ZMQ_PUSH, 1000);
+    void *in = make_socket(ctx, ZMQ_PULL, 32), *out = make_socket(ctx, ZMQ_PUSH, opt.without_streamer ? 32 : 1000);
     connect_to(in, ep->sign);
-    connect_to(out, ep->signed_in);
+    if (opt.without_streamer) {
+        char work_queue[64];
+        bind_any(out, work_queue);
+        if (write(signer_ready_fd, work_queue, sizeof work_queue) != sizeof work_queue) die("write signer ready");
+        close(signer_ready_fd);
+    } else {
+        connect_to(out, ep->signed_in);
+    }
     set_int(in, ZMQ_RCVTIMEO, 1000);
     char work[1024], body[512];
     double stop_at = now_s() + opt.max_seconds + 30;
@@ -485,7 +504,12 @@ static void run_submitter(const struct ledger_endpoints *ep) {
             numbers[took++] = w->n;
             held++;
         }
-        if (took) {
+        if (took && opt.without_claim) {
+            for (; n_claimed > 0; n_claimed--) {
+                ready[n_ready++] = claimed[claimed_head];
+                claimed_head = (claimed_head + 1) % cap;
+            }
+        } else if (took) {
             if (send_bytes(rpc, numbers, 8 * took, 0) != 0) die("claim");
             batches[(batch_head + n_batches++) % cap] = took;
         }
@@ -647,7 +671,8 @@ static long drive(void *push, void *pull, uint64_t first, long count, double rat
 static void usage(void) {
     fprintf(stderr,
             "usage: floor [--orders N] [--warmup N] [--rate R] [--submitters N] [--concurrency N]\n"
-            "             [--provider HOST:PORT] [--store none|fsync|sqlite] [--worker-nice N] [--max-seconds S]\n");
+            "             [--provider HOST:PORT] [--store none|fsync|sqlite] [--worker-nice N] [--max-seconds S]\n"
+            "             [--without claim|streamer|claim,streamer]\n");
     exit(2);
 }
 
@@ -667,6 +692,14 @@ int main(int argc, char **argv) {
         } else if (!strcmp(a, "--store")) {
             opt.store = !strcmp(v, "none") ? STORE_NONE : !strcmp(v, "fsync") ? STORE_FSYNC : !strcmp(v, "sqlite") ? STORE_SQLITE : -1;
             if ((int)opt.store < 0) usage();
+        } else if (!strcmp(a, "--without")) {
+            for (const char *step = v; *step;) {
+                size_t len = strcspn(step, ",");
+                if (len == 5 && !strncmp(step, "claim", 5)) opt.without_claim = 1;
+                else if (len == 8 && !strncmp(step, "streamer", 8)) opt.without_streamer = 1;
+                else usage();
+                step += len + (step[len] == ',');
+            }
         } else usage();
         i++;
     }
@@ -691,8 +724,15 @@ int main(int argc, char **argv) {
     pids[n_pids++] = ledger;
     struct ledger_endpoints ep;
     if (read(ready[0], &ep, sizeof ep) != sizeof ep) die("ledger did not start");
+    int signer_ready[2];
+    if (pipe(signer_ready) != 0) die("pipe");
+    signer_ready_fd = signer_ready[1];
     pid_t signer = spawn(run_signer, &ep, opt.nice_workers);
+    close(signer_ready[1]);
     pids[n_pids++] = signer;
+    if (opt.without_streamer && read(signer_ready[0], ep.signed_out, sizeof ep.signed_out) != sizeof ep.signed_out)
+        die("signer did not start");
+    close(signer_ready[0]);
     for (int i = 0; i < opt.submitters; i++) pids[n_pids++] = spawn(run_submitter, &ep, opt.nice_workers);
 
     struct sigaction on_stop = {.sa_handler = on_signal};
@@ -731,11 +771,15 @@ int main(int argc, char **argv) {
     int64_t *measured = latency + opt.warmup;
     qsort(measured, (size_t)opt.orders, 8, by_value);
     const char *store = opt.store == STORE_NONE ? "none" : opt.store == STORE_FSYNC ? "fsync" : "sqlite";
-    printf("{\"store\":\"%s\",\"orders\":%ld,\"rate\":%g,\"submitters\":%d,\"concurrency\":%d,"
+    const char *without = opt.without_claim && opt.without_streamer ? "claim,streamer"
+                          : opt.without_claim                         ? "claim"
+                          : opt.without_streamer                      ? "streamer"
+                                                                      : "";
+    printf("{\"store\":\"%s\",\"without\":\"%s\",\"orders\":%ld,\"rate\":%g,\"submitters\":%d,\"concurrency\":%d,"
            "\"orders_per_s\":%.0f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"max_ms\":%.3f,"
            "\"cpu_us_per_order\":{\"ledger\":%.1f,\"signer\":%.1f,\"submitters\":%.1f,\"total\":%.1f},"
            "\"peak_rss_mib\":%.1f}\n",
-           store, opt.orders, opt.rate, opt.submitters, opt.concurrency, opt.orders / elapsed,
+           store, without, opt.orders, opt.rate, opt.submitters, opt.concurrency, opt.orders / elapsed,
            measured[opt.orders / 2] / 1e6, measured[opt.orders * 99 / 100] / 1e6, measured[opt.orders - 1] / 1e6,
            cpu[0] / opt.orders * 1e6, cpu[1] / opt.orders * 1e6, cpu[2] / opt.orders * 1e6,
            (cpu[0] + cpu[1] + cpu[2]) / opt.orders * 1e6, rss / 1024.0);
