@@ -123,6 +123,10 @@ static void connect_to(void *s, const char *endpoint) {
 // frames have (an order about 330 bytes, an outcome about 200).
 enum { ORDER_BYTES = 330, RESULT_BYTES = 200, MAX_BATCH = 1024 };
 
+// A submitter holds at most 2 × --concurrency orders and claims at most that many in one
+// request; the ledger reads claim requests in a pass while another of that size still fits.
+enum { MAX_CONCURRENCY = 1024, MAX_HELD = 2 * MAX_CONCURRENCY, MAX_CLAIMS = 4 * MAX_HELD };
+
 static uint64_t order_number(zmq_msg_t *m) {
     uint64_t n = UINT64_MAX;
     if (zmq_msg_size(m) >= 8) memcpy(&n, zmq_msg_data(m), 8);
@@ -195,9 +199,7 @@ static void store_open(struct store *st) {
 static void order_key(char *key, size_t size, uint64_t n) { snprintf(key, size, "floor-merchant:ord-%" PRIu64, n); }
 
 static void step(sqlite3_stmt *s) {
-    int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-    }
+    int rc = sqlite3_step(s);
     if (rc != SQLITE_DONE) {
         fprintf(stderr, "floor: sqlite step: %s\n", sqlite3_errstr(rc));
         exit(1);
@@ -211,11 +213,13 @@ static void store_commit(struct store *st, zmq_msg_t *intake, int n_intake, uint
                          zmq_msg_t *results, int n_results) {
     if (n_intake + n_claims + n_results == 0) return;
     if (st->kind == STORE_FSYNC) {
-        static char record[MAX_BATCH * 3 * 64];
+        // A line per order taken in, claimed or settled: a letter, a space, up to 20 digits, a newline.
+        enum { LINE = 24 };
+        static char record[(2 * MAX_BATCH + MAX_CLAIMS) * LINE];
         size_t used = 0;
-        for (int i = 0; i < n_intake; i++) used += (size_t)snprintf(record + used, 64, "i %" PRIu64 "\n", order_number(&intake[i]));
-        for (int i = 0; i < n_claims; i++) used += (size_t)snprintf(record + used, 64, "c %" PRIu64 "\n", claims[i]);
-        for (int i = 0; i < n_results; i++) used += (size_t)snprintf(record + used, 64, "r %" PRIu64 "\n", order_number(&results[i]));
+        for (int i = 0; i < n_intake; i++) used += (size_t)snprintf(record + used, LINE, "i %" PRIu64 "\n", order_number(&intake[i]));
+        for (int i = 0; i < n_claims; i++) used += (size_t)snprintf(record + used, LINE, "c %" PRIu64 "\n", claims[i]);
+        for (int i = 0; i < n_results; i++) used += (size_t)snprintf(record + used, LINE, "r %" PRIu64 "\n", order_number(&results[i]));
         if (write(st->fd, record, used) != (ssize_t)used) die("write log");
         if (fdatasync(st->fd) != 0) die("fdatasync");
     } else if (st->kind == STORE_SQLITE) {
@@ -292,7 +296,7 @@ static void run_ledger(int ready_fd) {
     close(ready_fd);
 
     static zmq_msg_t in[MAX_BATCH], res[MAX_BATCH];
-    static uint64_t claims[MAX_BATCH * 4];
+    static uint64_t claims[MAX_CLAIMS];
     // Dispatches wait here for a signer to take them, never blocking the loop (as paypipe's
     // ledger's outbox): while MAX_BATCH of them wait, intake is not read.
     enum { OUTBOX = 2 * MAX_BATCH };
@@ -316,7 +320,7 @@ static void run_ledger(int ready_fd) {
         // Claims: [identity][count × order number]; the reply names what was granted (all of it).
         zmq_msg_t identity[16], body[16];
         int n_req = 0;
-        while (n_req < 16) {
+        while (n_req < 16 && n_claims + MAX_HELD <= MAX_CLAIMS) {
             zmq_msg_init(&identity[n_req]);
             if (zmq_msg_recv(&identity[n_req], rpc, ZMQ_DONTWAIT) < 0) {
                 zmq_msg_close(&identity[n_req]);
@@ -325,8 +329,9 @@ static void run_ledger(int ready_fd) {
             zmq_msg_init(&body[n_req]);
             if (zmq_msg_recv(&body[n_req], rpc, 0) < 0) die("claim body");
             size_t count = zmq_msg_size(&body[n_req]) / 8;
-            for (size_t i = 0; i < count && n_claims < MAX_BATCH * 4; i++)
-                memcpy(&claims[n_claims++], (char *)zmq_msg_data(&body[n_req]) + 8 * i, 8);
+            if (count > MAX_HELD) die("claim request larger than a submitter holds");
+            memcpy(&claims[n_claims], zmq_msg_data(&body[n_req]), 8 * count);
+            n_claims += (int)count;
             n_req++;
         }
         store_commit(&st, in, n_in, claims, n_claims, res, n_res);
@@ -504,16 +509,14 @@ static void run_submitter(const struct ledger_endpoints *ep) {
             numbers[took++] = w->n;
             held++;
         }
+        // What is granted moves to ready, oldest claimed first: without claims, all that was read.
+        size_t granted = 0;
         if (took && opt.without_claim) {
-            for (; n_claimed > 0; n_claimed--) {
-                ready[n_ready++] = claimed[claimed_head];
-                claimed_head = (claimed_head + 1) % cap;
-            }
+            granted = took;
         } else if (took) {
             if (send_bytes(rpc, numbers, 8 * took, 0) != 0) die("claim");
             batches[(batch_head + n_batches++) % cap] = took;
         }
-        // Each grant moves its batch, the oldest claimed, to ready.
         for (;;) {
             zmq_msg_t grant;
             zmq_msg_init(&grant);
@@ -526,11 +529,11 @@ static void run_submitter(const struct ledger_endpoints *ep) {
             zmq_msg_close(&grant);
             batch_head = (batch_head + 1) % cap;
             n_batches--;
-            for (size_t i = 0; i < batch; i++) {
-                ready[n_ready++] = claimed[claimed_head];
-                claimed_head = (claimed_head + 1) % cap;
-                n_claimed--;
-            }
+            granted += batch;
+        }
+        for (; granted > 0; granted--, n_claimed--) {
+            ready[n_ready++] = claimed[claimed_head];
+            claimed_head = (claimed_head + 1) % cap;
         }
         // Start what is ready on idle connections.
         while (n_ready > 0 && n_idle > 0) {
@@ -704,7 +707,7 @@ int main(int argc, char **argv) {
         i++;
     }
     if (opt.orders <= 0 || opt.orders > 10000000 || opt.warmup < 0 || opt.submitters < 1 || opt.submitters > 16 ||
-        opt.concurrency < 1 || opt.concurrency > 1024 || opt.max_seconds < 1)
+        opt.concurrency < 1 || opt.concurrency > MAX_CONCURRENCY || opt.max_seconds < 1)
         usage();
     snprintf(opt.store_dir, sizeof opt.store_dir, "/tmp/paypipe-floor-%d", (int)getpid());
     if (mkdir(opt.store_dir, 0700) != 0) die("mkdir store");

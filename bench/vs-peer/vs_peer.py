@@ -331,12 +331,11 @@ def run_paypipe(args, children, bin_dir, repo_root, workload, orders, round_numb
         record["error"] = f"exit {code}, no results.json (see {run_dir}/stderr.log)"
         return record
     record["statuses"] = scenario.get("statusCounts", {})
-    expected_requests = orders + args.warmup
     if code != 0 or scenario.get("error") or scenario.get("missing", 1) > 0:
         record["error"] = f"exit {code}, missing {scenario.get('missing')}, {scenario.get('error') or ''}".rstrip(", ")
         return record
-    if ok_lines < expected_requests:   # the provider never saw them: a wrong URL or path
-        record["error"] = f"nginx answered {ok_lines} requests with 200 of {expected_requests} sent ({lines} lines)"
+    if shortfall := nginx_shortfall(lines, ok_lines, orders + args.warmup):
+        record["error"] = shortfall
         return record
     latency = scenario.get("latency") or {}
     record.update({
@@ -351,6 +350,11 @@ def run_paypipe(args, children, bin_dir, repo_root, workload, orders, round_numb
     if workload == "W2" and (record["p50_ms"] or 0) < W2_PROVIDER_MS:
         record["error"] = f"p50 {record['p50_ms']} ms is below the W2 provider's {W2_PROVIDER_MS} ms: it did not reach {WORKLOADS['W2']}"
     return record
+
+
+def nginx_shortfall(lines, ok_lines, expected):
+    """Why a run is wrong when nginx answered fewer requests with 200 than the side sent (a wrong URL or path), else None."""
+    return None if ok_lines >= expected else f"nginx answered {ok_lines} requests with 200 of {expected} sent ({lines} lines)"
 
 
 def run_floor(args, children, floor, store, workload, orders, round_number, run_dir):
@@ -375,8 +379,8 @@ def run_floor(args, children, floor, store, workload, orders, round_number, run_
     if code != 0:
         record["error"] = f"exit {code} (see {run_dir}/stderr.log)"
         return record
-    if ok_lines < orders + args.warmup:
-        record["error"] = f"nginx answered {ok_lines} requests with 200 of {orders + args.warmup} sent ({lines} lines)"
+    if shortfall := nginx_shortfall(lines, ok_lines, orders + args.warmup):
+        record["error"] = shortfall
         return record
     record.update({"orders_per_s": raw["orders_per_s"], "p50_ms": raw["p50_ms"], "p99_ms": raw["p99_ms"],
                    "cpu_us_per_order": raw["cpu_us_per_order"]["total"], "peak_rss_mib": raw["peak_rss_mib"],
@@ -408,12 +412,13 @@ def summarize(runs, workloads, sides):
                               "values": values} if values else None
             summary[workload][side] = entry
         peer = summary[workload]["peer"]
-        ratios = {side: {key: (summary[workload][side][key]["median"] / peer[key]["median"]
-                               if summary[workload][side][key] and peer[key] and peer[key]["median"] else None)
-                         for key, _, _ in FIGURES}
-                  for side in sides if side != "peer"}
-        summary[workload]["ratio"] = ratios["paypipe"]
-        summary[workload]["floorRatios"] = {side: r for side, r in ratios.items() if side != "paypipe"}
+        # Each side's median over the peer's; `ratio` stays paypipe's, as results.json has always had it.
+        summary[workload]["ratios"] = {side: {key: (summary[workload][side][key]["median"] / peer[key]["median"]
+                                                    if summary[workload][side][key] and peer[key] and peer[key]["median"]
+                                                    else None)
+                                              for key, _, _ in FIGURES}
+                                       for side in sides if side != "peer"}
+        summary[workload]["ratio"] = summary[workload]["ratios"]["paypipe"]
     return summary
 
 
@@ -431,7 +436,7 @@ def table(runs, summary, args, workload_orders, sides):
                 figure = summary[workload][side][key]
                 cells.append(number(figure["median"] if figure else None, digits))
             lines.append("| " + " | ".join(cells) + " |")
-        for side, ratio in [("paypipe", summary[workload]["ratio"]), *summary[workload]["floorRatios"].items()]:
+        for side, ratio in summary[workload]["ratios"].items():
             cells = [workload, f"**{side}/peer**"] + [""] * args.rounds
             cells += [f"**{ratio[key]:.2f}×**" if key == "orders_per_s" and ratio[key] else
                       (f"{ratio[key]:.2f}×" if ratio[key] else "-") for key, _, _ in FIGURES]
@@ -443,13 +448,14 @@ def escape(text):
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-FLOOR_COLORS = {"floor-none": "#c7e9c0", "floor-fsync": "#74c476", "floor-sqlite": "#238b45"}
+SIDE_COLORS = {"peer": "#7f7f7f", "paypipe": "#1f77b4",
+               "floor-none": "#c7e9c0", "floor-fsync": "#74c476", "floor-sqlite": "#238b45"}
 
 
 def throughput_svg(summary, workload_orders, subtitle, sides):
     """Per workload: each side's median orders/s, whiskers from the slowest to the fastest round."""
     width, height, left, right, top, bottom = 640.0, 420.0, 80.0, 150.0, 60.0, 60.0
-    colors = {side: {"peer": "#7f7f7f", "paypipe": "#1f77b4"}.get(side) or FLOOR_COLORS[side] for side in sides}
+    colors = {side: SIDE_COLORS[side] for side in sides}
     tops = [summary[w][s]["orders_per_s"]["max"] for w, _ in workload_orders for s in colors if summary[w][s]["orders_per_s"]]
     y_max = nice_ceiling(max(tops) * 1.1) if tops else 1.0
     plot_h = height - top - bottom
@@ -525,13 +531,13 @@ def report_markdown(runs, summary, args, workload_orders, context, sides):
             f"{args.concurrency} --worker-nice {args.worker_nice} --provider-url <nginx>` ({args.warmup} warm-up orders, not "
             "measured; the signer and submitters at nice +N below the ledger, as `paypipe up` starts them). Both against the "
             "peer's nginx mock: W1 = 127.0.0.1:18081 (answers at once), W2 = 127.0.0.1:18082 (50 ms). "
-            "Rounds alternate the side that goes first." + (
+            "Rounds rotate the side that goes first." + (
                 " floor-STORE: `bench/floor/floor.c`, paypipe's processes, ZeroMQ hops, claim and commits with no work "
                 "in any stage, its ledger committing to STORE (none; an append and fdatasync; SQLite tuned as the "
                 "ledger's), the same submitters, concurrency, nice and warm-up: what no change to a stage can beat."
                 if len(sides) > 2 else ""), "",
             table(runs, summary, args, workload_orders, sides), "",
-            "Medians over the rounds; the ratio is paypipe's median / the peer's median. orders/s = orders / (last outcome − "
+            "Medians over the rounds; each ratio is that side's median / the peer's median. orders/s = orders / (last outcome − "
             "first send). CPU µs/order: the pipeline's stages only over the measured window (peer: signer + submitters; "
             "paypipe: ledger + signer + submitters), not the load generator and outcome reader (peer: producer + sink; "
             "paypipe: the driver) nor nginx. Peak RSS: the peer's `rss_peak_sum_kb` (all its processes, producer and sink "
