@@ -90,12 +90,9 @@ package final class ProviderHTTPClient: Sendable {
         }
     }
 
-    /// The same, sent once `delay` has passed (a retry's backoff), timed on an event loop.
-    package func execute(
-        _ spec: HTTPRequestSpec, afterMilliseconds delay: Int64, completion: @escaping @Sendable (Result<HTTPResponseSpec, TransportFailure>) -> Void
-    ) {
-        guard delay > 0 else { return execute(spec, completion: completion) }
-        group.next().scheduleTask(in: .milliseconds(delay)) { self.execute(spec, completion: completion) }
+    /// Runs `body` on an event loop once `delay` has passed (a retry's backoff).
+    package func schedule(afterMilliseconds delay: Int64, _ body: @escaping @Sendable () -> Void) {
+        group.next().scheduleTask(in: .milliseconds(delay), body)
     }
 
     private func send(

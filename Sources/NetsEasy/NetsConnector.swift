@@ -43,12 +43,40 @@ public struct NetsConnector: ProviderConnector {
     }
 
     public func read(_ response: HTTPResponseSpec, to current: HTTPRequestSpec, in exchange: Exchange<NoContext>) -> ProviderReading {
-        if exchange.purpose.isStatusCheck {
-            return .verdict(NetsPendingCreate.read(response, paymentId: NetsPendingCreate.paymentId(of: current)))
+        if exchange.purpose.isStatusCheck { return readPendingCreate(response, to: current, in: exchange) }
+        if NetsRequestKind(current) == .chargeStatus {
+            let forgotten = exchange.orderAgeMilliseconds >= config.timers.netsIdempotencyKeyLifetimeMs
+            return .verdict(NetsPayments.classifyChargeStatus(response, keyMayBeForgotten: forgotten))
         }
         switch NetsPayments.handle(response, to: current) {
         case .finish(let verdict): return .verdict(verdict)
         case .send(let next): return .followUp(next)
+        }
+    }
+
+    /// A pending payment creation, read with `GET /v1/payments/{paymentId}`. At its last check a
+    /// checkout still open is first terminated (so that the customer can no longer pay once the
+    /// order has ended) and read once more: terminated with nothing taken, it ends `EXPIRED`;
+    /// completed meanwhile, it succeeds; still open, it cannot be closed, and goes to review.
+    func readPendingCreate(_ response: HTTPResponseSpec, to current: HTTPRequestSpec, in exchange: Exchange<NoContext>) -> ProviderReading {
+        if NetsRequestKind(current) == .terminatePayment {
+            guard let again = NetsPayments.paymentRequest(following: current) else { return .verdict(.unknown(reason: "cannot read the payment again")) }
+            return .followUp(again)
+        }
+        let verdict = NetsPendingCreate.read(response, paymentId: NetsPendingCreate.paymentId(of: current))
+        guard exchange.purpose == .expiryCheck else { return .verdict(verdict) }
+        let terminated = exchange.followUps > 0
+        switch verdict {
+        case .pending where !terminated:
+            guard let terminate = NetsPayments.terminateRequest(following: current) else {
+                return .verdict(.unknown(reason: "cannot derive the terminate URL from the payment request"))
+            }
+            return .followUp(terminate)
+        case .pending: return .verdict(.unknown(reason: "the checkout is still open after it was terminated"))
+        case .failed(code: NetsPendingCreate.abandonedCode, _) where terminated:
+            // Terminated by this check, nothing taken: the pending answer that ends the order EXPIRED.
+            return .verdict(.pending(["paymentId": .string(NetsPendingCreate.paymentId(of: current))]))
+        default: return .verdict(verdict)
         }
     }
 
@@ -60,18 +88,25 @@ public struct NetsConnector: ProviderConnector {
         return NetsPayments.classifyTransportFailure(kind: kind, requestMayHaveBeenSent: failure.mayHaveBeenSent, reason: failure.reason)
     }
 
-    /// Nets keeps the first result per `Idempotency-Key`, so the same request again is the
-    /// resolution; reads are simply repeated.
+    /// A charge is read by its Idempotency-Key (`GET …/charges/status`), never sent again to
+    /// find out; a payment creation (no money moves until the customer pays on the hosted page)
+    /// is replayed with its key; reads are simply repeated.
     public func resolution(forUnknown exchange: Exchange<NoContext>) -> HTTPRequestSpec? {
         switch NetsPayments.resolution(forUnknown: exchange.signed.request) {
-        case .replayWithSameIdempotencyKey(let request), .repeatRead(let request): request
+        case .readChargeStatus(let request), .replayWithSameIdempotencyKey(let request), .repeatRead(let request): request
         case .manualReview: nil
         }
     }
 
-    /// The same request, with the same Idempotency-Key, is Nets' own answer to "did you see it".
+    /// A redelivered charge reads its status first and is sent again only when Nets finds no
+    /// charge by its key while the key is young enough to be remembered; anything else is
+    /// sent again as it is (a creation with its key, or a read).
     public func redelivery(of exchange: Exchange<NoContext>) -> Redelivery {
-        resolution(forUnknown: exchange) == nil ? .review : .resubmit
+        switch NetsPayments.resolution(forUnknown: exchange.signed.request) {
+        case .readChargeStatus(let status): .resolveFirst(status)
+        case .replayWithSameIdempotencyKey, .repeatRead: .resubmit
+        case .manualReview: .review
+        }
     }
 
     public var callbackRoutes: [CallbackRoute] {

@@ -3,15 +3,29 @@ import PaypipeCore
 /// Which Nets call a request is, read back from its method and URL.
 public enum NetsRequestKind: String, Sendable, Equatable, CaseIterable {
     case createPayment, fetchPayment, fetchSubscription, chargeSubscription
+    /// `GET /v1/subscriptions/{id}/charges/status` with a charge's `Idempotency-Key`: what became of it.
+    case chargeStatus
+    /// `PUT /v1/payments/{id}/terminate`: ends a checkout the customer has not completed.
+    case terminatePayment
 
-    /// Whether sending it can change state at Nets (a payment or a charge).
+    /// Whether sending it can take money (a payment or a charge); a terminate only stops one.
     public var mayTakeEffect: Bool { self == .createPayment || self == .chargeSubscription }
 
-    /// Recognises the four calls this module builds; nil for anything else.
+    /// Recognises the calls this module builds; nil for anything else.
     public init?(_ request: HTTPRequestSpec) {
         let segments = NetsRequestKind.pathSegments(request.url)
         let count = segments.count
         switch request.method {
+        case .PUT:
+            guard count >= 4, segments[count - 4] == "v1", segments[count - 3] == "payments", NetsIdentifiers.isSafeId(String(segments[count - 2])),
+                segments[count - 1] == "terminate"
+            else { return nil }
+            self = .terminatePayment
+        case .GET where count >= 5 && segments[count - 2] == "charges" && segments[count - 1] == "status":
+            guard segments[count - 5] == "v1", segments[count - 4] == "subscriptions", NetsIdentifiers.isSafeId(String(segments[count - 3])) else {
+                return nil
+            }
+            self = .chargeStatus
         case .POST:
             if count >= 2, segments[count - 2] == "v1", segments[count - 1] == "payments" {
                 self = .createPayment
@@ -61,11 +75,15 @@ public enum NetsNextAction: Sendable, Equatable {
 
 /// How an `unknown` verdict is resolved.
 public enum NetsResolution: Sendable, Equatable {
-    /// Send this exact request again, same body and same `Idempotency-Key`. Nets keeps the
-    /// first result per key: if the lost attempt took effect, the replay returns that result
-    /// (the same paymentId or chargeId) and creates nothing new; if it did not, the replay is
-    /// the first and only execution. So this is a status query that can also finish the job,
-    /// not a blind resubmit. It works while Nets remembers the key, so resolve promptly.
+    /// A charge: read what became of it by its `Idempotency-Key`
+    /// (`GET /v1/subscriptions/{id}/charges/status`), never send it again to find out. Whether
+    /// Nets still honours a key after some time is not documented, so a resend could charge
+    /// twice; the read cannot.
+    case readChargeStatus(HTTPRequestSpec)
+    /// A payment creation (no money moves until the customer completes the hosted page): send
+    /// the same request again, same body and same `Idempotency-Key`. Nets keeps the first
+    /// result per key; there is no read by our reference, since before the answer we hold no
+    /// paymentId to GET.
     case replayWithSameIdempotencyKey(HTTPRequestSpec)
     /// A read: sending it again cannot change anything.
     case repeatRead(HTTPRequestSpec)
@@ -89,6 +107,9 @@ extension NetsPayments {
         case .createPayment: return .finish(classifyCreate(response))
         case .chargeSubscription: return .finish(classifyCharge(response))
         case .fetchSubscription: return .finish(classifySubscription(response))
+        case .chargeStatus: return .finish(classifyChargeStatus(response, keyMayBeForgotten: true))
+        case .terminatePayment:
+            return .finish(.unknown(reason: "Nets answered \(response.status) to terminate; the payment must be read again"))
         case .fetchPayment:
             switch readPayment(response) {
             case .failure(let error): return .finish(error.verdict)
@@ -121,8 +142,35 @@ extension NetsPayments {
             let paymentId = body["paymentId"]?.stringValue, !paymentId.isEmpty, paymentId.utf8.count <= 128,
             let chargeId = body["chargeId"]?.stringValue, !chargeId.isEmpty, chargeId.utf8.count <= 128
         else {
-            return .unknown(reason: "Nets answered \(response.status) without paymentId and chargeId; the charge may exist: replay with the same Idempotency-Key")
+            return .unknown(reason: "Nets answered \(response.status) without paymentId and chargeId; the charge may exist: read its status by its Idempotency-Key")
         }
+        return .succeeded(["paymentId": .string(paymentId), "chargeId": .string(chargeId)])
+    }
+
+    /// A charge's status read by its `Idempotency-Key`: 200 `{paymentId, chargeId, completed}`.
+    /// - completed → `succeeded` with the ids (the charge was made);
+    /// - not completed → `unknown` (Nets does not say what an uncompleted charge becomes);
+    /// - 404 → Nets knows no charge by this key: `neverSeen` while Nets can be trusted to still
+    ///   remember the key, else `unknown` (`keyMayBeForgotten`: the charge may be older than that);
+    /// - anything else → `unknown`: the read told nothing, so it is asked again or the order
+    ///   goes to review, never sent again on a guess.
+    public static func classifyChargeStatus(_ response: HTTPResponseSpec, keyMayBeForgotten: Bool) -> ProviderVerdict {
+        switch response.status {
+        case 200...299: break
+        case 404:
+            guard !keyMayBeForgotten else {
+                return .unknown(reason: "Nets finds no charge by this Idempotency-Key, but the order is older than Nets can be trusted to remember it (timers.netsIdempotencyKeyLifetimeMs)")
+            }
+            return .neverSeen(reason: "Nets finds no charge by this Idempotency-Key")
+        default: return .unknown(reason: "Nets answered \(response.status) to the charge status read")
+        }
+        guard let body = try? JSONValue.parse(response.body), let completed = body["completed"]?.boolValue,
+            let paymentId = body["paymentId"]?.stringValue, !paymentId.isEmpty, paymentId.utf8.count <= 128,
+            let chargeId = body["chargeId"]?.stringValue, !chargeId.isEmpty, chargeId.utf8.count <= 128
+        else {
+            return .unknown(reason: "Nets answered \(response.status) to the charge status read without paymentId, chargeId and completed")
+        }
+        guard completed else { return .unknown(reason: "Nets shows charge \(chargeId.prefix(64)) by this key as not completed") }
         return .succeeded(["paymentId": .string(paymentId), "chargeId": .string(chargeId)])
     }
 
@@ -214,14 +262,14 @@ extension NetsPayments {
             return .retry(reason: "Nets throttled the request (429)")
         case 408, 409, 425, 500...599:
             if kind.mayTakeEffect {
-                return .unknown(reason: "Nets answered \(status); the \(kind == .createPayment ? "payment" : "charge") may have been made: replay with the same Idempotency-Key")
+                return .unknown(reason: "Nets answered \(status); the \(kind == .createPayment ? "payment" : "charge") may have been made")
             }
             return .retry(reason: "Nets answered \(status) to a read")
         case 410...499:
             return .failed(code: "NETS_HTTP_\(status)", message: clip("Nets answered \(status)" + (body.map { ": " + validationMessages($0) } ?? "")))
         default:
             if kind.mayTakeEffect {
-                return .unknown(reason: "Nets answered an unexpected status \(status); replay with the same Idempotency-Key")
+                return .unknown(reason: "Nets answered an unexpected status \(status); the request may have taken effect")
             }
             return .failed(code: "NETS_HTTP_\(status)", message: "Nets answered an unexpected status \(status)")
         }
@@ -231,24 +279,48 @@ extension NetsPayments {
     /// write may have taken effect.
     public static func classifyTransportFailure(kind: NetsRequestKind, requestMayHaveBeenSent: Bool, reason: String) -> ProviderVerdict {
         if requestMayHaveBeenSent && kind.mayTakeEffect {
-            return .unknown(reason: clip("no answer from Nets (\(reason)); replay with the same Idempotency-Key"))
+            return .unknown(reason: clip("no answer from Nets (\(reason)); the request may have taken effect"))
         }
         return .retry(reason: clip("no answer from Nets (\(reason))"))
     }
 
-    /// How to resolve an `unknown` verdict for `request`. For create and charge: replay the
-    /// identical request with its Idempotency-Key (see `NetsResolution`). There is no status
-    /// call that could answer instead: before the answer we hold no paymentId to GET, and
-    /// Nets has no lookup by our reference.
+    /// How to resolve an `unknown` verdict for `request` (see `NetsResolution`): a charge is
+    /// read by its Idempotency-Key, a payment creation is replayed with its key, a read is
+    /// repeated.
     public static func resolution(forUnknown request: HTTPRequestSpec) -> NetsResolution {
         guard let kind = NetsRequestKind(request) else {
             return .manualReview(reason: "the request is not one this module builds")
         }
         guard kind.mayTakeEffect else { return .repeatRead(request) }
         guard let key = request.header("Idempotency-Key"), NetsIdentifiers.isValidIdempotencyKey(key) else {
-            return .manualReview(reason: "a Nets write without an Idempotency-Key cannot be replayed safely")
+            return .manualReview(reason: "a Nets write without an Idempotency-Key cannot be resolved safely")
         }
-        return .replayWithSameIdempotencyKey(request)
+        guard kind == .chargeSubscription else { return .replayWithSameIdempotencyKey(request) }
+        guard let status = chargeStatusRequest(following: request) else {
+            return .manualReview(reason: "cannot derive the charge status URL from the charge request")
+        }
+        return .readChargeStatus(status)
+    }
+
+    /// The status read of a charge: `GET {base}/v1/subscriptions/{id}/charges/status` with the
+    /// charge's own headers (its key and credentials; the submitter holds no secret) but no body.
+    public static func chargeStatusRequest(following charge: HTTPRequestSpec) -> HTTPRequestSpec? {
+        guard NetsRequestKind(charge) == .chargeSubscription, !charge.url.contains("?") else { return nil }
+        let headers = charge.headers.filter { $0.name.lowercased() != "content-type" }
+        return HTTPRequestSpec(method: .GET, url: charge.url + "/status", headers: headers)
+    }
+
+    /// `PUT {base}/v1/payments/{id}/terminate`, from the payment's `GET` (same base and credentials).
+    public static func terminateRequest(following paymentRequest: HTTPRequestSpec) -> HTTPRequestSpec? {
+        guard NetsRequestKind(paymentRequest) == .fetchPayment, !paymentRequest.url.contains("?") else { return nil }
+        let headers = paymentRequest.headers.filter { $0.name.lowercased() != "accept" } + [HTTPHeader("Accept", "application/json")]
+        return HTTPRequestSpec(method: .PUT, url: paymentRequest.url + "/terminate", headers: headers)
+    }
+
+    /// The payment's `GET` again, after a terminate.
+    public static func paymentRequest(following terminate: HTTPRequestSpec) -> HTTPRequestSpec? {
+        guard NetsRequestKind(terminate) == .terminatePayment, terminate.url.hasSuffix("/terminate") else { return nil }
+        return HTTPRequestSpec(method: .GET, url: String(terminate.url.dropLast("/terminate".count)), headers: terminate.headers)
     }
 
     /// getSubscription's step 2 from step 1: same base URL and headers, new path.

@@ -23,10 +23,16 @@ extension PaypipeConfig {
         /// False for stages that must not hold secrets (the submitter): secret values are then
         /// neither read nor required, and come back empty.
         public var resolveSecrets = true
+        /// A file's permission bits (nil: unknown), for refusing key files others may read.
+        public var fileMode: @Sendable (String) -> UInt32?
 
-        public init(environment: @escaping @Sendable (String) -> String?, readFile: @escaping @Sendable (String) -> [UInt8]?) {
+        public init(
+            environment: @escaping @Sendable (String) -> String?, readFile: @escaping @Sendable (String) -> [UInt8]?,
+            fileMode: @escaping @Sendable (String) -> UInt32? = { _ in nil }
+        ) {
             self.environment = environment
             self.readFile = readFile
+            self.fileMode = fileMode
         }
 
         public var withoutSecrets: Sources {
@@ -37,7 +43,11 @@ extension PaypipeConfig {
 
         public static let process = Sources(
             environment: { name in getenv(name).map { String(cString: $0) } },
-            readFile: { path in readWholeFile(path) })
+            readFile: { path in readWholeFile(path) },
+            fileMode: { path in
+                var status = stat()
+                return stat(path, &status) == 0 ? UInt32(status.st_mode) : nil
+            })
     }
 
     /// Loads the file at `path`, then applies the PAYPIPE_INTAKE, PAYPIPE_OUTCOMES and
@@ -162,6 +172,20 @@ extension PaypipeConfig {
             config.timers.leaseMs = try t.positiveInteger("leaseMs") ?? d.leaseMs
             // Renewed every third of the lease: much shorter and the renewals alone load the ledger.
             guard config.timers.leaseMs >= 300 else { throw ConfigError(path: "timers.leaseMs", reason: "must be at least 300 (ms)") }
+            // A holder sends a request only while its lease holds for a whole request more, and
+            // renews every third of the lease, so two thirds of a lease must exceed a request:
+            // a holder that died mid-request has its last request answered or timed out before
+            // the lease lapses and the order is resolved again.
+            guard config.timers.leaseMs * 2 > config.timers.httpRequestTimeoutMs * 3 else {
+                throw ConfigError(
+                    path: "timers.leaseMs",
+                    reason: "must be more than 1.5 × timers.httpRequestTimeoutMs (\(config.timers.httpRequestTimeoutMs)), so a holder renewing every third of it always has a whole request left")
+            }
+            config.timers.leaseMaxMs = try t.positiveInteger("leaseMaxMs") ?? d.leaseMaxMs
+            guard config.timers.leaseMaxMs > config.timers.leaseMs else {
+                throw ConfigError(path: "timers.leaseMaxMs", reason: "must be greater than timers.leaseMs (\(config.timers.leaseMs))")
+            }
+            config.timers.netsIdempotencyKeyLifetimeMs = try t.positiveInteger("netsIdempotencyKeyLifetimeMs") ?? d.netsIdempotencyKeyLifetimeMs
             config.timers.maxDispatches = try t.positiveInteger("maxDispatches") ?? d.maxDispatches
             try t.finish()
         }

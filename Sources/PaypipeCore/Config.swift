@@ -55,6 +55,13 @@ public struct PaypipeConfig: Sendable {
         /// How long a submitter's claim on an order holds without renewal; the holder renews
         /// every third of it, so a lapse means the holder died.
         public var leaseMs: Int64 = 30_000
+        /// The longest one submitter may hold one dispatch of an order, renewals included: past it
+        /// its renewals are refused and, once the lease lapses, the order goes to review.
+        public var leaseMaxMs: Int64 = 600_000
+        /// How long Nets is trusted to remember a charge's `Idempotency-Key`: a redelivered charge
+        /// whose status Nets cannot find by its key is sent again only this long after the order
+        /// was accepted, and goes to review after.
+        public var netsIdempotencyKeyLifetimeMs: Int64 = 3_600_000
         /// Dispatches of one order a submitter claimed and lost (it died or never answered) before
         /// the order goes to review (`unknown` NEEDS_REVIEW); copies nobody claimed do not count.
         public var maxDispatches: Int64 = 5

@@ -14,15 +14,57 @@ public struct CurveConfig: Sendable {
         let secretKeyReference: Secret
     }
 
+    /// An upstream order system allowed on intake, outcomes and replay (`curve.upstream`).
+    public struct UpstreamClient: Sendable, Equatable {
+        /// Names the client in logs and in its CURVE User-Id (`upstream:<name>`).
+        public var name: String
+        public var publicKey: String
+        /// The merchants whose orders it may send and whose outcomes it may replay; nil: every
+        /// merchant. A client limited to some merchants may not connect to the live outcomes
+        /// socket, which carries every merchant's outcomes.
+        public var merchants: Set<String>?
+
+        public var userId: String { Self.userIdPrefix + name }
+        public static let userIdPrefix = "upstream:"
+    }
+
     let entries: [Role: Entry]
     let sources: PaypipeConfig.Sources
+    /// Empty: intake, outcomes and replay stay plaintext, as PROTOCOL.md §2 has them.
+    public let upstream: [UpstreamClient]
 
     public func publicKey(of role: Role) -> String { entries[role]!.publicKey }
 
-    /// `role`'s secret key, read now (a `file:` or `env:` reference is followed here).
+    /// The upstream client a CURVE User-Id names.
+    public func upstreamClient(userId: String) -> UpstreamClient? {
+        guard userId.hasPrefix(UpstreamClient.userIdPrefix) else { return nil }
+        return upstream.first { $0.userId == userId }
+    }
+
+    public static func isUpstreamName(_ name: String) -> Bool {
+        (1...64).contains(name.utf8.count)
+            && name.utf8.allSatisfy { byte in
+                switch byte {
+                case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                    UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
+                    true
+                default: false
+                }
+            }
+    }
+
+    /// `role`'s secret key, read now (a `file:` or `env:` reference is followed here). A key
+    /// file that its owner's group or anyone else may read is refused: the key is a role's
+    /// whole authority on the internal links.
     public func secretKey(of role: Role) throws(ConfigError) -> Secret {
         let reader = try ConfigReader(.object([:]), path: "curve.\(role.rawValue)", sources: sources)
-        let value = try reader.resolve(entries[role]!.secretKeyReference.reveal(), at: reader.child("secretKey"))
+        let reference = entries[role]!.secretKeyReference.reveal()
+        if reference.hasPrefix("file:"), let mode = sources.fileMode(String(reference.dropFirst(5))), mode & 0o077 != 0 {
+            throw ConfigError(
+                path: reader.child("secretKey"),
+                reason: "the key file \(reference.dropFirst(5)) is readable by others (mode \(String(mode & 0o777, radix: 8))): chmod 600 it")
+        }
+        let value = try reader.resolve(reference, at: reader.child("secretKey"))
         guard CurveConfig.isZ85Key(value) else {
             throw ConfigError(path: reader.child("secretKey"), reason: "must be a 40-character Z85 CURVE key")
         }
@@ -47,9 +89,31 @@ public struct CurveConfig: Sendable {
             try r.finish()
             entries[role] = Entry(publicKey: publicKey, secretKeyReference: Secret(reference))
         }
+        var upstream: [UpstreamClient] = []
+        if let list = reader.take("upstream") {
+            guard let items = list.arrayValue else { throw ConfigError(path: reader.child("upstream"), reason: "must be an array of clients") }
+            for (index, item) in items.enumerated() {
+                var r = try ConfigReader(item, path: reader.child("upstream[\(index)]"), sources: reader.sources)
+                let name = try r.string("name")
+                guard isUpstreamName(name) else { throw ConfigError(path: r.child("name"), reason: "must be 1-64 characters of [A-Za-z0-9._-]") }
+                guard !upstream.contains(where: { $0.name == name }) else { throw ConfigError(path: r.child("name"), reason: "is used twice") }
+                let publicKey = try r.string("publicKey")
+                guard isZ85Key(publicKey) else { throw ConfigError(path: r.child("publicKey"), reason: "must be a 40-character Z85 CURVE key") }
+                var merchants: Set<String>?
+                if let value = r.take("merchants") {
+                    guard let names = value.arrayValue?.compactMap(\.stringValue), names.count == value.arrayValue?.count, !names.isEmpty else {
+                        throw ConfigError(path: r.child("merchants"), reason: "must be a non-empty array of merchant names")
+                    }
+                    merchants = Set(names)
+                }
+                try r.finish()
+                upstream.append(UpstreamClient(name: name, publicKey: publicKey, merchants: merchants))
+            }
+            guard !upstream.isEmpty else { throw ConfigError(path: reader.child("upstream"), reason: "must list at least one client") }
+        }
         try reader.finish()
-        let keys = entries.values.map(\.publicKey)
-        guard Set(keys).count == keys.count else { throw ConfigError(path: "curve", reason: "every role needs its own key pair") }
-        return CurveConfig(entries: entries, sources: reader.sources)
+        let keys = entries.values.map(\.publicKey) + upstream.map(\.publicKey)
+        guard Set(keys).count == keys.count else { throw ConfigError(path: "curve", reason: "every role and every upstream client needs its own key pair") }
+        return CurveConfig(entries: entries, sources: reader.sources, upstream: upstream)
     }
 }

@@ -31,6 +31,23 @@ public struct Outcome: Sendable, Equatable {
     public var attempts: Int
     /// RFC 3339 UTC with milliseconds, e.g. 2026-11-21T05:00:00.123Z.
     public var at: String
+    /// Set on a correction: this terminal outcome replaces the order's earlier one, which told
+    /// upstream that no money was taken, because a genuine provider callback says it was.
+    public var supersedes: Supersedes?
+
+    /// The terminal outcome a correction replaces.
+    public struct Supersedes: Sendable, Equatable {
+        /// The replaced outcome's `seq` (nil when it was stored before outcomes had one).
+        public var seq: Int64?
+        public var status: Status
+        public var code: String?
+
+        public init(seq: Int64?, status: Status, code: String?) {
+            self.seq = seq
+            self.status = status
+            self.code = code
+        }
+    }
 
     public init(
         orderId: String, merchant: String, provider: String, operation: String, status: Status,
@@ -69,6 +86,7 @@ public struct Outcome: Sendable, Equatable {
         ]
         if let result { object["result"] = .object(result) }
         if let error { object["error"] = ["code": .string(error.code), "message": .string(error.message)] }
+        if let supersedes { object["supersedes"] = supersedes.json }
         return .object(object)
     }
 
@@ -91,6 +109,7 @@ public struct Outcome: Sendable, Equatable {
         writer.string("provider", provider)
         if let result { writer.value("result", .object(result)) }
         writer.string("status", status.rawValue)
+        if let supersedes { writer.value("supersedes", supersedes.json) }
         writer.integer("v", 1)
         return writer.finish()
     }
@@ -114,7 +133,7 @@ public struct Outcome: Sendable, Equatable {
 
     /// The members an outcome is made of; others, such as `seq`, are passed over.
     private struct Fields {
-        var v, status, attempts, error, result, orderId, merchant, provider, operation, at: JSONValue?
+        var v, status, attempts, error, result, orderId, merchant, provider, operation, at, supersedes: JSONValue?
         var seq = false
 
         /// Keeps `value` if `key` names a member; false for a key met before or one this reading
@@ -136,6 +155,7 @@ public struct Outcome: Sendable, Equatable {
             case "merchant": return keep(&merchant)
             case "provider": return keep(&provider)
             case "operation": return keep(&operation)
+            case "supersedes": return keep(&supersedes)
             default: return false
             }
         }
@@ -160,11 +180,40 @@ public struct Outcome: Sendable, Equatable {
                 guard let object = r.objectValue else { throw OutcomeParseError(field: "result") }
                 resultObject = object
             }
-            return Outcome(
+            var outcome = Outcome(
                 orderId: try string(orderId, "orderId"), merchant: try string(merchant, "merchant"), provider: try string(provider, "provider"),
                 operation: try string(operation, "operation"), status: status, result: resultObject, error: errorInfo,
                 attempts: Int(attempts), at: try string(at, "at"))
+            if let value = supersedes {
+                guard let replaced = Supersedes(json: value) else { throw OutcomeParseError(field: "supersedes") }
+                outcome.supersedes = replaced
+            }
+            return outcome
         }
+    }
+}
+
+extension Outcome.Supersedes {
+    var json: JSONValue {
+        var object: [String: JSONValue] = ["status": .string(status.rawValue)]
+        if let seq { object["seq"] = .integer(seq) }
+        if let code { object["code"] = .string(code) }
+        return .object(object)
+    }
+
+    init?(json: JSONValue) {
+        guard let status = json["status"]?.stringValue.flatMap(Outcome.Status.init(rawValue:)) else { return nil }
+        var seq: Int64?
+        if let value = json["seq"] {
+            guard let integer = value.integerValue else { return nil }
+            seq = integer
+        }
+        var code: String?
+        if let value = json["code"] {
+            guard let text = value.stringValue else { return nil }
+            code = text
+        }
+        self.init(seq: seq, status: status, code: code)
     }
 }
 

@@ -142,15 +142,23 @@ public struct Exchange<Context: ConnectorContext>: Sendable {
     /// In the `resolving` phase: the call decides whether a redelivered order is submitted
     /// again, so a reading that the provider never saw it is `ProviderVerdict.neverSeen`.
     public var resolvingBeforeResubmit: Bool
+    /// How many follow-up requests (`ProviderReading.followUp`) this submission has sent.
+    public var followUps: Int
+    /// How long ago (ms) the pipeline accepted the order: a provider that forgets its
+    /// idempotency keys after a while cannot answer for an older order.
+    public var orderAgeMilliseconds: Int64
 
     public init(
-        order: Order, signed: SignedRequest<Context>, purpose: DispatchPurpose, phase: ExchangePhase, resolvingBeforeResubmit: Bool = false
+        order: Order, signed: SignedRequest<Context>, purpose: DispatchPurpose, phase: ExchangePhase, resolvingBeforeResubmit: Bool = false,
+        followUps: Int = 0, orderAgeMilliseconds: Int64 = 0
     ) {
         self.order = order
         self.signed = signed
         self.purpose = purpose
         self.phase = phase
         self.resolvingBeforeResubmit = resolvingBeforeResubmit
+        self.followUps = followUps
+        self.orderAgeMilliseconds = orderAgeMilliseconds
     }
 }
 

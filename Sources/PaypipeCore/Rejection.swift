@@ -43,6 +43,11 @@ public struct Rejection: Error, Sendable, Equatable, CustomStringConvertible {
         public static let missingCredentials = Code(rawValue: "MISSING_CREDENTIALS")
         /// An internal work item the pipeline itself could not read (a bug or a corrupt frame).
         public static let unreadableWork = Code(rawValue: "UNREADABLE_WORK")
+        /// A provider reference the order names (e.g. PhonePe `authRequestId`) belongs to another
+        /// order of the same merchant: callbacks naming it could not tell the two apart.
+        public static let referenceInUse = Code(rawValue: "REFERENCE_IN_USE")
+        /// With upstream CURVE, the sender's key is not allowed to send orders for this merchant.
+        public static let merchantNotAllowed = Code(rawValue: "MERCHANT_NOT_ALLOWED")
     }
 }
 

@@ -14,6 +14,23 @@ public enum Timestamp {
 
     public static func now() -> String { iso8601(milliseconds: nowMilliseconds()) }
 
+    /// Milliseconds on a clock that never steps: the wall clock as this process first asked for
+    /// it, plus the monotonic time since. Leases and redelivery are timed on it, so a step of the
+    /// wall clock neither lapses every lease at once nor holds them forever, while the times it
+    /// stamps stay close to the wall clock's.
+    public static func steadyMilliseconds() -> Int64 {
+        steadyAnchor.wall + monotonicMilliseconds() - steadyAnchor.monotonic
+    }
+
+    /// CLOCK_MONOTONIC in milliseconds: only differences mean anything.
+    public static func monotonicMilliseconds() -> Int64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
+    }
+
+    private static let steadyAnchor = (wall: nowMilliseconds(), monotonic: monotonicMilliseconds())
+
     /// `2026-11-21T05:00:00.123Z`
     public static func iso8601(milliseconds: Int64) -> String {
         let seconds = milliseconds.floorDivided(by: 1000)

@@ -3,7 +3,8 @@ import NetsEasy
 import Synchronization
 
 /// Nets Easy under `/nets`: `POST /v1/payments`, `GET /v1/payments/{id}`,
-/// `GET /v1/subscriptions/{id}`, `POST /v1/subscriptions/{id}/charges`, all answered by one
+/// `PUT /v1/payments/{id}/terminate`, `GET /v1/subscriptions/{id}`,
+/// `POST /v1/subscriptions/{id}/charges`, `GET /v1/subscriptions/{id}/charges/status`, all answered by one
 /// `NetsSandbox` per merchant (the merchant is the one whose secret key the request carries).
 /// After a create, the emulated customer completes the hosted page and the registered
 /// webhooks are delivered.

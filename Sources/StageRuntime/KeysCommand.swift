@@ -3,6 +3,12 @@ import FoundationEssentials
 import PaypipeCore
 import ZeroMQ
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// `paypipe keys`: lives here rather than in Sources/paypipe because an executable whose
 /// main.swift holds `@main` must be a single file.
 package struct KeysCommand: ParsableCommand {
@@ -19,12 +25,15 @@ package struct KeysCommand: ParsableCommand {
             discussion: """
                 Writes <role>.secret (mode 0600) and <role>.public into --dir for the roles \
                 \(CurveConfig.Role.allCases.map(\.rawValue).joined(separator: ", ")). Give each process only its own \
-                role's .secret file; the printed section names them as file: secrets.
+                role's .secret file; the printed section names them as file: secrets. Each --upstream NAME adds a \
+                key pair for one upstream order system (upstream-NAME.secret, upstream-NAME.public) and its entry \
+                in `curve.upstream`, which turns on CURVE for intake, outcomes and replay.
                 """)
 
         @Option(help: "Directory for the key files (created if missing).") var dir = "curve-keys"
         @Option(help: "Directory the config names for the secret files, e.g. /run/secrets when they are mounted there; default: --dir as an absolute path.")
         var secretsPath: String?
+        @Option(help: "An upstream order system to make a client key pair for (repeatable).") var upstream: [String] = []
         @Flag(help: "Replace key files that already exist.") var force = false
 
         func run() throws {
@@ -32,24 +41,50 @@ package struct KeysCommand: ParsableCommand {
             try manager.createDirectory(atPath: dir, withIntermediateDirectories: true)
             let absolute = URL(fileURLWithPath: dir).standardizedFileURL.path
             let named = secretsPath ?? absolute
+            for name in upstream where !CurveConfig.isUpstreamName(name) {
+                StageProcess.fail("--upstream \(name.prefix(64)): a name is 1-64 characters of [A-Za-z0-9._-]")
+            }
             var lines: [String] = []
             for role in CurveConfig.Role.allCases {
-                let secretFile = Self.file(dir, "\(role.rawValue).secret")
-                let publicFile = Self.file(dir, "\(role.rawValue).public")
-                if !force, manager.fileExists(atPath: secretFile) || manager.fileExists(atPath: publicFile) {
-                    StageProcess.fail("\(secretFile) or \(publicFile) exists: pass --force to replace the keys")
-                }
-                let pair = try ZMQCurveKeyPair.generate()
-                guard manager.createFile(atPath: secretFile, contents: Data((pair.secretKey + "\n").utf8), attributes: [.posixPermissions: 0o600]),
-                    manager.createFile(atPath: publicFile, contents: Data((pair.publicKey + "\n").utf8), attributes: [.posixPermissions: 0o644])
-                else { StageProcess.fail("cannot write the key files in \(dir)") }
-                // createFile keeps an existing file's mode: make sure a replaced secret is private too.
-                try manager.setAttributes([.posixPermissions: 0o600], ofItemAtPath: secretFile)
+                let pair = try writeKeyPair(role.rawValue)
                 let reference = "file:" + Self.file(named, "\(role.rawValue).secret")
                 let padding = String(repeating: " ", count: 10 - role.rawValue.count)
                 lines.append(#"    "\#(role.rawValue)":\#(padding){ "publicKey": "\#(pair.publicKey)", "secretKey": "\#(reference)" }"#)
             }
+            var clients: [String] = []
+            for name in upstream {
+                let pair = try writeKeyPair("upstream-" + name)
+                clients.append(#"      { "name": "\#(name)", "publicKey": "\#(pair.publicKey)" }"#)
+            }
+            if !clients.isEmpty { lines.append("    \"upstream\": [\n" + clients.joined(separator: ",\n") + "\n    ]") }
             StageProcess.printLine("\"curve\": {\n" + lines.joined(separator: ",\n") + "\n}")
+        }
+
+        /// Writes `<stem>.secret` (created with mode 0600, never readable by others even for a
+        /// moment) and `<stem>.public`.
+        func writeKeyPair(_ stem: String) throws -> ZMQCurveKeyPair {
+            let secretFile = Self.file(dir, "\(stem).secret")
+            let publicFile = Self.file(dir, "\(stem).public")
+            let manager = FileManager.default
+            if manager.fileExists(atPath: secretFile) || manager.fileExists(atPath: publicFile) {
+                guard force else { StageProcess.fail("\(secretFile) or \(publicFile) exists: pass --force to replace the keys") }
+                unlink(secretFile)
+                unlink(publicFile)
+            }
+            let pair = try ZMQCurveKeyPair.generate()
+            guard Self.create(secretFile, pair.secretKey + "\n", mode: 0o600), Self.create(publicFile, pair.publicKey + "\n", mode: 0o644) else {
+                StageProcess.fail("cannot write the key files in \(dir): \(String(cString: strerror(errno)))")
+            }
+            return pair
+        }
+
+        /// A new file with `mode` from the moment it exists (the umask can only narrow it).
+        static func create(_ path: String, _ text: String, mode: mode_t) -> Bool {
+            let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+            guard fd >= 0 else { return false }
+            defer { close(fd) }
+            let bytes = Array(text.utf8)
+            return bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } == bytes.count && fsync(fd) == 0
         }
 
         /// `name` inside `directory`, joined as NSString's appendingPathComponent joined them

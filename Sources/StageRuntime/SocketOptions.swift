@@ -26,6 +26,9 @@ package func workQueueOptions() -> ZMQSocketOptions {
 
 package func milliseconds() -> Int64 { Timestamp.nowMilliseconds() }
 
+/// `Timestamp.steadyMilliseconds()`: for leases and timers, which a wall-clock step must not move.
+package func steadyMilliseconds() -> Int64 { Timestamp.steadyMilliseconds() }
+
 /// A tick every `interval` until the consumer stops iterating (e.g. through
 /// `cancelOnGracefulShutdown()`).
 package func ticks(every interval: Duration) -> AsyncStream<Void> {

@@ -118,13 +118,16 @@ struct BinaryFrameReader {
 }
 
 extension BinaryFrameReader {
-    /// The order's bytes in a work or dispatch frame, which both begin with acceptedAt,
-    /// generation, purpose and the order, whatever the fields before it hold; nil when the
-    /// frame is too short to hold them.
-    static func order(in frame: [UInt8], tag: UInt8) -> ArraySlice<UInt8>? {
-        guard var reader = try? BinaryFrameReader(frame, tag: tag, label: "frame"),
-            (try? reader.integer("acceptedAt")) != nil, (try? reader.integer("generation")) != nil, (try? reader.field("purpose")) != nil
+    /// What every work or dispatch frame begins with: acceptedAt, generation, token and
+    /// purpose, then the order's bytes, whatever the fields hold; nil when the frame is too short
+    /// to hold them.
+    static func head(of frame: [UInt8], tag: UInt8) -> (generation: Int64, token: UInt64, purpose: ArraySlice<UInt8>, order: ArraySlice<UInt8>)? {
+        guard var reader = try? BinaryFrameReader(frame, tag: tag, label: "frame"), (try? reader.integer("acceptedAt")) != nil,
+            let generation = try? reader.integer("generation"), let token = try? reader.integer("token"),
+            let purpose = try? reader.field("purpose"), let order = try? reader.field("order")
         else { return nil }
-        return try? reader.field("order")
+        return (generation, UInt64(bitPattern: token), purpose, order)
     }
+
+    static func order(in frame: [UInt8], tag: UInt8) -> ArraySlice<UInt8>? { head(of: frame, tag: tag)?.order }
 }

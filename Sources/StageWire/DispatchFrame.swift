@@ -13,21 +13,26 @@ package struct DispatchFrame: Sendable, Equatable {
     /// The order's dispatch count when this copy left the ledger: its lease is granted only to
     /// the current generation, so an older copy still queued somewhere is never sent.
     package var generation: Int64
+    /// The ledger's proof that it sent this generation (`DispatchTicket`): a stage's claim or
+    /// outcome for the order counts only with it.
+    package var token: UInt64 = 0
 
     /// The first byte of a binary dispatch frame; a JSON frame starts with "{".
     static let binaryTag: UInt8 = 0x02
 
     /// The binary frame (`BinaryFrame.swift`), in this order: tag, acceptedAt, generation,
-    /// purpose, the order's JSON, the pending result (a presence byte, then JSON). Up to the
+    /// token, purpose, the order's JSON, the pending result (a presence byte, then JSON). Up to the
     /// order it is laid out as `SubmitWork.frame`, so a frame either stage cannot read is
     /// answered for its order the same way (`Outcome.unreadableWork`). In JSON, the signer
     /// built a dictionary of the envelope and another of the order before reading either.
     package static func encode(
-        orderJSON: String, acceptedAt: Int64, purpose: DispatchPurpose = .submit, pending: [String: JSONValue]? = nil, generation: Int64 = 1
+        orderJSON: String, acceptedAt: Int64, purpose: DispatchPurpose = .submit, pending: [String: JSONValue]? = nil, generation: Int64 = 1,
+        token: UInt64 = 0
     ) -> [UInt8] {
         var writer = BinaryFrameWriter(tag: binaryTag, capacity: 64 + orderJSON.utf8.count)
         writer.integer(acceptedAt)
         writer.integer(generation)
+        writer.integer(Int64(bitPattern: token))
         writer.string(purpose.rawValue)
         writer.string(orderJSON)
         writer.byte(pending == nil ? 0 : 1)
@@ -36,7 +41,8 @@ package struct DispatchFrame: Sendable, Equatable {
     }
 
     /// Reads the binary frame, or the JSON frame of earlier releases
-    /// (`{"acceptedAt":ms,"purpose":"submit","generation":n,"pending":{…},"order":{…}}`).
+    /// (`{"acceptedAt":ms,"purpose":"submit","generation":n,"pending":{…},"order":{…}}`), which
+    /// carries no token: an outcome for it is refused and the order is dispatched again.
     package static func decode(_ frame: [UInt8], catalog: OrderCatalog) throws(EnvelopeError) -> DispatchFrame {
         frame.first == binaryTag ? try decodeBinary(frame, catalog: catalog) : try decodeJSON(frame, catalog: catalog)
     }
@@ -51,6 +57,7 @@ package struct DispatchFrame: Sendable, Equatable {
         var reader = try BinaryFrameReader(frame, tag: binaryTag, label: "dispatch")
         let acceptedAt = try reader.integer("acceptedAt")
         let generation = try reader.integer("generation")
+        let token = UInt64(bitPattern: try reader.integer("token"))
         guard let purpose = DispatchPurpose(rawValue: try reader.string("purpose")) else { throw EnvelopeError("dispatch.purpose is invalid") }
         let order: Order
         switch Order.decode(frame: try reader.field("order"), catalog: catalog) {
@@ -63,7 +70,7 @@ package struct DispatchFrame: Sendable, Equatable {
             pending = object
         }
         try reader.end()
-        return DispatchFrame(order: order, acceptedAt: acceptedAt, purpose: purpose, pending: pending, generation: generation)
+        return DispatchFrame(order: order, acceptedAt: acceptedAt, purpose: purpose, pending: pending, generation: generation, token: token)
     }
 
     private static func decodeJSON(_ frame: [UInt8], catalog: OrderCatalog) throws(EnvelopeError) -> DispatchFrame {
@@ -82,6 +89,6 @@ package struct DispatchFrame: Sendable, Equatable {
         }
         return DispatchFrame(
             order: order, acceptedAt: object["acceptedAt"]?.integerValue ?? 0, purpose: purpose, pending: pending,
-            generation: object["generation"]?.integerValue ?? 1)
+            generation: object["generation"]?.integerValue ?? 1, token: 0)
     }
 }

@@ -18,8 +18,8 @@ package enum LedgerRequestID {
 package enum LedgerRequest: Sendable, Equatable {
     /// The order (merchant, orderId), for checking a callback against it.
     case lookup(OrderKey)
-    /// The order a provider reference names (PhonePe authRequestId, Nets paymentId).
-    case lookupRef(Provider, String)
+    /// The order of `merchant` a provider reference names (PhonePe authRequestId, Nets paymentId).
+    case lookupRef(Provider, String, merchant: String)
     /// Hands on an authentic callback: its event id (nil when the provider gives none worth
     /// deduplicating) and the terminal outcome it leads to (nil when it changes nothing).
     /// Answered only after both are committed.
@@ -33,7 +33,8 @@ package enum LedgerRequest: Sendable, Equatable {
     package var json: JSONValue {
         switch self {
         case .lookup(let key): ["op": "lookup", "merchant": .string(key.merchant), "orderId": .string(key.orderId)]
-        case .lookupRef(let provider, let ref): ["op": "lookupRef", "provider": .string(provider.rawValue), "ref": .string(ref)]
+        case .lookupRef(let provider, let ref, let merchant):
+            ["op": "lookupRef", "provider": .string(provider.rawValue), "ref": .string(ref), "merchant": .string(merchant)]
         case .settle(let key, let event, let outcome):
             [
                 "op": "settle", "merchant": .string(key.merchant), "orderId": .string(key.orderId),
@@ -44,7 +45,10 @@ package enum LedgerRequest: Sendable, Equatable {
             [
                 "op": "claim",
                 "claims": .array(claims.map {
-                    ["merchant": .string($0.key.merchant), "orderId": .string($0.key.orderId), "generation": .integer($0.generation)]
+                    [
+                        "merchant": .string($0.key.merchant), "orderId": .string($0.key.orderId), "generation": .integer($0.generation),
+                        "token": .integer(Int64(bitPattern: $0.token)),
+                    ]
                 }),
             ]
         }
@@ -63,10 +67,12 @@ package enum LedgerRequest: Sendable, Equatable {
         switch op {
         case "lookup": return .lookup(try key())
         case "lookupRef":
-            guard let provider = o["provider"]?.stringValue.map(Provider.init(rawValue:)), let ref = o["ref"]?.stringValue else {
-                throw EnvelopeError("lookupRef needs provider and ref")
+            guard let provider = o["provider"]?.stringValue.map(Provider.init(rawValue:)), let ref = o["ref"]?.stringValue,
+                let merchant = o["merchant"]?.stringValue
+            else {
+                throw EnvelopeError("lookupRef needs provider, ref and merchant")
             }
-            return .lookupRef(provider, ref)
+            return .lookupRef(provider, ref, merchant: merchant)
         case "settle":
             var outcome: Outcome?
             if let value = o["outcome"], value != .null {
@@ -82,9 +88,9 @@ package enum LedgerRequest: Sendable, Equatable {
             var claims: [LeaseClaim] = []
             for item in items {
                 guard let merchant = item["merchant"]?.stringValue, let orderId = item["orderId"]?.stringValue,
-                    let generation = item["generation"]?.integerValue
-                else { throw EnvelopeError("each claim needs merchant, orderId and generation") }
-                claims.append(LeaseClaim(key: OrderKey(merchant: merchant, orderId: orderId), generation: generation))
+                    let generation = item["generation"]?.integerValue, let token = item["token"]?.integerValue
+                else { throw EnvelopeError("each claim needs merchant, orderId, generation and token") }
+                claims.append(LeaseClaim(key: OrderKey(merchant: merchant, orderId: orderId), generation: generation, token: UInt64(bitPattern: token)))
             }
             return .claim(claims)
         default: throw EnvelopeError("unknown ledger op")
@@ -94,7 +100,8 @@ package enum LedgerRequest: Sendable, Equatable {
 
 package enum LedgerReply: Sendable, Equatable {
     case order(StoredOrder?)
-    case settled(applied: Bool, duplicate: Bool)
+    /// `corrected`: the callback superseded a terminal outcome that said no money was taken.
+    case settled(applied: Bool, duplicate: Bool, corrected: Bool = false)
     case resumed(count: Int)
     /// One answer per claim, in order: whether the lease is held.
     case claimed([Bool])
@@ -109,7 +116,8 @@ package enum LedgerReply: Sendable, Equatable {
                 "pendingAt": stored.pendingAt.map(JSONValue.integer) ?? .null,
             ]
         case .order(nil): ["ok": true, "order": .null]
-        case .settled(let applied, let duplicate): ["ok": true, "applied": .bool(applied), "duplicate": .bool(duplicate)]
+        case .settled(let applied, let duplicate, let corrected):
+            ["ok": true, "applied": .bool(applied), "duplicate": .bool(duplicate), "corrected": .bool(corrected)]
         case .resumed(let count): ["ok": true, "count": .integer(Int64(count))]
         case .claimed(let granted): ["ok": true, "granted": .array(granted.map(JSONValue.bool))]
         case .failure(let message): ["ok": false, "error": .string(message)]
@@ -130,7 +138,9 @@ package enum LedgerReply: Sendable, Equatable {
             else { throw EnvelopeError("ledger lookup reply is incomplete") }
             return .order(StoredOrder(
                 key: OrderKey(merchant: merchant, orderId: orderId), orderJSON: json, state: state, pendingAt: o["pendingAt"]?.integerValue))
-        case .settle: return .settled(applied: o["applied"]?.boolValue ?? false, duplicate: o["duplicate"]?.boolValue ?? false)
+        case .settle:
+            return .settled(
+                applied: o["applied"]?.boolValue ?? false, duplicate: o["duplicate"]?.boolValue ?? false, corrected: o["corrected"]?.boolValue ?? false)
         case .resumePolls: return .resumed(count: Int(o["count"]?.integerValue ?? 0))
         case .claim(let claims):
             guard let granted = o["granted"]?.arrayValue?.map({ $0.boolValue ?? false }), granted.count == claims.count else {
@@ -141,17 +151,21 @@ package enum LedgerReply: Sendable, Equatable {
     }
 }
 
-/// One copy of an order's work, named by the dispatch it came from.
+/// One copy of an order's work, named by the dispatch it came from and that dispatch's token.
 package struct LeaseClaim: Sendable, Hashable {
     package var key: OrderKey
     package var generation: Int64
+    package var token: UInt64
     /// Claims in one request; a submitter splits larger batches.
     package static let maxPerRequest = 1024
 
-    package init(key: OrderKey, generation: Int64) {
+    package init(key: OrderKey, generation: Int64, token: UInt64) {
         self.key = key
         self.generation = generation
+        self.token = token
     }
+
+    package var ticket: DispatchTicket { DispatchTicket(generation: generation, token: token) }
 }
 
 /// Where an order stands in the ledger.

@@ -18,10 +18,13 @@ package struct SubmitWork: Sendable, Equatable {
     /// The dispatch this work came from (`DispatchFrame.generation`): the submitter claims the
     /// order's lease for it, and a generation above 1 is a redelivery.
     package var generation: Int64
+    /// The ledger's proof that it sent this generation (`DispatchFrame.token`), passed on to the
+    /// claim and the outcome.
+    package var token: UInt64
 
     package init(
         order: Order, request: HTTPRequestSpec, resolve: HTTPRequestSpec? = nil, context: JSONValue = .null,
-        purpose: DispatchPurpose = .submit, pending: [String: JSONValue]? = nil, acceptedAt: Int64, generation: Int64 = 1
+        purpose: DispatchPurpose = .submit, pending: [String: JSONValue]? = nil, acceptedAt: Int64, generation: Int64 = 1, token: UInt64 = 0
     ) {
         self.order = order
         self.request = request
@@ -31,16 +34,20 @@ package struct SubmitWork: Sendable, Equatable {
         self.pending = pending
         self.acceptedAt = acceptedAt
         self.generation = generation
+        self.token = token
     }
+
+    /// The dispatch this work answers, as its outcome names it to the ledger.
+    package var ticket: DispatchTicket { DispatchTicket(generation: generation, token: token) }
 
     /// The lease this work needs before anything is sent; nil for a status check of a pending
     /// order, which sends only a read.
     package var lease: LeaseClaim? {
-        purpose == .submit ? LeaseClaim(key: order.key, generation: generation) : nil
+        purpose == .submit ? LeaseClaim(key: order.key, generation: generation, token: token) : nil
     }
 
     /// The binary frame (`BinaryFrame.swift`), in this order: tag, acceptedAt, generation,
-    /// purpose, the order and the context as JSON, the pending result (a presence byte, then
+    /// token, purpose, the order and the context as JSON, the pending result (a presence byte, then
     /// JSON), the request, the resolving request (a presence byte, then the request). A request
     /// is its method, URL, header count, each header's name and value, and its body as is.
     /// JSON with Base64 bodies cost the submitter about 60,000 instructions per W1 order to
@@ -54,6 +61,7 @@ package struct SubmitWork: Sendable, Equatable {
         var writer = BinaryFrameWriter(tag: SubmitWork.binaryTag, capacity: 768 + request.body.count + (resolve?.body.count ?? 0))
         writer.integer(acceptedAt)
         writer.integer(generation)
+        writer.integer(Int64(bitPattern: token))
         writer.string(purpose.rawValue)
         if let orderJSON {
             writer.field(orderJSON)
@@ -95,6 +103,7 @@ package struct SubmitWork: Sendable, Equatable {
         var reader = try BinaryFrameReader(frame, tag: binaryTag, label: "work")
         let acceptedAt = try reader.integer("acceptedAt")
         let generation = try reader.integer("generation")
+        let token = UInt64(bitPattern: try reader.integer("token"))
         guard let purpose = DispatchPurpose(rawValue: try reader.string("purpose")) else { throw EnvelopeError("work.purpose is invalid") }
         let order = try readOrder(&reader, catalog: catalog)
         let context = try reader.json("context")
@@ -108,7 +117,7 @@ package struct SubmitWork: Sendable, Equatable {
         try reader.end()
         return SubmitWork(
             order: order, request: request, resolve: resolve, context: context, purpose: purpose, pending: pending, acceptedAt: acceptedAt,
-            generation: generation)
+            generation: generation, token: token)
     }
 
     private static func readOrder(_ reader: inout BinaryFrameReader, catalog: OrderCatalog) throws(EnvelopeError) -> Order {
@@ -152,20 +161,6 @@ package struct SubmitWork: Sendable, Equatable {
             generation: object["generation"]?.integerValue ?? 1)
     }
 
-    /// The order a frame names (binary or JSON work, or a dispatch frame: both binary frames lay
-    /// out the same fields before the order), as JSON, even when the rest of the frame cannot be
-    /// read.
-    static func orderObject(in frame: [UInt8]) -> [String: JSONValue]? {
-        guard let tag = frame.first, tag == binaryTag || tag == DispatchFrame.binaryTag else {
-            guard case .object(let object)? = try? JSONValue.parse(frame) else { return nil }
-            return object["order"]?.objectValue
-        }
-        // The fields before the order are passed over whatever they hold (a purpose that is not
-        // UTF-8 included): the order alone decides whether it can be given an outcome.
-        guard let order = BinaryFrameReader.order(in: frame, tag: tag) else { return nil }
-        return (try? JSONValue.parse(order))?.objectValue
-    }
-
     static func decodeRequest(_ value: JSONValue) -> HTTPRequestSpec? {
         guard let method = value["method"]?.stringValue.flatMap(HTTPRequestSpec.Method.init(rawValue:)),
             let url = value["url"]?.stringValue,
@@ -186,17 +181,32 @@ package struct EnvelopeError: Error, Sendable, CustomStringConvertible {
     package init(_ description: String) { self.description = description }
 }
 
-extension Outcome {
-    /// The outcome for an internal frame (dispatch or signed work) that names its order but
-    /// cannot be read otherwise: the order must still end, not be redelivered forever.
-    /// nil when not even the order's identity can be read.
-    package static func unreadableWork(_ frame: [UInt8], reason: String) -> Outcome? {
-        guard let order = SubmitWork.orderObject(in: frame), let orderId = order["orderId"]?.stringValue, Order.isValidOrderId(orderId),
-            let merchant = order["merchant"]?.stringValue
+extension StageResult {
+    /// The result for an internal frame (dispatch or signed work) that names its order but cannot
+    /// be read otherwise: the order must still end, not be redelivered forever. It ends
+    /// `rejected` only when the frame is a first submission, which cannot have reached a provider
+    /// yet; a redelivery or a status check may have money behind it, so it goes to review. nil
+    /// when not even the order's identity and its dispatch can be read.
+    package static func unreadableWork(_ frame: [UInt8], reason: String) -> StageResult? {
+        guard let tag = frame.first, tag == SubmitWork.binaryTag || tag == DispatchFrame.binaryTag,
+            let head = BinaryFrameReader.head(of: frame, tag: tag), let order = (try? JSONValue.parse(head.order))?.objectValue,
+            let orderId = order["orderId"]?.stringValue, Order.isValidOrderId(orderId), let merchant = order["merchant"]?.stringValue
         else { return nil }
         let identity = OrderIdentity(
             orderId: orderId, merchant: merchant, provider: order["provider"]?.stringValue ?? "",
             operation: order["operation"]?.stringValue ?? "")
-        return Outcome.rejected(Rejection(.unreadableWork, field: "order", "the pipeline could not read its own work item: \(reason)"), identity: identity)
+        let purpose = DispatchPurpose(rawValue: String(decoding: head.purpose, as: UTF8.self))
+        let message = "the pipeline could not read its own work item: \(reason)"
+        let outcome: Outcome
+        if purpose == .submit, head.generation == 1 {
+            outcome = Outcome.rejected(Rejection(.unreadableWork, field: "order", message), identity: identity)
+        } else {
+            outcome = Outcome(
+                orderId: orderId, merchant: merchant, provider: identity.provider, operation: identity.operation, status: .unknown,
+                error: .init(code: Outcome.ErrorInfo.needsReviewCode, message: message), attempts: 0)
+        }
+        return StageResult(
+            answering: purpose.map(StageResult.Answering.init) ?? .submit,
+            ticket: DispatchTicket(generation: head.generation, token: head.token), outcome: outcome)
     }
 }

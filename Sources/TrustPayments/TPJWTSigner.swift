@@ -14,8 +14,12 @@ public struct TPJWTSigner: Sendable, CustomStringConvertible, CustomReflectable 
     private let afterIssuedAt: [UInt8]
     /// `,"sitereference":"…","orderreference":`
     private let siteFragment: [UInt8]
+    /// How long after `iat` the token stops being accepted (`exp`), so that the app cannot start
+    /// a payment once the pipeline has given up on the order; nil: no `exp`.
+    let lifetimeSeconds: Int64?
 
-    public init(secret: Secret, issuer: String, siteReference: String) {
+    public init(secret: Secret, issuer: String, siteReference: String, lifetimeSeconds: Int64? = nil) {
+        self.lifetimeSeconds = lifetimeSeconds
         keyedMAC = HMAC<SHA256>(key: SymmetricKey(data: secret.utf8))
         var fragment: [UInt8] = Array(#","iss":"#.utf8)
         TPJSONBytes.appendString(issuer, to: &fragment)
@@ -27,8 +31,15 @@ public struct TPJWTSigner: Sendable, CustomStringConvertible, CustomReflectable 
         siteFragment = site
     }
 
-    public init(config: TrustPaymentsConfig) {
-        self.init(secret: config.jwtSecret, issuer: config.jwtIssuer, siteReference: config.siteReference)
+    public init(config: TrustPaymentsConfig, lifetimeSeconds: Int64? = nil) {
+        self.init(secret: config.jwtSecret, issuer: config.jwtIssuer, siteReference: config.siteReference, lifetimeSeconds: lifetimeSeconds)
+    }
+
+    /// The token's life for orders that expire after `pendingExpireAfterMs`: it ends in the last
+    /// tenth of that time, before the order's last status check, which therefore sees every
+    /// payment the token could still start.
+    public static func lifetimeSeconds(pendingExpireAfterMs: Int64) -> Int64 {
+        max(1, pendingExpireAfterMs / 1000 * 9 / 10)
     }
 
     /// Validates the order's params and signs: what the signer stage calls per order.
@@ -57,6 +68,10 @@ public struct TPJWTSigner: Sendable, CustomStringConvertible, CustomReflectable 
         json.reserveCapacity(512)
         json.append(contentsOf: #"{"iat":"#.utf8)
         TPJSONBytes.appendDecimal(issuedAt, to: &json)
+        if let lifetimeSeconds {
+            json.append(contentsOf: #","exp":"#.utf8)
+            TPJSONBytes.appendDecimal(issuedAt + lifetimeSeconds, to: &json)
+        }
         json += afterIssuedAt
         TPJSONBytes.appendDecimal(request.baseAmount, to: &json)
         json.append(contentsOf: #"","currencyiso3a":"#.utf8)

@@ -76,7 +76,9 @@ public struct TrustPaymentsConnector: ProviderConnector {
 
     public init(config: PaypipeConfig) async {
         self.config = config
-        jwtSigners = config.merchants.compactMapValues { $0.trustpayments.map(TPJWTSigner.init(config:)) }
+        // The SDK JWT expires before its order's last check (PROTOCOL "Every pending order ends").
+        let lifetime = TPJWTSigner.lifetimeSeconds(pendingExpireAfterMs: config.timers.pendingExpireAfterMs)
+        jwtSigners = config.merchants.compactMapValues { $0.trustpayments.map { TPJWTSigner(config: $0, lifetimeSeconds: lifetime) } }
         var verifiers: [String: TPResponseJWTVerifier] = [:]
         for (name, merchant) in config.merchants {
             if let tp = merchant.trustpayments { verifiers[name] = await TPResponseJWTVerifier(secret: tp.jwtSecret) }
@@ -93,7 +95,9 @@ public struct TrustPaymentsConnector: ProviderConnector {
     public func sign(_ order: Order, purpose: DispatchPurpose, nowSeconds: Int64) throws(Rejection) -> Signed<Context> {
         let tp = try settings(order.merchant)
         if order.operation == .subscriptionJwt {
-            let signer = jwtSigners[order.merchant] ?? TPJWTSigner(config: tp)
+            let signer =
+                jwtSigners[order.merchant]
+                ?? TPJWTSigner(config: tp, lifetimeSeconds: TPJWTSigner.lifetimeSeconds(pendingExpireAfterMs: config.timers.pendingExpireAfterMs))
             return .outcome(.pending, result: ["jwt": .string(try signer.sign(order: order, issuedAt: nowSeconds))])
         }
         let request = try TPWebServices.request(for: order, config: tp)

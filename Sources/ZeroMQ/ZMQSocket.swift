@@ -65,7 +65,12 @@ public final class ZMQSocket: @unchecked Sendable {
         if type != .pub && type != .sub && type != .rep && type != .req {
             try setOption(ZMQ_IMMEDIATE, o.immediate ? 1 : 0, "IMMEDIATE")
         }
-        if let domain = o.zapDomain { try setString(ZMQ_ZAP_DOMAIN, domain, "ZAP_DOMAIN") }
+        if let domain = o.zapDomain {
+            try setString(ZMQ_ZAP_DOMAIN, domain, "ZAP_DOMAIN")
+            // Without it libzmq admits a CURVE client when no ZAP handler answers (one stopping,
+            // or not yet started): every handshake must be the handler's decision.
+            try setOption(Self.zapEnforceDomain, 1, "ZAP_ENFORCE_DOMAIN")
+        }
         switch o.curve {
         case nil: break
         case .server(let secretKey):
@@ -77,6 +82,9 @@ public final class ZMQSocket: @unchecked Sendable {
             try setString(ZMQ_CURVE_SECRETKEY, secretKey, "CURVE_SECRETKEY")
         }
     }
+
+    /// `ZMQ_ZAP_ENFORCE_DOMAIN` (libzmq 4.3 draft API; Debian's libzmq builds it in).
+    static let zapEnforceDomain: Int32 = 93
 
     func requireHandle() throws(ZMQError) -> UnsafeMutableRawPointer {
         guard let handle else { throw ZMQError.closed }

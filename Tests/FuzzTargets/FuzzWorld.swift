@@ -97,6 +97,7 @@ final class FuzzWorld: @unchecked Sendable {
     private func follow(_ effect: LedgerCore.Effect, from input: [UInt8]) {
         switch effect {
         case .drop: break
+        case .refuse(let reason): Invariant.fail("the ledger refused an outcome the pipeline's own stages wrote (\(reason))", input)
         case .emit(let bytes): readOutcome(bytes)
         case .poll(let bytes):
             guard (try? DispatchFrame.decode(bytes, catalog: catalog)) != nil else { Invariant.fail("a poll frame the ledger wrote does not decode", bytes) }
@@ -108,16 +109,19 @@ final class FuzzWorld: @unchecked Sendable {
             case .submit(let work):
                 let frame = work.frame(orderJSON: DispatchFrame.orderJSON(in: bytes))
                 guard let read = try? SubmitWork.decode(frame, catalog: catalog) else { Invariant.fail("a work frame the signer wrote does not decode", frame) }
-                submit(read)
-            case .outcome(let outcome): record(written: outcome.bytes)
+                submit(read, fromPipeline: true)
+            case .outcome(let outcome):
+                let ticket = DispatchTicket(generation: dispatch.generation, token: dispatch.token)
+                record(written: StageResult(answering: .init(dispatch.purpose), ticket: ticket, outcome: outcome))
             case .nothing: break
             }
         }
     }
 
     /// Claims the work and runs its submission against a provider that answers 503 (retried,
-    /// then ended), as a submitter would.
-    private func submit(_ work: SubmitWork) {
+    /// then ended), as a submitter would. Work the pipeline itself dispatched must have its
+    /// outcome taken; work made of the fuzzer's bytes may name any order, or none.
+    private func submit(_ work: SubmitWork, fromPipeline: Bool = false) {
         if let lease = work.lease { _ = commit([.request(.claim([lease]))], work.frame) }
         guard let connector = registry.connector(for: work.order.provider) else { Invariant.fail("signed work for a provider with no connector", work.frame) }
         var submission = Submission(work: work, connector: connector)
@@ -127,18 +131,30 @@ final class FuzzWorld: @unchecked Sendable {
             action = submission.receive(HTTPResponseSpec(status: 503, body: Array("unavailable".utf8)), jitter: 0)
         }
         if case .send = action { action = submission.fail(.mayHaveBeenSent("fuzz: no answer"), jitter: 0) }
-        if case .finish(let outcome) = action { record(written: outcome.bytes) }
+        if case .finish(let outcome) = action {
+            record(written: StageResult(answering: .init(work.purpose), ticket: work.ticket, outcome: outcome), mustBeTaken: fromPipeline)
+        }
     }
 
-    /// An outcome a stage wrote, which must read back, into the ledger.
-    private func record(written bytes: [UInt8]) {
-        readOutcome(bytes)
-        record(bytes)
+    /// A result a stage wrote, which must read back, into the ledger (which must take it, when
+    /// it answers what the pipeline dispatched).
+    private func record(written result: StageResult, mustBeTaken: Bool = true) {
+        let frame = result.frame
+        guard let (_, _, bytes) = StageResult.decode(frame) else { Invariant.fail("a result frame a stage wrote does not decode", frame) }
+        readOutcome(Array(bytes))
+        for effect in commit([.results(ledger.decoder.results([(frame, nil)]))], frame) {
+            switch effect {
+            case .emit(let emitted): readOutcome(emitted)
+            case .refuse(let reason) where mustBeTaken:
+                Invariant.fail("the ledger refused an outcome the pipeline's own stages wrote (\(reason))", frame)
+            default: break
+            }
+        }
     }
 
-    /// Any bytes as a stage's outcome into the ledger, and what the ledger emits for it.
+    /// Any bytes as a stage's result frame into the ledger, and what the ledger emits for it.
     private func record(_ bytes: [UInt8]) {
-        for effect in commit([.results(ledger.decoder.results([bytes]))], bytes) {
+        for effect in commit([.results(ledger.decoder.results([(bytes, nil)]))], bytes) {
             if case .emit(let emitted) = effect { readOutcome(emitted) }
         }
     }
@@ -194,7 +210,9 @@ final class FuzzWorld: @unchecked Sendable {
             seeds.append([1] + work.frame)
             if let lease = work.lease { seeds.append([3] + LedgerRequest.claim([lease]).json.bytes) }
         }
-        seeds.append([2] + Outcome(order: works[0].order, status: .failed, error: .init(code: "X", message: "y"), attempts: 1).bytes)
+        let failed = Outcome(order: works[0].order, status: .failed, error: .init(code: "X", message: "y"), attempts: 1)
+        seeds.append([2] + failed.bytes)
+        seeds.append([6] + StageResult(answering: .submit, ticket: works[0].ticket, outcome: failed).frame)
         seeds.append([3] + LedgerRequest.lookup(works[0].order.key).json.bytes)
         seeds.append([4] + Array(#"{"ok":true,"granted":[true,false]}"#.utf8))
         seeds.append([5] + Array(#"{"since":0,"limit":10}"#.utf8))
@@ -267,7 +285,7 @@ struct AnyOrderDirectory: OrderDirectory {
         }
         switch request {
         case .lookup(let key): return stored(orders.first { $0.order.key == key } ?? orders.first)
-        case .lookupRef(let provider, _): return stored(orders.first { $0.order.provider == provider })
+        case .lookupRef(let provider, _, _): return stored(orders.first { $0.order.provider == provider })
         case .settle(_, _, let outcome):
             if let outcome, (try? Outcome.parse(outcome.bytes)) == nil {
                 Invariant.fail("the outcome an authentic callback settles does not parse", outcome.bytes)

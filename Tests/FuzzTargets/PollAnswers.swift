@@ -1,6 +1,7 @@
 import Cleeng
 import CleengPollerStage
 import PaypipeCore
+import StageWire
 
 /// The Cleeng poller's answers: the example receipt order polled from acceptance to its end,
 /// every getAccessStatus answered with the fuzzer's bytes.
@@ -17,7 +18,7 @@ extension FuzzWorld {
         let answer = HTTPResponseSpec(status: Self.pollStatuses[Int(first & 0x0F)], body: Array(input.dropFirst()))
         pollClock += 3_600_000
         let acceptedAt = first & 0x10 == 0 ? pollClock : pollClock - pollPolicy.deadlineMs - 1
-        var actions = poller.add(receiptOrder, acceptedAt: acceptedAt, now: pollClock)
+        var actions = poller.add(receiptOrder, acceptedAt: acceptedAt, ticket: DispatchTicket(generation: 1, token: 0), now: pollClock)
         var ended: Outcome?
         for _ in 0..<(pollPolicy.deadlineMs / pollPolicy.intervalMs + 3) {
             for _ in 0..<4 where !actions.isEmpty { actions = perform(actions, answer: answer, ended: &ended) }
@@ -35,9 +36,9 @@ extension FuzzWorld {
             switch action {
             case .poll(let id, let requestId, _, _):
                 next += poller.receive(id, requestId: requestId, status: CleengAccessStatusCall.classify(answer, expectedId: requestId), now: pollClock)
-            case .emit(let outcome):
-                readOutcome(outcome.bytes)
-                ended = outcome
+            case .emit(let result):
+                readOutcome(result.outcome.bytes)
+                ended = result.outcome
             }
         }
         return next

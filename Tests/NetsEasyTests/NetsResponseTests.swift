@@ -136,11 +136,20 @@ import Testing
         #expect(NetsPayments.handle(response, to: try charge) == .finish(.succeeded(["paymentId": "0e2a0000...", "chargeId": "a4e5c0f3"])))
     }
 
-    @Test func unknownIsResolvedByReplayingWithTheSameKey() throws {
+    /// A charge is never sent again to learn what became of it: its status is read by its key.
+    @Test func anUnknownChargeIsReadByItsKeyAndAnUnknownCreationIsReplayedWithIt() throws {
         let createRequest = try create
         #expect(NetsPayments.resolution(forUnknown: createRequest) == .replayWithSameIdempotencyKey(createRequest))
         let chargeRequest = try charge
-        #expect(NetsPayments.resolution(forUnknown: chargeRequest) == .replayWithSameIdempotencyKey(chargeRequest))
+        guard case .readChargeStatus(let status) = NetsPayments.resolution(forUnknown: chargeRequest) else {
+            Issue.record("an unknown charge must be read, not sent again")
+            return
+        }
+        #expect(status.method == .GET && status.body.isEmpty)
+        #expect(status.url == chargeRequest.url + "/status" && status.url.hasSuffix("/v1/subscriptions/d079718b-ff63-45dd-947b-4950c023750f/charges/status"))
+        #expect(status.header("Idempotency-Key") == chargeRequest.header("Idempotency-Key"))
+        #expect(status.header("Authorization") == chargeRequest.header("Authorization") && status.header("Content-Type") == nil)
+        #expect(NetsRequestKind(status) == .chargeStatus)
         let read = try fetchPayment
         #expect(NetsPayments.resolution(forUnknown: read) == .repeatRead(read))
         var keyless = chargeRequest
@@ -149,6 +158,46 @@ import Testing
             Issue.record("a keyless write must not be replayed")
             return
         }
+    }
+
+    /// `GET …/charges/status` (Nexi payment API v1): 200 `{paymentId, chargeId, completed}` or 404.
+    @Test func aChargeStatusSaysWhetherTheChargeWasMadeAnd404MeansNotSeenOnlyWhileTheKeyIsYoung() {
+        let completed = Fixtures.response(200, #"{"paymentId":"p1","chargeId":"c1","completed":true}"#)
+        #expect(NetsPayments.classifyChargeStatus(completed, keyMayBeForgotten: false) == .succeeded(["paymentId": "p1", "chargeId": "c1"]))
+        #expect(NetsPayments.classifyChargeStatus(completed, keyMayBeForgotten: true) == .succeeded(["paymentId": "p1", "chargeId": "c1"]))
+        let open = Fixtures.response(200, #"{"paymentId":"p1","chargeId":"c1","completed":false}"#)
+        guard case .unknown = NetsPayments.classifyChargeStatus(open, keyMayBeForgotten: false) else {
+            Issue.record("a charge not completed is not known to have failed")
+            return
+        }
+        let missing = Fixtures.response(404, "")
+        guard case .neverSeen = NetsPayments.classifyChargeStatus(missing, keyMayBeForgotten: false) else {
+            Issue.record("404 for a young key: Nets saw no such charge")
+            return
+        }
+        guard case .unknown = NetsPayments.classifyChargeStatus(missing, keyMayBeForgotten: true) else {
+            Issue.record("404 for a key Nets may have forgotten tells nothing")
+            return
+        }
+        for status in [401, 429, 500, 503] {
+            guard case .unknown = NetsPayments.classifyChargeStatus(Fixtures.response(status, ""), keyMayBeForgotten: false) else {
+                Issue.record("\(status) tells nothing about the charge")
+                return
+            }
+        }
+        guard case .unknown = NetsPayments.classifyChargeStatus(Fixtures.response(200, #"{"paymentId":"p1"}"#), keyMayBeForgotten: false) else {
+            Issue.record("an incomplete answer tells nothing")
+            return
+        }
+    }
+
+    @Test func aTerminateFollowsThePaymentReadAndTheReadFollowsTheTerminate() throws {
+        let read = try fetchPayment
+        let terminate = try #require(NetsPayments.terminateRequest(following: read))
+        #expect(terminate.method == .PUT && terminate.url == read.url + "/terminate" && NetsRequestKind(terminate) == .terminatePayment)
+        #expect(terminate.header("Authorization") == read.header("Authorization"))
+        #expect(NetsPayments.paymentRequest(following: terminate) == read)
+        #expect(NetsPayments.terminateRequest(following: try charge) == nil)
     }
 
     @Test func transportFailures() {

@@ -10,6 +10,9 @@ import Synchronization
 import SubmitterStage
 import Testing
 
+/// The dispatch a poller was sent a receipt as (the poller core passes it on untouched).
+let testTicket = DispatchTicket(generation: 1, token: 0)
+
 let cleengOrderJSON = #"{"v":1,"orderId":"cl-1","provider":"cleeng","operation":"appleReceipt","params":{"customerToken":"tok","offerId":"S1_US","receiptData":"ZGVtbw==","transactionId":"tx1"}}"#
 
 @Suite("Cleeng poller core: one scheduler for every receipt")
@@ -24,7 +27,7 @@ struct CleengPollerCoreTests {
     @Test func pollsFollowTheCadenceFromAcceptanceAndGrantEndsTheReceipt() async throws {
         var core = CleengPollerCore(policy: policy, config: config)
         let o = try order(cleengOrderJSON)
-        #expect(core.add(o, acceptedAt: 1_000, now: 1_010).isEmpty)
+        #expect(core.add(o, acceptedAt: 1_000, ticket: testTicket, now: 1_010).isEmpty)
         #expect(core.nextWakeUp == 6_000)
         #expect(core.due(now: 5_999).isEmpty)
         let first = polls(core.due(now: 6_003))
@@ -37,18 +40,18 @@ struct CleengPollerCoreTests {
         // A stale answer (an earlier request id) changes nothing.
         #expect(core.receive(receipt, requestId: 1, status: .granted(CleengAccessGrant()), now: 11_010).isEmpty)
         let end = core.receive(receipt, requestId: 2, status: .granted(CleengAccessGrant(grantType: "purchase")), now: 11_020)
-        guard case .emit(let outcome)? = end.first else {
+        guard case .emit(let result)? = end.first else {
             Issue.record("expected an outcome")
             return
         }
-        #expect(outcome.status == .succeeded)
+        #expect(result.outcome.status == .succeeded && result.answering == .poll && result.ticket == testTicket)
         #expect(core.count == 0)
     }
 
     @Test func neverGrantedFailsAfterTheDeadlineAndFatalErrorsStopAtOnce() async throws {
         var core = CleengPollerCore(policy: policy, config: config)
         let o = try order(cleengOrderJSON)
-        _ = core.add(o, acceptedAt: 0, now: 0)
+        _ = core.add(o, acceptedAt: 0, ticket: testTicket, now: 0)
         var now: Int64 = 0
         var sent = 0
         var outcome: Outcome?
@@ -58,10 +61,10 @@ struct CleengPollerCoreTests {
                 if case .poll(let receipt, let id, _, _) = action {
                     sent += 1
                     for next in core.receive(receipt, requestId: id, status: .transient(reason: "HTTP 503"), now: now + 10) {
-                        if case .emit(let o) = next { outcome = o }
+                        if case .emit(let o) = next { outcome = o.outcome }
                     }
                 }
-                if case .emit(let o) = action { outcome = o }
+                if case .emit(let o) = action { outcome = o.outcome }
             }
         }
         #expect(sent == 12)  // 5 s, 10 s, ... 60 s: transport errors never shorten the schedule
@@ -69,33 +72,33 @@ struct CleengPollerCoreTests {
         #expect(now >= 60_000)
 
         var fatal = CleengPollerCore(policy: policy, config: config)
-        _ = fatal.add(o, acceptedAt: 0, now: 0)
+        _ = fatal.add(o, acceptedAt: 0, ticket: testTicket, now: 0)
         let poll = polls(fatal.due(now: 5_000))
         let end = fatal.receive(poll[0].0, requestId: poll[0].1, status: .fatalError(code: 4, message: "offer not found"), now: 5_010)
-        if case .emit(let o)? = end.first { #expect(o.status == .failed) } else { Issue.record("fatal error must end the receipt") }
+        if case .emit(let o)? = end.first { #expect(o.outcome.status == .failed) } else { Issue.record("fatal error must end the receipt") }
     }
 
     @Test func aReceiptPastItsDeadlineGetsOneLastCheckAndADuplicateIsIgnored() async throws {
         var core = CleengPollerCore(policy: policy, config: config)
         let o = try order(cleengOrderJSON)
-        let check = polls(core.add(o, acceptedAt: 0, now: 70_000))
+        let check = polls(core.add(o, acceptedAt: 0, ticket: testTicket, now: 70_000))
         #expect(check.count == 1)
-        #expect(core.add(o, acceptedAt: 0, now: 70_001).isEmpty)
+        #expect(core.add(o, acceptedAt: 0, ticket: testTicket, now: 70_001).isEmpty)
         let end = core.receive(check[0].0, requestId: check[0].1, status: .granted(CleengAccessGrant()), now: 70_050)
-        if case .emit(let o)? = end.first { #expect(o.status == .succeeded) } else { Issue.record("the last check decides") }
+        if case .emit(let o)? = end.first { #expect(o.outcome.status == .succeeded) } else { Issue.record("the last check decides") }
     }
 
     /// A late answer for a receipt that has ended must not reach the receipt that took its row.
     @Test func anAnswerForAnEndedReceiptNeverReachesTheNextOneInItsRow() async throws {
         var core = CleengPollerCore(policy: policy, config: config)
         let first = try order(cleengOrderJSON)
-        _ = core.add(first, acceptedAt: 0, now: 0)
+        _ = core.add(first, acceptedAt: 0, ticket: testTicket, now: 0)
         let poll = polls(core.due(now: 5_000))
         let end = core.receive(poll[0].0, requestId: poll[0].1, status: .fatalError(code: 4, message: "offer not found"), now: 5_010)
         #expect(end.count == 1 && core.count == 0)
 
         let second = try order(cleengOrderJSON.replacingOccurrences(of: "cl-1", with: "cl-2"))
-        _ = core.add(second, acceptedAt: 6_000, now: 6_000)
+        _ = core.add(second, acceptedAt: 6_000, ticket: testTicket, now: 6_000)
         let next = polls(core.due(now: 11_000))
         #expect(next.count == 1 && next[0].0 != poll[0].0)
         // The stale id, with the request id the new receipt's first poll also uses.
@@ -103,13 +106,13 @@ struct CleengPollerCoreTests {
         #expect(core.receive(poll[0].0, requestId: poll[0].1, status: .granted(CleengAccessGrant()), now: 11_006).isEmpty)
         #expect(core.count == 1)
         let granted = core.receive(next[0].0, requestId: next[0].1, status: .granted(CleengAccessGrant()), now: 11_010)
-        guard case .emit(let outcome)? = granted.first else {
+        guard case .emit(let result)? = granted.first else {
             Issue.record("the new receipt's own answer ends it")
             return
         }
-        #expect(outcome.orderId == "cl-2" && outcome.status == .succeeded)
+        #expect(result.outcome.orderId == "cl-2" && result.outcome.status == .succeeded)
         // Its key is free again: added past its deadline, it gets its one last check at once.
-        #expect(polls(core.add(second, acceptedAt: 70_000, now: 200_000)).count == 1)
+        #expect(polls(core.add(second, acceptedAt: 70_000, ticket: testTicket, now: 200_000)).count == 1)
     }
 
     @Test func theHeapWakesReceiptsInTimeOrder() async {
@@ -136,10 +139,10 @@ struct PollDriverTests {
         let sent = Atomic<Int>(0)
         let driver = PollDriver(
             core: CleengPollerCore(policy: CleengPollingPolicy(intervalMs: 5000, deadlineMs: 60000)!, config: config), http: http, limit: 2,
-            emit: { outcome in ended.withLock { $0.append(outcome) } },
+            emit: { result in ended.withLock { $0.append(result.outcome) } },
             sent: { _ in sent.add(1, ordering: .relaxed) })
         for n in 0..<10 {
-            driver.add(try order(cleengOrderJSON.replacingOccurrences(of: "cl-1", with: "cl-\(n)")), acceptedAt: milliseconds() - 120_000)
+            driver.add(try order(cleengOrderJSON.replacingOccurrences(of: "cl-1", with: "cl-\(n)")), acceptedAt: milliseconds() - 120_000, ticket: testTicket)
         }
         let giveUp = ContinuousClock.now + .seconds(30)
         while ended.withLock({ $0.count }) < 10, ContinuousClock.now < giveUp { try await Task.sleep(for: .milliseconds(10)) }
@@ -165,8 +168,8 @@ struct LedgerAsyncTests {
         // The authRequestId is the order's own, indexed at intake; the pending outcome repeats it.
         let reference = try #require(registry.connector(for: .phonepe)?.callbackReferences(for: o).first)
         let pending = Outcome(order: o, status: .pending, result: ["authRequestId": .string(reference), "redirectURL": "ppe://x"])
-        _ = try core.results([Array(pending.serialized.utf8)], now: 2000)
-        guard case .order(let stored?) = core.handle(.lookupRef(.phonepe, reference), now: 2100).0 else {
+        _ = try core.submitted(pending, now: 2000)
+        guard case .order(let stored?) = core.handle(.lookupRef(.phonepe, reference, merchant: o.merchant), now: 2100).0 else {
             Issue.record("the authRequestId finds the order")
             return
         }
@@ -187,7 +190,7 @@ struct LedgerAsyncTests {
         _ = try core.intake([Array(cleengOrderJSON.utf8)], now: 1000)
         let o = try order(cleengOrderJSON)
         let accepted = Outcome(order: o, status: .pending, result: ["receiptAccepted": true])
-        let effects = try core.results([Array(accepted.serialized.utf8)], now: 2000)
+        let effects = try core.submitted(accepted, now: 2000)
         let polls = effects.compactMap { if case .poll(let frame) = $0 { readDispatch(frame) } else { nil } }
         #expect(polls.count == 1 && polls[0].acceptedAt == 2000 && polls[0].order == o)
         let (reply, again) = core.handle(.resumePolls, now: 5000)
@@ -203,7 +206,7 @@ struct LedgerAsyncTests {
         var core = LedgerCore(store: try temporaryStore(), registry: await testRegistry(), timers: timers(phonepeCallbackWaitMs: 10_000))
         _ = try core.intake([Array(phonePeOrder.utf8)], now: 1000)
         let o = try order(phonePeOrder)
-        _ = try core.results([Array(Outcome(order: o, status: .pending, result: ["authRequestId": "AR1"]).serialized.utf8)], now: 2000)
+        _ = try core.submitted(Outcome(order: o, status: .pending, result: ["authRequestId": "AR1"]), now: 2000)
         #expect(try core.redeliver(now: 11_000).isEmpty)
         let checks = try core.redeliver(now: 12_500)
         guard case .dispatch(let frame)? = checks.first, let dispatch = readDispatch(frame) else {
@@ -219,9 +222,9 @@ struct LedgerAsyncTests {
         var core = LedgerCore(store: try temporaryStore(), registry: await testRegistry(), timers: timers(phonepeCallbackWaitMs: 10_000))
         _ = try core.intake([Array(phonePeOrder.utf8)], now: 1000)
         let o = try order(phonePeOrder)
-        _ = try core.results([Array(Outcome(order: o, status: .pending, result: ["authRequestId": "AR1"]).serialized.utf8)], now: 2000)
+        _ = try core.submitted(Outcome(order: o, status: .pending, result: ["authRequestId": "AR1"]), now: 2000)
         let review = Outcome(order: o, status: .unknown, error: .init(code: Outcome.ErrorInfo.needsReviewCode, message: "the provider cannot tell"))
-        let emitted = try core.results([Array(review.serialized.utf8)], now: 3000)
+        let emitted = try core.submitted(review, now: 3000)
         #expect(emitted == [.emit(review.logged(seq: 2))])
         guard case .order(let stored?) = core.handle(.lookup(o.key), now: 3100).0 else {
             Issue.record("the order is still found")
@@ -231,7 +234,7 @@ struct LedgerAsyncTests {
         // Neither a status check (PhonePe's follow-up) nor a redelivery, however late.
         #expect(try core.redeliver(now: 10_000_000).isEmpty)
         // A later unknown does not take it out of review; a genuine final callback ends it.
-        _ = try core.results([Array(Outcome(order: o, status: .unknown, error: .init(code: "OUTCOME_UNKNOWN", message: "m")).serialized.utf8)], now: 3200)
+        _ = try core.submitted(Outcome(order: o, status: .unknown, error: .init(code: "OUTCOME_UNKNOWN", message: "m")), now: 3200)
         #expect(try core.redeliver(now: 20_000_000).isEmpty)
         let done = Outcome(order: o, status: .succeeded, result: ["state": "COMPLETED"])
         #expect(core.handle(.settle(o.key, event: "phonepe|AR1|COMPLETED", outcome: done), now: 4000).0 == .settled(applied: true, duplicate: false))

@@ -1,5 +1,6 @@
 import Foundation
 import LedgerStage
+import NetsEasy
 import PaypipeCore
 import SignerStage
 import StageRuntime
@@ -31,20 +32,20 @@ struct LeaseCoreTests {
         let first = dispatches(try core.intake([Array(netsChargeOrder.utf8)], now: 0))
         #expect(first.map(\.generation) == [1])
         let key = try order(netsChargeOrder).key
-        #expect(core.handle(.claim([LeaseClaim(key: key, generation: 1)]), now: 500).0 == .claimed([true]))
+        #expect(core.handle(.claim([core.lease(key, 1)]), now: 500).0 == .claimed([true]))
         // Claimed: the redelivery delay alone no longer sends it again, however slow the provider.
         #expect(try core.redeliver(now: 20_000).isEmpty)
         // Renewed before it lapsed.
-        #expect(core.handle(.claim([LeaseClaim(key: key, generation: 1)]), now: 25_000).0 == .claimed([true]))
+        #expect(core.handle(.claim([core.lease(key, 1)]), now: 25_000).0 == .claimed([true]))
         #expect(try core.redeliver(now: 50_000).isEmpty)
         // The holder stopped renewing (it died): the lease lapses and a new generation goes out.
         let again = dispatches(try core.redeliver(now: 55_001))
         #expect(again.map(\.generation) == [2])
         // The old copy is refused; the new one is granted; an order that ended grants nothing.
-        #expect(core.handle(.claim([LeaseClaim(key: key, generation: 1), LeaseClaim(key: key, generation: 2)]), now: 55_100).0 == .claimed([false, true]))
+        #expect(core.handle(.claim([core.lease(key, 1), core.lease(key, 2)]), now: 55_100).0 == .claimed([false, true]))
         let done = Outcome(order: try order(netsChargeOrder), status: .succeeded, result: ["chargeId": "c"])
-        _ = try core.results([Array(done.serialized.utf8)], now: 56_000)
-        #expect(core.handle(.claim([LeaseClaim(key: key, generation: 2)]), now: 56_100).0 == .claimed([false]))
+        _ = try core.submitted(done, generation: 2, now: 56_000)
+        #expect(core.handle(.claim([core.lease(key, 2)]), now: 56_100).0 == .claimed([false]))
     }
 
     @Test func anOlderCopyIsTakenUpWhenThatIsSafeAndNobodyHoldsTheOrder() async throws {
@@ -55,14 +56,14 @@ struct LeaseCoreTests {
         #expect(dispatches(try core.redeliver(now: 1001)).map(\.generation) == [2])
         #expect(dispatches(try core.redeliver(now: 3002)).map(\.generation) == [3])
         // No copy was ever claimed, so the first to arrive is taken up, and only that one.
-        #expect(core.handle(.claim([LeaseClaim(key: key, generation: 1), LeaseClaim(key: key, generation: 3)]), now: 3100).0 == .claimed([true, false]))
+        #expect(core.handle(.claim([core.lease(key, 1), core.lease(key, 3)]), now: 3100).0 == .claimed([true, false]))
         // Its holder dies; copy 4 goes out. Copy 1 is no longer safe (a copy reached a provider
         // and it would be sent as a first submission), copy 3 is (it resolves first).
         #expect(dispatches(try core.redeliver(now: 33_101)).map(\.generation) == [4])
-        #expect(core.handle(.claim([LeaseClaim(key: key, generation: 1)]), now: 33_200).0 == .claimed([false]))
-        #expect(core.handle(.claim([LeaseClaim(key: key, generation: 3), LeaseClaim(key: key, generation: 4)]), now: 33_300).0 == .claimed([true, false]))
+        #expect(core.handle(.claim([core.lease(key, 1)]), now: 33_200).0 == .claimed([false]))
+        #expect(core.handle(.claim([core.lease(key, 3), core.lease(key, 4)]), now: 33_300).0 == .claimed([true, false]))
         // The holder of copy 3 renews it.
-        #expect(core.handle(.claim([LeaseClaim(key: key, generation: 3)]), now: 40_000).0 == .claimed([true]))
+        #expect(core.handle(.claim([core.lease(key, 3)]), now: 40_000).0 == .claimed([true]))
     }
 
     @Test func aRestartedLedgerGivesHoldersAWholeLeaseToRenew() async throws {
@@ -70,12 +71,12 @@ struct LeaseCoreTests {
         var core = LedgerCore(store: store, registry: await testRegistry(), timers: leaseTimers(leaseMs: 30_000), redeliverAfterMilliseconds: 1000)
         _ = try core.intake([Array(netsChargeOrder.utf8)], now: 0)
         let key = try order(netsChargeOrder).key
-        #expect(core.handle(.claim([LeaseClaim(key: key, generation: 1)]), now: 0).0 == .claimed([true]))
+        #expect(core.handle(.claim([core.lease(key, 1)]), now: 0).0 == .claimed([true]))
         // The ledger was down from 10 s to 40 s: the lease lapsed meanwhile, the holder lives on.
         var restarted = LedgerCore(store: store, registry: await testRegistry(), timers: leaseTimers(leaseMs: 30_000), redeliverAfterMilliseconds: 1000)
         try restarted.resumeLeases(now: 40_000)
         #expect(try restarted.redeliver(now: 40_500).isEmpty)
-        #expect(restarted.handle(.claim([LeaseClaim(key: key, generation: 1)]), now: 45_000).0 == .claimed([true]))
+        #expect(restarted.handle(.claim([restarted.lease(key, 1)]), now: 45_000).0 == .claimed([true]))
         #expect(try restarted.redeliver(now: 74_000).isEmpty)
         #expect(dispatches(try restarted.redeliver(now: 75_001)).map(\.generation) == [2])
     }
@@ -92,10 +93,10 @@ struct LeaseCoreTests {
         #expect(try core.redeliver(now: 2500).isEmpty)
         #expect(dispatches(try core.redeliver(now: 3002)).map(\.generation) == [3])
         // Claimed and lost (the holder's lease lapses) twice: that is the cap.
-        #expect(core.handle(.claim([LeaseClaim(key: key, generation: 3)]), now: 3100).0 == .claimed([true]))
-        #expect(core.handle(.claim([LeaseClaim(key: key, generation: 3)]), now: 4000).0 == .claimed([true]))  // a renewal
+        #expect(core.handle(.claim([core.lease(key, 3)]), now: 3100).0 == .claimed([true]))
+        #expect(core.handle(.claim([core.lease(key, 3)]), now: 4000).0 == .claimed([true]))  // a renewal
         #expect(dispatches(try core.redeliver(now: 34_001)).map(\.generation) == [4])
-        #expect(core.handle(.claim([LeaseClaim(key: key, generation: 4)]), now: 34_100).0 == .claimed([true]))
+        #expect(core.handle(.claim([core.lease(key, 4)]), now: 34_100).0 == .claimed([true]))
         let capped = try core.redeliver(now: 64_101)
         #expect(dispatches(capped).isEmpty)
         let review = emitted(capped)
@@ -104,11 +105,11 @@ struct LeaseCoreTests {
         #expect(try core.store.reviewOutcomes(limit: 10).count == 1)
         // In review: never dispatched again, and no claim is granted.
         #expect(try core.redeliver(now: 1_000_000).isEmpty)
-        #expect(core.handle(.claim([LeaseClaim(key: key, generation: 4)]), now: 1_000_001).0 == .claimed([false]))
+        #expect(core.handle(.claim([core.lease(key, 4)]), now: 1_000_001).0 == .claimed([false]))
     }
 
     @Test func aClaimRequestRoundTripsAndRejectsOversizedBatches() throws {
-        let claims = [LeaseClaim(key: OrderKey(merchant: "default", orderId: "a"), generation: 3)]
+        let claims = [LeaseClaim(key: OrderKey(merchant: "default", orderId: "a"), generation: 3, token: 77)]
         #expect(try LedgerRequest.parse(LedgerRequest.claim(claims).json.bytes) == .claim(claims))
         let tooMany = LedgerRequest.claim(Array(repeating: claims[0], count: LeaseClaim.maxPerRequest + 1)).json.bytes
         #expect(throws: EnvelopeError.self) { try LedgerRequest.parse(tooMany) }
@@ -120,13 +121,20 @@ struct LeaseCoreTests {
             try PaypipeConfig.parse(Array(DemoConfig.text(sandboxURL: "http://127.0.0.1:9", timers: timers).utf8))
         }
         #expect(try parse([:]).timers.leaseMs == 30_000 && parse([:]).timers.maxDispatches == 5)
-        #expect(try parse(["leaseMs": 900, "maxDispatches": 2]).timers == leaseTimers(leaseMs: 900, maxDispatches: 2))
-        #expect { try parse(["leaseMs": 299]) } throws: { ($0 as? ConfigError)?.path == "timers.leaseMs" }
+        var expected = leaseTimers(leaseMs: 900, maxDispatches: 2)
+        expected.httpRequestTimeoutMs = 500
+        #expect(try parse(["leaseMs": 900, "httpRequestTimeoutMs": 500, "maxDispatches": 2]).timers == expected)
+        #expect { try parse(["leaseMs": 299, "httpRequestTimeoutMs": 100]) } throws: { ($0 as? ConfigError)?.path == "timers.leaseMs" }
+        // A holder must always have a whole request left in two thirds of its lease.
+        #expect { try parse(["leaseMs": 15_000]) } throws: { ($0 as? ConfigError)?.path == "timers.leaseMs" }
+        #expect(try parse(["leaseMs": 15_001]).timers.leaseMs == 15_001)
+        #expect { try parse(["leaseMaxMs": 30_000]) } throws: { ($0 as? ConfigError)?.path == "timers.leaseMaxMs" }
+        #expect(try parse([:]).timers.leaseMaxMs == 600_000 && parse([:]).timers.netsIdempotencyKeyLifetimeMs == 3_600_000)
         #expect { try parse(["maxDispatches": 0]) } throws: { ($0 as? ConfigError)?.path == "timers.maxDispatches" }
     }
 
     @Test func onlySubmittersClaimAndSubmittersNeverSettle() {
-        let claim = LedgerRequest.claim([LeaseClaim(key: OrderKey(merchant: "default", orderId: "a"), generation: 1)])
+        let claim = LedgerRequest.claim([LeaseClaim(key: OrderKey(merchant: "default", orderId: "a"), generation: 1, token: 1)])
         let settle = LedgerRequest.settle(OrderKey(merchant: "default", orderId: "a"), event: "e", outcome: nil)
         #expect(CurveConfig.Role.allCases.filter { claim.permits($0) } == [.submitter])
         #expect(!settle.permits(.submitter) && !LedgerRequest.lookup(OrderKey(merchant: "default", orderId: "a")).permits(.submitter))
@@ -171,11 +179,41 @@ struct RedeliveryTests {
         #expect(outcome.status == .unknown && outcome.error?.code == "NEEDS_REVIEW")
     }
 
-    @Test func aRedeliveredNetsChargeIsSentAgainWithItsIdempotencyKey() async throws {
-        let work = try await signedWork(netsChargeOrder, generation: 2)
-        var submission = Submission(work: work, connector: await connector(for: work))
-        #expect(submission.start() == .send(work.request, afterMilliseconds: 0))
-        #expect(work.request.headers.contains { $0.name == "Idempotency-Key" })
+    /// A redelivered Nets charge is never sent again to learn whether the first copy was
+    /// charged: its status is read by its Idempotency-Key. Charged: the order succeeds with
+    /// no second POST. Unknown to Nets while the key is young: sent again. Unknown to Nets for an
+    /// order older than Nets can be trusted to remember the key: review.
+    @Test func aRedeliveredNetsChargeReadsItsStatusByItsKeyBeforeAnythingElse() async throws {
+        var work = try await signedWork(netsChargeOrder, generation: 2)
+        work.acceptedAt = Timestamp.nowMilliseconds() - 1000
+        let status = try #require(NetsPayments.chargeStatusRequest(following: work.request))
+        #expect(status.header("Idempotency-Key") == work.request.header("Idempotency-Key"))
+        let charged = HTTPResponseSpec(status: 200, body: Array(#"{"paymentId":"p1","chargeId":"c1","completed":true}"#.utf8))
+        var first = Submission(work: work, connector: await connector(for: work))
+        #expect(first.start() == .send(status, afterMilliseconds: 0))
+        guard case .finish(let outcome) = first.receive(charged, jitter: 0) else {
+            Issue.record("a charge Nets made ends the order")
+            return
+        }
+        #expect(outcome.status == .succeeded && outcome.result?["chargeId"] == "c1")
+
+        var young = Submission(work: work, connector: await connector(for: work))
+        _ = young.start()
+        #expect(young.receive(HTTPResponseSpec(status: 404), jitter: 0) == .send(work.request, afterMilliseconds: 0))
+
+        work.acceptedAt = Timestamp.nowMilliseconds() - PaypipeConfig.Timers().netsIdempotencyKeyLifetimeMs - 1000
+        var old = Submission(work: work, connector: await connector(for: work))
+        var action = old.start()
+        for _ in 0..<10 {
+            guard case .send(let request, _) = action else { break }
+            #expect(request == status, "only the status read is sent")
+            action = old.receive(HTTPResponseSpec(status: 404), jitter: 0)
+        }
+        guard case .finish(let review) = action else {
+            Issue.record("the reads are bounded")
+            return
+        }
+        #expect(review.status == .unknown && review.error?.code == "NEEDS_REVIEW")
     }
 
     @Test func aRedeliveredTrustPaymentsUpdateIsAppliedOnlyWhenNotInPlace() async throws {

@@ -80,9 +80,12 @@ struct LeaseFlowTests {
         let provider = SlowNetsProvider(latency: .milliseconds(latencyMilliseconds))
         let (port, providerTask) = try await provider.start()
         defer { providerTask.cancel() }
-        // A lease of 3 s, renewed every second, rides out a loaded machine; it only matters
-        // when a holder dies.
-        let h = try await PipelineHarness(timers: ["leaseMs": 3000], extraMerchants: ["slow": provider.merchant(port: port)], redeliverAfterMilliseconds: 700)
+        // A request may take twice the provider's latency, and a lease twice that (a holder sends
+        // only while a whole request fits in its lease); it only matters when a holder dies.
+        let requestTimeout = Int64(2 * latencyMilliseconds)
+        let h = try await PipelineHarness(
+            timers: ["leaseMs": 2 * requestTimeout, "httpRequestTimeoutMs": requestTimeout], extraMerchants: ["slow": provider.merchant(port: port)],
+            redeliverAfterMilliseconds: 700)
         defer { Task { await h.shutdown() } }
         try h.startSigner()
         let concurrency = 8
@@ -177,7 +180,7 @@ struct LeaseFlowTests {
     @Test func aKilledHolderIsRedeliveredAfterItsLeaseLapsesAndResolvedFirst() async throws {
         let h = try await PipelineHarness(
             sandboxConfiguration: SandboxConfiguration(port: 0, latencyMilliseconds: 2000, phonePeCallbackDelayMilliseconds: 3_600_000),
-            timers: ["leaseMs": 1500])
+            timers: ["leaseMs": 6000, "httpRequestTimeoutMs": 3500])
         defer { Task { await h.shutdown() } }
         try h.startSigner()
         let holder = try h.startSubmitter()
@@ -199,7 +202,7 @@ struct LeaseFlowTests {
     /// renews, as a submitter that dies would): after the second lost claim the order goes to
     /// review, is counted, and both `GET /review` and `paypipe review` list it.
     @Test func theDispatchCapSendsAnOrderToReview() async throws {
-        let h = try await PipelineHarness(timers: ["maxDispatches": 2, "leaseMs": 300], redeliverAfterMilliseconds: 300)
+        let h = try await PipelineHarness(timers: ["maxDispatches": 2, "leaseMs": 300, "httpRequestTimeoutMs": 150], redeliverAfterMilliseconds: 300)
         defer { Task { await h.shutdown() } }
         let signQueue = try h.context.socket(.pull)
         try signQueue.connect(h.ledgerEndpoints["signQueue"]!)
@@ -213,7 +216,7 @@ struct LeaseFlowTests {
         while !outcomes.contains(where: { $0.orderId == "capped-1" }), ContinuousClock.now < deadline {
             for message in try await dispatched.nextBatch(timeoutMilliseconds: 100) ?? [] {
                 guard let dispatch = try? DispatchFrame.decode(message.body, catalog: testCatalog) else { continue }
-                if case .claimed([true]) = try await ledger.call(.claim([LeaseClaim(key: dispatch.order.key, generation: dispatch.generation)])) {
+                if case .claimed([true]) = try await ledger.call(.claim([LeaseClaim(key: dispatch.order.key, generation: dispatch.generation, token: dispatch.token)])) {
                     claimed.append(dispatch.generation)
                 }
             }

@@ -51,7 +51,7 @@ struct GroupCommitTests {
         let decoder = core.decoder
         let key = OrderKey(merchant: "default", orderId: "group-claim")
         let done = try core.commit(
-            [.intake(decoder.intake([vivaSale("group-claim")])), .request(.claim([LeaseClaim(key: key, generation: 1)])), .request(.lookup(key))],
+            [.intake(decoder.intake([vivaSale("group-claim")])), .request(.claim([core.lease(key)])), .request(.lookup(key))],
             now: 1000)
         #expect(done.count == 3)
         #expect(dispatches(done[0].effects).map(\.generation) == [1])
@@ -72,6 +72,8 @@ final class LoopHarness: Sendable {
     let context: ZMQContext
     let loop: LedgerLoop
     let core: LedgerService.Core
+    /// The store's tickets, for results that answer a dispatch as a stage's would.
+    let tickets: DispatchTickets
     let metrics = StageMetrics()
     let intake, results, rpc: ZMQSocket
     let outcomes: ZMQSocket
@@ -93,7 +95,9 @@ final class LoopHarness: Sendable {
             return socket
         }
         let registry = await testRegistry()
-        let core = LedgerService.Core(core: LedgerCore(store: try LedgerStore(path: storePath), registry: registry, timers: leaseTimers()))
+        let store = try LedgerStore(path: storePath)
+        tickets = store.tickets
+        let core = LedgerService.Core(core: LedgerCore(store: store, registry: registry, timers: leaseTimers()))
         let sockets = LedgerLoop.Sockets(
             intake: try bound(.pull, "intake"), results: try bound(.pull, "results"), rpc: try bound(.router, "rpc"),
             replay: try bound(.router, "replay"), dispatch: try bound(.push, "dispatch"), outcomes: try bound(.push, "outcomes"),
@@ -142,8 +146,10 @@ struct LedgerLoopTests {
         let signer = try h.signer()
         defer { h.close([signer]) }
         for id in ["pass-a", "pass-b", "pass-c"] { try h.intake.send(vivaSale(id)) }
-        let settled = Outcome(orderId: "pass-a", merchant: "default", provider: "viva", operation: "sale", status: .succeeded)
-        try h.results.send(Array(settled.serialized.utf8))
+        // The signer's answer for the first order, read in the same pass as the order itself.
+        let issued = Outcome(orderId: "pass-a", merchant: "default", provider: "viva", operation: "sale", status: .pending, result: ["url": "vivapayclient://pay/v1"])
+        let ticket = h.tickets.ticket(for: OrderKey(merchant: "default", orderId: "pass-a"), generation: 1)
+        try h.results.send(StageResult(answering: .submit, ticket: ticket, outcome: issued).frame)
         let lookup = LedgerRequest.lookup(OrderKey(merchant: "default", orderId: "pass-b"))
         try h.rpc.send(ZMQMessage(frames: [Array("request-1".utf8), lookup.json.bytes]))
         try h.rpc.send(ZMQMessage(frames: [Array("request-2".utf8), Array("not a request".utf8)]))

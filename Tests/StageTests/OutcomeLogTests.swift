@@ -43,8 +43,9 @@ struct OutcomeLogTests {
         let o = try order(phonePeOrder)
         let pending = Outcome(order: o, status: .pending, result: ["redirectURL": "ppe://x"], at: "2026-11-21T05:00:00.000Z")
         let done = Outcome(order: o, status: .succeeded, at: "2026-11-21T05:00:01.000Z")
-        #expect(try core.results([pending.bytes, pending.bytes], now: 2000) == [.emit(pending.logged(seq: 3)), .emit(pending.logged(seq: 4))])
-        #expect(try core.results([done.bytes], now: 3000) == [.emit(done.logged(seq: 5))])
+        _ = core.handle(.claim([core.lease(o.key)]), now: 2000)
+        #expect(try core.results([core.frame(pending), core.frame(pending)], now: 2000) == [.emit(pending.logged(seq: 3)), .emit(pending.logged(seq: 4))])
+        #expect(try core.results([core.frame(done)], now: 3000) == [.emit(done.logged(seq: 5))])
         // Repeats of a terminal outcome are the identical bytes with the same seq, and log nothing new.
         #expect(try core.intake([Array(phonePeOrder.utf8)], now: 4000) == [.emit(done.logged(seq: 5))])
         #expect(seqs(try core.intake([Array(rejectedOrder("r-1").utf8)], now: 4000)) == [1])

@@ -58,9 +58,12 @@ struct PendingChain {
                 switch SignerCore(registry: registry).sign(dispatch, nowSeconds: Timestamp.nowMilliseconds() / 1000) {
                 case .nothing: continue
                 case .outcome(let direct): outcome = direct
-                case .submit(let work): outcome = submit(work)
+                case .submit(let work):
+                    if let lease = work.lease { _ = ledger.handle(.claim([lease]), now: now) }
+                    outcome = submit(work)
                 }
-                emitted += try await perform(try ledger.results([Array(outcome.serialized.utf8)], now: now), now: now)
+                emitted += try await perform(try ledger.results([ledger.frame(outcome, answering: dispatch)], now: now), now: now)
+            case .refuse(let reason): Issue.record("the ledger refused: \(reason)")
             case .drop, .poll: continue
             }
         }

@@ -77,13 +77,13 @@ struct LedgerCoreTests {
         let pending = Outcome(order: o, status: .pending, result: ["redirectURL": "ppe://x"], at: "2026-11-21T05:00:00.000Z")
         let succeeded = Outcome(order: o, status: .succeeded, result: ["state": "COMPLETED"], at: "2026-11-21T05:00:01.000Z")
         let lateFailure = Outcome(order: o, status: .failed, error: .init(code: "X", message: "late"), at: "2026-11-21T05:00:02.000Z")
-        #expect(try core.results([Array(pending.serialized.utf8)], now: 1000) == [.emit(pending.logged(seq: 1))])
+        #expect(try core.submitted(pending, now: 1000) == [.emit(pending.logged(seq: 1))])
         // While pending, a repeat gets the pending outcome again (duplicates of non-terminal outcomes are allowed).
         #expect(try core.intake([Array(phonePeOrder.utf8)], now: 1500) == [.emit(pending.logged(seq: 1))])
-        #expect(try core.results([Array(succeeded.serialized.utf8)], now: 1000) == [.emit(succeeded.logged(seq: 2))])
-        #expect(try core.results([Array(lateFailure.serialized.utf8)], now: 1000) == [])
+        #expect(try core.submitted(succeeded, now: 1000) == [.emit(succeeded.logged(seq: 2))])
+        #expect(try core.submitted(lateFailure, now: 1000) == [])
         let pendingAfterTerminal = Outcome(order: o, status: .pending, at: "2026-11-21T05:00:03.000Z")
-        #expect(try core.results([Array(pendingAfterTerminal.serialized.utf8)], now: 1000) == [])
+        #expect(try core.submitted(pendingAfterTerminal, now: 1000) == [])
         for _ in 0..<3 {
             #expect(try core.intake([Array(phonePeOrder.utf8)], now: 3000) == [.emit(succeeded.logged(seq: 2))])
         }
@@ -112,7 +112,8 @@ struct LedgerCoreTests {
         _ = try core.intake([Array(vivaOrder.utf8), Array(phonePeOrder.utf8), Array(tpQueryOrder.utf8)], now: 1000)
         let pending = Outcome(order: try order(phonePeOrder), status: .pending)
         let done = Outcome(order: try order(tpQueryOrder), status: .succeeded)
-        _ = try core.results([Array(pending.serialized.utf8), Array(done.serialized.utf8)], now: 1000)
+        _ = try core.submitted(pending, now: 1000)
+        _ = try core.submitted(done, now: 1000)
         #expect(try core.redeliver(now: 1050) == [])
         let again = try core.redeliver(now: 1200)
         #expect(again.count == 1)
@@ -272,8 +273,9 @@ struct SignerCoreTests {
         var bogus = frame
         bogus.replaceSubrange(at, with: Array(repeating: UInt8(ascii: "x"), count: purpose.count))
         #expect { try DispatchFrame.decode(bogus, catalog: testCatalog) } throws: { ($0 as? EnvelopeError)?.description == "dispatch.purpose is invalid" }
-        let outcome = try #require(Outcome.unreadableWork(bogus, reason: "dispatch.purpose is invalid"))
-        #expect(outcome.orderId == "pp-1" && outcome.status == .rejected && outcome.error?.code == "UNREADABLE_WORK")
+        // Unreadable, so not known to be a first submission: nothing is said to have not reached the provider.
+        let outcome = try #require(StageResult.unreadableWork(bogus, reason: "dispatch.purpose is invalid")).outcome
+        #expect(outcome.orderId == "pp-1" && outcome.status == .unknown && outcome.error?.code == "NEEDS_REVIEW")
         let unsupported = DispatchFrame.encode(orderJSON: #"{"v":2}"#, acceptedAt: 1)
         #expect { try DispatchFrame.decode(unsupported, catalog: testCatalog) } throws: {
             ($0 as? EnvelopeError)?.description.hasPrefix("dispatch.order: v must be 1") == true
@@ -330,8 +332,8 @@ struct SignerCoreTests {
         var bogus = frame
         bogus.replaceSubrange(at, with: Array(repeating: UInt8(ascii: "x"), count: purpose.count))
         #expect { try SubmitWork.decode(bogus, catalog: testCatalog) } throws: { ($0 as? EnvelopeError)?.description == "work.purpose is invalid" }
-        let outcome = try #require(Outcome.unreadableWork(bogus, reason: "work.purpose is invalid"))
-        #expect(outcome.orderId == work.order.orderId && outcome.status == .rejected && outcome.error?.code == "UNREADABLE_WORK")
+        let outcome = try #require(StageResult.unreadableWork(bogus, reason: "work.purpose is invalid")).outcome
+        #expect(outcome.orderId == work.order.orderId && outcome.status == .unknown && outcome.error?.code == "NEEDS_REVIEW")
         // A header that is not UTF-8.
         let header = Array("X-A".utf8)
         let nameAt = try #require(frame.firstRange(of: header))

@@ -37,13 +37,13 @@ struct RetentionTests {
         let viva = try order(vivaOrder), phonepe = try order(phonePeOrder)
         _ = try core.intake([Array(vivaOrder.utf8), Array(phonePeOrder.utf8), Array(rejectedOrder("r-1").utf8)], now: 1000)
         #expect(try core.store.counts() == [.open: 2])
-        _ = try core.results([Array(Outcome(order: phonepe, status: .pending, result: ["authRequestId": "AR1"]).serialized.utf8)], now: 2000)
+        _ = try core.submitted(Outcome(order: phonepe, status: .pending, result: ["authRequestId": "AR1"]), now: 2000)
         #expect(try core.store.counts() == [.open: 1, .pending: 1])
         let review = Outcome(order: phonepe, status: .unknown, error: .init(code: Outcome.ErrorInfo.needsReviewCode, message: "cannot tell"))
-        _ = try core.results([Array(review.serialized.utf8)], now: 3000)
-        _ = try core.results([Array(Outcome(order: viva, status: .succeeded, result: [:]).serialized.utf8)], now: 3000)
+        _ = try core.submitted(review, now: 3000)
+        _ = try core.submitted(Outcome(order: viva, status: .succeeded, result: [:]), now: 3000)
         // A second terminal outcome changes nothing.
-        _ = try core.results([Array(Outcome(order: viva, status: .failed, error: .init(code: "X", message: "m")).serialized.utf8)], now: 3100)
+        _ = try core.submitted(Outcome(order: viva, status: .failed, error: .init(code: "X", message: "m")), now: 3100)
         #expect(try core.store.counts() == [.review: 1])
     }
 
@@ -53,7 +53,10 @@ struct RetentionTests {
         func sale(_ id: String) throws -> Order { try order(String(decoding: vivaSale(id), as: UTF8.self)) }
         let frames = (1...6).map { vivaSale("count-\($0)") }
         let keys = try (1...6).map { try sale("count-\($0)") }
-        func results(_ outcomes: [Outcome], at now: Int64) throws { _ = try core.results(outcomes.map { Array($0.serialized.utf8) }, now: now) }
+        func results(_ outcomes: [Outcome], at now: Int64) throws {
+            _ = core.handle(.claim(outcomes.map { core.lease(OrderKey(merchant: $0.merchant, orderId: $0.orderId)) }), now: now)
+            _ = try core.results(outcomes.map { core.frame($0) }, now: now)
+        }
         func review(_ order: Order) -> Outcome {
             Outcome(order: order, status: .unknown, error: .init(code: Outcome.ErrorInfo.needsReviewCode, message: "cannot tell"))
         }
@@ -116,7 +119,7 @@ struct RetentionTests {
         #expect(schema.isDisjoint(with: ["orders_ended_on_insert", "orders_ended_on_update", "outcome_log_at"]))
         // The rejection ended "now" as far as retention knows: nothing older is compacted early.
         #expect(try reopened.store.transaction { try reopened.store.forgetOrders(endedBefore: before - 1, limit: 10) } == 0)
-        _ = try reopened.results([Array(Outcome(order: try order(vivaOrder), status: .succeeded, result: [:]).serialized.utf8)], now: 2000)
+        _ = try reopened.submitted(Outcome(order: try order(vivaOrder), status: .succeeded, result: [:]), now: 2000)
         #expect(try reopened.store.counts() == [.open: 1])
     }
 
@@ -138,10 +141,10 @@ struct RetentionTests {
         let phonepe = try order(phonePeOrder)
         let reference = try #require(registry.connector(for: .phonepe)?.callbackReferences(for: phonepe).first)
         _ = try core.intake([Array(phonePeOrder.utf8)], now: 1000)
-        _ = try core.results([Array(Outcome(order: phonepe, status: .pending, result: ["authRequestId": .string(reference)]).serialized.utf8)], now: 2000)
+        _ = try core.submitted(Outcome(order: phonepe, status: .pending, result: ["authRequestId": .string(reference)]), now: 2000)
         let done = Outcome(order: phonepe, status: .succeeded, result: ["state": "COMPLETED"])
         #expect(core.handle(.settle(phonepe.key, event: "phonepe|AR1|COMPLETED", outcome: done), now: 3000).0 == .settled(applied: true, duplicate: false))
-        #expect(try store.lookup(provider: .phonepe, ref: reference) != nil)
+        #expect(try store.lookup(provider: .phonepe, ref: reference, merchant: phonepe.merchant) != nil)
         // Still open: never compacted, however old.
         _ = try core.intake([Array(vivaOrder.utf8)], now: 1000)
         let ended: Int64 = 3000
@@ -150,7 +153,7 @@ struct RetentionTests {
         #expect(try store.transaction { try store.compactOrders(endedBefore: ended + 1, limit: 10) } == 1)
         #expect(try store.transaction { try store.compactOrders(endedBefore: .max, limit: 10) } == 0)
         #expect(try store.lookup(phonepe.key) == nil)
-        #expect(try store.lookup(provider: .phonepe, ref: reference) == nil)
+        #expect(try store.lookup(provider: .phonepe, ref: reference, merchant: phonepe.merchant) == nil)
         #expect(try store.lookup(try order(vivaOrder).key)?.state == .open)
         // The callback event went too; the repeated order is still answered with its outcome.
         let repeated = try core.intake([Array(phonePeOrder.utf8)], now: 4000)
@@ -173,10 +176,10 @@ struct RetentionTests {
         let viva = try order(vivaOrder), phonepe = try order(phonePeOrder)
         _ = try core.intake([Array(vivaOrder.utf8), Array(phonePeOrder.utf8)], now: 1000)
         _ = try core.intake([Array(rejectedOrder("r-1").utf8)], now: 2000)
-        _ = try core.results([Array(Outcome(order: phonepe, status: .pending, result: ["authRequestId": "AR1"]).serialized.utf8)], now: 3000)
-        _ = try core.results([Array(Outcome(order: viva, status: .succeeded, result: [:]).serialized.utf8)], now: 4000)
+        _ = try core.submitted(Outcome(order: phonepe, status: .pending, result: ["authRequestId": "AR1"]), now: 3000)
+        _ = try core.submitted(Outcome(order: viva, status: .succeeded, result: [:]), now: 4000)
         // A second terminal outcome is dropped, and so is its time.
-        _ = try core.results([Array(Outcome(order: viva, status: .failed, error: .init(code: "X", message: "m")).serialized.utf8)], now: 9000)
+        _ = try core.submitted(Outcome(order: viva, status: .failed, error: .init(code: "X", message: "m")), now: 9000)
         // The rejection ended at 2000, the Viva order at 4000; the pending order has not ended.
         #expect(try store.transaction { try store.forgetOrders(endedBefore: 2000, limit: 10) } == 0)
         #expect(try store.transaction { try store.forgetOrders(endedBefore: 2001, limit: 10) } == 1)
@@ -203,7 +206,7 @@ struct RetentionTests {
         var core = LedgerCore(store: try LedgerStore(path: path), registry: await testRegistry())
         #expect(try Self.schemaNames(on: path).isDisjoint(with: ["orders_ended_on_insert", "orders_ended_on_update"]))
         _ = try core.intake([Array(vivaOrder.utf8)], now: 1000)
-        _ = try core.results([Array(Outcome(order: try order(vivaOrder), status: .succeeded, result: [:]).serialized.utf8)], now: 2000)
+        _ = try core.submitted(Outcome(order: try order(vivaOrder), status: .succeeded, result: [:]), now: 2000)
         #expect(try core.store.transaction { try core.store.forgetOrders(endedBefore: 2000, limit: 10) } == 0)
         #expect(try core.store.transaction { try core.store.forgetOrders(endedBefore: 2001, limit: 10) } == 1)
     }

@@ -19,9 +19,9 @@ struct StageFixesTests {
         var core = LedgerCore(store: try temporaryStore(), registry: await testRegistry(), timers: timers(phonepeCallbackWaitMs: 10_000))
         _ = try core.intake([Array(phonePeOrder.utf8)], now: 1000)
         let o = try order(phonePeOrder)
-        _ = try core.results([Array(Outcome(order: o, status: .pending, result: ["authRequestId": "AR1"]).serialized.utf8)], now: 2000)
+        _ = try core.submitted(Outcome(order: o, status: .pending, result: ["authRequestId": "AR1"]), now: 2000)
         let unknown = Outcome(order: o, status: .unknown, error: .init(code: "OUTCOME_UNKNOWN", message: "status call timed out"))
-        #expect(try core.results([Array(unknown.serialized.utf8)], now: 3000).isEmpty)
+        #expect(try core.submitted(unknown, now: 3000).isEmpty)
         #expect(try core.store.lookup(o.key)?.state == .pending)
         // No redelivery of the whole order, ever: only the next status check.
         #expect(try core.redeliver(now: 3000 + 61_000).allSatisfy { effect in
@@ -42,9 +42,9 @@ struct StageFixesTests {
         #expect(outcome.error?.code == "UNREADABLE_WORK")
     }
 
-    /// A real signer and submitter fed by this test's own sockets: a frame that names its order
-    /// but cannot be read otherwise gets that order a `rejected` outcome, and the next frame is
-    /// still served.
+    /// A real signer and submitter fed by this test's own sockets: a first submission's frame
+    /// that names its order but cannot be read otherwise gets that order a `rejected` outcome,
+    /// naming the dispatch it answers, and the next frame is still served.
     @Test func unreadableDispatchAndWorkFramesGiveTheirOrderAnOutcome() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-frames-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -72,19 +72,29 @@ struct StageFixesTests {
             started.append(process)
             defer { kill(process.processIdentifier, SIGTERM) }
             let orderId = "unreadable-\(stage)"
-            // The order is readable; the rest of the frame is not what the stage takes.
-            let frame = #"{"acceptedAt":1,"purpose":"bogus","order":{"v":1,"orderId":"\#(orderId)","merchant":"default","provider":"viva","operation":"sale","amount":1,"currency":"EUR","params":{}}}"#
-            var received: [Outcome] = []
+            // A first submission whose order is readable; the frame ends with a byte no release writes.
+            let orderJSON = #"{"v":1,"orderId":"\#(orderId)","merchant":"default","provider":"viva","operation":"sale","amount":1,"currency":"EUR","params":{}}"#
+            let readable: [UInt8] =
+                stage == "signer"
+                ? DispatchFrame.encode(orderJSON: orderJSON, acceptedAt: 1, token: 42)
+                : SubmitWork(
+                    order: try order(orderJSON), request: HTTPRequestSpec(method: .GET, url: "http://127.0.0.1:9/"), acceptedAt: 1,
+                    token: 42
+                ).frame
+            var received: [StageResult] = []
             let deadline = ContinuousClock.now + .seconds(20)
-            while !received.contains(where: { $0.orderId == orderId }), ContinuousClock.now < deadline {
-                if received.isEmpty { try await sender.send(Array(frame.utf8)) }
+            while !received.contains(where: { $0.outcome.orderId == orderId }), ContinuousClock.now < deadline {
+                if received.isEmpty { try await sender.send(readable + [0]) }
                 for message in try await outcomes.nextBatch(timeoutMilliseconds: 500) ?? [] {
-                    if let outcome = try? Outcome.parse(message.body) { received.append(outcome) }
+                    if let (answering, ticket, bytes) = StageResult.decode(message.body), let outcome = try? Outcome.parse(bytes) {
+                        received.append(StageResult(answering: answering, ticket: ticket, outcome: outcome))
+                    }
                 }
             }
-            let outcome = try #require(received.first { $0.orderId == orderId })
-            #expect(outcome.status == .rejected)
-            #expect(outcome.error?.code == "UNREADABLE_WORK")
+            let result = try #require(received.first { $0.outcome.orderId == orderId })
+            #expect(result.outcome.status == .rejected)
+            #expect(result.outcome.error?.code == "UNREADABLE_WORK")
+            #expect(result.ticket == DispatchTicket(generation: 1, token: 42) && result.answering == .submit)
         }
         for process in started { _ = await waitForExit(process, within: .seconds(30)) }
         _ = await sender.finish(drainTimeoutMilliseconds: 200)

@@ -50,10 +50,11 @@ struct StoreKeyOrderTests {
         switch layout {
         case .created:
             #expect(try Self.keyColumns("orders", on: path) == ["order_id", "merchant"])
-            #expect(try Self.keyColumns("refs", on: path) == ["ref", "provider"])
+            #expect(try Self.keyColumns("refs", on: path) == ["ref", "provider", "merchant"])
         case .fromBefore:
             #expect(try Self.keyColumns("orders", on: path) == ["merchant", "order_id"])
-            #expect(try Self.keyColumns("refs", on: path) == ["provider", "ref"])
+            // References gain the merchant in their key when the store is opened.
+            #expect(try Self.keyColumns("refs", on: path) == ["ref", "provider", "merchant"])
         }
 
         // Enough orders for the keys to span several B-tree pages, taken in a shuffled order.
@@ -73,13 +74,13 @@ struct StoreKeyOrderTests {
         #expect(replayed.map(\.merchant) == ["m-a", "m-b"] && replayed.allSatisfy { $0.status == .rejected && $0.orderId == "key-order-7" })
 
         let orders = try ids.map { id in try order(phonePeAuthInit(id, authRequestId: "AR\(id.split(separator: "-").last!)")) }
-        #expect(core.handle(.claim(orders.map { LeaseClaim(key: $0.key, generation: 1) }), now: 1500).0 == .claimed(Array(repeating: true, count: count)))
+        #expect(core.handle(.claim(orders.map { core.lease($0.key) }), now: 1500).0 == .claimed(Array(repeating: true, count: count)))
         let pending = orders.map { Outcome(order: $0, status: .pending, result: ["authRequestId": .string("AR\($0.orderId.split(separator: "-").last!)")]) }
-        _ = try core.results(pending.map { Array($0.serialized.utf8) }, now: 2000)
+        _ = try core.results(pending.map { core.frame($0) }, now: 2000)
         #expect(try store.counts() == [.pending: count])
         for order in orders {
             let reference = try #require(registry.connector(for: .phonepe)?.callbackReferences(for: order).first)
-            let found = try #require(try store.lookup(provider: .phonepe, ref: reference), "no order for \(reference)")
+            let found = try #require(try store.lookup(provider: .phonepe, ref: reference, merchant: order.merchant), "no order for \(reference)")
             #expect(found.state == .pending)
         }
 
@@ -101,7 +102,7 @@ struct StoreKeyOrderTests {
         for order in orders.prefix(count / 2) {
             #expect(try store.lookup(order.key) == nil)
             let reference = try #require(registry.connector(for: .phonepe)?.callbackReferences(for: order).first)
-            #expect(try store.lookup(provider: .phonepe, ref: reference) == nil)
+            #expect(try store.lookup(provider: .phonepe, ref: reference, merchant: order.merchant) == nil)
         }
         #expect(try orders.suffix(count - count / 2).allSatisfy { try store.lookup($0.key)?.state == .pending })
     }

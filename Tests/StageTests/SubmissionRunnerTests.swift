@@ -88,9 +88,9 @@ struct SubmissionRunnerTests {
         #expect(runner.running == 2)
         let finished = try await collected.wait(for: 10)
         #expect(finished.count == 10)
-        #expect(Set(finished.map(\.outcome.orderId)) == Set((0..<10).map { "pp-\($0)" }))
-        #expect(finished.allSatisfy { $0.outcome.orderId == $0.work.order.orderId })
-        #expect(finished.allSatisfy { $0.outcome.status == .pending && $0.outcome.attempts == 1 })
+        #expect(Set(finished.map(\.outcome?.orderId)) == Set((0..<10).map { "pp-\($0)" }))
+        #expect(finished.allSatisfy { $0.outcome?.orderId == $0.work.order.orderId })
+        #expect(finished.allSatisfy { $0.outcome?.status == .pending && $0.outcome?.attempts == 1 })
         #expect(provider.server.requests.count == 10)
         #expect(provider.most == 2)
         #expect(runner.running == 0)
@@ -109,7 +109,7 @@ struct SubmissionRunnerTests {
             concurrency: 3, registry: await testRegistry(provider.config), policy: SubmissionPolicy(), http: http,
             runningChanged: { count in counts.withLock { $0.append(count) } }, onFinish: collected.append)
         runner.start(try await provider.works(10))
-        let finished = try await collected.wait(for: 10).map(\.outcome.orderId)
+        let finished = try await collected.wait(for: 10).map(\.outcome?.orderId)
         #expect(finished.count == 10)
         #expect(Set(finished) == Set((0..<10).map { "pp-\($0)" }))
         // The limit once the ten start, then down to 0 as the last three end (a finished one's
@@ -132,8 +132,8 @@ struct SubmissionRunnerTests {
         runner.start(withPhonePe)
         #expect(runner.running == 0)
         let ended = try await collected.wait(for: 3)
-        #expect(ended.map(\.outcome.orderId) == ["pp-0", "pp-1", "pp-2"])
-        #expect(ended.allSatisfy { $0.outcome.status == .rejected && $0.outcome.error?.code == Rejection.Code.unknownProvider.rawValue })
+        #expect(ended.map(\.outcome?.orderId) == ["pp-0", "pp-1", "pp-2"])
+        #expect(ended.allSatisfy { $0.outcome?.status == .rejected && $0.outcome?.error?.code == Rejection.Code.unknownProvider.rawValue })
         #expect(provider.server.requests.isEmpty)
         #expect(runner.running == 0)
 
@@ -141,7 +141,7 @@ struct SubmissionRunnerTests {
         let secondCollected = Collected()
         let second = SubmissionRunner(concurrency: 1, registry: phonePe, policy: SubmissionPolicy(), http: http, onFinish: secondCollected.append)
         second.start(withPhonePe)
-        #expect(try await secondCollected.wait(for: 3).map(\.outcome.status) == [.pending, .pending, .pending])
+        #expect(try await secondCollected.wait(for: 3).map(\.outcome?.status) == [.pending, .pending, .pending])
         #expect(provider.server.requests.count == 3)
         await http.shutdown()
     }

@@ -29,7 +29,7 @@ let signer = SignerCore(registry: registry)
 
 /// The W1 order (bench/driver's PhonePe authInit) under `id`, and the outcome frame its
 /// submitter sends for nginx's answer.
-func frames(_ id: Int) throws -> (intake: [UInt8], result: [UInt8], claim: LeaseClaim) {
+func frames(_ id: Int, tickets: DispatchTickets) throws -> (intake: [UInt8], result: [UInt8], claim: LeaseClaim) {
     let orderId = "w1-\(String(id + 10_000_000_000).dropFirst())"
     let intake = Array(
         #"{"v":1,"orderId":"\#(orderId)","provider":"phonepe","operation":"authInit","amount":39900,"currency":"INR","params":{"merchantUserId":"U\#(id)","subscriptionId":"OMS2006110139450\#(id)"}}"#
@@ -45,22 +45,29 @@ func frames(_ id: Int) throws -> (intake: [UInt8], result: [UInt8], claim: Lease
     guard case .send = submission.start(), case .finish(let outcome) = submission.receive(answer, jitter: 0) else {
         throw BenchError("order \(id) does not finish")
     }
-    return (intake, outcome.bytes, LeaseClaim(key: order.key, generation: 1))
+    let ticket = tickets.ticket(for: order.key, generation: 1)
+    return (
+        intake, StageResult(answering: .submit, ticket: ticket, outcome: outcome).frame,
+        LeaseClaim(key: order.key, generation: 1, token: ticket.token)
+    )
 }
 
-let all = try (0..<orders).map(frames)
-let batches = stride(from: 0, to: orders, by: batch).map { Array(all[$0..<min($0 + batch, orders)]) }
+/// Every order's frames, with the tickets of the store they are for.
+func batches(_ tickets: DispatchTickets) throws -> [[(intake: [UInt8], result: [UInt8], claim: LeaseClaim)]] {
+    let all = try (0..<orders).map { try frames($0, tickets: tickets) }
+    return stride(from: 0, to: orders, by: batch).map { Array(all[$0..<min($0 + batch, orders)]) }
+}
 
 /// Named, so that callgrind_annotate shows it by name. Returns how many outcomes were emitted.
 @inline(never)
-func storeLifecycle(_ core: inout LedgerCore) throws -> Int {
+func storeLifecycle(_ core: inout LedgerCore, _ batches: [[(intake: [UInt8], result: [UInt8], claim: LeaseClaim)]]) throws -> Int {
     var emitted = 0
     let decoder = core.decoder
     for step in 0..<(batches.count + 2) {
         var work: [LedgerCore.Work] = []
         if step < batches.count { work.append(.intake(decoder.intake(batches[step].map(\.intake)))) }
         if step >= 1, step - 1 < batches.count { work.append(.request(.claim(batches[step - 1].map(\.claim)))) }
-        if step >= 2 { work.append(.results(decoder.results(batches[step - 2].map(\.result)))) }
+        if step >= 2 { work.append(.results(decoder.results(batches[step - 2].map { ($0.result, .submitter) }))) }
         for done in try core.commit(work, now: Timestamp.nowMilliseconds()) {
             for effect in done.effects { if case .emit = effect { emitted += 1 } }
         }
@@ -74,8 +81,9 @@ for run in 0..<runs {
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: directory) }
     var core = LedgerCore(store: try LedgerStore(path: directory.appendingPathComponent("ledger.sqlite").path), registry: registry)
+    let frames = try batches(core.store.tickets)
     let start = monotonicNanoseconds()
-    let emitted = try storeLifecycle(&core)
+    let emitted = try storeLifecycle(&core, frames)
     let seconds = Double(monotonicNanoseconds() - start) / 1e9
     guard emitted == orders else { throw BenchError("run \(run): \(emitted) outcomes for \(orders) orders") }
     best = min(best, seconds)

@@ -41,6 +41,15 @@ public struct NetsSandbox: Sendable {
     public private(set) var subscriptions: [String: String] = [:]
     var replays: [String: Replay] = [:]
 
+    /// A charge made, found again by its Idempotency-Key (`GET …/charges/status`).
+    struct Charge: Sendable {
+        var subscriptionId: String
+        var paymentId: String
+        var chargeId: String
+    }
+
+    var charges: [String: Charge] = [:]
+
     public init(secretKey: Secret, hostedPageBaseURL: String = "https://test.checkout.dibspayment.eu", merchantId: Int64 = 100_017_120) {
         self.secretKey = secretKey
         self.hostedPageBaseURL = hostedPageBaseURL
@@ -51,10 +60,17 @@ public struct NetsSandbox: Sendable {
     public mutating func handle(_ request: HTTPRequestSpec, now: Int64) -> HTTPResponseSpec {
         if let refusal = NetsSandbox.check(request, secretKey: secretKey, now: now) { return refusal }
         guard let kind = NetsRequestKind(request) else { return HTTPResponseSpec(status: 404) }
-        let id = NetsRequestKind.pathSegments(request.url).dropLast(kind == .chargeSubscription ? 1 : 0).last.map(String.init) ?? ""
+        let trailing = switch kind {
+        case .chargeSubscription, .terminatePayment: 1
+        case .chargeStatus: 2
+        default: 0
+        }
+        let id = NetsRequestKind.pathSegments(request.url).dropLast(trailing).last.map(String.init) ?? ""
         switch kind {
         case .fetchPayment: return paymentResponse(id)
         case .fetchSubscription: return subscriptionResponse(id)
+        case .chargeStatus: return chargeStatusResponse(subscriptionId: id, key: request.header("Idempotency-Key"))
+        case .terminatePayment: return terminate(paymentId: id, now: now)
         case .createPayment, .chargeSubscription:
             // `check` guarantees a valid key and a JSON object body for writes.
             let key = request.header("Idempotency-Key") ?? ""
@@ -105,10 +121,30 @@ public struct NetsSandbox: Sendable {
             errors.add("subscriptionId", "The subscription ended at \(payment.endDate).")
             return errors.response
         }
-        return NetsSandbox.json(201, [
-            "paymentId": .string(NetsSandbox.derivedId("charge-payment", key)),
-            "chargeId": .string(NetsSandbox.derivedId("charge", key)),
-        ])
+        let charge = Charge(
+            subscriptionId: subscriptionId, paymentId: NetsSandbox.derivedId("charge-payment", key), chargeId: NetsSandbox.derivedId("charge", key))
+        charges[key] = charge
+        return NetsSandbox.json(201, ["paymentId": .string(charge.paymentId), "chargeId": .string(charge.chargeId)])
+    }
+
+    /// `GET /v1/subscriptions/{id}/charges/status` with the charge's Idempotency-Key: 200
+    /// `{paymentId, chargeId, completed}`, or 404 when no charge of that subscription has the key.
+    func chargeStatusResponse(subscriptionId: String, key: String?) -> HTTPResponseSpec {
+        guard let key, let charge = charges[key], charge.subscriptionId == subscriptionId else { return HTTPResponseSpec(status: 404) }
+        return NetsSandbox.json(200, ["paymentId": .string(charge.paymentId), "chargeId": .string(charge.chargeId), "completed": true])
+    }
+
+    /// `PUT /v1/payments/{id}/terminate`: 204 while the checkout is not completed (a terminated
+    /// one stays terminated); 400 once it is, as Nets allows a terminate only before then.
+    mutating func terminate(paymentId: String, now: Int64) -> HTTPResponseSpec {
+        guard let payment = payments[paymentId] else { return HTTPResponseSpec(status: 404) }
+        guard payment.subscriptionId == nil else {
+            var errors = ValidationErrors()
+            errors.add("paymentId", "The checkout of payment \(paymentId) is completed and cannot be terminated.")
+            return errors.response
+        }
+        if payment.terminatedMilliseconds == nil { payments[paymentId]?.terminatedMilliseconds = now * 1000 }
+        return HTTPResponseSpec(status: 204)
     }
 
     func paymentResponse(_ paymentId: String) -> HTTPResponseSpec {

@@ -184,6 +184,11 @@ public enum TPSandbox {
         guard case .object(let claims)? = try? JSONValue.parse(claimsBytes) else { throw RequestError(reason: "JWT claims are not a JSON object") }
         guard claims["iss"]?.stringValue == config.jwtIssuer else { throw RequestError(reason: "iss is not the configured JWT user") }
         guard claims["iat"]?.integerValue != nil || claims["iat"]?.stringValue != nil else { throw RequestError(reason: "iat is missing") }
+        // A standard JWT claim (RFC 7519): the gateway takes no payment on an expired token.
+        if let exp = claims["exp"] {
+            guard let expiresAt = exp.integerValue else { throw RequestError(reason: "exp is not a number") }
+            guard now < expiresAt else { throw RequestError(reason: "the JWT expired at \(expiresAt)") }
+        }
         guard case .object(let payload)? = claims["payload"] else { throw RequestError(reason: "payload is missing") }
         func field(_ name: String) throws(RequestError) -> String {
             guard let value = payload[name]?.stringValue, !value.isEmpty else { throw RequestError(reason: "payload.\(name) is missing") }

@@ -81,9 +81,11 @@ package struct CallbackValidator: Sendable {
             return full.utf8.count <= 300 ? full : "\(full.prefix(40))#\(Digest.sha256Hex(Array(full.utf8)))"
         }
         do {
-            guard case .settled(let applied, let duplicate) = try await directory.call(.settle(order.key, event: eventKey, outcome: outcome)) else {
+            guard case .settled(let applied, let duplicate, let corrected) = try await directory.call(.settle(order.key, event: eventKey, outcome: outcome))
+            else {
                 return .rejected(.ledgerUnavailable("unexpected answer from the order store; retry later"))
             }
+            if corrected { return CallbackAnswer(status: 200, result: "correction", message: "order corrected: the provider took the money") }
             return .handedOn(applied: applied, duplicate: duplicate, recordedAs: decision.event == nil ? nil : decision.recordedAs)
         } catch {
             return .rejected(.ledgerUnavailable("the order store did not confirm; retry later"))
@@ -101,7 +103,7 @@ struct Orders: CallbackOrderLookup {
     }
 
     func order(reference: String, provider: Provider, merchant: String) async throws(CallbackRejection) -> Order {
-        try await stored(.lookupRef(provider, reference), merchant: merchant, provider: provider)
+        try await stored(.lookupRef(provider, reference, merchant: merchant), merchant: merchant, provider: provider)
     }
 
     /// The stored order, which must belong to `merchant` and `provider`.

@@ -11,7 +11,7 @@ package struct CleengPollerCore: Sendable {
     package enum Action: Sendable, Equatable {
         /// Send getAccessStatus; `slot` is when the schedule wanted it (for drift).
         case poll(ReceiptID, requestId: Int, request: HTTPRequestSpec, slot: Int64)
-        case emit(Outcome)
+        case emit(StageResult)
     }
 
     /// Only what a poll and the final outcome need: a receipt's data (up to 60 KB) is not
@@ -52,12 +52,12 @@ package struct CleengPollerCore: Sendable {
 
     /// A receipt from the ledger. A receipt already held is left alone (a resume or a sweep
     /// can send it twice); one past its deadline gets one last check.
-    package mutating func add(_ order: Order, acceptedAt: Int64, now: Int64) -> [Action] {
+    package mutating func add(_ order: Order, acceptedAt: Int64, ticket: DispatchTicket, now: Int64) -> [Action] {
         guard rowOfOrder[order.key] == nil else { return [] }
+        let polled = PolledOrder(order, ticket: ticket)
         guard let apiURL = apiURLs[order.merchant], order.operation == .appleReceipt else {
-            return [.emit(Self.outcome(PolledOrder(order), .failed(code: "MISSING_CREDENTIALS", message: "merchant \(order.merchant) has no cleeng apiURL")))]
+            return [.emit(Self.outcome(polled, .failed(code: "MISSING_CREDENTIALS", message: "merchant \(order.merchant) has no cleeng apiURL")))]
         }
-        let polled = PolledOrder(order)
         let lastCheck = now > policy.deadline(acceptedAt: acceptedAt)
         let receipt = Receipt(
             order: polled, apiURL: apiURL, machine: CleengReceiptPoller(acceptedAt: acceptedAt, policy: policy), lastCheck: lastCheck)
@@ -161,7 +161,11 @@ package struct CleengPollerCore: Sendable {
         return .poll(id, requestId: requestId, request: request, slot: slot)
     }
 
-    static func outcome(_ order: PolledOrder, _ verdict: ProviderVerdict) -> Outcome {
+    static func outcome(_ order: PolledOrder, _ verdict: ProviderVerdict) -> StageResult {
+        StageResult(answering: .poll, ticket: order.ticket, outcome: outcomeOnly(order, verdict))
+    }
+
+    static func outcomeOnly(_ order: PolledOrder, _ verdict: ProviderVerdict) -> Outcome {
         func make(_ status: Outcome.Status, result: [String: JSONValue]? = nil, error: Outcome.ErrorInfo? = nil) -> Outcome {
             Outcome(
                 orderId: order.key.orderId, merchant: order.key.merchant, provider: Provider.cleeng.rawValue,
@@ -182,8 +186,11 @@ struct PolledOrder: Sendable {
     var customerToken: String
     var offerId: String
     var ipAddress: String?
+    /// The dispatch the ledger sent it as, named by the outcome.
+    var ticket: DispatchTicket
 
-    init(_ order: Order) {
+    init(_ order: Order, ticket: DispatchTicket) {
+        self.ticket = ticket
         key = order.key
         customerToken = order.params["customerToken"]?.stringValue ?? ""
         offerId = order.params["offerId"]?.stringValue ?? ""

@@ -50,7 +50,7 @@ package final class CleengPollerService: MeasuredStage {
         let pollsSent = metrics.counter("paypipe_cleeng_polls_total", help: "getAccessStatus calls sent")
         let maxDrift = metrics.gauge("paypipe_cleeng_poll_drift_max_ms", help: "Largest lateness of a poll against its schedule, in ms")
         let drift = metrics.latency("paypipe_cleeng_poll_drift_seconds", help: "Lateness of each poll against its schedule")
-        let (outcomes, emit) = AsyncStream.makeStream(of: Outcome.self)
+        let (outcomes, emit) = AsyncStream.makeStream(of: StageResult.self)
         let polls = PollDriver(
             core: CleengPollerCore(policy: CleengPollingPolicy(timers: config.timers), config: config), http: http, limit: concurrency,
             emit: { emit.yield($0) },
@@ -78,10 +78,11 @@ package final class CleengPollerService: MeasuredStage {
                 }
             }
             group.addTask {
-                for await outcome in outcomes {
+                for await result in outcomes {
+                    let outcome = result.outcome
                     metrics.counter("paypipe_cleeng_outcomes_total", [("status", outcome.status.rawValue)], help: "Receipts ended, by status").increment()
                     do {
-                        try await results.send(outcome.bytes)
+                        try await results.send(result.frame)
                     } catch {
                         // The ledger hands a receipt whose outcome never arrived to the pollers again.
                         logger.error("could not hand an outcome to the ledger", metadata: ["order": "\(outcome.merchant)/\(outcome.orderId)"])
@@ -93,10 +94,13 @@ package final class CleengPollerService: MeasuredStage {
                     for message in batch {
                         do throws(EnvelopeError) {
                             let dispatch = try DispatchFrame.decode(message.body, catalog: catalog)
-                            polls.add(dispatch.order, acceptedAt: dispatch.acceptedAt)
+                            polls.add(dispatch.order, acceptedAt: dispatch.acceptedAt, ticket: DispatchTicket(generation: dispatch.generation, token: dispatch.token))
                         } catch {
                             logger.warning("unreadable poll frame", metadata: ["bytes": "\(message.body.count)", "reason": "\(error)"])
-                            if let outcome = Outcome.unreadableWork(message.body, reason: error.description) { emit.yield(outcome) }
+                            if var result = StageResult.unreadableWork(message.body, reason: error.description) {
+                                result.answering = .poll
+                                emit.yield(result)
+                            }
                         }
                     }
                 }
@@ -154,13 +158,13 @@ final class PollDriver: Sendable {
     private let state: Mutex<State>
     private let http: ProviderHTTPClient
     private let limit: Int
-    private let emit: @Sendable (Outcome) -> Void
+    private let emit: @Sendable (StageResult) -> Void
     /// Called as each poll is sent, with how late it is against its schedule (ms).
     private let sent: @Sendable (Int64) -> Void
 
     init(
         core: CleengPollerCore, http: ProviderHTTPClient, limit: Int,
-        emit: @escaping @Sendable (Outcome) -> Void, sent: @escaping @Sendable (Int64) -> Void
+        emit: @escaping @Sendable (StageResult) -> Void, sent: @escaping @Sendable (Int64) -> Void
     ) {
         state = Mutex(State(core: core))
         self.http = http
@@ -171,8 +175,8 @@ final class PollDriver: Sendable {
 
     var count: Int { state.withLock { $0.core.count } }
 
-    func add(_ order: Order, acceptedAt: Int64) {
-        perform { $0.add(order, acceptedAt: acceptedAt, now: milliseconds()) }
+    func add(_ order: Order, acceptedAt: Int64, ticket: DispatchTicket) {
+        perform { $0.add(order, acceptedAt: acceptedAt, ticket: ticket, now: milliseconds()) }
     }
 
     func due() {
@@ -203,9 +207,9 @@ final class PollDriver: Sendable {
     /// Runs one step of the core, then sends the polls it asks for (as many as the limit lets
     /// through; the rest wait for answers) and emits its outcomes, outside the lock.
     private func perform(answered: Bool = false, _ step: (inout CleengPollerCore) -> [CleengPollerCore.Action]) {
-        let (polls, outcomes) = state.withLock { state -> ([Poll], [Outcome]) in
+        let (polls, outcomes) = state.withLock { state -> ([Poll], [StageResult]) in
             if answered { state.inFlight -= 1 }
-            var outcomes: [Outcome] = []
+            var outcomes: [StageResult] = []
             for action in step(&state.core) {
                 switch action {
                 case .poll(let id, let requestId, let request, let slot):

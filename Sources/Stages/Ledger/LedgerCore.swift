@@ -15,6 +15,9 @@ package struct LedgerCore {
         /// An accepted Cleeng receipt for the pollers: `{"order":…,"acceptedAt":ms}` with the
         /// time the receipt was accepted, from which its whole polling schedule derives.
         case poll([UInt8])
+        /// A stage's outcome that was not its to give (`ResultAuthority`): nothing changed; logged
+        /// and counted.
+        case refuse(String)
     }
 
     package struct Counters: Sendable, Equatable {
@@ -28,6 +31,10 @@ package struct LedgerCore {
         package var statusChecks = 0
         /// Orders sent to review after `timers.maxDispatches` claimed dispatches.
         package var dispatchCapReached = 0
+        /// Stage outcomes refused because their sender may not give them (forged, stale, wrong role).
+        package var resultsRefused = 0
+        /// Terminal outcomes that said no money was taken, superseded by a genuine callback.
+        package var corrections = 0
 
         package init() {}
     }
@@ -41,6 +48,8 @@ package struct LedgerCore {
     let pendingExpireAfterMilliseconds: Int64
     /// How long a claim holds without renewal.
     let leaseMilliseconds: Int64
+    /// The longest one dispatch may be held, renewals included.
+    let leaseMaxMilliseconds: Int64
     let maxDispatches: Int64
     /// What the connectors want done with each operation's pending orders.
     let followUps: [(operation: Operation, followUp: PendingFollowUp)]
@@ -54,6 +63,7 @@ package struct LedgerCore {
         self.redeliverAfterMilliseconds = redeliverAfterMilliseconds
         pendingExpireAfterMilliseconds = timers.pendingExpireAfterMs
         leaseMilliseconds = timers.leaseMs
+        leaseMaxMilliseconds = timers.leaseMaxMs
         maxDispatches = timers.maxDispatches
         followUps = registry.connectors.flatMap { connector in
             type(of: connector).operations.compactMap { spec in
@@ -83,6 +93,9 @@ package struct LedgerCore {
         package enum IntakeItem: Sendable {
             case dropped(Rejection)
             case rejected(Rejection, identity: OrderIdentity)
+            /// Rejected without being stored: the key is not one a valid order could have, or the
+            /// sender may not use it, so it must not be filed where it could shadow a real order.
+            case refused(Rejection, identity: OrderIdentity)
             case order(Order, json: String, references: [String])
         }
 
@@ -90,8 +103,12 @@ package struct LedgerCore {
             let outcome: Outcome
             let serialized: String
             let references: [String]
-            /// Whether the store reads the order back for its pollers (a polled operation).
-            let readBack: Bool
+            /// The order's operation is the pollers' (its order is read back when it becomes pending).
+            let polled: Bool
+            let answering: StageResult.Answering
+            let ticket: DispatchTicket
+            /// The sender's role, as its CURVE key proved it; nil without CURVE.
+            let role: CurveConfig.Role?
         }
 
         let registry: ConnectorRegistry
@@ -113,16 +130,16 @@ package struct LedgerCore {
             }
         }
 
-        /// Frames that are not outcomes are skipped, as before.
-        package func results(_ frames: [[UInt8]]) -> [Result] {
-            frames.compactMap { frame in
-                guard let outcome = try? Outcome.parse(frame) else { return nil }
+        /// Result frames (`StageResult`) with their sender's role; anything else is skipped.
+        package func results(_ frames: [(frame: [UInt8], role: CurveConfig.Role?)]) -> [Result] {
+            frames.compactMap { frame, role in
+                guard let (answering, ticket, bytes) = StageResult.decode(frame), let outcome = try? Outcome.parse(bytes) else { return nil }
                 let provider = Provider(outcome.provider)
                 let operation = registry.catalog.operation(named: outcome.operation, of: provider)?.operation
                 return Result(
-                    outcome: outcome, serialized: String(decoding: frame, as: UTF8.self),
+                    outcome: outcome, serialized: String(decoding: bytes, as: UTF8.self),
                     references: registry.connector(for: provider)?.callbackReferences(in: outcome) ?? [],
-                    readBack: operation.map(polledOperations.contains) ?? false)
+                    polled: operation.map(polledOperations.contains) ?? false, answering: answering, ticket: ticket, role: role)
             }
         }
     }
@@ -183,6 +200,20 @@ package struct LedgerCore {
                 counters.duplicates += 1
                 effects.append(.emit(Array(stored.utf8)))
             case .duplicateInFlight: counters.duplicates += 1
+            case .referenceInUse: break
+            }
+        }
+        /// Logs a rejection that is not filed under its key, and emits it.
+        func refuse(_ rejection: Rejection, _ identity: OrderIdentity) throws {
+            let outcome = Outcome.rejected(rejection, identity: identity, at: Timestamp.iso8601(milliseconds: now))
+            effects.append(.emit(Array(try store.logOutcome(outcome.serialized, now: now).utf8)))
+            counters.outcomesOut["rejected", default: 0] += 1
+        }
+        /// Files a rejection as its key's terminal outcome, unless the key is known.
+        func fileRejection(_ text: String, _ key: OrderKey) throws {
+            switch try store.admitRejection(key, outcome: text, now: now) {
+            case .recorded(let logged): effects.append(.emit(Array(logged.utf8)))
+            case .known(let admission): admitted(admission, firstTime: .emit(Array(text.utf8)))
             }
         }
         try store.transaction {
@@ -197,19 +228,33 @@ package struct LedgerCore {
                     let text = outcome.serialized
                     // Stored under its key only when the key is one a valid order could have;
                     // otherwise logged and emitted, never filed under a key it could collide with.
-                    if Order.isValidOrderId(identity.orderId), Order.isValidMerchant(identity.merchant) {
-                        switch try store.admitRejection(OrderKey(merchant: identity.merchant, orderId: identity.orderId), outcome: text, now: now) {
-                        case .recorded(let logged): effects.append(.emit(Array(logged.utf8)))
-                        case .known(let admission): admitted(admission, firstTime: .emit(Array(text.utf8)))
-                        }
-                    } else {
-                        effects.append(.emit(Array(try store.logOutcome(text, now: now).utf8)))
+                    guard Order.isValidOrderId(identity.orderId), Order.isValidMerchant(identity.merchant) else {
+                        try refuse(rejection, identity)
+                        continue
                     }
+                    try fileRejection(text, OrderKey(merchant: identity.merchant, orderId: identity.orderId))
                     counters.outcomesOut["rejected", default: 0] += 1
+                case .refused(let rejection, let identity):
+                    try refuse(rejection, identity)
                 case .order(let order, let json, let references):
-                    admitted(
-                        try store.admit(order, json: json, references: references, now: now),
-                        firstTime: .dispatch(DispatchFrame.encode(orderJSON: json, acceptedAt: now)))
+                    let admission = try store.admit(order, json: json, references: references, now: now)
+                    if case .referenceInUse(let reference) = admission {
+                        let rejection = Rejection(
+                            .referenceInUse, field: "params",
+                            "the \(order.provider.rawValue) reference \(reference.prefix(64)) is already another order's of merchant \(order.merchant.prefix(64))")
+                        try fileRejection(
+                            Outcome.rejected(
+                                rejection,
+                                identity: OrderIdentity(
+                                    orderId: order.orderId, merchant: order.merchant, provider: order.provider.rawValue,
+                                    operation: order.operation.rawValue),
+                                at: Timestamp.iso8601(milliseconds: now)
+                            ).serialized, order.key)
+                        counters.outcomesOut["rejected", default: 0] += 1
+                        continue
+                    }
+                    let ticket = store.tickets.ticket(for: order.key, generation: 1)
+                    admitted(admission, firstTime: .dispatch(DispatchFrame.encode(orderJSON: json, acceptedAt: now, token: ticket.token)))
                 }
             }
         }
@@ -217,9 +262,10 @@ package struct LedgerCore {
         return effects
     }
 
-    /// Outcomes from the stages: recorded, then forwarded upstream unless superseded.
-    package mutating func results(_ frames: [[UInt8]], now: Int64) throws -> [Effect] {
-        try results(decoder.results(frames), now: now)
+    /// Outcomes from the stages: recorded if their sender may give them, then forwarded upstream
+    /// unless superseded. `role`: the senders' role (nil without CURVE).
+    package mutating func results(_ frames: [[UInt8]], role: CurveConfig.Role? = nil, now: Int64) throws -> [Effect] {
+        try results(decoder.results(frames.map { ($0, role) }), now: now)
     }
 
     /// `results` of frames already decoded (`FrameDecoder.results`).
@@ -228,14 +274,22 @@ package struct LedgerCore {
         var counters = self.counters
         try store.transaction {
             for item in items {
+                let key = OrderKey(merchant: item.outcome.merchant, orderId: item.outcome.orderId)
+                let source = ResultSource.stage(
+                    item.role, answering: item.answering, ticket: item.ticket, ticketIsValid: store.tickets.isValid(item.ticket, for: key))
                 let recorded = try store.record(
-                    item.outcome, serialized: item.serialized, references: item.references, readBack: item.readBack, now: now)
+                    item.outcome, serialized: item.serialized, references: item.references, polled: item.polled, now: now, from: source)
+                if let refusal = recorded.refused {
+                    counters.resultsRefused += 1
+                    effects.append(.refuse(
+                        "\(item.outcome.status.rawValue) outcome for \(item.outcome.merchant.prefix(64))/\(item.outcome.orderId.prefix(64)) refused: \(refusal)"))
+                }
                 if let text = recorded.emit {
                     counters.outcomesOut[item.outcome.status.rawValue, default: 0] += 1
                     effects.append(.emit(Array(text.utf8)))
                 }
                 if let pending = recorded.becamePending {
-                    effects.append(.poll(DispatchFrame.encode(orderJSON: pending.json, acceptedAt: pending.since)))
+                    effects.append(.poll(pollFrame(json: pending.json, pendingAt: pending.since, key: pending.key, generation: pending.generation)))
                 }
             }
         }
@@ -258,8 +312,8 @@ package struct LedgerCore {
         switch request {
         case .lookup(let key):
             return (.order(try store.lookup(key)), [])
-        case .lookupRef(let provider, let ref):
-            return (.order(try store.lookup(provider: provider, ref: ref)), [])
+        case .lookupRef(let provider, let ref, let merchant):
+            return (.order(try store.lookup(provider: provider, ref: ref, merchant: merchant)), [])
         case .settle(let key, let event, let outcome):
             if let outcome {
                 guard outcome.status.isTerminal, OrderKey(merchant: outcome.merchant, orderId: outcome.orderId) == key else {
@@ -267,22 +321,29 @@ package struct LedgerCore {
                 }
             }
             var effects: [Effect] = []
-            let (applied, duplicate) = try store.transaction { () throws -> (Bool, Bool) in
-                if let event, try !store.recordCallbackEvent(event, for: key, now: now) { return (false, true) }
-                guard let outcome, let text = try store.record(outcome, serialized: outcome.serialized, references: [], readBack: false, now: now).emit
-                else { return (false, false) }
+            var refusal: String?
+            let (applied, duplicate, corrected) = try store.transaction { () throws -> (Bool, Bool, Bool) in
+                if let event, try !store.recordCallbackEvent(event, for: key, now: now) { return (false, true, false) }
+                guard let outcome else { return (false, false, false) }
+                let recorded = try store.record(outcome, serialized: outcome.serialized, references: [], polled: false, now: now, from: .callback)
+                refusal = recorded.refused
+                // Nothing is kept, the event id included: the callback is not this order's.
+                if refusal != nil, let event { try store.forgetCallbackEvent(event) }
+                guard refusal == nil, let text = recorded.emit else { return (false, false, false) }
                 effects.append(.emit(Array(text.utf8)))
-                return (true, false)
+                return (true, false, recorded.corrected)
             }
+            if let refusal { return (.failure("refused: \(refusal)"), []) }
             if applied {
                 counters.callbacksApplied += 1
                 counters.outcomesOut[outcome?.status.rawValue ?? "", default: 0] += 1
             }
+            if corrected { counters.corrections += 1 }
             if duplicate { counters.callbacksDuplicate += 1 }
-            return (.settled(applied: applied, duplicate: duplicate), effects)
+            return (.settled(applied: applied, duplicate: duplicate, corrected: corrected), effects)
         case .claim(let claims):
-            let until = now + leaseMilliseconds
-            return (.claimed(try store.transaction { try store.claim(claims, until: until) }), [])
+            let (until, maxLife) = (now + leaseMilliseconds, leaseMaxMilliseconds)
+            return (.claimed(try store.transaction { try store.claim(claims, until: until, now: now, maxLife: maxLife) }), [])
         case .resumePolls:
             let operations = polledOperations
             let pending = try store.transaction {
@@ -290,7 +351,7 @@ package struct LedgerCore {
                     try store.pendingToDispatch(operation: operation, pendingBefore: .max, dispatchedBefore: .max, now: now, limit: 1_000_000)
                 }
             }
-            return (.resumed(count: pending.count), pending.map { .poll(DispatchFrame.encode(orderJSON: $0.json, acceptedAt: $0.pendingAt)) })
+            return (.resumed(count: pending.count), pending.map { .poll(pollFrame(json: $0.json, pendingAt: $0.pendingAt, key: $0.key, generation: $0.generation)) })
         }
     }
 
@@ -307,22 +368,22 @@ package struct LedgerCore {
         let expiredBefore = now - pendingExpireAfterMilliseconds
         var redelivered = 0, statusChecks = 0, capped = 0
         var outcomesOut = counters.outcomesOut
-        let maxDispatches = self.maxDispatches
+        let (maxDispatches, leaseMaxMilliseconds) = (self.maxDispatches, self.leaseMaxMilliseconds)
         let effects = try store.transaction { () throws -> [Effect] in
-            let stalled = try store.stalled(dispatchedBefore: cutoff, now: now, limit: limit, maxDispatches: maxDispatches)
+            let stalled = try store.stalled(
+                dispatchedBefore: cutoff, now: now, limit: limit, maxDispatches: maxDispatches, maxLeaseLife: leaseMaxMilliseconds)
             redelivered += stalled.redispatch.count
             var effects = stalled.redispatch.map {
-                Effect.dispatch(DispatchFrame.encode(orderJSON: $0.json, acceptedAt: $0.acceptedAt, generation: $0.generation))
+                Effect.dispatch(DispatchFrame.encode(
+                    orderJSON: $0.json, acceptedAt: $0.acceptedAt, generation: $0.generation,
+                    token: store.tickets.token(for: $0.key, generation: $0.generation)))
             }
             for order in stalled.exhausted {
                 let outcome = Outcome(
                     orderId: order.key.orderId, merchant: order.key.merchant, provider: order.provider, operation: order.operation,
-                    status: .unknown,
-                    error: .init(
-                        code: Outcome.ErrorInfo.needsReviewCode,
-                        message: "taken up by a submitter \(order.attempts) times without an outcome (timers.maxDispatches)"),
+                    status: .unknown, error: .init(code: Outcome.ErrorInfo.needsReviewCode, message: order.reason),
                     attempts: 0, at: Timestamp.iso8601(milliseconds: now))
-                let recorded = try store.record(outcome, serialized: outcome.serialized, references: [], readBack: false, now: now)
+                let recorded = try store.record(outcome, serialized: outcome.serialized, references: [], polled: false, now: now, from: .ledger)
                 if let text = recorded.emit {
                     capped += 1
                     outcomesOut[outcome.status.rawValue, default: 0] += 1
@@ -338,14 +399,16 @@ package struct LedgerCore {
                             operation: operation, pendingBefore: pendingBefore, dispatchedBefore: now - wait, now: now, limit: limit)
                         statusChecks += due.count
                         effects += due.map {
-                            .dispatch(DispatchFrame.encode(orderJSON: $0.json, acceptedAt: $0.pendingAt, purpose: purpose, pending: $0.result))
+                            .dispatch(DispatchFrame.encode(
+                                orderJSON: $0.json, acceptedAt: $0.pendingAt, purpose: purpose, pending: $0.result, generation: $0.generation,
+                                token: store.tickets.token(for: $0.key, generation: $0.generation)))
                         }
                     }
                 case .poll(let lostAfter):
                     let lost = try store.pendingToDispatch(
                         operation: operation, pendingBefore: now - lostAfter, dispatchedBefore: now - lostAfter, now: now, limit: limit)
                     redelivered += lost.count
-                    effects += lost.map { .poll(DispatchFrame.encode(orderJSON: $0.json, acceptedAt: $0.pendingAt)) }
+                    effects += lost.map { .poll(pollFrame(json: $0.json, pendingAt: $0.pendingAt, key: $0.key, generation: $0.generation)) }
                 }
             }
             return effects
@@ -355,5 +418,13 @@ package struct LedgerCore {
         counters.dispatchCapReached += capped
         counters.outcomesOut = outcomesOut
         return effects
+    }
+}
+
+extension LedgerCore {
+    /// A pending order for the pollers, with the ticket of the generation it goes out as.
+    func pollFrame(json: String, pendingAt: Int64, key: OrderKey, generation: Int64) -> [UInt8] {
+        DispatchFrame.encode(
+            orderJSON: json, acceptedAt: pendingAt, generation: generation, token: store.tickets.token(for: key, generation: generation))
     }
 }

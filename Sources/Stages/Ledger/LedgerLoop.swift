@@ -54,6 +54,8 @@ final class LedgerLoop: Sendable {
     let logger: Logger
     private let exported: LedgerMetrics
     private let fastPathSkipped: Counter
+    /// Result frames from a CURVE peer without a role (counted with the refused outcomes' metric).
+    private let refusedResults: Counter
     private let stopping = StopFlag()
     /// Transactions that took in work read from the sockets (not the ticks').
     let transactionsCommitted = Atomic<Int>(0)
@@ -75,6 +77,7 @@ final class LedgerLoop: Sendable {
         exported = LedgerMetrics(metrics)
         fastPathSkipped = metrics.counter(
             "paypipe_outcomes_fast_path_skipped_total", help: "Outcomes not pushed live because no consumer kept up (they wait in the replay log)")
+        refusedResults = metrics.counter(LedgerMetrics.resultsRefusedName, help: LedgerMetrics.resultsRefusedHelp)
     }
 
     /// Stops reading: what was read is still committed, and what waits is still sent.
@@ -103,7 +106,7 @@ final class LedgerLoop: Sendable {
             }
         }
         let gauges = Gauges(metrics)
-        var nextTick = milliseconds() + limits.tickMilliseconds
+        var nextTick = steadyMilliseconds() + limits.tickMilliseconds
         var busy = false
         while !stopping.isStopped {
             let takesOrders = out.dispatch.count < limits.dispatchBacklog
@@ -114,7 +117,7 @@ final class LedgerLoop: Sendable {
                     (sockets.dispatch, out.dispatch.pollEvents), (sockets.outcomes, out.outcomes.pollEvents),
                     (sockets.polls, out.polls.pollEvents),
                 ],
-                timeoutMilliseconds: Int(max(0, min(nextTick - milliseconds(), limits.idleMilliseconds))), busy: busy)
+                timeoutMilliseconds: Int(max(0, min(nextTick - steadyMilliseconds(), limits.idleMilliseconds))), busy: busy)
             let intake = ready[0].contains(.readable) ? try read(sockets.intake) : []
             let results = ready[1].contains(.readable) ? try read(sockets.results) : []
             let requests = ready[2].contains(.readable) ? try read(sockets.rpc) : []
@@ -125,9 +128,9 @@ final class LedgerLoop: Sendable {
                 for reply in LedgerService.answer(replayRequest: message.frames, core: core, logger: logger) { try out.replay.send(reply) }
             }
             try flush(&out)
-            if milliseconds() >= nextTick {
+            if steadyMilliseconds() >= nextTick {
                 try tick(&out, gauges)
-                nextTick = milliseconds() + limits.tickMilliseconds
+                nextTick = steadyMilliseconds() + limits.tickMilliseconds
             }
         }
         try drainOnStop([out.dispatch, out.outcomes, out.polls, out.rpc, out.replay], logger: logger)
@@ -144,7 +147,7 @@ final class LedgerLoop: Sendable {
     private func takeWork(intake: [ZMQMessage], results: [ZMQMessage], requests: [ZMQMessage], _ out: inout Outboxes) throws {
         var work: [LedgerCore.Work] = []
         if !intake.isEmpty { work.append(.intake(core.decoder.intake(intake.map(\.body)))) }
-        if !results.isEmpty { work.append(.results(core.decoder.results(results.map(\.body)))) }
+        if !results.isEmpty { work.append(.results(core.decoder.results(results.compactMap(resultFrame)))) }
         // [client identity, request id, request]; a malformed or unauthorized request is
         // answered without the store.
         var parsedRequests: [(message: ZMQMessage, parsed: Result<LedgerRequest, any Error>)] = []
@@ -179,6 +182,18 @@ final class LedgerLoop: Sendable {
         }
     }
 
+    /// A result frame with the role its sender's CURVE key proved; without CURVE, no role. With
+    /// CURVE a frame whose sender has no role (which the ZAP handler should never admit) is not
+    /// read at all.
+    private func resultFrame(_ message: ZMQMessage) -> (frame: [UInt8], role: CurveConfig.Role?)? {
+        guard links.isSecured else { return (message.body, nil) }
+        guard let role = message.userId.flatMap(CurveConfig.Role.init(rawValue:)) else {
+            refusedResults.increment()
+            return nil
+        }
+        return (message.body, role)
+    }
+
     private func perform(_ effects: [LedgerCore.Effect], _ out: inout Outboxes) throws(ZMQError) {
         for effect in effects {
             switch effect {
@@ -193,6 +208,8 @@ final class LedgerLoop: Sendable {
                 if out.polls.count < limits.pollsBacklog { try out.polls.send(ZMQMessage(frame)) }
             case .drop(let rejection):
                 logger.warning("dropped an intake frame", metadata: ["code": "\(rejection.code)", "reason": "\(rejection.message.prefix(120))"])
+            case .refuse(let reason):
+                logger.warning("refused a stage's outcome", metadata: ["reason": "\(reason.prefix(300))"])
             }
         }
     }

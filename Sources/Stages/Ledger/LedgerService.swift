@@ -14,7 +14,8 @@ import ZeroMQ
 /// signers and submitters.
 package final class LedgerService: MeasuredStage {
     /// The ledger's core behind a lock: its loop's thread commits through it, and the
-    /// operators' `GET /review` reads through it.
+    /// operators' `GET /review` reads through it. Its time is `steadyMilliseconds()`: leases,
+    /// redelivery and the times it stores never step with the wall clock.
     final class Core: Sendable {
         private let locked: Mutex<LedgerCore>
         let decoder: LedgerCore.FrameDecoder
@@ -25,10 +26,10 @@ package final class LedgerService: MeasuredStage {
         }
 
         func commit(_ work: [LedgerCore.Work]) throws -> [LedgerCore.Done] {
-            try locked.withLock { core in try core.commit(work, now: milliseconds()) }
+            try locked.withLock { core in try core.commit(work, now: steadyMilliseconds()) }
         }
-        func redeliver() throws -> [LedgerCore.Effect] { try locked.withLock { core in try core.redeliver(now: milliseconds()) } }
-        func resumeLeases() throws { try locked.withLock { core in try core.resumeLeases(now: milliseconds()) } }
+        func redeliver() throws -> [LedgerCore.Effect] { try locked.withLock { core in try core.redeliver(now: steadyMilliseconds()) } }
+        func resumeLeases() throws { try locked.withLock { core in try core.resumeLeases(now: steadyMilliseconds()) } }
         var counters: LedgerCore.Counters { locked.withLock { $0.counters } }
         func replay(_ request: OutcomeReplay.Request) throws -> (outcomes: [(seq: Int64, text: String)], more: Bool) {
             try locked.withLock { core in try core.store.outcomes(after: request.since, limit: request.limit) }
@@ -37,7 +38,7 @@ package final class LedgerService: MeasuredStage {
         /// One tick of retention: at most `limit` rows of each kind, in one transaction.
         func applyRetention(_ retention: PaypipeConfig.Retention, limit: Int) throws {
             try locked.withLock { core in
-                let now = milliseconds()
+                let now = steadyMilliseconds()
                 let store = core.store
                 try store.transaction {
                     _ = try store.pruneOutcomes(recordedBefore: now - LedgerService.retentionMilliseconds(days: retention.outcomesDays), limit: limit)
@@ -198,7 +199,9 @@ extension LedgerService {
 package final class LedgerMetrics: Sendable {
     let metrics: StageMetrics
     let previous = Mutex(LedgerCore.Counters())
-    let ordersIn, duplicates, redelivered, dispatchCapReached: Counter
+    let ordersIn, duplicates, redelivered, dispatchCapReached, resultsRefused, corrections: Counter
+    static let resultsRefusedName = "paypipe_results_refused_total"
+    static let resultsRefusedHelp = "Stage outcomes not recorded because their sender may not give them (forged, stale, or another role's)"
 
     package init(_ metrics: StageMetrics) {
         self.metrics = metrics
@@ -207,6 +210,10 @@ package final class LedgerMetrics: Sendable {
         redelivered = metrics.counter("paypipe_orders_redelivered_total", help: "Stalled orders dispatched again")
         dispatchCapReached = metrics.counter(
             "paypipe_orders_dispatch_cap_total", help: "Orders sent to review (unknown NEEDS_REVIEW) after timers.maxDispatches dispatches")
+        resultsRefused = metrics.counter(Self.resultsRefusedName, help: Self.resultsRefusedHelp)
+        corrections = metrics.counter(
+            "paypipe_orders_corrected_total",
+            help: "Terminal outcomes that said no money was taken, superseded by a genuine callback (listed for review)")
     }
 
     /// Each counter only grows in the core, and what was exported is kept per counter as the
@@ -218,6 +225,8 @@ package final class LedgerMetrics: Sendable {
                 seen.duplicates = max(seen.duplicates, now.duplicates)
                 seen.redelivered = max(seen.redelivered, now.redelivered)
                 seen.dispatchCapReached = max(seen.dispatchCapReached, now.dispatchCapReached)
+                seen.resultsRefused = max(seen.resultsRefused, now.resultsRefused)
+                seen.corrections = max(seen.corrections, now.corrections)
                 seen.dropped.merge(now.dropped, uniquingKeysWith: max)
                 seen.outcomesOut.merge(now.outcomesOut, uniquingKeysWith: max)
             }
@@ -229,6 +238,8 @@ package final class LedgerMetrics: Sendable {
         if now.dispatchCapReached > before.dispatchCapReached {
             dispatchCapReached.increment(by: Int64(now.dispatchCapReached - before.dispatchCapReached))
         }
+        if now.resultsRefused > before.resultsRefused { resultsRefused.increment(by: Int64(now.resultsRefused - before.resultsRefused)) }
+        if now.corrections > before.corrections { corrections.increment(by: Int64(now.corrections - before.corrections)) }
         for (reason, count) in now.dropped where count > before.dropped[reason, default: 0] {
             metrics.counter("paypipe_frames_dropped_total", [("reason", reason)], help: "Intake frames dropped unparsed, by reason")
                 .increment(by: Int64(count - before.dropped[reason, default: 0]))

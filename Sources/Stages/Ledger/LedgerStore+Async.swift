@@ -13,10 +13,11 @@ extension LedgerStore {
         return StoredOrder(key: key, orderJSON: json, state: state, pendingAt: row[2].integer)
     }
 
-    /// The order a provider reference names (PhonePe authRequestId, Nets paymentId).
-    package func lookup(provider: Provider, ref: String) throws -> StoredOrder? {
-        let rows = try db.query("SELECT merchant, order_id FROM refs WHERE provider=? AND ref=?", [.text(provider.rawValue), .text(ref)])
-        guard let row = rows.first, let merchant = row[0].text, let orderId = row[1].text else { return nil }
+    /// The order of `merchant` a provider reference names (PhonePe authRequestId, Nets paymentId).
+    package func lookup(provider: Provider, ref: String, merchant: String) throws -> StoredOrder? {
+        let rows = try db.query(
+            "SELECT order_id FROM refs WHERE ref=? AND provider=? AND merchant=?", [.text(ref), .text(provider.rawValue), .text(merchant)])
+        guard let orderId = rows.first?[0].text else { return nil }
         return try lookup(OrderKey(merchant: merchant, orderId: orderId))
     }
 
@@ -29,24 +30,43 @@ extension LedgerStore {
         return db.changes == 1
     }
 
+    /// A pending order sent out again: to the signers for a status check, or to the pollers.
+    package struct PendingDispatch: Sendable, Equatable {
+        package var json: String
+        package var pendingAt: Int64
+        /// The `result` of its stored pending outcome.
+        package var result: [String: JSONValue]
+        package var key: OrderKey
+        /// The new generation this dispatch is.
+        package var generation: Int64
+    }
+
+    /// Takes back an event recorded in this transaction whose callback changed nothing.
+    package func forgetCallbackEvent(_ event: String) throws {
+        try db.query("DELETE FROM callback_events WHERE event=?", [.text(event)])
+    }
+
     /// Pending orders of one provider and operation whose pending time is before `pendingBefore`
-    /// and whose last dispatch is before `dispatchedBefore`; marked dispatched at `now` and
-    /// returned with the `result` of their stored pending outcome. Call inside `transaction`.
+    /// and whose last dispatch is before `dispatchedBefore`; marked dispatched at `now` (a new
+    /// generation) and returned with the `result` of their stored pending outcome. Call inside
+    /// `transaction`.
     package func pendingToDispatch(
         operation: Operation, pendingBefore: Int64, dispatchedBefore: Int64, now: Int64, limit: Int
-    ) throws -> [(json: String, pendingAt: Int64, result: [String: JSONValue])] {
+    ) throws -> [PendingDispatch] {
         let rows = try db.query(
             """
-            SELECT merchant, order_id, order_json, pending_at, outcome FROM orders
+            SELECT merchant, order_id, order_json, pending_at, outcome, dispatches FROM orders
             WHERE provider=? AND state='pending' AND pending_at < ? AND operation=? AND dispatched_at < ? LIMIT ?
             """,
             [.text(operation.provider.rawValue), .integer(pendingBefore), .text(operation.rawValue), .integer(dispatchedBefore), .integer(Int64(limit))])
-        var result: [(json: String, pendingAt: Int64, result: [String: JSONValue])] = []
+        var result: [PendingDispatch] = []
         for row in rows {
             guard let merchant = row[0].text, let orderId = row[1].text, let json = row[2].text, let pendingAt = row[3].integer else { continue }
             try markDispatched(merchant: merchant, orderId: orderId, now: now)
             let outcome = row[4].text.flatMap { try? JSONValue.parse(Array($0.utf8)) }
-            result.append((json, pendingAt, outcome?["result"]?.objectValue ?? [:]))
+            result.append(PendingDispatch(
+                json: json, pendingAt: pendingAt, result: outcome?["result"]?.objectValue ?? [:], key: OrderKey(merchant: merchant, orderId: orderId),
+                generation: (row[5].integer ?? 1) + 1))
         }
         return result
     }

@@ -17,9 +17,14 @@ package final class LedgerStore {
         case duplicate(replay: String)
         /// Seen before, still in progress, no outcome yet: nothing to do.
         case duplicateInFlight
+        /// New, but a provider reference it names belongs to another order of its merchant: not
+        /// recorded.
+        case referenceInUse(String)
     }
 
     let db: SQLiteConnection
+    /// Checks and issues the tokens of dispatch tickets, under the key this store keeps.
+    package private(set) var tickets = DispatchTickets(key: (0, 0))
 
     package init(path: String) throws {
         db = try SQLiteConnection(path: path)
@@ -54,6 +59,9 @@ package final class LedgerStore {
         for (name, type) in [
             ("provider", "TEXT"), ("operation", "TEXT"), ("pending_at", "INTEGER"), ("lease_until", "INTEGER"),
             ("attempts", "INTEGER NOT NULL DEFAULT 0"), ("claimed_generation", "INTEGER"),
+            // claimed_at: when claimed_generation was first claimed (a lease's longest life counts from it).
+            // corrected_at: when a genuine callback superseded a terminal outcome that said no money was taken.
+            ("claimed_at", "INTEGER"), ("corrected_at", "INTEGER"),
         ]
         where !columns.contains(name) {
             try db.execute("ALTER TABLE orders ADD COLUMN \(name) \(type)")
@@ -72,12 +80,18 @@ package final class LedgerStore {
             CREATE INDEX IF NOT EXISTS orders_held ON orders(lease_until) WHERE state IN ('open','unknown') AND lease_until IS NOT NULL;
             CREATE INDEX IF NOT EXISTS orders_pending ON orders(provider, operation, pending_at) WHERE state='pending';
             CREATE INDEX IF NOT EXISTS orders_in_review ON orders(state) WHERE state='review';
+            CREATE INDEX IF NOT EXISTS orders_corrected ON orders(corrected_at) WHERE corrected_at IS NOT NULL;
             """)
-        // Provider references that callbacks name instead of the orderId (PhonePe authRequestId, Nets paymentId).
+        // Provider references that callbacks name instead of the orderId (PhonePe authRequestId,
+        // Nets paymentId), per merchant: two merchants may use the same reference.
         try db.execute("""
             CREATE TABLE IF NOT EXISTS refs(provider TEXT NOT NULL, ref TEXT NOT NULL, merchant TEXT NOT NULL,
-              order_id TEXT NOT NULL, PRIMARY KEY(ref, provider)) WITHOUT ROWID
+              order_id TEXT NOT NULL, PRIMARY KEY(ref, provider, merchant)) WITHOUT ROWID
             """)
+        try db.transaction { try keyReferencesByMerchant() }
+        // What the store keeps about itself: the key of its dispatch tickets.
+        try db.execute("CREATE TABLE IF NOT EXISTS meta(name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID")
+        tickets = DispatchTickets(key: try db.transaction { try ticketKey() })
         // Every authentic callback event already handed on: a provider's redelivery changes nothing.
         try db.execute("""
             CREATE TABLE IF NOT EXISTS callback_events(event TEXT PRIMARY KEY, merchant TEXT NOT NULL,
@@ -113,6 +127,33 @@ package final class LedgerStore {
             CREATE INDEX IF NOT EXISTS callback_events_order ON callback_events(order_id, merchant);
             """)
         try countRunning()
+    }
+
+    /// Stores from before keyed references by (ref, provider) alone, so a second merchant's order
+    /// naming the same reference lost its index entry silently.
+    private func keyReferencesByMerchant() throws {
+        let keyColumns = try db.query("PRAGMA table_info(refs)").filter { ($0[5].integer ?? 0) > 0 }.compactMap { $0[1].text }
+        guard !keyColumns.contains("merchant") else { return }
+        try db.execute("""
+            CREATE TABLE refs_by_merchant(provider TEXT NOT NULL, ref TEXT NOT NULL, merchant TEXT NOT NULL,
+              order_id TEXT NOT NULL, PRIMARY KEY(ref, provider, merchant)) WITHOUT ROWID;
+            INSERT INTO refs_by_merchant(provider, ref, merchant, order_id) SELECT provider, ref, merchant, order_id FROM refs;
+            DROP TABLE refs;
+            ALTER TABLE refs_by_merchant RENAME TO refs;
+            """)
+    }
+
+    /// The key of this store's dispatch tickets, made on first use.
+    private func ticketKey() throws -> (UInt64, UInt64) {
+        if let text = try db.query("SELECT value FROM meta WHERE name='ticket_key'").first?[0].text {
+            let parts = text.split(separator: ":").compactMap { UInt64($0, radix: 16) }
+            guard parts.count == 2 else { throw SQLiteError(message: "meta.ticket_key is corrupt") }
+            return (parts[0], parts[1])
+        }
+        let key = DispatchTickets.newKey()
+        try db.query(
+            "INSERT INTO meta(name, value) VALUES('ticket_key', ?)", [.text(String(key.0, radix: 16) + ":" + String(key.1, radix: 16))])
+        return key
     }
 
     /// How many orders are in each state but `terminal`: counted once on opening (by the partial
@@ -227,17 +268,29 @@ package final class LedgerStore {
             [.text(order.merchant), .text(order.orderId), .text(json), .integer(now), .integer(now),
              .text(order.provider.rawValue), .text(order.operation.rawValue)])
         guard db.changes == 1 else { return try existing(merchant: order.merchant, orderId: order.orderId) }
+        if let taken = try index(references, provider: order.provider.rawValue, key: order.key) {
+            try db.query("DELETE FROM refs WHERE merchant=? AND order_id=?", [.text(order.merchant), .text(order.orderId)])
+            try db.query("DELETE FROM orders WHERE merchant=? AND order_id=?", [.text(order.merchant), .text(order.orderId)])
+            return .referenceInUse(taken)
+        }
         moved(from: nil, to: .open)
-        try index(references, provider: order.provider.rawValue, key: order.key)
         return .new
     }
 
-    private func index(_ references: [String], provider: String, key: OrderKey) throws {
+    /// Indexes the references under `key`; returns the first one that another order of the
+    /// same merchant already holds (it stays that order's).
+    @discardableResult
+    private func index(_ references: [String], provider: String, key: OrderKey) throws -> String? {
         for reference in references {
             try db.query(
                 "INSERT OR IGNORE INTO refs(provider, ref, merchant, order_id) VALUES(?,?,?,?)",
                 [.text(provider), .text(reference), .text(key.merchant), .text(key.orderId)])
+            guard db.changes == 0 else { continue }
+            let owner = try db.query(
+                "SELECT order_id FROM refs WHERE ref=? AND provider=? AND merchant=?", [.text(reference), .text(provider), .text(key.merchant)])
+            if let other = owner.first?[0].text, other != key.orderId { return reference }
         }
+        return nil
     }
 
     /// What intake made of a rejected order whose key could be read.
@@ -310,45 +363,82 @@ package final class LedgerStore {
     package struct Recorded: Sendable, Equatable {
         /// The bytes to send upstream, or nil when the order was already terminal (a second
         /// terminal outcome from a redelivery is dropped: the first one stands, so every copy
-        /// upstream sees is identical).
+        /// upstream sees is identical) or the outcome was refused.
         package var emit: String?
         /// Set when a Cleeng order has just become pending.
         package var becamePending: Pending?
+        /// Why the outcome was not the sender's to give (`ResultAuthority`); nothing changed.
+        package var refused: String?
+        /// The outcome superseded a terminal one that said no money was taken (a correction).
+        package var corrected = false
     }
 
     package struct Pending: Sendable, Equatable {
         package var json: String
         package var since: Int64
+        package var key: OrderKey
+        package var generation: Int64
     }
 
-    /// Applies a stage's outcome. `references`: provider references the outcome carries, indexed
-    /// when the order becomes pending; `readBack`: return the order when it becomes pending (for
-    /// the pollers). Call inside `transaction`.
-    package func record(_ outcome: Outcome, serialized: String, references: [String], readBack: Bool, now: Int64) throws -> Recorded {
+    /// Applies an outcome from `source`, if `ResultAuthority` lets that source give it to the
+    /// order. `references`: provider references the outcome carries, indexed when the order
+    /// becomes pending; `polled`: the order's operation is the pollers' (its order is returned
+    /// when it becomes pending). A genuine callback that says money was taken, for an order whose
+    /// terminal outcome said none was, supersedes that outcome (a correction). Call inside
+    /// `transaction`.
+    package func record(
+        _ outcome: Outcome, serialized: String, references: [String], polled: Bool, now: Int64, from source: ResultSource
+    ) throws -> Recorded {
         let key = (merchant: SQLiteValue.text(outcome.merchant), orderId: SQLiteValue.text(outcome.orderId))
-        let stamped = try stamped(serialized)
+        let rows = try db.query(
+            "SELECT state, provider, operation, dispatches, claimed_generation, attempts, outcome FROM orders WHERE merchant=? AND order_id=?",
+            [key.merchant, key.orderId])
+        guard let row = rows.first, let state = row[0].text.flatMap(State.init(rawValue:)) else {
+            return Recorded(refused: "no such order")
+        }
+        let facts = OrderFacts(
+            state: state, provider: row[1].text, operation: row[2].text, generation: row[3].integer ?? 1, claimedGeneration: row[4].integer,
+            attempts: row[5].integer ?? 0)
+        if let refusal = ResultAuthority.refusal(outcome, from: source, order: facts, polled: polled) { return Recorded(refused: refusal) }
+        if state == .terminal, source == .callback {
+            return try correct(key, stored: row[6].text, with: outcome, now: now)
+        }
         let target: State =
             if outcome.status.isTerminal { .terminal }
             else if outcome.status == .unknown { outcome.error?.needsReview == true ? .review : .unknown }
             else { .pending }
-        // Nearly every result finds its order open, so the update guarded by that state goes
-        // first and the running counts need no read; otherwise the state read decides.
-        var before = State.open
-        if try !move(key, from: .open, to: target, outcome: stamped.text, now: now) {
-            guard let state = try db.query("SELECT state FROM orders WHERE merchant=? AND order_id=?", [key.merchant, key.orderId]).first?[0].text
-                .flatMap(State.init(rawValue:)),
-                Self.allows(target, from: state), try move(key, from: state, to: target, outcome: stamped.text, now: now)
-            else { return Recorded(emit: nil) }
-            before = state
-        }
-        moved(from: before, to: target)
+        guard Self.allows(target, from: state) else { return Recorded() }
+        let stamped = try stamped(serialized)
+        guard try move(key, from: state, to: target, outcome: stamped.text, now: now) else { return Recorded() }
+        moved(from: state, to: target)
         try appendToLog(stamped, now: now)
         // Already pending (a redelivered order's second pending outcome): forwarded, nothing else changes.
-        guard target == .pending, before != .pending else { return Recorded(emit: stamped.text) }
-        try index(references, provider: outcome.provider, key: OrderKey(merchant: outcome.merchant, orderId: outcome.orderId))
-        guard readBack else { return Recorded(emit: stamped.text) }
-        let rows = try db.query("SELECT order_json FROM orders WHERE merchant=? AND order_id=?", [key.merchant, key.orderId])
-        return Recorded(emit: stamped.text, becamePending: rows.first?[0].text.map { Pending(json: $0, since: now) })
+        guard target == .pending, state != .pending else { return Recorded(emit: stamped.text) }
+        let orderKey = OrderKey(merchant: outcome.merchant, orderId: outcome.orderId)
+        try index(references, provider: outcome.provider, key: orderKey)
+        guard polled else { return Recorded(emit: stamped.text) }
+        let json = try db.query("SELECT order_json FROM orders WHERE merchant=? AND order_id=?", [key.merchant, key.orderId]).first?[0].text
+        return Recorded(emit: stamped.text, becamePending: json.map { Pending(json: $0, since: now, key: orderKey, generation: facts.generation) })
+    }
+
+    /// A genuine callback for an order that has ended: when its terminal outcome told upstream
+    /// that no money was taken and the callback says money was, the callback's outcome replaces
+    /// it, naming what it supersedes, and the order is listed for review; anything else changes
+    /// nothing.
+    private func correct(_ key: (merchant: SQLiteValue, orderId: SQLiteValue), stored: String?, with outcome: Outcome, now: Int64) throws -> Recorded {
+        guard let stored, let previous = try? Outcome.parse(Array(stored.utf8)), previous.toldNoMoneyTaken, outcome.saysMoneyTaken else {
+            return Recorded()
+        }
+        var correction = outcome
+        correction.supersedes = Outcome.Supersedes(
+            seq: (try? JSONValue.parse(Array(stored.utf8)))?["seq"]?.integerValue, status: previous.status, code: previous.error?.code)
+        let stamped = try stamped(correction.serialized)
+        try db.query(
+            "UPDATE orders SET outcome=?, corrected_at=? WHERE merchant=? AND order_id=? AND state='terminal'",
+            [.text(stamped.text), .integer(now), key.merchant, key.orderId])
+        guard db.changes == 1 else { return Recorded() }
+        try appendToLog(stamped, now: now)
+        return Recorded(emit: stamped.text, corrected: true)
     }
 
     /// Which outcomes an order takes in each state. A terminal order keeps its first terminal
@@ -390,6 +480,7 @@ package final class LedgerStore {
     package struct Redispatch: Sendable, Equatable {
         package var json: String
         package var acceptedAt: Int64
+        package var key: OrderKey
         package var generation: Int64
     }
 
@@ -400,6 +491,8 @@ package final class LedgerStore {
         package var operation: String
         /// Dispatches a submitter claimed and then lost (it died, or never answered).
         package var attempts: Int64
+        /// Why it goes to review.
+        package var reason: String
     }
 
     /// Orders without a terminal or pending outcome that nobody holds: their lease lapsed (the
@@ -410,7 +503,7 @@ package final class LedgerStore {
     /// it waits twice as long each time it is sent again unclaimed (at most 32 × the delay), so a
     /// backlog in the queues is not flooded with copies. Call inside `transaction`.
     package func stalled(
-        dispatchedBefore cutoff: Int64, now: Int64, limit: Int, maxDispatches: Int64
+        dispatchedBefore cutoff: Int64, now: Int64, limit: Int, maxDispatches: Int64, maxLeaseLife: Int64 = .max
     ) throws -> (redispatch: [Redispatch], exhausted: [Exhausted]) {
         let delay = now - cutoff
         // Two ranges, one per partial index (SQLite does not combine partial indexes for an OR):
@@ -425,14 +518,19 @@ package final class LedgerStore {
             guard let merchant = row[0].text, let orderId = row[1].text, let json = row[2].text, let acceptedAt = row[3].integer,
                 let dispatches = row[4].integer, let attempts = row[7].integer
             else { continue }
-            if attempts >= maxDispatches {
-                exhausted.append(Exhausted(
-                    key: OrderKey(merchant: merchant, orderId: orderId), provider: row[5].text ?? "", operation: row[6].text ?? "",
-                    attempts: attempts))
+            let key = OrderKey(merchant: merchant, orderId: orderId)
+            var reason: String?
+            if let claimedAt = row[8].integer, now - claimedAt >= maxLeaseLife {
+                reason = "held by a submitter for \(now - claimedAt) ms, past timers.leaseMaxMs, without an outcome"
+            } else if attempts >= maxDispatches {
+                reason = "taken up by a submitter \(attempts) times without an outcome (timers.maxDispatches)"
+            }
+            if let reason {
+                exhausted.append(Exhausted(key: key, provider: row[5].text ?? "", operation: row[6].text ?? "", attempts: attempts, reason: reason))
                 continue
             }
             try markDispatched(merchant: merchant, orderId: orderId, now: now)
-            redispatch.append(Redispatch(json: json, acceptedAt: acceptedAt, generation: dispatches + 1))
+            redispatch.append(Redispatch(json: json, acceptedAt: acceptedAt, key: key, generation: dispatches + 1))
         }
         return (redispatch, exhausted)
     }
@@ -440,48 +538,55 @@ package final class LedgerStore {
     /// A new dispatch is a new generation: the previous holder's lease ends with it.
     func markDispatched(merchant: String, orderId: String, now: Int64) throws {
         try db.query(
-            "UPDATE orders SET dispatched_at=?, dispatches=dispatches+1, lease_until=NULL, claimed_generation=NULL WHERE merchant=? AND order_id=?",
+            "UPDATE orders SET dispatched_at=?, dispatches=dispatches+1, lease_until=NULL, claimed_generation=NULL, claimed_at=NULL WHERE merchant=? AND order_id=?",
             [.integer(now), .text(merchant), .text(orderId)])
     }
 
     /// Grants (or renews) each claim while the order is open or unknown, holding it until
-    /// `until`. The holder of a generation renews it. When nobody holds the order, its current
-    /// generation is granted, and so is an older copy that is safe to send: a redelivery
-    /// (generation 2 or more, which is resolved before anything is sent again), or the first
-    /// copy while no copy was ever claimed. Otherwise, when copies wait in a backlog longer than
-    /// the redelivery delay, every copy would arrive superseded and the order would never be
+    /// `until`. A claim must name a ticket the ledger issued for the order. The holder of a
+    /// generation renews it, until it has held it `maxLife`: then the renewal is refused, its
+    /// holder stops, and once the lease lapses the order goes to review. When nobody holds the
+    /// order, its current generation is granted, and so is an older copy that is safe to send: a
+    /// redelivery (generation 2 or more, which is resolved before anything is sent again), or the
+    /// first copy while no copy was ever claimed. Otherwise, when copies wait in a backlog longer
+    /// than the redelivery delay, every copy would arrive superseded and the order would never be
     /// taken up. Call inside `transaction`.
-    package func claim(_ claims: [LeaseClaim], until: Int64) throws -> [Bool] {
+    package func claim(_ claims: [LeaseClaim], until: Int64, now: Int64, maxLife: Int64) throws -> [Bool] {
         try claims.map { claim in
+            guard tickets.isValid(claim.ticket, for: claim.key) else { return false }
+            let g = SQLiteValue.integer(claim.generation)
             try db.query(
                 """
-                UPDATE orders SET lease_until=?, attempts=attempts + (claimed_generation IS NOT ?), claimed_generation=?
+                UPDATE orders SET lease_until=?, attempts=attempts + (claimed_generation IS NOT ?),
+                  claimed_at=CASE WHEN claimed_generation IS ? THEN COALESCE(claimed_at, ?) ELSE ? END, claimed_generation=?
                 WHERE merchant=? AND order_id=? AND state IN ('open','unknown')
-                  AND (claimed_generation = ?
+                  AND ((claimed_generation = ? AND COALESCE(claimed_at, ?) > ?)
                        OR (claimed_generation IS NULL AND ? <= dispatches AND (? = dispatches OR attempts = 0 OR ? >= 2)))
                 """,
-                [.integer(until), .integer(claim.generation), .integer(claim.generation), .text(claim.key.merchant), .text(claim.key.orderId),
-                 .integer(claim.generation), .integer(claim.generation), .integer(claim.generation), .integer(claim.generation)])
+                [.integer(until), g, g, .integer(now), .integer(now), g, .text(claim.key.merchant), .text(claim.key.orderId),
+                 g, .integer(now), .integer(now - maxLife), g, g, g])
             return db.changes == 1
         }
     }
 
-    /// Every held lease runs until at least `until`: after a ledger restart its holders get a
-    /// whole lease to renew, so an outage of the ledger alone is not taken for their death.
+    /// Every held lease runs until `until`: after a ledger restart its holders get a whole lease
+    /// to renew, so an outage of the ledger alone is not taken for their death. Leases are timed
+    /// on the ledger's monotonic clock, which starts anew with each process, so a lease stored by
+    /// the previous one is measured again from now, whichever way the wall clock moved between.
     package func extendHeldLeases(until: Int64) throws {
         try db.query(Self.extendHeldLeasesStatement, [.integer(until), .integer(until)])
     }
 
     static let extendHeldLeasesStatement: StaticString =
-        "UPDATE orders INDEXED BY orders_held SET lease_until=? WHERE state IN ('open','unknown') AND lease_until IS NOT NULL AND lease_until < ?"
+        "UPDATE orders INDEXED BY orders_held SET lease_until=? WHERE state IN ('open','unknown') AND lease_until IS NOT NULL AND lease_until <> ?"
 
     /// Unclaimed dispatches older than a cutoff (with the backoff of `stalled`), then lapsed leases.
     static let stalledQuery: StaticString = """
-        SELECT merchant, order_id, order_json, accepted_at, dispatches, provider, operation, attempts FROM orders
+        SELECT merchant, order_id, order_json, accepted_at, dispatches, provider, operation, attempts, claimed_at FROM orders
         WHERE state IN ('open','unknown') AND order_json IS NOT NULL AND lease_until IS NULL AND dispatched_at < ?
           AND dispatched_at < ? - ? * ((1 << MIN(MAX(dispatches - attempts, 1) - 1, 5)) - 1)
         UNION ALL
-        SELECT merchant, order_id, order_json, accepted_at, dispatches, provider, operation, attempts FROM orders INDEXED BY orders_held
+        SELECT merchant, order_id, order_json, accepted_at, dispatches, provider, operation, attempts, claimed_at FROM orders INDEXED BY orders_held
         WHERE state IN ('open','unknown') AND order_json IS NOT NULL AND lease_until < ?
         LIMIT ?
         """
@@ -492,9 +597,15 @@ package final class LedgerStore {
         ["stalled": try db.queryPlan(Self.stalledQuery), "extendHeldLeases": try db.queryPlan(Self.extendHeldLeasesStatement)]
     }
 
-    /// The outcomes of orders in review, in key order, at most `limit`.
+    /// The outcomes of orders in review, then the corrections (orders whose terminal outcome a
+    /// genuine callback superseded), at most `limit` in all.
     package func reviewOutcomes(limit: Int) throws -> [String] {
-        try db.query("SELECT outcome FROM orders WHERE state='review' LIMIT ?", [.integer(Int64(limit))]).compactMap { $0[0].text }
+        try db.query(
+            """
+            SELECT outcome FROM orders WHERE state='review'
+            UNION ALL SELECT outcome FROM orders INDEXED BY orders_corrected WHERE corrected_at IS NOT NULL LIMIT ?
+            """, [.integer(Int64(limit))]
+        ).compactMap { $0[0].text }
     }
 
     /// How many orders are in each state but `terminal`, for the states that have any (the

@@ -1,6 +1,12 @@
 import CSQLite
 import SQLiteWALBuffer
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// A minimal SQLite connection: only what the ledger store needs. Not thread-safe: owned by
 /// one actor.
 final class SQLiteConnection {
@@ -11,6 +17,7 @@ final class SQLiteConnection {
 
     init(path: String) throws(SQLiteError) {
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        try Self.keepPrivate(path)
         guard sqlite_wal_buffer_register() == SQLITE_OK else { throw SQLiteError(message: "open \(path): cannot register the WAL buffer") }
         if sqlite3_open_v2(path, &db, flags, SQLITE_WAL_BUFFER_VFS) != SQLITE_OK {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
@@ -20,6 +27,22 @@ final class SQLiteConnection {
         // Short: the ledger retries a failed transaction after a pause (StoreRetry), which keeps
         // the whole wait for a store locked from outside bounded.
         sqlite3_busy_timeout(db, 2000)
+    }
+
+    /// The store holds every order and outcome: it is created readable by its owner only, and an
+    /// existing one readable by others is made so. SQLite gives its WAL and shared-memory files
+    /// the database file's mode.
+    static func keepPrivate(_ path: String) throws(SQLiteError) {
+        guard !path.isEmpty, path != ":memory:", !path.hasPrefix("file:") else { return }
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw SQLiteError(message: "open \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var status = stat()
+        guard fstat(fd, &status) == 0 else { throw SQLiteError(message: "stat \(path): \(String(cString: strerror(errno)))") }
+        if status.st_mode & 0o077 != 0, fchmod(fd, 0o600) != 0 {
+            throw SQLiteError(message: "chmod \(path) to 0600: \(String(cString: strerror(errno)))")
+        }
+        for suffix in ["-wal", "-shm"] { _ = chmod(path + suffix, 0o600) }
     }
 
     deinit {

@@ -23,19 +23,23 @@ package struct SignerCore: Sendable {
 
     package func sign(
         _ order: Order, acceptedAt: Int64, nowSeconds: Int64, purpose: DispatchPurpose = .submit, pending: [String: JSONValue]? = nil,
-        generation: Int64 = 1
+        generation: Int64 = 1, token: UInt64 = 0
     ) -> SignerOutput {
         do throws(Rejection) {
             guard let connector = registry.connector(for: order.provider) else {
                 throw Rejection(.unknownProvider, field: "provider", "no connector is registered for \(order.provider.rawValue)")
             }
             return try connector.signWork(
-                order, purpose: purpose, pending: pending ?? [:], acceptedAt: acceptedAt, nowSeconds: nowSeconds, generation: generation)
+                order, purpose: purpose, pending: pending ?? [:], acceptedAt: acceptedAt, nowSeconds: nowSeconds, generation: generation,
+                token: token)
         } catch {
             // A status check of an accepted, pending order cannot make it `rejected`: the
-            // provider may hold its money, so a person looks at it.
+            // provider may hold its money, so a person looks at it. Nor can a redelivery, whose
+            // first copy may have reached the provider before signing it stopped working (a
+            // merchant's settings removed, an end date now past).
             if purpose == .expiryCheck { return .outcome(.needsReview(order, "the status check could not be signed: \(error.message)")) }
             if purpose == .statusCheck { return .nothing }
+            if generation > 1 { return .outcome(.needsReview(order, "redelivered (dispatch \(generation)) and could not be signed again: \(error.message)")) }
             return .outcome(Outcome(order: order, status: .rejected, error: .init(code: error.code.rawValue, message: error.message), attempts: 0))
         }
     }
@@ -43,14 +47,15 @@ package struct SignerCore: Sendable {
     package func sign(_ dispatch: DispatchFrame, nowSeconds: Int64) -> SignerOutput {
         sign(
             dispatch.order, acceptedAt: dispatch.acceptedAt, nowSeconds: nowSeconds, purpose: dispatch.purpose, pending: dispatch.pending,
-            generation: dispatch.generation)
+            generation: dispatch.generation, token: dispatch.token)
     }
 }
 
 extension ProviderConnector {
     /// `sign` with the connector's context written for the wire.
     func signWork(
-        _ order: Order, purpose: DispatchPurpose, pending: [String: JSONValue], acceptedAt: Int64, nowSeconds: Int64, generation: Int64
+        _ order: Order, purpose: DispatchPurpose, pending: [String: JSONValue], acceptedAt: Int64, nowSeconds: Int64, generation: Int64,
+        token: UInt64
     ) throws(Rejection) -> SignerOutput {
         let signed: Signed<Context>
         if purpose.isStatusCheck {
@@ -66,7 +71,7 @@ extension ProviderConnector {
         case .request(let signed):
             return .submit(SubmitWork(
                 order: order, request: signed.request, resolve: signed.resolve, context: signed.context.json, purpose: purpose,
-                pending: purpose.isStatusCheck ? pending : nil, acceptedAt: acceptedAt, generation: generation))
+                pending: purpose.isStatusCheck ? pending : nil, acceptedAt: acceptedAt, generation: generation, token: token))
         case .outcome(let status, let result):
             return .outcome(Outcome(order: order, status: status, result: result))
         }

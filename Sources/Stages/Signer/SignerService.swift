@@ -76,9 +76,9 @@ package final class SignerService: MeasuredStage {
                     dispatch = try DispatchFrame.decode(message.body, catalog: catalog)
                 } catch {
                     logger.warning("unreadable dispatch frame", metadata: ["bytes": "\(message.body.count)", "reason": "\(error)"])
-                    if let outcome = Outcome.unreadableWork(message.body, reason: error.description) {
+                    if let result = StageResult.unreadableWork(message.body, reason: error.description) {
                         rejectedCount.increment()
-                        try results.send(ZMQMessage(outcome.bytes))
+                        try results.send(ZMQMessage(result.frame))
                     }
                     continue
                 }
@@ -89,7 +89,8 @@ package final class SignerService: MeasuredStage {
                     try signed.send(ZMQMessage(work.frame(orderJSON: DispatchFrame.orderJSON(in: message.body))))
                 case .outcome(let outcome):
                     (outcome.status == .rejected ? rejectedCount : directCount).increment()
-                    try results.send(ZMQMessage(outcome.bytes))
+                    let ticket = DispatchTicket(generation: dispatch.generation, token: dispatch.token)
+                    try results.send(ZMQMessage(StageResult(answering: .init(dispatch.purpose), ticket: ticket, outcome: outcome).frame))
                 case .nothing:
                     uncheckedCount.increment()
                 }

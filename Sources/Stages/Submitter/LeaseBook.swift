@@ -1,6 +1,46 @@
 import PaypipeCore
 import StageRuntime
 import StageWire
+import Synchronization
+
+/// Until when each held lease is known to hold, shared by the submitter's thread (which
+/// `LeaseBook` keeps it current from) and the event loops that send: every send asks it first.
+/// A grant holds from the moment its request was first sent, for a lease; a send is allowed
+/// only while a whole request (`requestTimeoutMilliseconds`) fits before that, so a holder whose
+/// renewals stopped being answered stops sending before the ledger could give the order to
+/// another submitter, and one whose renewal was refused stops at once.
+final class LeaseWindow: Sendable {
+    private let validUntil = Mutex<[LeaseClaim: Int64]>([:])
+    let requestTimeoutMilliseconds: Int64
+    let now: @Sendable () -> Int64
+    /// Allows every send (for runs without leases: tests of the runner alone).
+    static let unchecked = LeaseWindow(requestTimeoutMilliseconds: 0, now: { 0 }, checks: false)
+    private let checks: Bool
+
+    init(requestTimeoutMilliseconds: Int64, now: @escaping @Sendable () -> Int64 = steadyMilliseconds, checks: Bool = true) {
+        self.requestTimeoutMilliseconds = requestTimeoutMilliseconds
+        self.now = now
+        self.checks = checks
+    }
+
+    /// Whether `work` may send a request now: it needs no lease (a status check), or its lease
+    /// holds for a whole request more.
+    func allowsSend(_ work: SubmitWork) -> Bool {
+        guard checks, let claim = work.lease else { return true }
+        guard let until = validUntil.withLock({ $0[claim] }) else { return false }
+        return until - now() > requestTimeoutMilliseconds
+    }
+
+    func hold(_ claims: some Sequence<LeaseClaim>, until: Int64) {
+        validUntil.withLock { held in for claim in claims { held[claim] = until } }
+    }
+
+    func drop(_ claims: some Sequence<LeaseClaim>) {
+        validUntil.withLock { held in for claim in claims { held[claim] = nil } }
+    }
+
+    var count: Int { validUntil.withLock { $0.count } }
+}
 
 /// The leases this submitter holds and the claims it waits on (issue 11: leases instead of a
 /// fixed redelivery timer). Work is claimed in one ledger request per batch before anything is
@@ -41,6 +81,9 @@ struct LeaseBook {
     let timeoutMilliseconds: Int64
     let resendAfterMilliseconds: Int64
     let renewEveryMilliseconds: Int64
+    let leaseMilliseconds: Int64
+    /// Where the leases held, and until when, are published for the sends.
+    let window: LeaseWindow
     private(set) var held: Set<LeaseClaim> = []
     private var pending: [UInt64: Pending] = [:]
     private var nextId: UInt64 = 1
@@ -48,9 +91,11 @@ struct LeaseBook {
 
     /// The ledger calls' budgets of the other stages (`LedgerClient`).
     init(
-        leaseMilliseconds: Int64, now: Int64, timeoutMilliseconds: Int64 = LedgerClient.defaultTimeoutMilliseconds,
+        leaseMilliseconds: Int64, now: Int64, window: LeaseWindow = .unchecked, timeoutMilliseconds: Int64 = LedgerClient.defaultTimeoutMilliseconds,
         resendAfterMilliseconds: Int64 = LedgerClient.defaultResendAfterMilliseconds
     ) {
+        self.leaseMilliseconds = leaseMilliseconds
+        self.window = window
         self.timeoutMilliseconds = timeoutMilliseconds
         self.resendAfterMilliseconds = max(1, resendAfterMilliseconds)
         renewEveryMilliseconds = max(100, leaseMilliseconds / 3)
@@ -70,29 +115,38 @@ struct LeaseBook {
         return (ready, requests)
     }
 
-    /// A reply from the ledger: the work it decides, each with its verdict, and how many held
-    /// leases a renewal lost (the order ended by a callback, or was redelivered after a lapse),
-    /// which are forgotten. A reply to nothing pending (a late copy of a resent request) is
-    /// ignored.
-    mutating func reply(_ frames: [[UInt8]]) -> (decided: [(work: SubmitWork, verdict: Verdict)], lost: Int) {
-        guard frames.count == 2, let id = LedgerRequestID.parse(frames[0]), let request = pending.removeValue(forKey: id) else { return ([], 0) }
+    /// A reply from the ledger: the work it decides, each with its verdict, and the held
+    /// leases a renewal lost (the order ended by a callback, was redelivered after a lapse, or
+    /// was held too long), which are forgotten: the work on them sends nothing more. A reply to
+    /// nothing pending (a late copy of a resent request) is ignored.
+    mutating func reply(_ frames: [[UInt8]]) -> (decided: [(work: SubmitWork, verdict: Verdict)], lost: [LeaseClaim]) {
+        guard frames.count == 2, let id = LedgerRequestID.parse(frames[0]), let request = pending.removeValue(forKey: id) else { return ([], []) }
         var granted: [Bool]?
         if case .claimed(let answers)? = try? LedgerReply.parse(frames[1], for: .claim(request.claims)), answers.count == request.claims.count {
             granted = answers
         }
+        // A grant holds from when the ledger may first have seen the request.
+        let until = request.firstSentAt + leaseMilliseconds
         guard let work = request.work else {
-            let lost = zip(request.claims, granted ?? []).filter { !$0.1 }.map(\.0)
+            guard let granted else { return ([], []) }
+            let renewed = zip(request.claims, granted).filter { $0.1 && held.contains($0.0) }.map(\.0)
+            let lost = zip(request.claims, granted).filter { !$0.1 && held.contains($0.0) }.map(\.0)
             for claim in lost { held.remove(claim) }
-            return ([], lost.count)
+            window.hold(renewed, until: until)
+            window.drop(lost)
+            return ([], lost)
         }
-        guard let granted else { return (work.map { ($0, .unclaimed) }, 0) }
-        for (claim, isGranted) in zip(request.claims, granted) where isGranted { held.insert(claim) }
-        return (zip(work, granted).map { ($0, $1 ? .granted : .stale) }, 0)
+        guard let granted else { return (work.map { ($0, .unclaimed) }, []) }
+        let taken = zip(request.claims, granted).filter(\.1).map(\.0)
+        held.formUnion(taken)
+        window.hold(taken, until: until)
+        return (zip(work, granted).map { ($0, $1 ? .granted : .stale) }, [])
     }
 
-    /// The work's outcome is out: its lease is no longer renewed.
+    /// The work's outcome is out (or it stopped): its lease is no longer renewed.
     mutating func release(_ claim: LeaseClaim) {
         held.remove(claim)
+        window.drop([claim])
     }
 
     /// What is due at `now`: requests to send again, work whose claim went unanswered for

@@ -8,6 +8,9 @@ package struct SubmissionPolicy: Sendable, Equatable {
     package var maxAttempts = 4
     /// Status/query calls made to resolve an unknown outcome before reporting `unknown`.
     package var maxResolveAttempts = 5
+    /// Follow-up requests one submission may send (a connector's second step, a terminate and
+    /// the read after it), so that no reading can loop.
+    package var maxFollowUps = 8
     package var baseBackoffMilliseconds: Int64 = 100
     package var maxBackoffMilliseconds: Int64 = 5000
     package init() {}
@@ -41,6 +44,8 @@ package struct Submission: Sendable {
     var retriesInPhase = 0
     /// Resolving a redelivered order before it may be submitted again.
     var resolvingBeforeResubmit = false
+    /// Follow-up requests sent (`ProviderReading.followUp`), at most `policy.maxFollowUps`.
+    var followUps = 0
 
     package init(work: SubmitWork, connector: any ProviderConnector, policy: SubmissionPolicy = SubmissionPolicy()) {
         self.work = work
@@ -54,10 +59,7 @@ package struct Submission: Sendable {
         // Checked before anything is sent: a context its connector cannot read would make
         // every answer unreadable, and the order must still end.
         guard connector.canRead(work) else {
-            return .finish(Outcome(
-                order: work.order, status: .rejected,
-                error: .init(code: Rejection.Code.unreadableWork.rawValue, message: "the signed work's \(work.order.provider.rawValue) context is unreadable"),
-                attempts: 0))
+            return .finish(Self.unsent(work, .unreadableWork, "the signed work's \(work.order.provider.rawValue) context is unreadable"))
         }
         // A redelivery: the first copy may have reached the provider (PROTOCOL.md §6).
         if work.purpose == .submit, work.generation > 1 {
@@ -78,8 +80,10 @@ package struct Submission: Sendable {
     }
 
     package mutating func receive(_ response: HTTPResponseSpec, jitter: Double) -> Action {
-        switch connector.read(response, to: current, work: work, phase: phase, resolvingBeforeResubmit: resolvingBeforeResubmit) {
+        switch connector.read(response, to: current, work: work, phase: phase, resolvingBeforeResubmit: resolvingBeforeResubmit, followUps: followUps) {
         case .followUp(let next):
+            guard followUps < policy.maxFollowUps else { return unresolved("\(followUps) follow-up requests without a verdict") }
+            followUps += 1
             current = next
             return .send(next, afterMilliseconds: 0)
         case .verdict(let verdict):
@@ -88,7 +92,9 @@ package struct Submission: Sendable {
     }
 
     package mutating func fail(_ failure: TransportFailure, jitter: Double) -> Action {
-        apply(connector.readFailure(failure, of: current, work: work, phase: phase, resolvingBeforeResubmit: resolvingBeforeResubmit), jitter: jitter)
+        let verdict = connector.readFailure(
+            failure, of: current, work: work, phase: phase, resolvingBeforeResubmit: resolvingBeforeResubmit, followUps: followUps)
+        return apply(verdict, jitter: jitter)
     }
 
     // MARK: - Verdicts
@@ -161,34 +167,45 @@ package struct Submission: Sendable {
         .finish(.needsReview(work.order, reason, attempts: attempts))
     }
 
+    /// The outcome of work this submitter cannot send at all: `rejected` for a first submission,
+    /// which no provider has seen; a redelivery or a status check may have money behind it, so
+    /// it goes to review instead.
+    static func unsent(_ work: SubmitWork, _ code: Rejection.Code, _ message: String) -> Outcome {
+        guard work.purpose == .submit, work.generation == 1 else { return .needsReview(work.order, "\(code.rawValue): \(message)") }
+        return Outcome(order: work.order, status: .rejected, error: .init(code: code.rawValue, message: message), attempts: 0)
+    }
+
     /// `error.code` of a pending order the provider confirms took nothing before it expired.
     package static let expiredCode = "EXPIRED"
 }
 
 extension ProviderConnector {
     /// The connector's typed view of one submission, or nil when its context is unreadable.
-    func exchange(_ work: SubmitWork, phase: ExchangePhase, resolvingBeforeResubmit: Bool = false) -> Exchange<Context>? {
+    func exchange(_ work: SubmitWork, phase: ExchangePhase, resolvingBeforeResubmit: Bool = false, followUps: Int = 0) -> Exchange<Context>? {
         guard let context = Context(json: work.context) else { return nil }
         return Exchange(
             order: work.order, signed: SignedRequest(request: work.request, resolve: work.resolve, context: context),
-            purpose: work.purpose, phase: phase, resolvingBeforeResubmit: resolvingBeforeResubmit)
+            purpose: work.purpose, phase: phase, resolvingBeforeResubmit: resolvingBeforeResubmit, followUps: followUps,
+            orderAgeMilliseconds: max(0, Timestamp.nowMilliseconds() - work.acceptedAt))
     }
 
     func canRead(_ work: SubmitWork) -> Bool { Context(json: work.context) != nil }
 
     func read(
-        _ response: HTTPResponseSpec, to current: HTTPRequestSpec, work: SubmitWork, phase: ExchangePhase, resolvingBeforeResubmit: Bool
+        _ response: HTTPResponseSpec, to current: HTTPRequestSpec, work: SubmitWork, phase: ExchangePhase, resolvingBeforeResubmit: Bool,
+        followUps: Int
     ) -> ProviderReading {
-        guard let exchange = exchange(work, phase: phase, resolvingBeforeResubmit: resolvingBeforeResubmit) else {
+        guard let exchange = exchange(work, phase: phase, resolvingBeforeResubmit: resolvingBeforeResubmit, followUps: followUps) else {
             return .verdict(.unknown(reason: "unreadable work context"))
         }
         return read(response, to: current, in: exchange)
     }
 
     func readFailure(
-        _ failure: TransportFailure, of current: HTTPRequestSpec, work: SubmitWork, phase: ExchangePhase, resolvingBeforeResubmit: Bool
+        _ failure: TransportFailure, of current: HTTPRequestSpec, work: SubmitWork, phase: ExchangePhase, resolvingBeforeResubmit: Bool,
+        followUps: Int
     ) -> ProviderVerdict {
-        guard let exchange = exchange(work, phase: phase, resolvingBeforeResubmit: resolvingBeforeResubmit) else {
+        guard let exchange = exchange(work, phase: phase, resolvingBeforeResubmit: resolvingBeforeResubmit, followUps: followUps) else {
             return .unknown(reason: failure.reason)
         }
         return readFailure(failure, of: current, in: exchange)

@@ -13,7 +13,9 @@ import Synchronization
 final class SubmissionRunner: Sendable {
     struct Finished: Sendable {
         var work: SubmitWork
-        var outcome: Outcome
+        /// nil: the work stopped unfinished because its lease was lost; the order is not this
+        /// submitter's to answer any more.
+        var outcome: Outcome?
     }
 
     private struct State {
@@ -26,6 +28,7 @@ final class SubmissionRunner: Sendable {
     private let registry: ConnectorRegistry
     private let policy: SubmissionPolicy
     private let http: ProviderHTTPClient
+    private let leases: LeaseWindow
     private let runningChanged: @Sendable (Int) -> Void
     private let onFinish: @Sendable (Finished) -> Void
     private let jitter = Jitter()
@@ -36,13 +39,14 @@ final class SubmissionRunner: Sendable {
     /// lock, from two event loops, an older count could land last and leave a gauge at 1 with
     /// nothing running.
     init(
-        concurrency: Int, registry: ConnectorRegistry, policy: SubmissionPolicy, http: ProviderHTTPClient,
+        concurrency: Int, registry: ConnectorRegistry, policy: SubmissionPolicy, http: ProviderHTTPClient, leases: LeaseWindow = .unchecked,
         runningChanged: @escaping @Sendable (Int) -> Void = { _ in }, onFinish: @escaping @Sendable (Finished) -> Void
     ) {
         self.concurrency = max(1, concurrency)
         self.registry = registry
         self.policy = policy
         self.http = http
+        self.leases = leases
         self.runningChanged = runningChanged
         self.onFinish = onFinish
     }
@@ -75,10 +79,11 @@ final class SubmissionRunner: Sendable {
         while let item = next {
             next = nil
             guard let connector = registry.connector(for: item.order.provider) else {
-                next = end(item, Outcome(
-                    order: item.order, status: .rejected,
-                    error: .init(code: Rejection.Code.unknownProvider.rawValue, message: "this submitter has no connector for \(item.order.provider.rawValue)"),
-                    attempts: 0))
+                next = end(item, Submission.unsent(item, .unknownProvider, "this submitter has no connector for \(item.order.provider.rawValue)"))
+                continue
+            }
+            guard leases.allowsSend(item) else {
+                next = end(item, nil)
                 continue
             }
             var submission = Submission(work: item, connector: connector, policy: policy)
@@ -89,8 +94,15 @@ final class SubmissionRunner: Sendable {
         }
     }
 
+    /// Every send checks the lease first, after its backoff: once the lease is lost, or could
+    /// lapse before this request is answered, nothing more leaves for the order.
     private func send(_ request: HTTPRequestSpec, after delay: Int64, _ submission: Submission) {
-        http.execute(request, afterMilliseconds: delay) { result in
+        guard delay <= 0 else { return http.schedule(afterMilliseconds: delay) { self.send(request, after: 0, submission) } }
+        guard leases.allowsSend(submission.work) else {
+            if let next = end(submission.work, nil) { run(next) }
+            return
+        }
+        http.execute(request) { result in
             var submission = submission
             let action = switch result {
             case .success(let response): submission.receive(response, jitter: self.jitter.next())
@@ -106,7 +118,7 @@ final class SubmissionRunner: Sendable {
     /// Hands the outcome on and frees the slot; returns the waiting item that takes it.
     /// The count goes down before the outcome goes out, so whoever reads the outcome reads a
     /// `running` that no longer counts it.
-    private func end(_ item: SubmitWork, _ outcome: Outcome) -> SubmitWork? {
+    private func end(_ item: SubmitWork, _ outcome: Outcome?) -> SubmitWork? {
         let next = state.withLock { state -> SubmitWork? in
             if let next = state.waiting.popFirst() { return next }
             state.running -= 1

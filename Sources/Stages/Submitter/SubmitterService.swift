@@ -48,8 +48,10 @@ package final class SubmitterService: MeasuredStage {
             requestTimeoutMilliseconds: config.timers.httpRequestTimeoutMs)
         let finished = FinishedWork(wakeup: try PollWakeup())
         let inFlightGauge = metrics.gauge("paypipe_submitter_in_flight", help: "Submissions in progress")
+        let window = LeaseWindow(requestTimeoutMilliseconds: config.timers.httpRequestTimeoutMs)
         let runner = SubmissionRunner(
-            concurrency: concurrency, registry: registry, policy: policy, http: http, runningChanged: { inFlightGauge.set(Double($0)) }
+            concurrency: concurrency, registry: registry, policy: policy, http: http, leases: window,
+            runningChanged: { inFlightGauge.set(Double($0)) }
         ) { done in
             finished.append(done)
         }
@@ -58,7 +60,8 @@ package final class SubmitterService: MeasuredStage {
         // Graceful shutdown stops taking work; submissions in flight finish and report.
         try await runStageLoop(name: "submitter-loop", stopping: stopping) {
             defer { [workSocket, resultsSocket, rpcSocket].forEach { $0.close() } }
-            try self.serve(work: workSocket, results: resultsSocket, rpc: rpcSocket, runner: runner, finished: finished, stopping: stopping)
+            try self.serve(
+                work: workSocket, results: resultsSocket, rpc: rpcSocket, runner: runner, window: window, finished: finished, stopping: stopping)
         }
         await http.shutdown()
         logger.info("submitter stopped")
@@ -72,21 +75,22 @@ package final class SubmitterService: MeasuredStage {
     /// HTTP client's event loops, and sends each outcome itself. Holding `backlog` pieces of
     /// work (claimed or waiting for a claim, waiting for a slot or in flight), it stops reading.
     private func serve(
-        work: ZMQSocket, results resultsSocket: ZMQSocket, rpc rpcSocket: ZMQSocket, runner: SubmissionRunner, finished: FinishedWork,
-        stopping: StopFlag
+        work: ZMQSocket, results resultsSocket: ZMQSocket, rpc rpcSocket: ZMQSocket, runner: SubmissionRunner, window: LeaseWindow,
+        finished: FinishedWork, stopping: StopFlag
     ) throws {
         let (logger, metrics, catalog) = (self.logger, self.metrics, registry.catalog)
         let heldGauge = metrics.gauge("paypipe_submitter_leases_held", help: "Orders this submitter holds a lease on (waiting or in flight)")
         let retries = metrics.counter("paypipe_submitter_retries_total", help: "Requests sent again after a retryable failure")
         let latency = metrics.latency("paypipe_order_latency_seconds", help: "From ledger acceptance to the submitter's outcome")
         let leasesLost = metrics.counter(
-            "paypipe_submitter_leases_lost_total", help: "Held leases the ledger refused to renew (the order ended or was redelivered)")
+            "paypipe_submitter_leases_lost_total",
+            help: "Held leases the ledger refused to renew (the order ended, was redelivered, or was held past timers.leaseMaxMs)")
         func dropped(_ reason: String) -> Counter {
             metrics.counter(
                 "paypipe_submitter_work_dropped_total", [("reason", reason)],
-                help: "Work never sent: its claim was refused (stale: an older dispatch, or the order ended) or not answered (unclaimed)")
+                help: "Work not sent or stopped: its claim was refused (stale: an older dispatch, or the order ended), not answered (unclaimed), or its lease was lost while it ran (lease_lost)")
         }
-        let (stale, unclaimed) = (dropped("stale"), dropped("unclaimed"))
+        let (stale, unclaimed, leaseLost) = (dropped("stale"), dropped("unclaimed"), dropped("lease_lost"))
         // Looked up once per status: a lookup by labels hashes them under the registry's lock.
         var outcomeCounters: [Outcome.Status: Counter] = [:]
         func count(_ outcome: Outcome) {
@@ -97,19 +101,19 @@ package final class SubmitterService: MeasuredStage {
             counter.increment()
         }
 
-        var leases = LeaseBook(leaseMilliseconds: config.timers.leaseMs, now: milliseconds())
+        var leases = LeaseBook(leaseMilliseconds: config.timers.leaseMs, now: steadyMilliseconds(), window: window)
         var results = ZMQOutbox(socket: resultsSocket), rpc = ZMQOutbox(socket: rpcSocket)
         /// Work read and not yet ended: waiting for its claim, for a slot, or in flight.
         var inHand = 0
-        func report(_ outcome: Outcome) throws(ZMQError) {
-            count(outcome)
+        func report(_ result: StageResult) throws(ZMQError) {
+            count(result.outcome)
             // The ledger redelivers an order whose outcome never arrived.
-            try results.send(ZMQMessage(outcome.bytes))
+            try results.send(ZMQMessage(result.frame))
         }
         var busy = false
         while !(stopping.isStopped && inHand == 0) {
             let room = stopping.isStopped ? 0 : backlog - inHand
-            let now = milliseconds()
+            let now = steadyMilliseconds()
             let (ready, woken) = try ZMQPoll.wait(
                 [(work, room > 0 ? .readable : []), (rpcSocket, rpc.pollEvents.union(.readable)), (resultsSocket, results.pollEvents)],
                 wakeup: finished.wakeup, timeoutMilliseconds: Int(max(0, min(leases.nextDeadline - now, 50))), busy: busy)
@@ -121,12 +125,12 @@ package final class SubmitterService: MeasuredStage {
                         readable.append(try SubmitWork.decode(message.body, catalog: catalog))
                     } catch {
                         logger.warning("unreadable work frame", metadata: ["bytes": "\(message.body.count)", "reason": "\(error)"])
-                        if let outcome = Outcome.unreadableWork(message.body, reason: error.description) { try report(outcome) }
+                        if let result = StageResult.unreadableWork(message.body, reason: error.description) { try report(result) }
                     }
                 }
                 inHand += readable.count
                 busy = busy || !readable.isEmpty
-                let (unleased, requests) = leases.claim(readable, now: milliseconds())
+                let (unleased, requests) = leases.claim(readable, now: steadyMilliseconds())
                 for request in requests { try rpc.send(ZMQMessage(frames: request.frames)) }
                 runner.start(unleased)
             }
@@ -135,7 +139,8 @@ package final class SubmitterService: MeasuredStage {
                 while let reply = try rpcSocket.receive(dontWait: true) {
                     busy = true
                     let (decided, lost) = leases.reply(reply.frames)
-                    if lost > 0 { leasesLost.increment(by: Int64(lost)) }
+                    // The work on a lost lease sends nothing more (`LeaseWindow`) and ends unanswered.
+                    if !lost.isEmpty { leasesLost.increment(by: Int64(lost.count)) }
                     for (item, verdict) in decided {
                         switch verdict {
                         case .granted: granted.append(item)
@@ -154,14 +159,18 @@ package final class SubmitterService: MeasuredStage {
                 let finishedNow = finished.take(), reportedAt = milliseconds()
                 busy = busy || !finishedNow.isEmpty
                 for done in finishedNow {
-                    try report(done.outcome)
-                    if done.outcome.attempts > 1 { retries.increment(by: Int64(done.outcome.attempts - 1)) }
-                    if done.work.acceptedAt > 0 { latency.recordNanoseconds(max(0, reportedAt - done.work.acceptedAt) * 1_000_000) }
                     if let lease = done.work.lease { leases.release(lease) }
                     inHand -= 1
+                    guard let outcome = done.outcome else {
+                        leaseLost.increment()
+                        continue
+                    }
+                    try report(StageResult(answering: .init(done.work.purpose), ticket: done.work.ticket, outcome: outcome))
+                    if outcome.attempts > 1 { retries.increment(by: Int64(outcome.attempts - 1)) }
+                    if done.work.acceptedAt > 0 { latency.recordNanoseconds(max(0, reportedAt - done.work.acceptedAt) * 1_000_000) }
                 }
             }
-            let due = leases.tick(now: milliseconds())
+            let due = leases.tick(now: steadyMilliseconds())
             for request in due.send { try rpc.send(ZMQMessage(frames: request.frames)) }
             unclaimed.increment(by: Int64(due.unclaimed.count))
             inHand -= due.unclaimed.count
