@@ -83,8 +83,12 @@ public enum NetsWebhook {
         let amountObject = data["order"]?["amount"] ?? data["amount"]
         var amount: Int64?
         if let value = amountObject?["amount"], value != .null {
-            guard case .integer(let number) = value else { throw invalid("the event amount must be an integer in minor units") }
-            amount = number
+            // Nexi's own checkout.completed example quotes it ("10000"); other events give a number.
+            switch value {
+            case .integer(let number): amount = number
+            case .string(let text) where (1...18).contains(text.utf8.count) && text.utf8.allSatisfy({ (48...57).contains($0) }): amount = Int64(text)
+            default: throw invalid("the event amount must be an integer in minor units")
+            }
         }
         let currency = amountObject?["currency"]?.stringValue
         let reference = data["order"]?["reference"]?.stringValue

@@ -29,6 +29,8 @@ extension CallbackRejection {
         public static let malformed = "MALFORMED"
         public static let missingField = "MISSING_FIELD"
         public static let invalidField = "INVALID_FIELD"
+        /// A field the sender never sends (a notification whose fields could be re-split under its signature).
+        public static let unknownField = "UNKNOWN_FIELD"
         public static let tooLarge = "TOO_LARGE"
         public static let badSignature = "BAD_SIGNATURE"
         public static let missingSignature = "MISSING_SIGNATURE"

@@ -94,16 +94,30 @@ public struct CallbackContext: CallbackOrderLookup {
     }
 }
 
-/// A token bucket per sender address for one route: `burst` requests at once, refilled at
-/// `perSecond`. Over it, the callback validator answers 429 before the handler runs, so a route
-/// whose body names orders cannot be used to probe which orders exist.
+/// Token buckets for one route: per sender address, `burst` requests at once, refilled at
+/// `perSecond`; and, for a route whose body is forwarded by an app's backend (which sends every
+/// customer's result from one address), per order the body names (`perOrder`). Over either,
+/// the callback validator answers 429 before the handler runs, so such a route cannot be used
+/// to hammer one order, or to probe many, faster than the limits.
 public struct CallbackRateLimit: Sendable, Equatable {
     public var burst: Int
     public var perSecond: Double
+    /// The limit for each (merchant, orderId) a forwarded body names; nil: none.
+    public var perOrder: Rate?
 
-    public init(burst: Int, perSecond: Double) {
+    public struct Rate: Sendable, Equatable {
+        public var burst: Int
+        public var perSecond: Double
+        public init(burst: Int, perSecond: Double) {
+            self.burst = burst
+            self.perSecond = perSecond
+        }
+    }
+
+    public init(burst: Int, perSecond: Double, perOrder: Rate? = nil) {
         self.burst = burst
         self.perSecond = perSecond
+        self.perOrder = perOrder
     }
 }
 
@@ -134,6 +148,18 @@ public struct CallbackRoute: Sendable {
 /// A body forwarded by the app's backend (`trustpayments/jwt`, `viva`): `{"orderId", <field>,
 /// "merchant"?}`, merchant defaulting to "default".
 public struct ForwardedCallback: Sendable {
+    /// The order a forwarded body names, read without any other check; nil when it names none.
+    public static func orderKey(in body: [UInt8]) -> OrderKey? {
+        guard body.count <= Order.maxFrameBytes, case .object(let object)? = try? JSONValue.parse(body),
+            let orderId = object["orderId"]?.stringValue, Order.isValidOrderId(orderId)
+        else { return nil }
+        switch object["merchant"] {
+        case nil, .null?: return OrderKey(merchant: "default", orderId: orderId)
+        case .string(let merchant)? where !merchant.isEmpty && merchant.utf8.count <= 64: return OrderKey(merchant: merchant, orderId: orderId)
+        default: return nil
+        }
+    }
+
     public let merchant: String
     public let orderId: String
     public let value: String

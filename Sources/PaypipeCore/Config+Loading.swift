@@ -35,11 +35,18 @@ extension PaypipeConfig {
             self.fileMode = fileMode
         }
 
-        public var withoutSecrets: Sources {
+        public var withoutSecrets: Sources { withoutSecrets(except: []) }
+
+        /// Without secrets but those of the settings named (e.g. `isvClientSecret`).
+        public func withoutSecrets(except settings: Set<String>) -> Sources {
             var copy = self
             copy.resolveSecrets = false
+            copy.secretsResolvedAnyway = settings
             return copy
         }
+
+        /// Secret settings read even when `resolveSecrets` is false.
+        public var secretsResolvedAnyway: Set<String> = []
 
         public static let process = Sources(
             environment: { name in getenv(name).map { String(cString: $0) } },
@@ -262,7 +269,7 @@ struct ConfigReader {
     }
 
     mutating func secret(_ key: String) throws(ConfigError) -> Secret {
-        guard sources.resolveSecrets else {
+        guard sources.resolveSecrets || sources.secretsResolvedAnyway.contains(key) else {
             guard take(key)?.stringValue != nil else { throw ConfigError(path: child(key), reason: "is required") }
             return Secret("")
         }

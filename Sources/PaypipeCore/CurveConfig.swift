@@ -71,7 +71,7 @@ public struct CurveConfig: Sendable {
         return Secret(value)
     }
 
-    static func isZ85Key(_ text: String) -> Bool {
+    public static func isZ85Key(_ text: String) -> Bool {
         let alphabet = Set("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#".utf8)
         return text.utf8.count == 40 && text.utf8.allSatisfy(alphabet.contains)
     }

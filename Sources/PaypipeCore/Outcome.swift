@@ -223,6 +223,31 @@ public struct OutcomeParseError: Error, Sendable, CustomStringConvertible {
 }
 
 extension Outcome {
+    /// What stands in a stored outcome for a secret value withheld from the store (see
+    /// `ProviderConnector.withholdingSecrets`): URL-safe, and never produced by percent-encoding
+    /// a real value (it has a bare `!`).
+    public static func withheldMark(named setting: String) -> String { "!withheld:" + setting + "!" }
+
+    /// Replaces every withheld mark in a stored outcome's text with what `value` gives for its
+    /// setting name; nil when the text has no mark.
+    public static func revealing(_ text: String, value: (String) -> String?) -> String? {
+        guard text.contains("!withheld:") else { return nil }
+        var out = ""
+        var rest = Substring(text)
+        while let start = rest.firstRange(of: "!withheld:") {
+            out += rest[..<start.lowerBound]
+            let afterPrefix = rest[start.upperBound...]
+            guard let end = afterPrefix.firstIndex(of: "!") else {
+                rest = rest[start.lowerBound...]
+                break
+            }
+            let name = String(afterPrefix[..<end])
+            out += value(name) ?? String(rest[start.lowerBound...end])
+            rest = afterPrefix[afterPrefix.index(after: end)...]
+        }
+        return out + rest
+    }
+
     /// The last word on a pending order whose provider cannot say what became of it (PROTOCOL.md §6).
     public static func needsReview(_ order: Order, _ message: String, attempts: Int = 0) -> Outcome {
         Outcome(order: order, status: .unknown, error: .init(code: ErrorInfo.needsReviewCode, message: message), attempts: attempts)

@@ -57,6 +57,18 @@ public protocol ProviderConnector: Sendable {
 
     /// What the ledger does with an order of `operation` that stays `pending`.
     func pendingFollowUp(for operation: Operation, timers: PaypipeConfig.Timers) -> PendingFollowUp?
+
+    /// The secret settings (merchant config keys) whose values this provider's outcomes carry
+    /// for the app, e.g. Viva's `isvClientSecret` in the sale URL. The ledger loads these and
+    /// no other secret: it stores such outcomes with the values withheld and puts them back
+    /// whenever it sends one upstream, live or replayed.
+    static var outcomeSecretSettings: [String] { get }
+    /// `outcome` with each such value replaced by `Outcome.withheldMark(named:)`; nil when it
+    /// carries none.
+    func withholdingSecrets(in outcome: Outcome) -> Outcome?
+    /// The text a mark named `setting` stood for in an outcome of `merchant`; nil when that
+    /// merchant has no such value.
+    func withheldSecret(named setting: String, merchant: String) -> String?
 }
 
 /// Why the signer is asked to sign an order.
@@ -204,6 +216,10 @@ extension ProviderConnector {
         let spec = Self.operations.first { $0.operation == exchange.order.operation }
         return spec?.movesMoney(exchange.order.params) == false ? .resubmit : .review
     }
+
+    public static var outcomeSecretSettings: [String] { [] }
+    public func withholdingSecrets(in outcome: Outcome) -> Outcome? { nil }
+    public func withheldSecret(named setting: String, merchant: String) -> String? { nil }
 
     public var callbackRoutes: [CallbackRoute] { [] }
     public func callbackReferences(for order: Order) -> [String] { [] }

@@ -12,8 +12,8 @@ package final class OutcomeReplayClient: Sendable {
 
     let duplex: ZMQDuplex
 
-    package init(context: ZMQContext, endpoint: String) throws(ZMQError) {
-        let socket = try context.socket(.dealer, options: stageOptions())
+    package init(context: ZMQContext, endpoint: String, options: ZMQSocketOptions = stageOptions()) throws(ZMQError) {
+        let socket = try context.socket(.dealer, options: options)
         _ = try socket.connect(endpoint)
         duplex = try ZMQDuplex(socket: socket)
     }

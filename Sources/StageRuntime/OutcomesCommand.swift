@@ -27,6 +27,8 @@ package struct OutcomesCommand: AsyncParsableCommand {
     @Option(help: "Config file to take endpoints.outcomesReplay from; default $PAYPIPE_CONFIG.") var config: String?
     @Option(help: "Milliseconds between polls once caught up, with --follow.") var pollIntervalMs: Int = 500
     @Option(help: "Milliseconds to wait for one answer.") var timeoutMs: Int64 = 5000
+    @Option(help: "With upstream CURVE: this client's key pair, <path>.public and <path>.secret (paypipe keys generate --upstream).")
+    var upstreamKey: String?
 
     package init() {}
 
@@ -38,8 +40,9 @@ package struct OutcomesCommand: AsyncParsableCommand {
 
     package func run() async throws {
         let endpoint = try replayEndpoint()
+        let options = UpstreamKey.clientOptions(stageOptions(), keyPath: upstreamKey, configPath: config)
         let context = try ZMQContext()
-        var client = try OutcomeReplayClient(context: context, endpoint: endpoint)
+        var client = try OutcomeReplayClient(context: context, endpoint: endpoint, options: options)
         var since = self.since
         var printed = 0
         defer { context.terminate() }
@@ -54,7 +57,7 @@ package struct OutcomesCommand: AsyncParsableCommand {
                 // The ledger may be restarting: a fresh socket, so no late answer is mistaken for the next one.
                 StageProcess.writeAll(Array("paypipe outcomes: \(error); retrying\n".utf8), to: STDERR_FILENO)
                 try await Task.sleep(for: .milliseconds(pollIntervalMs))
-                client = try OutcomeReplayClient(context: context, endpoint: endpoint)
+                client = try OutcomeReplayClient(context: context, endpoint: endpoint, options: options)
                 continue
             }
             for outcome in answer.outcomes {
@@ -78,9 +81,15 @@ package struct OutcomesCommand: AsyncParsableCommand {
 /// The endpoints of `--config PATH`, else of `$PAYPIPE_CONFIG`; nil when neither is given. A
 /// config that cannot be read ends the command.
 func configuredEndpoints(_ configPath: String?) -> PaypipeConfig.Endpoints? {
+    configuredConfig(configPath)?.endpoints
+}
+
+/// The config at `--config PATH`, else at `$PAYPIPE_CONFIG`, without its secrets; nil when
+/// neither is given. A config that cannot be read ends the command.
+package func configuredConfig(_ configPath: String?) -> PaypipeConfig? {
     guard let path = configPath ?? ProcessInfo.processInfo.environment["PAYPIPE_CONFIG"], !path.isEmpty else { return nil }
     do {
-        return try PaypipeConfig.load(path: path, sources: PaypipeConfig.Sources.process.withoutSecrets).endpoints
+        return try PaypipeConfig.load(path: path, sources: PaypipeConfig.Sources.process.withoutSecrets)
     } catch {
         StageProcess.fail("bad config \(path): \(error)")
     }

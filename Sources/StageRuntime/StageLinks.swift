@@ -23,6 +23,12 @@ package struct StageLinks: Sendable {
         .pollQueue: [.poller],
     ]
 
+    /// The sockets upstream order systems use (PROTOCOL.md §2 and §6): CURVE only when the
+    /// config lists upstream clients (`curve.upstream`).
+    package enum UpstreamLink: String, Sendable, CaseIterable {
+        case intake, outcomes, outcomesReplay
+    }
+
     package let role: CurveConfig.Role
     private let curve: CurveConfig?
     private let secretKey: Secret?
@@ -54,13 +60,67 @@ package struct StageLinks: Sendable {
         return options
     }
 
+    /// Whether intake, outcomes and replay are CURVE servers for the listed upstream clients.
+    package var isUpstreamSecured: Bool { !(curve?.upstream.isEmpty ?? true) }
+
+    /// `options` for the ledger's socket bound at an upstream `link`: unchanged without upstream
+    /// clients in the config.
+    package func upstreamServer(_ options: ZMQSocketOptions, _ link: UpstreamLink) -> ZMQSocketOptions {
+        guard isUpstreamSecured, let secretKey else { return options }
+        var options = options
+        options.curve = .server(secretKey: secretKey.reveal())
+        options.zapDomain = "upstream." + link.rawValue
+        return options
+    }
+
+    /// Who sent an upstream message, as far as the ledger may trust it.
+    package enum UpstreamSender: Sendable, Equatable {
+        /// Anyone may send (no upstream CURVE), or a client allowed every merchant.
+        case anyMerchant
+        /// A client limited to these merchants.
+        case merchants(Set<String>)
+        /// With upstream CURVE, a message without a known client (never admitted by ZAP).
+        case nobody
+
+        package func allows(_ merchant: String) -> Bool {
+            switch self {
+            case .anyMerchant: true
+            case .merchants(let names): names.contains(merchant)
+            case .nobody: false
+            }
+        }
+    }
+
+    /// The sender of a message read from an upstream socket.
+    package func upstreamSender(of message: ZMQMessage) -> UpstreamSender {
+        guard isUpstreamSecured, let curve else { return .anyMerchant }
+        guard let client = message.userId.flatMap(curve.upstreamClient(userId:)) else { return .nobody }
+        return client.merchants.map(UpstreamSender.merchants) ?? .anyMerchant
+    }
+
     /// The ZAP handler for the ledger's context, started before any server socket binds; nil
-    /// without `curve`. Stop it before terminating the context.
+    /// without `curve`. Stop it before terminating the context. Upstream clients are admitted
+    /// to intake and replay; only those allowed every merchant to the live outcomes, which
+    /// carry every merchant's.
     package func authenticator(context: ZMQContext) throws(ZMQError) -> ZMQCurveAuthenticator? {
         guard let curve else { return nil }
-        let users = Dictionary(uniqueKeysWithValues: CurveConfig.Role.allCases.filter { $0 != .ledger }.map { (curve.publicKey(of: $0), $0.rawValue) })
-        let domains = Dictionary(uniqueKeysWithValues: StageLinks.admitted.map { ($0.key.rawValue, Set($0.value.map(\.rawValue))) })
+        var users = Dictionary(uniqueKeysWithValues: CurveConfig.Role.allCases.filter { $0 != .ledger }.map { (curve.publicKey(of: $0), $0.rawValue) })
+        var domains = Dictionary(uniqueKeysWithValues: StageLinks.admitted.map { ($0.key.rawValue, Set($0.value.map(\.rawValue))) })
+        for client in curve.upstream { users[client.publicKey] = client.userId }
+        let everyClient = Set(curve.upstream.map(\.userId))
+        domains["upstream." + UpstreamLink.intake.rawValue] = everyClient
+        domains["upstream." + UpstreamLink.outcomesReplay.rawValue] = everyClient
+        domains["upstream." + UpstreamLink.outcomes.rawValue] = Set(curve.upstream.filter { $0.merchants == nil }.map(\.userId))
         return try ZMQCurveAuthenticator(context: context, policy: .init(users: users, domains: domains))
+    }
+
+    /// `options` for an upstream client's socket (`paypipe send`, `paypipe outcomes`), with
+    /// the client's key pair when the config secures upstream links.
+    package static func upstreamClient(_ options: ZMQSocketOptions, config: PaypipeConfig?, key: (publicKey: String, secretKey: String)?) -> ZMQSocketOptions {
+        guard let key, let curve = config?.curve else { return options }
+        var options = options
+        options.curve = .client(serverPublicKey: curve.publicKey(of: .ledger), publicKey: key.publicKey, secretKey: key.secretKey)
+        return options
     }
 
     /// Refuses a ledger request its sender's role may not make: only callback validators settle,

@@ -1,4 +1,5 @@
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import Prometheus
@@ -39,7 +40,7 @@ package final class StageMetrics: Sendable {
     /// `address` is `host:port`; port 0 picks a free one, reported to `onListening`. `routes`
     /// adds a stage's own endpoints next to /metrics and /healthz.
     package func server(
-        address: String, logger: Logger, routes: (Router<StageRequestContext>) -> Void = { _ in },
+        address: String, logger: Logger, limits: HTTPIngressLimits? = nil, routes: (Router<StageRequestContext>) -> Void = { _ in },
         onListening: @escaping @Sendable (Int) -> Void = { _ in }
     ) throws(EndpointError) -> some Service {
         let parts = address.split(separator: ":", omittingEmptySubsequences: false)
@@ -60,7 +61,9 @@ package final class StageMetrics: Sendable {
         }
         routes(router)
         return Application(
-            router: router, configuration: .init(address: .hostname(host, port: port)),
+            router: router, server: limits?.server ?? .http1(),
+            configuration: .init(
+                address: .hostname(host, port: port), availableConnectionsDelegate: limits.map { MaximumAvailableConnections($0.maxConnections) }),
             onServerRunning: { channel in onListening(channel.localAddress?.port ?? port) }, logger: logger)
     }
 

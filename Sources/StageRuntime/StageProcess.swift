@@ -30,14 +30,15 @@ package struct StageOptions: ParsableArguments {
     /// The config with the endpoint overrides applied; a bad config ends the process with a
     /// one-line reason. `secrets: false` for stages that must hold none (their values are empty).
     /// `connectors`: those whose settings sections the config may hold.
-    package func loadConfig(secrets: Bool, connectors: [any ProviderConnector.Type]) -> PaypipeConfig {
+    /// `alsoSecrets`: secret settings read even with `secrets: false` (the ledger's withheld ones).
+    package func loadConfig(secrets: Bool, alsoSecrets: Set<String> = [], connectors: [any ProviderConnector.Type]) -> PaypipeConfig {
         guard let path = config ?? ProcessInfo.processInfo.environment["PAYPIPE_CONFIG"] else {
             StageProcess.fail("no config: pass --config PATH or set PAYPIPE_CONFIG")
         }
         var loaded: PaypipeConfig
         do {
             loaded = try PaypipeConfig.load(
-                path: path, sources: secrets ? .process : PaypipeConfig.Sources.process.withoutSecrets,
+                path: path, sources: secrets ? .process : PaypipeConfig.Sources.process.withoutSecrets(except: alsoSecrets),
                 schemas: connectors.compactMap { $0.settingsSchema })
         } catch {
             StageProcess.fail("bad config \(path): \(error)")

@@ -21,10 +21,99 @@ public enum TPNotification {
         return Digest.sha256Hex(material)
     }
 
-    /// Whether the received `responsesitesecurity` matches (constant-time comparison).
+    /// Whether the received `responsesitesecurity` matches (constant-time comparison). Not
+    /// enough to believe a notification: see `verify`.
     public static func isAuthentic(fields: [Field], password: Secret) -> Bool {
-        (try? verify(fields: fields, password: password)) != nil
+        guard let received = fields.first(where: { $0.name == signatureField })?.value, !received.isEmpty else { return false }
+        return ConstantTime.hexEquals(signature(fields: fields, password: password), received)
     }
+
+    /// The fields a notification may carry (the ones to select in MyST's Rule Manager), each
+    /// with the only values it takes. The signature covers the values alone, concatenated in
+    /// name order, so a captured notification could be split differently into fields (a
+    /// decline's `70000` becoming another field's `7000` and an `errorcode` of `0`) under the
+    /// same signature: no unknown name is taken, and no value that another field's format
+    /// could absorb.
+    static let fieldFormats: [String: @Sendable (String) -> Bool] = [
+        "accounttypedescription": { upper($0, 1...20) },
+        "authcode": { alphanumeric($0, 1...20) },
+        "baseamount": { number($0, 1...13) },
+        "currencyiso3a": { upper($0, 3...3) },
+        "enrolled": { upper($0, 1...1) },
+        "errorcode": { number($0, 1...5) },
+        "errordata": { text($0, 1...256) },
+        "errormessage": { text($0, 1...256) },
+        "livestatus": { number($0, 1...1) },
+        "maskedpan": { maskedPAN($0) },
+        "notificationreference": { text($0, 1...128) },
+        "orderreference": { Order.isValidOrderId($0) },
+        "parenttransactionreference": { transactionReference($0) },
+        "paymenttypedescription": { upper($0, 1...30) },
+        "requestreference": { alphanumeric($0, 1...32) },
+        "requesttypedescription": { upper($0, 1...30) },
+        "responsesitesecurity": { $0.utf8.count == 64 && $0.utf8.allSatisfy { isHexDigit($0) } },
+        "securityresponseaddress": { number($0, 1...1) },
+        "securityresponsepostcode": { number($0, 1...1) },
+        "securityresponsesecuritycode": { number($0, 1...1) },
+        "settlestatus": { number($0, 1...3) },
+        "sitereference": { alphanumeric(String($0.filter { $0 != "_" }), 1...64) && $0.utf8.count <= 64 },
+        "subscriptionfinalnumber": { number($0, 1...5) },
+        "subscriptionnumber": { number($0, 1...5) },
+        "transactionreference": { transactionReference($0) },
+    ]
+
+    /// The field that breaks `fieldFormats`, and how; nil when every field keeps them.
+    static func fieldRefusal(_ fields: [Field]) -> CallbackRejection? {
+        for field in fields {
+            guard let format = fieldFormats[field.name] else {
+                return .malformed("field \(field.name.prefix(64)) is not one a notification may carry", code: CallbackRejection.Code.unknownField)
+            }
+            guard field.value.isEmpty || format(field.value) else {
+                return .malformed("field \(field.name) does not have the form Trust Payments gives it", code: CallbackRejection.Code.invalidField)
+            }
+        }
+        return nil
+    }
+
+    /// Digits without a leading zero (but "0" itself): one way to write each number.
+    static func number(_ text: String, _ length: ClosedRange<Int>) -> Bool {
+        let bytes = Array(text.utf8)
+        return length.contains(bytes.count) && bytes.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
+            && (bytes.count == 1 || bytes[0] != UInt8(ascii: "0"))
+    }
+
+    static func upper(_ text: String, _ length: ClosedRange<Int>) -> Bool {
+        length.contains(text.utf8.count) && text.utf8.allSatisfy { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }
+    }
+
+    static func alphanumeric(_ text: String, _ length: ClosedRange<Int>) -> Bool {
+        length.contains(text.utf8.count)
+            && text.utf8.allSatisfy {
+                (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+            }
+    }
+
+    /// Free text of printable characters (a message), bounded.
+    static func text(_ text: String, _ length: ClosedRange<Int>) -> Bool {
+        length.contains(text.utf8.count) && text.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value != 0x7F }
+    }
+
+    /// `<digits>-<digits>-<digits>`, e.g. 57-9-100.
+    static func transactionReference(_ text: String) -> Bool {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        return text.utf8.count <= 64 && parts.count == 3 && parts.allSatisfy { number(String($0), 1...20) }
+    }
+
+    /// First six and last four digits with `#` or `*` between.
+    static func maskedPAN(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        let digits = bytes.filter { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }.count
+        return (12...19).contains(bytes.count) && digits <= 10
+            && bytes.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || $0 == UInt8(ascii: "#") || $0 == UInt8(ascii: "*") }
+    }
+
+    static func isHexDigit(_ byte: UInt8) -> Bool { hexValue(byte) != nil }
 
     /// Authenticates a notification and reads what the pipeline needs from it.
     public static func verify(fields: [Field], password: Secret) throws(CallbackRejection) -> TPNotificationEvent {
@@ -42,6 +131,7 @@ public enum TPNotification {
         guard ConstantTime.hexEquals(expected, received) else {
             throw .forged(CallbackRejection.Code.badSignature, "responsesitesecurity does not match the notification's fields")
         }
+        if let refusal = fieldRefusal(fields) { throw refusal }
         guard let orderReference = values["orderreference"], !orderReference.isEmpty else {
             throw .malformed("the notification has no orderreference")
         }

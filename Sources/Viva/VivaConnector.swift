@@ -14,9 +14,10 @@ extension Operation {
 public struct VivaConnector: ProviderConnector {
     public static let provider = Provider.viva
     public static let operations = [OperationSpec(.sale, movesMoney: true)]
-    /// Per sender address. The app's backend forwards every customer's result, so the burst is
-    /// generous; a prober still gets a few requests a second at most.
-    public static let callbackRateLimit = CallbackRateLimit(burst: 40, perSecond: 10)
+    /// One app backend forwards every customer's result from one address, so the limit per
+    /// address is wide and a tight one holds per order: each forwarded result costs a call to
+    /// Viva's API, and one order is never confirmed more than a few times a second.
+    public static let callbackRateLimit = CallbackRateLimit(burst: 400, perSecond: 100, perOrder: .init(burst: 5, perSecond: 1))
 
     let config: PaypipeConfig
     let transactions: VivaTransactionsClient
@@ -47,6 +48,22 @@ public struct VivaConnector: ProviderConnector {
     /// Only the last check is dispatched: earlier ones could not ask anything either.
     public func pendingFollowUp(for operation: Operation, timers: PaypipeConfig.Timers) -> PendingFollowUp? {
         operation == .sale ? .statusCheck(afterMilliseconds: timers.pendingExpireAfterMs) : nil
+    }
+
+    /// The ISV client secret travels in the sale URL (seed 004): the ledger keeps it out of the
+    /// stored outcome and puts it back whenever the outcome is sent or replayed.
+    public static let outcomeSecretSettings = ["isvClientSecret"]
+
+    public func withholdingSecrets(in outcome: Outcome) -> Outcome? {
+        guard let url = outcome.result?["url"]?.stringValue, let withheld = VivaSale.withholdingISVSecret(in: url) else { return nil }
+        var stored = outcome
+        stored.result?["url"] = .string(withheld)
+        return stored
+    }
+
+    public func withheldSecret(named setting: String, merchant: String) -> String? {
+        guard setting == "isvClientSecret", let secret = (try? config.merchant(merchant))?.viva?.isvClientSecret, !secret.isEmpty else { return nil }
+        return VivaQuery.percentEncode(secret.reveal())
     }
 
     public var callbackRoutes: [CallbackRoute] {

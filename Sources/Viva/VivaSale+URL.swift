@@ -45,6 +45,16 @@ extension VivaSale {
 
     public var url: String { VivaSale.baseURL + "?" + query.encoded }
 
+    /// `url` with the value of its `ISV_clientSecret` replaced by a withheld mark; nil when it
+    /// has none.
+    public static func withholdingISVSecret(in url: String) -> String? {
+        let key = "ISV_clientSecret="
+        guard let start = url.firstRange(of: key), url[..<start.lowerBound].last.map({ $0 == "?" || $0 == "&" }) == true else { return nil }
+        let valueEnd = url[start.upperBound...].firstIndex(of: "&") ?? url.endIndex
+        guard valueEnd > start.upperBound else { return nil }
+        return String(url[..<start.upperBound]) + Outcome.withheldMark(named: "isvClientSecret") + String(url[valueEnd...])
+    }
+
     /// Reads a sale URL the way the Viva app would (the sandbox's side, and round-trip tests),
     /// applying the seed's rules: action=sale, amount an integer > 0, tipAmount ≤ amount,
     /// preferredInstallments with withInstallments=true, ISV_clientId with ISV_amount and ISV_clientSecret.

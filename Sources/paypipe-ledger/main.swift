@@ -14,7 +14,9 @@ struct LedgerCommand: AsyncParsableCommand {
     @Option(help: "Redeliver an order with no terminal or pending outcome after this many ms.") var redeliverAfterMs: Int64 = 60_000
 
     func run() async throws {
-        var config = options.loadConfig(secrets: false, connectors: StandardConnectors.all)
+        // No secret but what outcomes carry for the app, which the store keeps withheld.
+        var config = options.loadConfig(
+            secrets: false, alsoSecrets: Set(StandardConnectors.all.flatMap { $0.outcomeSecretSettings }), connectors: StandardConnectors.all)
         if let metrics = options.metrics { config.endpoints.ledgerMetrics = metrics }
         let logger = options.logger("paypipe-ledger")
         let ledger = LedgerService(

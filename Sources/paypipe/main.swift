@@ -331,6 +331,9 @@ struct Send: AsyncParsableCommand {
     @Option(help: "Seconds to wait for outcomes after the last order.") var timeout = 30.0
     @Flag(help: "Print only progress and the summary.") var quiet = false
     @Flag(help: "Wait for every order's terminal outcome (succeeded, failed, rejected), not just pending.") var waitTerminal = false
+    @Option(help: "With upstream CURVE: the config naming the ledger's key (default $PAYPIPE_CONFIG).") var config: String?
+    @Option(help: "With upstream CURVE: this client's key pair, <path>.public and <path>.secret (paypipe keys generate --upstream).")
+    var upstreamKey: String?
 
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
@@ -353,10 +356,11 @@ struct Send: AsyncParsableCommand {
             }
         }
 
+        let options = UpstreamKey.clientOptions(ZMQSocketOptions(), keyPath: upstreamKey, configPath: config)
         let context = try ZMQContext()
-        let pull = try context.socket(.pull)
+        let pull = try context.socket(.pull, options: options)
         try pull.connect(outcomesEndpoint)
-        let push = try context.socket(.push)
+        let push = try context.socket(.push, options: options)
         try push.connect(intakeEndpoint)
         let receiver = try ZMQReceiver(socket: pull)
         let sender = try ZMQSender(socket: push)

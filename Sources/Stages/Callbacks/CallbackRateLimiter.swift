@@ -21,6 +21,11 @@ package struct CallbackTokenBuckets: Sendable {
 
     /// Takes a token for `key` if one is left.
     package mutating func take(_ key: String, limit: CallbackRateLimit, nowMilliseconds now: Int64) -> Bool {
+        take(key, limit: CallbackRateLimit.Rate(burst: limit.burst, perSecond: limit.perSecond), nowMilliseconds: now)
+    }
+
+    /// Takes a token for `key` under `limit` if one is left.
+    package mutating func take(_ key: String, limit: CallbackRateLimit.Rate, nowMilliseconds now: Int64) -> Bool {
         var bucket = buckets[key] ?? Bucket(tokens: Double(limit.burst), updatedMilliseconds: now)
         let elapsed = Double(max(0, now - bucket.updatedMilliseconds)) / 1000
         bucket.tokens = min(Double(limit.burst), bucket.tokens + elapsed * limit.perSecond)
@@ -32,7 +37,7 @@ package struct CallbackTokenBuckets: Sendable {
         return allowed
     }
 
-    mutating func evict(limit: CallbackRateLimit, nowMilliseconds now: Int64) {
+    mutating func evict(limit: CallbackRateLimit.Rate, nowMilliseconds now: Int64) {
         let refillMilliseconds = Int64(Double(limit.burst) / max(limit.perSecond, 0.001) * 1000)
         buckets = buckets.filter { now - $0.value.updatedMilliseconds < refillMilliseconds }
         if buckets.count >= capacity { buckets.removeAll(keepingCapacity: true) }
@@ -45,11 +50,21 @@ package final class CallbackRateLimiter: Sendable {
 
     package init() {}
 
-    /// nil when `route` has no limit or the sender is within it; else the 429 to answer.
-    package func refusal(_ route: CallbackRoute, from address: String?, nowMilliseconds: Int64 = Timestamp.nowMilliseconds()) -> CallbackRejection? {
+    /// nil when `route` has no limit or the request is within it (its sender's, and the order's
+    /// its body names); else the 429 to answer.
+    package func refusal(
+        _ route: CallbackRoute, from address: String?, body: [UInt8] = [], nowMilliseconds: Int64 = Timestamp.nowMilliseconds()
+    ) -> CallbackRejection? {
         guard let limit = route.rateLimit else { return nil }
-        let key = route.label + "|" + (address ?? "unknown")
-        guard !buckets.withLock({ $0.take(key, limit: limit, nowMilliseconds: nowMilliseconds) }) else { return nil }
-        return CallbackRejection(status: 429, code: "RATE_LIMITED", "too many callbacks from this address; retry later")
+        let sender = route.label + "|" + (address ?? "unknown")
+        guard buckets.withLock({ $0.take(sender, limit: limit, nowMilliseconds: nowMilliseconds) }) else {
+            return CallbackRejection(status: 429, code: "RATE_LIMITED", "too many callbacks from this address; retry later")
+        }
+        guard let perOrder = limit.perOrder, let key = ForwardedCallback.orderKey(in: body) else { return nil }
+        let order = route.label + "|order|" + key.merchant + "\u{0}" + key.orderId
+        guard buckets.withLock({ $0.take(order, limit: perOrder, nowMilliseconds: nowMilliseconds) }) else {
+            return CallbackRejection(status: 429, code: "RATE_LIMITED", "too many callbacks for this order; retry later")
+        }
+        return nil
     }
 }

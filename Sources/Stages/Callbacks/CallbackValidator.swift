@@ -53,7 +53,7 @@ package struct CallbackValidator: Sendable {
     /// Runs one route's connector, then settles what it decided. A route's rate limit is applied
     /// first, before the handler reads the body or asks for an order.
     package func handle(_ route: CallbackRoute, _ request: CallbackRequest, from remoteAddress: String? = nil) async -> CallbackAnswer {
-        if let refusal = limiter.refusal(route, from: remoteAddress) { return .rejected(refusal) }
+        if let refusal = limiter.refusal(route, from: remoteAddress, body: request.body) { return .rejected(refusal) }
         let decision: CallbackDecision
         do {
             let context = CallbackContext(orders: Orders(directory: directory, catalog: catalog), http: http, remoteAddress: remoteAddress)

@@ -17,13 +17,19 @@ package final class CallbacksService: Service {
     let registry: ConnectorRegistry
     let logger: Logger
     let onListening: @Sendable (Int) -> Void
+    /// What each connection from the internet may take of the server.
+    let limits: HTTPIngressLimits
     package let metrics = StageMetrics()
 
     /// `onListening` gets the bound port (the address may say port 0).
-    package init(config: PaypipeConfig, registry: ConnectorRegistry, logger: Logger, onListening: @escaping @Sendable (Int) -> Void = { _ in }) {
+    package init(
+        config: PaypipeConfig, registry: ConnectorRegistry, logger: Logger, limits: HTTPIngressLimits = HTTPIngressLimits(),
+        onListening: @escaping @Sendable (Int) -> Void = { _ in }
+    ) {
         self.config = config
         self.registry = registry
         self.logger = logger
+        self.limits = limits
         self.onListening = onListening
     }
 
@@ -54,7 +60,7 @@ package final class CallbacksService: Service {
         let tooLarge = CallbackAnswer.rejected(.tooLarge("the body is larger than 64 KiB"))
         let routes = registry.connectors.flatMap(\.callbackRoutes)
         let onListening = self.onListening
-        let server = try metrics.server(address: config.endpoints.callbacks, logger: logger, routes: { router in
+        let server = try metrics.server(address: config.endpoints.callbacks, logger: logger, limits: limits, routes: { router in
             for route in routes {
                 let headerNames = route.headers.compactMap { HTTPField.Name($0) }
                 router.post(RouterPath(route.path)) { request, context -> Response in

@@ -53,6 +53,9 @@ package struct LedgerCore {
     let maxDispatches: Int64
     /// What the connectors want done with each operation's pending orders.
     let followUps: [(operation: Operation, followUp: PendingFollowUp)]
+    /// Puts withheld secrets back into outcomes on their way upstream; nil when no connector
+    /// withholds any.
+    package let revealer: OutcomeRevealer?
 
     package init(
         store: LedgerStore, registry: ConnectorRegistry, timers: PaypipeConfig.Timers = PaypipeConfig.Timers(),
@@ -65,6 +68,7 @@ package struct LedgerCore {
         leaseMilliseconds = timers.leaseMs
         leaseMaxMilliseconds = timers.leaseMaxMs
         maxDispatches = timers.maxDispatches
+        revealer = OutcomeRevealer(registry: registry)
         followUps = registry.connectors.flatMap { connector in
             type(of: connector).operations.compactMap { spec in
                 connector.pendingFollowUp(for: spec.operation, timers: timers).map { (spec.operation, $0) }
@@ -115,15 +119,34 @@ package struct LedgerCore {
         let polledOperations: [Operation]
 
         package func intake(_ frames: [[UInt8]]) -> [IntakeItem] {
-            frames.map { frame in
-                switch Order.decode(frame: frame, catalog: registry.catalog) {
-                case .dropped(let rejection): .dropped(rejection)
-                case .rejected(let rejection, let identity): .rejected(rejection, identity: identity)
+            intake(frames.map { ($0, .anyMerchant) })
+        }
+
+        /// Frames with their sender: an order for a merchant its sender may not use is dropped
+        /// (counted and logged), never answered, since its outcome would reach that merchant's
+        /// upstream as if about its own order.
+        package func intake(_ frames: [(frame: [UInt8], sender: StageLinks.UpstreamSender)]) -> [IntakeItem] {
+            frames.map { frame, sender in
+                let decoded = Order.decode(frame: frame, catalog: registry.catalog)
+                if sender != .anyMerchant {
+                    let merchant: String? =
+                        switch decoded {
+                        case .dropped: nil
+                        case .rejected(_, let identity): identity.merchant
+                        case .order(let order): order.merchant
+                        }
+                    if let merchant, !sender.allows(merchant) {
+                        return .dropped(Rejection(.merchantNotAllowed, field: "merchant", "the sender may not send orders for merchant \(merchant.prefix(64))"))
+                    }
+                }
+                switch decoded {
+                case .dropped(let rejection): return .dropped(rejection)
+                case .rejected(let rejection, let identity): return .rejected(rejection, identity: identity)
                 case .order(let order):
                     // Stored and dispatched as upstream sent it: every stage that reads it again
                     // decodes it to this same order, so writing it anew (8,500 instructions per
                     // W1 order) bought nothing.
-                    .order(
+                    return .order(
                         order, json: String(decoding: frame, as: UTF8.self),
                         references: registry.connector(for: order.provider)?.callbackReferences(for: order) ?? [])
                 }
@@ -133,11 +156,17 @@ package struct LedgerCore {
         /// Result frames (`StageResult`) with their sender's role; anything else is skipped.
         package func results(_ frames: [(frame: [UInt8], role: CurveConfig.Role?)]) -> [Result] {
             frames.compactMap { frame, role in
-                guard let (answering, ticket, bytes) = StageResult.decode(frame), let outcome = try? Outcome.parse(bytes) else { return nil }
+                guard let (answering, ticket, bytes) = StageResult.decode(frame), var outcome = try? Outcome.parse(bytes) else { return nil }
                 let provider = Provider(outcome.provider)
                 let operation = registry.catalog.operation(named: outcome.operation, of: provider)?.operation
+                var serialized = String(decoding: bytes, as: UTF8.self)
+                // Secrets the outcome carries for the app are not stored (`OutcomeRevealer`).
+                if let withheld = registry.connector(for: provider)?.withholdingSecrets(in: outcome) {
+                    outcome = withheld
+                    serialized = withheld.serialized
+                }
                 return Result(
-                    outcome: outcome, serialized: String(decoding: bytes, as: UTF8.self),
+                    outcome: outcome, serialized: serialized,
                     references: registry.connector(for: provider)?.callbackReferences(in: outcome) ?? [],
                     polled: operation.map(polledOperations.contains) ?? false, answering: answering, ticket: ticket, role: role)
             }
@@ -426,5 +455,26 @@ extension LedgerCore {
     func pollFrame(json: String, pendingAt: Int64, key: OrderKey, generation: Int64) -> [UInt8] {
         DispatchFrame.encode(
             orderJSON: json, acceptedAt: pendingAt, generation: generation, token: store.tickets.token(for: key, generation: generation))
+    }
+}
+
+/// Puts the secrets a connector withheld from the store (`ProviderConnector.withholdingSecrets`)
+/// back into an outcome on its way upstream, live or replayed. Outcomes without a withheld mark
+/// pass as they are.
+package struct OutcomeRevealer: Sendable {
+    let registry: ConnectorRegistry
+
+    /// nil when no connector withholds anything.
+    init?(registry: ConnectorRegistry) {
+        guard registry.connectors.contains(where: { !type(of: $0).outcomeSecretSettings.isEmpty }) else { return nil }
+        self.registry = registry
+    }
+
+    package func reveal(_ bytes: [UInt8]) -> [UInt8] {
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard text.contains("!withheld:"), let outcome = try? Outcome.parse(bytes), let connector = registry.connector(for: Provider(outcome.provider)),
+            let revealed = Outcome.revealing(text, value: { connector.withheldSecret(named: $0, merchant: outcome.merchant) })
+        else { return bytes }
+        return Array(revealed.utf8)
     }
 }

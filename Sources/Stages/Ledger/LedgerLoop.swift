@@ -125,7 +125,10 @@ final class LedgerLoop: Sendable {
             busy = !(intake.isEmpty && results.isEmpty && requests.isEmpty && replays.isEmpty)
             try takeWork(intake: intake, results: results, requests: requests, &out)
             for message in replays {
-                for reply in LedgerService.answer(replayRequest: message.frames, core: core, logger: logger) { try out.replay.send(reply) }
+                let sender = links.upstreamSender(of: message)
+                for reply in LedgerService.answer(replayRequest: message.frames, core: core, sender: sender, logger: logger) {
+                    try out.replay.send(reply)
+                }
             }
             try flush(&out)
             if steadyMilliseconds() >= nextTick {
@@ -146,7 +149,7 @@ final class LedgerLoop: Sendable {
     /// and answers each request once its effects are out.
     private func takeWork(intake: [ZMQMessage], results: [ZMQMessage], requests: [ZMQMessage], _ out: inout Outboxes) throws {
         var work: [LedgerCore.Work] = []
-        if !intake.isEmpty { work.append(.intake(core.decoder.intake(intake.map(\.body)))) }
+        if !intake.isEmpty { work.append(.intake(core.decoder.intake(intake.map { ($0.body, links.upstreamSender(of: $0)) }))) }
         if !results.isEmpty { work.append(.results(core.decoder.results(results.compactMap(resultFrame)))) }
         // [client identity, request id, request]; a malformed or unauthorized request is
         // answered without the store.
@@ -200,7 +203,7 @@ final class LedgerLoop: Sendable {
             case .dispatch(let frame): try out.dispatch.send(ZMQMessage(frame))
             case .emit(let frame):
                 if out.outcomes.count < limits.outcomesBacklog {
-                    try out.outcomes.send(ZMQMessage(frame))
+                    try out.outcomes.send(ZMQMessage(core.revealer?.reveal(frame) ?? frame))
                 } else {
                     fastPathSkipped.increment()
                 }

@@ -19,9 +19,11 @@ package final class LedgerService: MeasuredStage {
     final class Core: Sendable {
         private let locked: Mutex<LedgerCore>
         let decoder: LedgerCore.FrameDecoder
+        let revealer: OutcomeRevealer?
 
         init(core: sending LedgerCore) {
             decoder = core.decoder
+            revealer = core.revealer
             locked = Mutex(core)
         }
 
@@ -86,9 +88,12 @@ package final class LedgerService: MeasuredStage {
         let e = config.endpoints
 
         var intakeOptions = stageOptions()
-        intakeOptions.maxMessageSize = 1 << 20  // frames over 64 KiB are still read, counted and dropped
-        let intakeSocket = try context.socket(.pull, options: intakeOptions)
-        let outcomesSocket = try context.socket(.push, options: stageOptions(highWaterMark: 100_000))
+        // libzmq closes a connection that brings a frame over this, and what upstream queued
+        // behind it on that connection is lost with it: frames over 64 KiB are instead read,
+        // counted and dropped, up to a size no upstream sends by mistake.
+        intakeOptions.maxMessageSize = Self.intakeFrameLimit
+        let intakeSocket = try context.socket(.pull, options: links.upstreamServer(intakeOptions, .intake))
+        let outcomesSocket = try context.socket(.push, options: links.upstreamServer(stageOptions(highWaterMark: 100_000), .outcomes))
         let signSocket = try context.socket(.push, options: links.server(workQueueOptions(), .signQueue))
         let resultsSocket = try context.socket(.pull, options: links.server(stageOptions(), .results))
         let signedInSocket = try context.socket(.pull, options: links.server(stageOptions(highWaterMark: 256), .signedIn))
@@ -96,7 +101,8 @@ package final class LedgerService: MeasuredStage {
         let rpcSocket = try context.socket(.router, options: links.server(stageOptions(), .ledgerRPC))
         let pollSocket = try context.socket(.push, options: links.server(stageOptions(highWaterMark: 10_000), .pollQueue))
         // A ROUTER drops what exceeds a peer's HWM, so the HWM holds several whole answers.
-        let replaySocket = try context.socket(.router, options: stageOptions(highWaterMark: Int32(8 * (OutcomeReplay.maxLimit + 1))))
+        let replaySocket = try context.socket(
+            .router, options: links.upstreamServer(stageOptions(highWaterMark: Int32(8 * (OutcomeReplay.maxLimit + 1))), .outcomesReplay))
         let bound = LedgerAddresses(
             intake: try intakeSocket.bind(e.intake), outcomes: try outcomesSocket.bind(e.outcomes),
             signQueue: try signSocket.bind(e.signQueue), signedIn: try signedInSocket.bind(e.signedIn),
@@ -111,7 +117,12 @@ package final class LedgerService: MeasuredStage {
             core: core, links: links, retrying: StoreRetry(metrics: metrics, logger: logger), retention: config.retention,
             metrics: metrics, logger: logger)
         onReady(bound)
-        logger.info("ledger ready", metadata: ["intake": "\(bound.intake)", "outcomes": "\(bound.outcomes)", "outcomesReplay": "\(bound.outcomesReplay)", "curve": "\(links.isSecured)"])
+        logger.info(
+            "ledger ready",
+            metadata: [
+                "intake": "\(bound.intake)", "outcomes": "\(bound.outcomes)", "outcomesReplay": "\(bound.outcomesReplay)",
+                "curve": "\(links.isSecured)", "upstreamCurve": "\(links.isUpstreamSecured)",
+            ])
 
         defer {
             proxy.stop()
@@ -127,6 +138,9 @@ package final class LedgerService: MeasuredStage {
 }
 
 extension LedgerService {
+    /// The largest intake frame read whole (see `run`); a larger one closes its connection.
+    package static let intakeFrameLimit: Int64 = 64 << 20
+
     /// Orders in review listed at most, per `GET /review` (`?limit=` asks for fewer).
     package static let reviewListLimit = 1000
 
@@ -171,7 +185,9 @@ extension LedgerService {
     /// one message per outcome and then the trailer. A REQ socket takes exactly one message per
     /// request, so a request with an empty delimiter, `[identity, "", request]`, gets one
     /// multipart message: the delimiter, then one frame per outcome, then the trailer frame.
-    static func answer(replayRequest frames: [[UInt8]], core: Core, logger: Logger) -> [ZMQMessage] {
+    /// `sender`: the outcomes a client limited to some merchants gets are only theirs; `next`
+    /// still moves past the others.
+    static func answer(replayRequest frames: [[UInt8]], core: Core, sender: StageLinks.UpstreamSender = .anyMerchant, logger: Logger) -> [ZMQMessage] {
         let identity: [UInt8], body: [UInt8], envelope: [[UInt8]]?
         switch frames.count {
         case 2: (identity, body, envelope) = (frames[0], frames[1], nil)
@@ -182,7 +198,11 @@ extension LedgerService {
         do {
             let request = try OutcomeReplay.Request.parse(body)
             let found = try core.replay(request)
-            replies = found.outcomes.map { Array($0.text.utf8) }
+            replies = found.outcomes.compactMap { outcome in
+                let bytes = Array(outcome.text.utf8)
+                guard sender == .anyMerchant || (try? Outcome.parse(bytes)).map({ sender.allows($0.merchant) }) == true else { return nil }
+                return core.revealer?.reveal(bytes) ?? bytes
+            }
             replies.append(OutcomeReplay.Trailer(next: found.outcomes.last?.seq ?? request.since, more: found.more).bytes)
         } catch let error as EnvelopeError {
             replies = [OutcomeReplay.errorReply(error.description)]
