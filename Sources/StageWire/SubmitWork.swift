@@ -190,8 +190,10 @@ extension StageResult {
     package static func unreadableWork(_ frame: [UInt8], reason: String) -> StageResult? {
         guard let tag = frame.first, tag == SubmitWork.binaryTag || tag == DispatchFrame.binaryTag,
             let head = BinaryFrameReader.head(of: frame, tag: tag), let order = (try? JSONValue.parse(head.order))?.objectValue,
-            let orderId = order["orderId"]?.stringValue, Order.isValidOrderId(orderId), let merchant = order["merchant"]?.stringValue
+            let orderId = order["orderId"]?.stringValue, Order.isValidOrderId(orderId)
         else { return nil }
+        // As intake reads an order: an absent merchant is "default".
+        guard let merchant = order["merchant"] == nil ? "default" : order["merchant"]?.stringValue else { return nil }
         let identity = OrderIdentity(
             orderId: orderId, merchant: merchant, provider: order["provider"]?.stringValue ?? "",
             operation: order["operation"]?.stringValue ?? "")

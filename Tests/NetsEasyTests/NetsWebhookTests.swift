@@ -57,6 +57,25 @@ import Testing
         #expect(!rejection.message.contains(Fixtures.webhookSecret))
     }
 
+    /// Nexi's own payment.checkout.completed example quotes the amount ("10000"): read as the
+    /// same integer, never anything but digits.
+    @Test func aQuotedAmountIsReadAsItsInteger() throws {
+        let quoted = Self.checkoutCompleted.replacingOccurrences(of: #""amount":1050,"currency""#, with: #""amount":"1050","currency""#)
+        guard case .success(let event) = verify(quoted) else {
+            Issue.record("the documented shape must be read")
+            return
+        }
+        #expect(event.amount == 1050)
+        for bad in [#""10.50""#, #""-1050""#, #""""#, #""1e3""#] {
+            let body = Self.checkoutCompleted.replacingOccurrences(of: #""amount":1050,"currency""#, with: #""amount":\#(bad),"currency""#)
+            guard case .failure(let rejection) = verify(body) else {
+                Issue.record("amount \(bad) must be refused")
+                continue
+            }
+            #expect(rejection.code == "INVALID_FIELD")
+        }
+    }
+
     @Test func headersAreSearchedCaseInsensitivelyAndDuplicatesRefused() {
         guard case .success = verify(headers: [HTTPHeader("authorization", Fixtures.webhookSecret)]) else {
             Issue.record("lowercase header name")

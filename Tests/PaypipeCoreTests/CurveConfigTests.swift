@@ -19,6 +19,36 @@ struct CurveConfigTests {
         return sampleConfig.replacingOccurrences(of: #""timers": { "cleengPollIntervalMs": 50 }"#, with: #""timers": { "cleengPollIntervalMs": 50 }, "# + section)
     }
 
+    /// A role's key file that others may read is refused: the key is the role's whole authority.
+    @Test func aKeyFileOthersMayReadIsRefused() throws {
+        let files = ["/secrets/tp-notify": "notify-pass\n", "/keys/signer.secret": Self.key("s")]
+        func load(mode: UInt32) throws -> CurveConfig {
+            var s = sources(files: files)
+            s.fileMode = { _ in 0o100000 | mode }
+            return try #require(try parse(Self.config(), s).curve)
+        }
+        #expect(try load(mode: 0o600).secretKey(of: .signer).reveal() == Self.key("s"))
+        #expect(try load(mode: 0o400).secretKey(of: .signer).reveal() == Self.key("s"))
+        #expect { try load(mode: 0o644).secretKey(of: .signer) } throws: { error in
+            (error as? ConfigError).map { $0.path == "curve.signer.secretKey" && $0.reason.contains("chmod 600") && !$0.reason.contains(Self.key("s")) } == true
+        }
+        #expect(throws: ConfigError.self) { try load(mode: 0o640).secretKey(of: .signer) }
+    }
+
+    /// `curve.upstream`: the upstream clients, each with its own key and, optionally, merchants.
+    @Test func upstreamClientsAreListedWithTheirMerchants() throws {
+        let upstream = #", "upstream": [{ "name": "shop-a", "publicKey": "\#(Self.key("A"))", "merchants": ["default"] }, { "name": "all", "publicKey": "\#(Self.key("B"))" }]}"#
+        let text = Self.config().replacingOccurrences(of: #"secret" }}"#, with: #"secret" }"# + upstream)
+        let curve = try #require(try parse(text).curve)
+        #expect(curve.upstream.map(\.name) == ["shop-a", "all"])
+        #expect(curve.upstream[0].merchants == ["default"] && curve.upstream[1].merchants == nil)
+        #expect(curve.upstreamClient(userId: "upstream:shop-a")?.publicKey == Self.key("A"))
+        #expect(curve.upstreamClient(userId: "signer") == nil)
+        #expect(throws: ConfigError.self) { try parse(text.replacingOccurrences(of: Self.key("B"), with: Self.key("L"))) }
+        #expect(throws: ConfigError.self) { try parse(text.replacingOccurrences(of: #""name": "all""#, with: #""name": "shop-a""#)) }
+        #expect(throws: ConfigError.self) { try parse(text.replacingOccurrences(of: #""merchants": ["default"]"#, with: #""merchants": []"#)) }
+    }
+
     @Test func withoutTheSectionThereIsNoCurve() throws {
         #expect(try parse(sampleConfig).curve == nil)
     }
@@ -55,7 +85,7 @@ struct CurveConfigTests {
         #expect(throws: ConfigError(path: "curve.signer.publicKey", reason: "must be a 40-character Z85 CURVE key")) {
             try parse(Self.config(publicKey: { $0 == "signer" ? "short" : Self.publicKey($0) }))
         }
-        #expect(throws: ConfigError(path: "curve", reason: "every role needs its own key pair")) {
+        #expect(throws: ConfigError(path: "curve", reason: "every role and every upstream client needs its own key pair")) {
             try parse(Self.config(publicKey: { _ in Self.key("K") }))
         }
         let typo = Self.config().replacingOccurrences(of: #""poller": {"#, with: #""pollers": {}, "poller": {"#)

@@ -14,6 +14,8 @@ import ZeroMQ
 final class SlowNetsProvider: Sendable {
     let latency: Duration
     let requestsPerKey = Mutex<[String: Int]>([:])
+    /// Charge status reads per Idempotency-Key (`GET …/charges/status`).
+    let statusReadsPerKey = Mutex<[String: Int]>([:])
 
     init(latency: Duration) { self.latency = latency }
 
@@ -34,6 +36,14 @@ final class SlowNetsProvider: Sendable {
             try await Task.sleep(for: self.latency)
             let answer: JSONValue = ["paymentId": .string("pay-\(key.prefix(64))"), "chargeId": .string("chg-\(key.prefix(64))-\(seen)")]
             return Response(status: .created, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: answer.bytes)))
+        }
+        // A charge it took (a POST it answered or is answering) is found by its key; another is 404.
+        router.get("/v1/subscriptions/:id/charges/status") { request, _ -> Response in
+            let key = request.headers[HTTPField.Name("Idempotency-Key")!] ?? ""
+            self.statusReadsPerKey.withLock { $0[key, default: 0] += 1 }
+            guard self.requestsPerKey.withLock({ $0[key] != nil }) else { return Response(status: .notFound) }
+            let answer: JSONValue = ["paymentId": .string("pay-\(key.prefix(64))"), "chargeId": .string("chg-\(key.prefix(64))-1"), "completed": true]
+            return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: answer.bytes)))
         }
         let port = Mutex<Int?>(nil)
         let app = Application(

@@ -37,6 +37,8 @@ final class PipelineHarness: @unchecked Sendable {
 
     /// Each role's CURVE keys when the harness was started with `curve: true`.
     private(set) var curveKeys: [CurveConfig.Role: ZMQCurveKeyPair] = [:]
+    /// Each upstream client's keys (`upstream:`), by name.
+    private(set) var upstreamKeys: [String: ZMQCurveKeyPair] = [:]
 
     /// `timers`: the config's "timers" (e.g. fast Cleeng polling). `connectOutcomes`: false
     /// leaves the live outcomes PUSH without any consumer. `curve`: a `curve` section with fresh
@@ -49,7 +51,8 @@ final class PipelineHarness: @unchecked Sendable {
         sandboxConfiguration: SandboxConfiguration = SandboxConfiguration(port: 0, phonePeCallbackDelayMilliseconds: 3_600_000),
         timers: [String: Int64] = [:], connectOutcomes: Bool = true, curve: Bool = false,
         extraMerchants: [String: JSONValue] = [:], netsWebhooks: Bool = true,
-        providerFront: ((String) async throws -> String)? = nil, redeliverAfterMilliseconds: Int64 = 60_000
+        providerFront: ((String) async throws -> String)? = nil, redeliverAfterMilliseconds: Int64 = 60_000,
+        upstream: [(name: String, merchants: [String]?)] = []
     ) async throws {
         self.redeliverAfterMilliseconds = redeliverAfterMilliseconds
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-e2e-\(UUID().uuidString)")
@@ -85,8 +88,19 @@ final class PipelineHarness: @unchecked Sendable {
                 curveKeys[role] = pair
                 let secretFile = directory.appendingPathComponent("\(role.rawValue).secret").path
                 try (pair.secretKey + "\n").write(toFile: secretFile, atomically: true, encoding: .utf8)
+                // A key file others may read is refused.
+                try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: secretFile)
                 section[role.rawValue] = ["publicKey": .string(pair.publicKey), "secretKey": .string("file:" + secretFile)]
             }
+            var clients: [JSONValue] = []
+            for client in upstream {
+                let pair = try ZMQCurveKeyPair.generate()
+                upstreamKeys[client.name] = pair
+                var entry: [String: JSONValue] = ["name": .string(client.name), "publicKey": .string(pair.publicKey)]
+                if let merchants = client.merchants { entry["merchants"] = .array(merchants.map(JSONValue.string)) }
+                clients.append(.object(entry))
+            }
+            if !clients.isEmpty { section["upstream"] = .array(clients) }
             document["curve"] = .object(section)
             text = JSONValue.object(document).serialized
         }
@@ -102,12 +116,27 @@ final class PipelineHarness: @unchecked Sendable {
         children.append(ledger.0)
         stderrFiles.append(ledger.1)
         ledgerEndpoints = LedgerAddresses.printed(in: ready ?? "")
-        let pull = try context.socket(.pull)
+        // With upstream CURVE the harness is the first listed client.
+        let keys = upstreamKeys
+        let firstClient = upstream.first.flatMap { keys[$0.name] }
+        let upstreamOptions = Self.upstreamClientOptions(firstClient, ledger: curveKeys[.ledger])
+        let pull = try context.socket(.pull, options: upstreamOptions)
         if connectOutcomes { try pull.connect(ledgerEndpoints["outcomes"]!) }
-        let push = try context.socket(.push)
+        let push = try context.socket(.push, options: upstreamOptions)
         try push.connect(ledgerEndpoints["intake"]!)
         receiver = try ZMQReceiver(socket: pull)
         sender = try ZMQSender(socket: push)
+    }
+
+    /// Socket options of an upstream client holding `pair` (nil: plaintext).
+    func upstreamClientOptions(_ pair: ZMQCurveKeyPair?) -> ZMQSocketOptions { Self.upstreamClientOptions(pair, ledger: curveKeys[.ledger]) }
+
+    static func upstreamClientOptions(_ pair: ZMQCurveKeyPair?, ledger: ZMQCurveKeyPair?) -> ZMQSocketOptions {
+        var options = ZMQSocketOptions()
+        if let pair, let ledger {
+            options.curve = .client(serverPublicKey: ledger.publicKey, publicKey: pair.publicKey, secretKey: pair.secretKey)
+        }
+        return options
     }
 
     static func ledgerArguments(configPath: String, directory: URL, redeliverAfterMilliseconds: Int64) -> [String] {

@@ -51,6 +51,34 @@ import Testing
         #expect(reason(withoutOrder + [("responsesitesecurity", TPNotification.signature(fields: withoutOrder, password: password))]) == "MALFORMED")
     }
 
+    /// The signature covers the values alone, in name order: a captured decline can be split
+    /// differently into fields under the same signature. Neither a field no notification
+    /// carries nor a value another field's form would not take is believed.
+    @Test func aCapturedDeclineCannotBeReSplitIntoASuccess() {
+        let decline: [TPNotification.Field] = [
+            ("baseamount", "1050"), ("currencyiso3a", "GBP"), ("errorcode", "70000"), ("orderreference", "tp-1"),
+            ("requesttypedescription", "AUTH"), ("settlestatus", "3"), ("sitereference", "test_site12345"), ("transactionreference", "57-9-100"),
+        ]
+        let captured = TPNotification.signature(fields: decline, password: password)
+        func verdict(_ fields: [TPNotification.Field]) -> String {
+            do {
+                let event = try TPNotification.verify(fields: fields + [("responsesitesecurity", captured)], password: password)
+                return "believed errorcode \(event.errorcode)"
+            } catch { return error.code }
+        }
+        #expect(verdict(decline) == "believed errorcode 70000")
+        func split(_ extra: (String, String), currency: String = "GBP") -> [TPNotification.Field] {
+            decline.map { $0.name == "errorcode" ? ($0.name, "0") : $0.name == "currencyiso3a" ? ($0.name, currency) : $0 } + [extra]
+        }
+        // "7000" moved into a field that sorts between currencyiso3a and errorcode: same signature.
+        #expect(TPNotification.signature(fields: split(("decision", "7000")), password: password) == captured)
+        #expect(verdict(split(("decision", "7000"))) == "UNKNOWN_FIELD")
+        #expect(verdict(split(("enrolled", "7000"))) == "INVALID_FIELD")
+        #expect(verdict(decline.map { $0.name == "errorcode" ? ($0.name, "0") : $0.name == "currencyiso3a" ? ($0.name, "GBP7000") : $0 }) == "INVALID_FIELD")
+        // One way to write each number: "00000" is not "0".
+        #expect(!TPNotification.number("00", 1...5) && TPNotification.number("0", 1...5) && TPNotification.number("70000", 1...5))
+    }
+
     /// Was 400 MALFORMED; an oversized body is 413 TOO_LARGE for every provider now.
     @Test func oversizedNotificationsAreTooLarge() {
         #expect(throws: CallbackRejection.tooLarge("the notification is larger than 64 KiB")) {

@@ -82,6 +82,31 @@ struct CurveAuthenticatorTests {
         context.terminate()
     }
 
+    /// A CURVE server socket with a ZAP domain admits nobody when no handler answers (none was
+    /// started, or it stopped): libzmq's default would let any client that knows the server's key in.
+    @Test func withoutAZAPHandlerNobodyIsAdmitted() async throws {
+        let context = try ZMQContext()
+        let server = try ZMQCurveKeyPair.generate()
+        let anyone = try ZMQCurveKeyPair.generate()
+        var serverOptions = ZMQSocketOptions()
+        serverOptions.curve = .server(secretKey: server.secretKey)
+        serverOptions.zapDomain = "rpc"
+        let router = try context.socket(.router, options: serverOptions)
+        let endpoint = try router.bind("tcp://127.0.0.1:*")
+        let echo = try ZMQDuplex(socket: router)
+        let echoing = Task {
+            while let batch = try await echo.nextBatch() {
+                for message in batch where message.frames.count == 2 { echo.send(ZMQMessage(frames: [message.frames[0], message.frames[1]])) }
+            }
+        }
+        let client = ZMQCurve.client(serverPublicKey: server.publicKey, publicKey: anyone.publicKey, secretKey: anyone.secretKey)
+        #expect(try await Self.request(context, endpoint, curve: client, "hello", timeoutMilliseconds: 3000) == nil)
+        echo.stop()
+        _ = try await echoing.value
+        await echo.waitUntilClosed()
+        context.terminate()
+    }
+
     @Test func theZAPReplyFollowsRFC27() {
         let key = Array(repeating: UInt8(7), count: 32)
         let z85 = ZMQCurveKeyPairEncoding.z85(key)
