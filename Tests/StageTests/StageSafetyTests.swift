@@ -93,7 +93,7 @@ struct StageSafetyTests {
     /// store created readable by others before.
     @Test func theStoreIsReadableByItsOwnerOnly() throws {
         let path = TestStores.path()
-        FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o644])
+        #expect(FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o644]))
         var core = LedgerCore(store: try LedgerStore(path: path), registry: LedgerCoreProbe.registry)
         _ = try core.intake([Array(vivaOrder.utf8)], now: 0)
         for file in [path, path + "-wal"] {

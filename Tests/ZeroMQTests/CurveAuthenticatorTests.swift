@@ -38,16 +38,9 @@ struct CurveAuthenticatorTests {
         return try dealer.receive()
     }
 
-    @Test func onlyListedKeysOnTheirOwnDomainConnectAndEachMessageCarriesItsUserId() async throws {
-        let context = try ZMQContext()
-        let server = try ZMQCurveKeyPair.generate()
-        let settler = try ZMQCurveKeyPair.generate()
-        let poller = try ZMQCurveKeyPair.generate()
-        let stranger = try ZMQCurveKeyPair.generate()
-        let authenticator = try ZMQCurveAuthenticator(
-            context: context,
-            policy: .init(users: [settler.publicKey: "callbacks", poller.publicKey: "poller"], domains: ["rpc": ["callbacks"]]))
-
+    /// A CURVE ROUTER with the ZAP domain "rpc" that answers each request with its sender's
+    /// User-Id ("none" when it has none).
+    static func userIdEcho(_ context: ZMQContext, server: ZMQCurveKeyPair) throws -> (String, ZMQDuplex, Task<Void, any Error>) {
         var serverOptions = ZMQSocketOptions()
         serverOptions.curve = .server(secretKey: server.secretKey)
         serverOptions.zapDomain = "rpc"
@@ -61,6 +54,20 @@ struct CurveAuthenticatorTests {
                 }
             }
         }
+        return (endpoint, echo, echoing)
+    }
+
+    @Test func onlyListedKeysOnTheirOwnDomainConnectAndEachMessageCarriesItsUserId() async throws {
+        let context = try ZMQContext()
+        let server = try ZMQCurveKeyPair.generate()
+        let settler = try ZMQCurveKeyPair.generate()
+        let poller = try ZMQCurveKeyPair.generate()
+        let stranger = try ZMQCurveKeyPair.generate()
+        let authenticator = try ZMQCurveAuthenticator(
+            context: context,
+            policy: .init(users: [settler.publicKey: "callbacks", poller.publicKey: "poller"], domains: ["rpc": ["callbacks"]]))
+
+        let (endpoint, echo, echoing) = try Self.userIdEcho(context, server: server)
 
         func client(_ pair: ZMQCurveKeyPair, serverKey: String = server.publicKey) -> ZMQCurve {
             .client(serverPublicKey: serverKey, publicKey: pair.publicKey, secretKey: pair.secretKey)
@@ -88,17 +95,7 @@ struct CurveAuthenticatorTests {
         let context = try ZMQContext()
         let server = try ZMQCurveKeyPair.generate()
         let anyone = try ZMQCurveKeyPair.generate()
-        var serverOptions = ZMQSocketOptions()
-        serverOptions.curve = .server(secretKey: server.secretKey)
-        serverOptions.zapDomain = "rpc"
-        let router = try context.socket(.router, options: serverOptions)
-        let endpoint = try router.bind("tcp://127.0.0.1:*")
-        let echo = try ZMQDuplex(socket: router)
-        let echoing = Task {
-            while let batch = try await echo.nextBatch() {
-                for message in batch where message.frames.count == 2 { echo.send(ZMQMessage(frames: [message.frames[0], message.frames[1]])) }
-            }
-        }
+        let (endpoint, echo, echoing) = try Self.userIdEcho(context, server: server)
         let client = ZMQCurve.client(serverPublicKey: server.publicKey, publicKey: anyone.publicKey, secretKey: anyone.secretKey)
         #expect(try await Self.request(context, endpoint, curve: client, "hello", timeoutMilliseconds: 3000) == nil)
         echo.stop()

@@ -471,10 +471,25 @@ package struct OutcomeRevealer: Sendable {
     }
 
     package func reveal(_ bytes: [UInt8]) -> [UInt8] {
-        let text = String(decoding: bytes, as: UTF8.self)
-        guard text.contains("!withheld:"), let outcome = try? Outcome.parse(bytes), let connector = registry.connector(for: Provider(outcome.provider)),
-            let revealed = Outcome.revealing(text, value: { connector.withheldSecret(named: $0, merchant: outcome.merchant) })
+        // Every outcome upstream gets passes here: the bytes are searched before anything is built.
+        guard Self.hasMark(bytes), let outcome = try? Outcome.parse(bytes),
+            let connector = registry.connector(for: Provider(outcome.provider)),
+            let revealed = Outcome.revealing(String(decoding: bytes, as: UTF8.self), value: { connector.withheldSecret(named: $0, merchant: outcome.merchant) })
         else { return bytes }
         return Array(revealed.utf8)
+    }
+
+    static let mark = Array("!withheld:".utf8)
+
+    static func hasMark(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBufferPointer { buffer in
+            var index = 0
+            let last = buffer.count - mark.count
+            while index <= last {
+                if buffer[index] == UInt8(ascii: "!"), mark.indices.allSatisfy({ buffer[index + $0] == mark[$0] }) { return true }
+                index += 1
+            }
+            return false
+        }
     }
 }

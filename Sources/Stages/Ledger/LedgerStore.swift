@@ -390,6 +390,18 @@ package final class LedgerStore {
         _ outcome: Outcome, serialized: String, references: [String], polled: Bool, now: Int64, from source: ResultSource
     ) throws -> Recorded {
         let key = (merchant: SQLiteValue.text(outcome.merchant), orderId: SQLiteValue.text(outcome.orderId))
+        let target: State =
+            if outcome.status.isTerminal { .terminal }
+            else if outcome.status == .unknown { outcome.error?.needsReview == true ? .review : .unknown }
+            else { .pending }
+        // Nearly every result is a claim holder's for its open order: one statement, guarded by
+        // exactly what `ResultAuthority` would check, applies it without reading the row first.
+        if case .stage(let role, .submit, let ticket, true) = source, role == nil || role == .submitter, outcome.status != .rejected {
+            let stamped = try stamped(serialized)
+            if try moveHeld(key, generation: ticket.generation, provider: outcome.provider, operation: outcome.operation, to: target, outcome: stamped.text, now: now) {
+                return try applied(stamped, outcome, from: .open, to: target, references: references, polled: polled, generation: ticket.generation, now: now)
+            }
+        }
         let rows = try db.query(
             "SELECT state, provider, operation, dispatches, claimed_generation, attempts, outcome FROM orders WHERE merchant=? AND order_id=?",
             [key.merchant, key.orderId])
@@ -403,13 +415,18 @@ package final class LedgerStore {
         if state == .terminal, source == .callback {
             return try correct(key, stored: row[6].text, with: outcome, now: now)
         }
-        let target: State =
-            if outcome.status.isTerminal { .terminal }
-            else if outcome.status == .unknown { outcome.error?.needsReview == true ? .review : .unknown }
-            else { .pending }
         guard Self.allows(target, from: state) else { return Recorded() }
         let stamped = try stamped(serialized)
         guard try move(key, from: state, to: target, outcome: stamped.text, now: now) else { return Recorded() }
+        return try applied(stamped, outcome, from: state, to: target, references: references, polled: polled, generation: facts.generation, now: now)
+    }
+
+    /// What follows an outcome's state change: its log entry, and for an order that has just
+    /// become pending its references and, for the pollers, its order.
+    private func applied(
+        _ stamped: (seq: Int64, text: String), _ outcome: Outcome, from state: State, to target: State, references: [String], polled: Bool,
+        generation: Int64, now: Int64
+    ) throws -> Recorded {
         moved(from: state, to: target)
         try appendToLog(stamped, now: now)
         // Already pending (a redelivered order's second pending outcome): forwarded, nothing else changes.
@@ -417,9 +434,40 @@ package final class LedgerStore {
         let orderKey = OrderKey(merchant: outcome.merchant, orderId: outcome.orderId)
         try index(references, provider: outcome.provider, key: orderKey)
         guard polled else { return Recorded(emit: stamped.text) }
-        let json = try db.query("SELECT order_json FROM orders WHERE merchant=? AND order_id=?", [key.merchant, key.orderId]).first?[0].text
-        return Recorded(emit: stamped.text, becamePending: json.map { Pending(json: $0, since: now, key: orderKey, generation: facts.generation) })
+        let json = try db.query("SELECT order_json FROM orders WHERE merchant=? AND order_id=?", [.text(orderKey.merchant), .text(orderKey.orderId)])
+            .first?[0].text
+        return Recorded(emit: stamped.text, becamePending: json.map { Pending(json: $0, since: now, key: orderKey, generation: generation) })
     }
+
+    /// The holder of an open order's claim gives it an outcome of its own provider and operation.
+    private func moveHeld(
+        _ key: (merchant: SQLiteValue, orderId: SQLiteValue), generation: Int64, provider: String, operation: String, to target: State,
+        outcome: String, now: Int64
+    ) throws -> Bool {
+        let holder: [SQLiteValue] = [key.merchant, key.orderId, .integer(generation), .text(provider), .text(operation)]
+        switch target {
+        case .terminal:
+            try db.query(Self.endHeld, [.text(outcome), .integer(now)] + holder)
+        case .pending:
+            try db.query(Self.pendHeld, [.text(outcome), .integer(now), .integer(now)] + holder)
+        case .review, .unknown, .open:
+            try db.query(Self.markHeld, [.text(target.rawValue), .text(outcome)] + holder)
+        }
+        return db.changes == 1
+    }
+
+    static let endHeld: StaticString = """
+        UPDATE orders SET state='terminal', outcome=?, ended_at=?
+        WHERE merchant=? AND order_id=? AND state='open' AND claimed_generation=? AND provider=? AND operation=?
+        """
+    static let pendHeld: StaticString = """
+        UPDATE orders SET state='pending', outcome=?, pending_at=?, dispatched_at=?
+        WHERE merchant=? AND order_id=? AND state='open' AND claimed_generation=? AND provider=? AND operation=?
+        """
+    static let markHeld: StaticString = """
+        UPDATE orders SET state=?, outcome=?
+        WHERE merchant=? AND order_id=? AND state='open' AND claimed_generation=? AND provider=? AND operation=?
+        """
 
     /// A genuine callback for an order that has ended: when its terminal outcome told upstream
     /// that no money was taken and the callback says money was, the callback's outcome replaces
