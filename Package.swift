@@ -3,6 +3,10 @@ import PackageDescription
 
 let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 
+/// The benchmarks under bench/ are built only when asked, with `PAYPIPE_BENCHMARKS=1` (every
+/// script under bench/ sets it): a plain `swift build` builds the pipeline and its tests alone.
+let benchmarks = Context.environment["PAYPIPE_BENCHMARKS"] == "1"
+
 let providers = ["TrustPayments", "NetsEasy", "PhonePe", "Cleeng", "Viva"]
 let stageModules = ["LedgerStage", "SignerStage", "SubmitterStage", "CallbacksStage", "CleengPollerStage"]
 
@@ -190,7 +194,7 @@ let package = Package(
         .target(
             name: "FuzzTargets",
             dependencies: [
-                "BenchSupport", "CallbacksStage", "Cleeng", "CleengPollerStage", "Connectors", "HTTPTransport", "LedgerStage", "PaypipeCore",
+                "CallbacksStage", "Cleeng", "CleengPollerStage", "Connectors", "HTTPTransport", "LedgerStage", "PaypipeCore",
                 "PhonePe", "SignerStage", "StageRuntime", "StageWire", "SubmitterStage", "TrustPayments",
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
@@ -212,6 +216,19 @@ let package = Package(
             ] + stageModules.map { .target(name: $0) } + providers.map { .target(name: $0) },
             swiftSettings: strict
         ),
+        .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"], swiftSettings: strict),
+        .testTarget(name: "PaypipeCoreTests", dependencies: ["PaypipeCore", "Connectors"], swiftSettings: strict),
+    ] + providers.map { name in
+        .testTarget(
+            name: "\(name)Tests",
+            dependencies: [.target(name: name), "PaypipeCore", "Connectors"],
+            swiftSettings: strict
+        )
+    } + (benchmarks ? benchmarkTargets : [])
+)
+
+var benchmarkTargets: [Target] {
+    [
         .executableTarget(
             name: "paypipe-signing-bench",
             dependencies: ["BenchSupport", "PaypipeCore", "TrustPayments", "PhonePe"],
@@ -264,13 +281,5 @@ let package = Package(
             path: "bench/driver",
             swiftSettings: strict
         ),
-        .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"], swiftSettings: strict),
-        .testTarget(name: "PaypipeCoreTests", dependencies: ["PaypipeCore", "Connectors"], swiftSettings: strict),
-    ] + providers.map { name in
-        .testTarget(
-            name: "\(name)Tests",
-            dependencies: [.target(name: name), "PaypipeCore", "Connectors"],
-            swiftSettings: strict
-        )
-    }
-)
+    ]
+}

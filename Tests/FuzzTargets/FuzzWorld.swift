@@ -1,4 +1,3 @@
-import BenchSupport
 import CallbacksStage
 import Cleeng
 import CleengPollerStage

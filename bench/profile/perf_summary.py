@@ -14,10 +14,13 @@ import re
 import subprocess
 import sys
 
-OWN = ('Pipeline.', 'PaypipeCore.', 'PhonePe.', 'Sandbox.', 'ZeroMQ.', 'TrustPayments.', 'NetsEasy.', 'Cleeng.', 'Viva.')
-MODULE = re.compile(r'\b(NIOCore|NIOPosix|NIOHTTP1|NIOConcurrencyHelpers|AsyncHTTPClient|Pipeline|PaypipeCore|Sandbox|PhonePe|'
-                    r'TrustPayments|NetsEasy|Cleeng|Viva|ZeroMQ|Hummingbird\w*|HTTPTypes|Logging|Metrics|Prometheus|'
-                    r'ServiceLifecycle|Crypto|JWTKit)\.')
+# The project's own modules (Package.swift), by the prefix their symbols demangle with.
+OWN_MODULES = ('PaypipeCore', 'StageWire', 'StageRuntime', 'HTTPTransport', 'ZeroMQ', 'Connectors', 'LedgerStage', 'SignerStage',
+               'SubmitterStage', 'CallbacksStage', 'PollerStage', 'CleengPollerStage', 'Sandbox', 'TrustPayments', 'NetsEasy',
+               'PhonePe', 'Cleeng', 'Viva')
+OWN = tuple(name + '.' for name in OWN_MODULES)
+MODULE = re.compile(r'\b(NIOCore|NIOPosix|NIOHTTP1|NIOConcurrencyHelpers|AsyncHTTPClient|' + '|'.join(OWN_MODULES) + r'|'
+                    r'Hummingbird\w*|HTTPTypes|Logging|Metrics|Prometheus|ServiceLifecycle|Crypto|JWTKit)\.')
 PREFIXES = re.compile(r'^(specialized |partial apply for |closure #\d+ (\([^)]*\) )?in |generic specialization <[^>]*> of |merged |'
                       r'implicit closure #\d+ in |static |thunk for |outlined .* of )+')
 

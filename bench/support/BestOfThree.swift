@@ -12,20 +12,3 @@ public func bestOfThree(count: Int, _ body: (Int) -> Int) -> (seconds: Double, c
     }
     return (best, checksum)
 }
-
-/// `body`'s value, computed on a task that this thread waits for: the benches counted under
-/// callgrind start synchronously, since valgrind 3.19 dies in an async main's start-up.
-public func waitingFor<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
-    let box = WaitBox<T>()
-    Task.detached {
-        box.value = await body()
-        box.done.signal()
-    }
-    box.done.wait()
-    return box.value!
-}
-
-private final class WaitBox<T>: @unchecked Sendable {
-    var value: T?
-    let done = DispatchSemaphore(value: 0)
-}
