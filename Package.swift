@@ -150,7 +150,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "paypipe-sandbox",
-            dependencies: ["Sandbox", "PaypipeCore", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["Sandbox", "Connectors", "PaypipeCore", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: strict
         ),
         .testTarget(
@@ -173,7 +173,7 @@ let package = Package(
         .executableTarget(
             name: "paypipe",
             dependencies: [
-                "StageRuntime", "PaypipeCore", "ZeroMQ",
+                "StageRuntime", "PaypipeCore", "ZeroMQ", "Connectors", "StageWire", "HTTPTransport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],

@@ -12,6 +12,7 @@ extension Operation {
 /// Cleeng poller stage then owns the pending receipt (getAccessStatus every 5 s, up to 60 s).
 public struct CleengConnector: ProviderConnector {
     public static let provider = Provider.cleeng
+    public static let settingsSection: any MerchantSection.Type = CleengConfig.self
     public static let operations = [OperationSpec(.appleReceipt, movesMoney: false)]
 
     let config: PaypipeConfig

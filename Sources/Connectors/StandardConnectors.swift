@@ -15,6 +15,9 @@ package enum StandardConnectors {
         VivaConnector.self,
     ]
 
+    /// The merchant sections these connectors read (`PaypipeConfig.parse`).
+    package static var sections: [any MerchantSection.Type] { all.map { $0.settingsSection } }
+
     package static func registry(config: PaypipeConfig) async -> ConnectorRegistry {
         await ConnectorRegistry(all, config: config)
     }

@@ -14,6 +14,7 @@ extension Operation {
 /// reads and charges, and the checkout webhooks.
 public struct NetsConnector: ProviderConnector {
     public static let provider = Provider.nets
+    public static let settingsSection: any MerchantSection.Type = NetsConfig.self
     public static let operations = [
         OperationSpec(.createSubscription, movesMoney: true),
         OperationSpec(.getSubscription, movesMoney: false),

@@ -58,17 +58,17 @@ extension PaypipeConfig {
     }
 
     /// Loads the file at `path`, then applies the PAYPIPE_INTAKE, PAYPIPE_OUTCOMES and
-    /// PAYPIPE_CALLBACK_ADDR overrides.
-    /// `schemas`: the settings sections of providers whose connectors bring their own (see
-    /// `ProviderSettings`), by section name.
-    public static func load(path: String, sources: Sources = .process, schemas: [ProviderSettings.Schema] = []) throws(ConfigError) -> PaypipeConfig {
+    /// PAYPIPE_CALLBACK_ADDR overrides. `sections`: the merchant section of every provider
+    /// the process knows (its connectors' `settingsSection`); a merchant key for any other
+    /// provider is an unknown key.
+    public static func load(path: String, sources: Sources = .process, sections: [any MerchantSection.Type]) throws(ConfigError) -> PaypipeConfig {
         guard let bytes = sources.readFile(path) else {
             throw ConfigError(path: "", reason: "cannot read config file \(path)")
         }
-        return try parse(bytes, sources: sources, schemas: schemas)
+        return try parse(bytes, sources: sources, sections: sections)
     }
 
-    public static func parse(_ bytes: [UInt8], sources: Sources = .process, schemas: [ProviderSettings.Schema] = []) throws(ConfigError) -> PaypipeConfig {
+    public static func parse(_ bytes: [UInt8], sources: Sources = .process, sections: [any MerchantSection.Type]) throws(ConfigError) -> PaypipeConfig {
         let document: JSONValue
         do {
             document = try JSONValue.parse(bytes)
@@ -81,67 +81,10 @@ extension PaypipeConfig {
         for name in merchantsReader.keys {
             var m = try merchantsReader.object(name)
             var merchant = MerchantConfig()
-            if var r = try m.optionalObject("trustpayments") {
-                merchant.trustpayments = TrustPaymentsConfig(
-                    baseURL: try r.url("baseURL"), siteReference: try r.string("siteReference"),
-                    jwtIssuer: try r.string("jwtIssuer"), jwtSecret: try r.secret("jwtSecret"),
-                    webservicesUser: try r.string("webservicesUser"), webservicesPassword: try r.secret("webservicesPassword"),
-                    notificationPassword: try r.secret("notificationPassword"))
+            for section in sections {
+                guard var r = try m.optionalObject(section.provider.rawValue) else { continue }
+                merchant.sections[section.provider] = try section.init(&r)
                 try r.finish()
-            }
-            if var r = try m.optionalObject("nets") {
-                merchant.nets = NetsConfig(
-                    baseURL: try r.url("baseURL"), secretKey: try r.secret("secretKey"),
-                    webhookAuthorization: try r.secret("webhookAuthorization"), webhookURL: try r.optionalURL("webhookURL"))
-                try r.finish()
-            }
-            if var r = try m.optionalObject("phonepe") {
-                merchant.phonepe = PhonePeConfig(
-                    baseURL: try r.url("baseURL"), merchantId: try r.string("merchantId"), saltKey: try r.secret("saltKey"),
-                    saltIndex: try r.string("saltIndex"), callbackURL: try r.url("callbackURL"),
-                    callbackScheme: try r.optionalString("callbackScheme"))
-                try r.finish()
-            }
-            if var r = try m.optionalObject("cleeng") {
-                merchant.cleeng = CleengConfig(
-                    receiptURL: try r.url("receiptURL"), apiURL: try r.url("apiURL"),
-                    username: try r.string("username"), password: try r.secret("password"))
-                try r.finish()
-            }
-            if var r = try m.optionalObject("viva") {
-                var viva = VivaConfig(
-                    merchantKey: try r.string("merchantKey"), appId: try r.string("appId"), callback: try r.string("callback"))
-                let apiURL = try r.optionalURL("apiURL"), accountsURL = try r.optionalURL("accountsURL")
-                let clientId = try r.optionalString("apiClientId")
-                let clientSecret = try r.optionalSecret("apiClientSecret")
-                switch (clientId, clientSecret) {
-                case (let id?, let secret?):
-                    guard !id.isEmpty else { throw ConfigError(path: r.child("apiClientId"), reason: "must not be empty") }
-                    viva.api = VivaAPICredentials(
-                        apiURL: apiURL ?? VivaAPICredentials.liveAPIURL, accountsURL: accountsURL ?? VivaAPICredentials.liveAccountsURL,
-                        clientId: id, clientSecret: secret)
-                case (nil, nil):
-                    if apiURL != nil || accountsURL != nil {
-                        throw ConfigError(path: r.child("apiClientId"), reason: "is required with apiURL/accountsURL (with apiClientSecret)")
-                    }
-                case (nil, _?):
-                    throw ConfigError(path: r.child("apiClientId"), reason: "is required with apiClientSecret")
-                case (_?, nil):
-                    throw ConfigError(path: r.child("apiClientSecret"), reason: "is required with apiClientId")
-                }
-                viva.isvClientSecret = try r.optionalSecret("isvClientSecret")
-                viva.acceptUnconfirmedCallbacks = try r.optionalBool("acceptUnconfirmedCallbacks") ?? false
-                try r.finish()
-                merchant.viva = viva
-            }
-            for schema in schemas {
-                guard var r = try m.optionalObject(schema.provider.rawValue) else { continue }
-                var settings = ProviderSettings()
-                for key in schema.required { settings.values[key] = try r.string(key) }
-                for key in schema.optional { settings.values[key] = try r.optionalString(key) }
-                for key in schema.secrets { settings.secrets[key] = try r.secret(key) }
-                try r.finish()
-                merchant.settings[schema.provider] = settings
             }
             try m.finish()
             config.merchants[name] = merchant
@@ -218,10 +161,11 @@ extension PaypipeConfig {
 }
 
 /// Reads one JSON object of the config, remembering which keys were used so that an
-/// unknown key (a typo) is reported instead of silently ignored.
-struct ConfigReader {
+/// unknown key (a typo) is reported instead of silently ignored. Every string value may be an
+/// `env:NAME` or `file:/path` reference, followed here.
+public struct ConfigReader {
     let object: [String: JSONValue]
-    let path: String
+    public let path: String
     let sources: PaypipeConfig.Sources
     var used: Set<String> = []
 
@@ -234,27 +178,27 @@ struct ConfigReader {
         self.sources = sources
     }
 
-    var keys: [String] { object.keys.sorted() }
+    public var keys: [String] { object.keys.sorted() }
 
-    func child(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
+    public func child(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
 
-    mutating func take(_ key: String) -> JSONValue? {
+    public mutating func take(_ key: String) -> JSONValue? {
         used.insert(key)
         return object[key]
     }
 
-    mutating func object(_ key: String) throws(ConfigError) -> ConfigReader {
+    public mutating func object(_ key: String) throws(ConfigError) -> ConfigReader {
         guard let value = take(key) else { throw ConfigError(path: child(key), reason: "is required") }
         return try ConfigReader(value, path: child(key), sources: sources)
     }
 
-    mutating func optionalObject(_ key: String) throws(ConfigError) -> ConfigReader? {
+    public mutating func optionalObject(_ key: String) throws(ConfigError) -> ConfigReader? {
         guard let value = take(key) else { return nil }
         return try ConfigReader(value, path: child(key), sources: sources)
     }
 
     /// A string value after `env:NAME` / `file:/path` indirection.
-    mutating func optionalString(_ key: String) throws(ConfigError) -> String? {
+    public mutating func optionalString(_ key: String) throws(ConfigError) -> String? {
         guard let value = take(key) else { return nil }
         guard let raw = value.stringValue else {
             throw ConfigError(path: child(key), reason: "must be a string, got \(value.typeName)")
@@ -262,13 +206,13 @@ struct ConfigReader {
         return try resolve(raw, at: child(key))
     }
 
-    mutating func string(_ key: String) throws(ConfigError) -> String {
+    public mutating func string(_ key: String) throws(ConfigError) -> String {
         guard let value = try optionalString(key) else { throw ConfigError(path: child(key), reason: "is required") }
         guard !value.isEmpty else { throw ConfigError(path: child(key), reason: "must not be empty") }
         return value
     }
 
-    mutating func secret(_ key: String) throws(ConfigError) -> Secret {
+    public mutating func secret(_ key: String) throws(ConfigError) -> Secret {
         guard sources.resolveSecrets || sources.secretsResolvedAnyway.contains(key) else {
             guard take(key)?.stringValue != nil else { throw ConfigError(path: child(key), reason: "is required") }
             return Secret("")
@@ -277,7 +221,7 @@ struct ConfigReader {
     }
 
     /// An optional secret; without secrets (the submitter) a present one comes back empty.
-    mutating func optionalSecret(_ key: String) throws(ConfigError) -> Secret? {
+    public mutating func optionalSecret(_ key: String) throws(ConfigError) -> Secret? {
         guard object[key] != nil else {
             used.insert(key)
             return nil
@@ -285,7 +229,7 @@ struct ConfigReader {
         return try secret(key)
     }
 
-    mutating func optionalURL(_ key: String) throws(ConfigError) -> String? {
+    public mutating func optionalURL(_ key: String) throws(ConfigError) -> String? {
         guard object[key] != nil else {
             used.insert(key)
             return nil
@@ -293,13 +237,13 @@ struct ConfigReader {
         return try url(key)
     }
 
-    mutating func optionalBool(_ key: String) throws(ConfigError) -> Bool? {
+    public mutating func optionalBool(_ key: String) throws(ConfigError) -> Bool? {
         guard let value = take(key) else { return nil }
         guard case .bool(let flag) = value else { throw ConfigError(path: child(key), reason: "must be true or false") }
         return flag
     }
 
-    mutating func url(_ key: String) throws(ConfigError) -> String {
+    public mutating func url(_ key: String) throws(ConfigError) -> String {
         let value = try string(key)
         guard value.hasPrefix("http://") || value.hasPrefix("https://") else {
             throw ConfigError(path: child(key), reason: "must be an http:// or https:// URL")
@@ -307,7 +251,7 @@ struct ConfigReader {
         return value.hasSuffix("/") ? String(value.dropLast()) : value
     }
 
-    mutating func positiveInteger(_ key: String) throws(ConfigError) -> Int64? {
+    public mutating func positiveInteger(_ key: String) throws(ConfigError) -> Int64? {
         guard let value = take(key) else { return nil }
         guard case .integer(let i) = value, i > 0 else {
             throw ConfigError(path: child(key), reason: "must be a positive integer")
@@ -315,7 +259,7 @@ struct ConfigReader {
         return i
     }
 
-    func resolve(_ raw: String, at path: String) throws(ConfigError) -> String {
+    public func resolve(_ raw: String, at path: String) throws(ConfigError) -> String {
         if raw.hasPrefix("env:") {
             let name = String(raw.dropFirst(4))
             guard let value = sources.environment(name) else {
@@ -338,7 +282,7 @@ struct ConfigReader {
         return raw
     }
 
-    func finish() throws(ConfigError) {
+    public func finish() throws(ConfigError) {
         if let unknown = object.keys.filter({ !used.contains($0) }).sorted().first {
             throw ConfigError(path: child(unknown), reason: "unknown key")
         }

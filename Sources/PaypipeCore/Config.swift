@@ -92,33 +92,17 @@ public struct PaypipeConfig: Sendable {
     }
 }
 
+/// One merchant profile: a section per provider it uses, each parsed by the provider's own
+/// `MerchantSection` type (declared by its connector), so that the config knows no provider.
 public struct MerchantConfig: Sendable {
-    public var trustpayments: TrustPaymentsConfig?
-    public var nets: NetsConfig?
-    public var phonepe: PhonePeConfig?
-    public var cleeng: CleengConfig?
-    public var viva: VivaConfig?
-    /// The sections of providers whose connectors declare their own settings.
-    public var settings: [Provider: ProviderSettings] = [:]
+    public var sections: [Provider: any MerchantSection] = [:]
 
-    public init(
-        trustpayments: TrustPaymentsConfig? = nil, nets: NetsConfig? = nil, phonepe: PhonePeConfig? = nil,
-        cleeng: CleengConfig? = nil, viva: VivaConfig? = nil
-    ) {
-        self.trustpayments = trustpayments
-        self.nets = nets
-        self.phonepe = phonepe
-        self.cleeng = cleeng
-        self.viva = viva
+    public init(_ sections: any MerchantSection...) {
+        for section in sections { self.sections[type(of: section).provider] = section }
     }
 
-    /// A declared-settings provider's section, or `MISSING_CREDENTIALS` when this merchant lacks it.
-    public func settings(for provider: Provider) throws(Rejection) -> ProviderSettings {
-        guard let section = settings[provider] else {
-            throw Rejection(.missingCredentials, field: "provider", "this merchant has no \(provider.rawValue) credentials configured")
-        }
-        return section
-    }
+    /// The merchant's section of type `S`, if it configures that provider.
+    public func section<S: MerchantSection>(_ type: S.Type) -> S? { sections[S.provider] as? S }
 
     /// Each provider's settings, or `MISSING_CREDENTIALS` when this merchant lacks the provider.
     public func require<T>(_ keyPath: KeyPath<MerchantConfig, T?>, _ provider: Provider) throws(Rejection) -> T {
@@ -129,144 +113,11 @@ public struct MerchantConfig: Sendable {
     }
 }
 
-public struct TrustPaymentsConfig: Sendable {
-    public var baseURL: String
-    public var siteReference: String
-    public var jwtIssuer: String
-    public var jwtSecret: Secret
-    public var webservicesUser: String
-    public var webservicesPassword: Secret
-    public var notificationPassword: Secret
-
-    public init(
-        baseURL: String, siteReference: String, jwtIssuer: String, jwtSecret: Secret,
-        webservicesUser: String, webservicesPassword: Secret, notificationPassword: Secret
-    ) {
-        self.baseURL = baseURL
-        self.siteReference = siteReference
-        self.jwtIssuer = jwtIssuer
-        self.jwtSecret = jwtSecret
-        self.webservicesUser = webservicesUser
-        self.webservicesPassword = webservicesPassword
-        self.notificationPassword = notificationPassword
-    }
-}
-
-public struct NetsConfig: Sendable {
-    public var baseURL: String
-    public var secretKey: Secret
-    public var webhookAuthorization: Secret
-    /// Where Nets sends the webhooks registered on each created subscription payment; nil: none
-    /// are registered and the pending payment is resolved with `GET /v1/payments/{paymentId}`.
-    public var webhookURL: String?
-
-    public init(baseURL: String, secretKey: Secret, webhookAuthorization: Secret, webhookURL: String? = nil) {
-        self.baseURL = baseURL
-        self.secretKey = secretKey
-        self.webhookAuthorization = webhookAuthorization
-        self.webhookURL = webhookURL
-    }
-}
-
-public struct PhonePeConfig: Sendable {
-    public var baseURL: String
-    public var merchantId: String
-    public var saltKey: Secret
-    public var saltIndex: String
-    public var callbackURL: String
-    /// `deviceContext.merchantCallBackScheme` for orders that name none (seed 002 makes it mandatory).
-    public var callbackScheme: String?
-
-    public init(baseURL: String, merchantId: String, saltKey: Secret, saltIndex: String, callbackURL: String, callbackScheme: String? = nil) {
-        self.baseURL = baseURL
-        self.merchantId = merchantId
-        self.saltKey = saltKey
-        self.saltIndex = saltIndex
-        self.callbackURL = callbackURL
-        self.callbackScheme = callbackScheme
-    }
-}
-
-public struct CleengConfig: Sendable {
-    public var receiptURL: String
-    public var apiURL: String
-    public var username: String
-    public var password: Secret
-
-    public init(receiptURL: String, apiURL: String, username: String, password: Secret) {
-        self.receiptURL = receiptURL
-        self.apiURL = apiURL
-        self.username = username
-        self.password = password
-    }
-}
-
-public struct VivaConfig: Sendable {
-    public var merchantKey: String
-    public var appId: String
-    public var callback: String
-    /// Viva's transactions API, used to confirm forwarded results (PROTOCOL.md §6); nil without
-    /// API credentials.
-    public var api: VivaAPICredentials?
-    /// The ISV client secret for `ISV_clientSecret` (never taken from an order).
-    public var isvClientSecret: Secret?
-    /// Without `api`, forwarded results are taken unconfirmed (`result.confirmed` false) only
-    /// when this is true; otherwise they are refused.
-    public var acceptUnconfirmedCallbacks: Bool
-
-    public init(
-        merchantKey: String, appId: String, callback: String, api: VivaAPICredentials? = nil, isvClientSecret: Secret? = nil,
-        acceptUnconfirmedCallbacks: Bool = false
-    ) {
-        self.merchantKey = merchantKey
-        self.appId = appId
-        self.callback = callback
-        self.api = api
-        self.isvClientSecret = isvClientSecret
-        self.acceptUnconfirmedCallbacks = acceptUnconfirmedCallbacks
-    }
-}
-
-/// `viva.apiURL`, `viva.accountsURL`, `viva.apiClientId`, `viva.apiClientSecret`: the OAuth2
-/// client credentials for `{accountsURL}/connect/token` and the API base for
-/// `{apiURL}/checkout/v2/transactions/{id}`.
-public struct VivaAPICredentials: Sendable {
-    public static let liveAPIURL = "https://api.vivapayments.com"
-    public static let liveAccountsURL = "https://accounts.vivapayments.com"
-
-    public var apiURL: String
-    public var accountsURL: String
-    public var clientId: String
-    public var clientSecret: Secret
-
-    public init(apiURL: String = liveAPIURL, accountsURL: String = liveAccountsURL, clientId: String, clientSecret: Secret) {
-        self.apiURL = apiURL
-        self.accountsURL = accountsURL
-        self.clientId = clientId
-        self.clientSecret = clientSecret
-    }
-}
-
-/// A merchant's settings for a provider whose connector declares them itself (a provider added
-/// after the five above needs no change here): plain values and secrets, each `env:`/`file:`
-/// indirection resolved like every other config value.
-public struct ProviderSettings: Sendable {
-    public var values: [String: String] = [:]
-    public var secrets: [String: Secret] = [:]
-    public init() {}
-
-    /// The keys a connector's section takes; any other key is a config error.
-    public struct Schema: Sendable {
-        public var provider: Provider
-        public var required: [String]
-        public var optional: [String]
-        public var secrets: [String]
-
-        public init(provider: Provider, required: [String], optional: [String] = [], secrets: [String] = []) {
-            self.provider = provider
-            self.required = required
-            self.optional = optional
-            self.secrets = secrets
-        }
-    }
+/// A provider's section of a merchant profile (`merchants.<name>.<provider>`): its typed
+/// settings, read by the provider's own module. Every value takes `env:`/`file:` as everywhere;
+/// a secret is read with `ConfigReader.secret` so that stages that hold none get it empty.
+public protocol MerchantSection: Sendable {
+    /// The provider whose key names the section.
+    static var provider: Provider { get }
+    init(_ reader: inout ConfigReader) throws(ConfigError)
 }

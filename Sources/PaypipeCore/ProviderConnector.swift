@@ -14,9 +14,9 @@ public protocol ProviderConnector: Sendable {
 
     static var provider: Provider { get }
     static var operations: [OperationSpec] { get }
-    /// The merchant config section this connector reads, for a provider the config types
-    /// do not know (nil: one of the five built-in sections).
-    static var settingsSchema: ProviderSettings.Schema? { get }
+    /// The type of a merchant's section for this provider (`merchants.<name>.<provider>`),
+    /// which reads and checks it; the config knows no provider itself.
+    static var settingsSection: any MerchantSection.Type { get }
 
     /// Built once per stage process from the whole config; a connector keeps per-merchant
     /// objects that are costly to build (HMAC keys, JWT verifiers). Stages that hold no secrets
@@ -194,7 +194,6 @@ public enum PendingFollowUp: Sendable, Equatable {
 
 extension ProviderConnector {
     public var provider: Provider { Self.provider }
-    public static var settingsSchema: ProviderSettings.Schema? { nil }
 
     public func readFailure(_ failure: TransportFailure, of current: HTTPRequestSpec, in exchange: Exchange<Context>) -> ProviderVerdict {
         // A status or query call has no effect, so asking again is always safe.

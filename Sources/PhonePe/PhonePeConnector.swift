@@ -12,6 +12,7 @@ extension Operation {
 /// resolves it, and the S2S callback.
 public struct PhonePeConnector: ProviderConnector {
     public static let provider = Provider.phonepe
+    public static let settingsSection: any MerchantSection.Type = PhonePeConfig.self
     public static let operations = [
         // PENNY_DROP authorises without a first debit, so it carries no amount (seed 002).
         OperationSpec(.authInit, movesMoney: { params in

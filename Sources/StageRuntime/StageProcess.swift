@@ -39,7 +39,7 @@ package struct StageOptions: ParsableArguments {
         do {
             loaded = try PaypipeConfig.load(
                 path: path, sources: secrets ? .process : PaypipeConfig.Sources.process.withoutSecrets(except: alsoSecrets),
-                schemas: connectors.compactMap { $0.settingsSchema })
+                sections: connectors.map { $0.settingsSection })
         } catch {
             StageProcess.fail("bad config \(path): \(error)")
         }

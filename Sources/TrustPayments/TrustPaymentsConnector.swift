@@ -14,6 +14,7 @@ extension Operation {
 /// TRANSACTIONQUERY over the JSON API, and the response JWT and URL notification callbacks.
 public struct TrustPaymentsConnector: ProviderConnector {
     public static let provider = Provider.trustpayments
+    public static let settingsSection: any MerchantSection.Type = TrustPaymentsConfig.self
     public static let operations = [
         OperationSpec(.subscriptionJwt, movesMoney: true),
         OperationSpec(.transactionUpdate, movesMoney: false),

@@ -13,6 +13,7 @@ extension Operation {
 /// backend forwards, confirming it with Viva's transactions API (PROTOCOL.md §6).
 public struct VivaConnector: ProviderConnector {
     public static let provider = Provider.viva
+    public static let settingsSection: any MerchantSection.Type = VivaConfig.self
     public static let operations = [OperationSpec(.sale, movesMoney: true)]
     /// One app backend forwards every customer's result from one address, so the limit per
     /// address is wide and a tight one holds per order: each forwarded result costs a call to

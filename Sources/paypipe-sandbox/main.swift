@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Connectors
 import Logging
 import PaypipeCore
 import Sandbox

@@ -18,8 +18,7 @@ extension Operation {
 public struct ExampleConnector: ProviderConnector {
     public static let provider = Provider.example
     public static let operations = [OperationSpec(.exampleCharge, movesMoney: true)]
-    public static let settingsSchema: ProviderSettings.Schema? = ProviderSettings.Schema(
-        provider: .example, required: ["baseURL"], secrets: ["apiKey", "webhookSecret"])
+    public static let settingsSection: any MerchantSection.Type = ExampleConfig.self
 
     let config: PaypipeConfig
 
@@ -31,7 +30,7 @@ public struct ExampleConnector: ProviderConnector {
     }
 
     public func sign(_ order: Order, purpose: DispatchPurpose, nowSeconds: Int64) throws(Rejection) -> Signed<NoContext> {
-        let settings = try config.merchant(order.merchant).settings(for: .example)
+        let settings = try config.merchant(order.merchant).require(\.example, .example)
         guard let note = order.params["note"] else { throw .missingParam("note") }
         guard case .string(let text) = note, text.unicodeScalars.count <= 64 else { throw .invalidParam("note", "must be a string of at most 64 characters") }
         if let unknown = order.params.keys.first(where: { $0 != "note" }) {
@@ -42,9 +41,9 @@ public struct ExampleConnector: ProviderConnector {
             "note": .string(text),
         ]
         let request = HTTPRequestSpec(
-            method: .POST, url: (settings.values["baseURL"] ?? "") + "/charges",
+            method: .POST, url: settings.baseURL + "/charges",
             headers: [
-                HTTPHeader("Authorization", "Bearer " + (settings.secrets["apiKey"]?.reveal() ?? "")),
+                HTTPHeader("Authorization", "Bearer " + settings.apiKey.reveal()),
                 HTTPHeader("Idempotency-Key", Self.idempotencyKey(order.key)), HTTPHeader("Content-Type", "application/json"),
             ],
             body: body.bytes)
@@ -72,7 +71,7 @@ public struct ExampleConnector: ProviderConnector {
     func webhook(_ request: CallbackRequest, orders: any CallbackOrderLookup) async throws(CallbackRejection) -> CallbackDecision {
         let signature = request.header("X-Example-Signature") ?? ""
         let merchant = config.merchants.sorted { $0.key < $1.key }.first { _, merchant in
-            guard let secret = merchant.settings[.example]?.secrets["webhookSecret"], !secret.isEmpty else { return false }
+            guard let secret = merchant.example?.webhookSecret, !secret.isEmpty else { return false }
             let expected = HMAC<SHA256>.authenticationCode(for: request.body, using: SymmetricKey(data: Array(secret.reveal().utf8)))
             return ConstantTime.equals(Array(signature.utf8), Array(Digest.hex(Array(expected)).utf8))
         }?.key

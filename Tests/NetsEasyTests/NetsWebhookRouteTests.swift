@@ -46,7 +46,7 @@ struct NetsWebhookRouteTests {
     func deliver(
         authorization: String = Fixtures.webhookSecret, nets: FakeNetsPayments
     ) async -> Result<CallbackDecision, CallbackRejection> {
-        let connector = await NetsConnector(config: PaypipeConfig(merchants: ["default": MerchantConfig(nets: Fixtures.config)]))
+        let connector = await NetsConnector(config: PaypipeConfig(merchants: ["default": MerchantConfig(Fixtures.config)]))
         let route = connector.callbackRoutes[0]
         let request = CallbackRequest(
             headers: [HTTPHeader("Authorization", authorization), HTTPHeader("Content-Type", "application/json")],

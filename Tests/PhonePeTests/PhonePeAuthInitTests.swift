@@ -206,7 +206,7 @@ import Testing
     }
 
     @Test func theConnectorRejectsAnOrderWithoutAScheme() async throws {
-        let config = PaypipeConfig(merchants: ["default": MerchantConfig(phonepe: Fixtures.config(callbackScheme: nil))])
+        let config = PaypipeConfig(merchants: ["default": MerchantConfig(Fixtures.config(callbackScheme: nil))])
         let connector = await PhonePeConnector(config: config)
         do {
             _ = try connector.sign(Fixtures.order(), purpose: .submit, nowSeconds: 1_700_000_000)
@@ -230,8 +230,8 @@ import Testing
         broken.baseURL = "ftp://host"
         let second = Fixtures.config(merchantId: "SECONDMID", saltIndex: "2")
         let config = PaypipeConfig(merchants: [
-            "default": MerchantConfig(phonepe: Fixtures.config()), "second": MerchantConfig(phonepe: second),
-            "broken": MerchantConfig(phonepe: broken), "no-phonepe": MerchantConfig(), "caf\u{E9}": MerchantConfig(phonepe: Fixtures.config()),
+            "default": MerchantConfig(Fixtures.config()), "second": MerchantConfig(second),
+            "broken": MerchantConfig(broken), "no-phonepe": MerchantConfig(), "caf\u{E9}": MerchantConfig(Fixtures.config()),
         ])
         let connector = await PhonePeConnector(config: config)
         func signed(_ merchant: String) throws(Rejection) -> SignedRequest<PhonePeConnector.Context> {

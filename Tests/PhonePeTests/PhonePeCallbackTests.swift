@@ -140,7 +140,7 @@ import Testing
                 return stored
             }
         }
-        let config = PaypipeConfig(merchants: ["default": MerchantConfig(phonepe: Fixtures.config(merchantId: "MID12345"))])
+        let config = PaypipeConfig(merchants: ["default": MerchantConfig(Fixtures.config(merchantId: "MID12345"))])
         let connector = await PhonePeConnector(config: config)
         let order = Fixtures.seedCallbackOrder()
         for (type, label) in [("NOTIFY", "recorded_notify"), ("DEBIT", "recorded_debit")] {

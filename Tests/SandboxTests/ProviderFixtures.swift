@@ -1,5 +1,10 @@
+import Cleeng
 import Foundation
+import NetsEasy
 import PaypipeCore
+import PhonePe
+import TrustPayments
+import Viva
 
 // The provider fixtures the emulator tests need, copied from the provider test targets (which
 // no longer see the emulators) so those targets stay free of any Sandbox dependency.

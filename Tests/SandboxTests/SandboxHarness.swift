@@ -1,14 +1,19 @@
 import AsyncHTTPClient
+import Cleeng
 import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import NetsEasy
 import PaypipeCore
+import PhonePe
 import Synchronization
 import Testing
 
 @testable import Sandbox
+import TrustPayments
+import Viva
 
 enum Fixtures {
     static let tpJWTSecret = "3-0123456789abcdef0123456789abcdef-jwt-secret"
@@ -24,20 +29,20 @@ enum Fixtures {
         let base = "http://127.0.0.1:\(port)"
         return PaypipeConfig(merchants: [
             "default": MerchantConfig(
-                trustpayments: TrustPaymentsConfig(
+                TrustPaymentsConfig(
                     baseURL: base + "/trustpayments", siteReference: "test_site12345", jwtIssuer: "jwt.user",
                     jwtSecret: Secret(tpJWTSecret), webservicesUser: "ws@example.com", webservicesPassword: Secret("ws-password"),
                     notificationPassword: Secret("PASSWORD")),
-                nets: NetsConfig(baseURL: base + "/nets", secretKey: Secret(netsKey), webhookAuthorization: Secret(netsWebhookSecret)),
-                phonepe: PhonePeConfig(
+                NetsConfig(baseURL: base + "/nets", secretKey: Secret(netsKey), webhookAuthorization: Secret(netsWebhookSecret)),
+                PhonePeConfig(
                     baseURL: base + "/phonepe", merchantId: "MERCHANTUAT", saltKey: Secret(phonePeSalt), saltIndex: "1",
                     callbackURL: "http://127.0.0.1:\(callbackPort)/callbacks/phonepe", callbackScheme: "paypipeapp"),
-                cleeng: CleengConfig(
+                CleengConfig(
                     receiptURL: base + "/cleeng/checkout/apple_inapp.php", apiURL: base + "/cleeng/3.0/json-rpc",
                     username: "publisher", password: Secret(cleengPassword)),
-                viva: VivaConfig(merchantKey: "SG23323424EXS3", appId: "com.example.app", callback: "interapp-callback")),
+                VivaConfig(merchantKey: "SG23323424EXS3", appId: "com.example.app", callback: "interapp-callback")),
             "second": MerchantConfig(
-                phonepe: PhonePeConfig(
+                PhonePeConfig(
                     baseURL: base + "/phonepe", merchantId: "SECONDMID", saltKey: Secret("second-salt-value"), saltIndex: "2",
                     callbackURL: "http://127.0.0.1:\(callbackPort)/callbacks/phonepe-second", callbackScheme: "paypipeapp")),
         ])

@@ -198,7 +198,7 @@ struct SignerCoreTests {
 
     @Test func missingParamsUnknownMerchantAndMissingCredentialsAreRejections() async throws {
         var config = try demoConfig()
-        config.merchants["vivaonly"] = MerchantConfig(viva: config.merchants["default"]!.viva)
+        config.merchants["vivaonly"] = MerchantConfig(config.merchants["default"]!.viva!)
         let signer = SignerCore(registry: await testRegistry(config))
         let cases: [(String, String)] = [
             (#"{"v":1,"orderId":"a","provider":"phonepe","operation":"authInit","amount":1,"currency":"INR","params":{}}"#, "MISSING_PARAM"),

@@ -47,7 +47,7 @@ import Testing
     }
 
     func connector() async -> TrustPaymentsConnector {
-        await TrustPaymentsConnector(config: PaypipeConfig(merchants: ["default": MerchantConfig(trustpayments: TPFixtures.config)]))
+        await TrustPaymentsConnector(config: PaypipeConfig(merchants: ["default": MerchantConfig(TPFixtures.config)]))
     }
 
     func forward(_ entries: [[String: JSONValue]], orderId: String = "tp-bind-1", stored: [Order] = [order]) async throws(CallbackRejection) -> CallbackDecision {

@@ -185,7 +185,7 @@ func rejectionOf(_ body: () throws -> Void) -> CallbackRejection? {
     static let order = Order(orderId: "ord-viva-1", operation: .sale, amount: 1200, currency: "EUR", params: ["clientTransactionId": "12345678901234567890123456789012", "tipAmount": 200])
 
     func connector(_ viva: VivaConfig) async -> VivaConnector {
-        await VivaConnector(config: PaypipeConfig(merchants: ["default": MerchantConfig(viva: viva)]))
+        await VivaConnector(config: PaypipeConfig(merchants: ["default": MerchantConfig(viva)]))
     }
 
     func forward(_ connector: VivaConnector, uri: String = seedApprovedURI, api: FakeVivaAPI, lookup: CountingLookup) async -> Result<CallbackDecision, CallbackRejection> {

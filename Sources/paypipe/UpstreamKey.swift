@@ -3,18 +3,20 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Connectors
 import PaypipeCore
+import StageRuntime
 import ZeroMQ
 
 /// An upstream client's CURVE key pair, as `paypipe keys generate --upstream NAME` writes it
 /// (`<path>.public`, `<path>.secret`), for the operator's own `paypipe send` and `paypipe
 /// outcomes` against a ledger whose config lists upstream clients.
-package struct UpstreamKey: Sendable {
-    package let publicKey: String
-    package let secretKey: String
+struct UpstreamKey: Sendable {
+    let publicKey: String
+    let secretKey: String
 
     /// Reads `<path>.public` and `<path>.secret`; the secret file must be its owner's alone.
-    package static func load(_ path: String) throws(ConfigError) -> UpstreamKey {
+    static func load(_ path: String) throws(ConfigError) -> UpstreamKey {
         func read(_ file: String) throws(ConfigError) -> String {
             guard var bytes = readWholeFile(file) else { throw ConfigError(path: file, reason: "cannot read the key file") }
             while let last = bytes.last, last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") { bytes.removeLast() }
@@ -31,7 +33,7 @@ package struct UpstreamKey: Sendable {
 
     /// `options` as a CURVE client of the ledger named in `config`, with the key pair at `path`;
     /// unchanged without a key. Ends the command with a one-line reason on a bad key or config.
-    package static func clientOptions(_ options: ZMQSocketOptions, keyPath: String?, configPath: String?) -> ZMQSocketOptions {
+    static func clientOptions(_ options: ZMQSocketOptions, keyPath: String?, configPath: String?) -> ZMQSocketOptions {
         guard let keyPath else { return options }
         let key: UpstreamKey
         do {

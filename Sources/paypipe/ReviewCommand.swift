@@ -4,12 +4,14 @@ import FoundationEssentials
 import Glibc
 #endif
 import HTTPTransport
+import Connectors
 import PaypipeCore
+import StageRuntime
 
 /// `paypipe review`: lists the orders in review (`unknown` NEEDS_REVIEW: resolution ran out, or
 /// the dispatch cap was reached) from the ledger's `GET /review`, one outcome per line.
-package struct ReviewCommand: AsyncParsableCommand {
-    package static let configuration = CommandConfiguration(
+struct ReviewCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
         commandName: "review",
         abstract: "Print the orders in review (unknown, NEEDS_REVIEW) as JSON lines, from the ledger's metrics server.")
 
@@ -18,14 +20,14 @@ package struct ReviewCommand: AsyncParsableCommand {
     @Option(help: "Config file to take endpoints.ledgerMetrics from; default $PAYPIPE_CONFIG.") var config: String?
     @Option(help: "Milliseconds to wait for the answer.") var timeoutMs: Int64 = 5000
 
-    package init() {}
+    init() {}
 
-    package func validate() throws {
+    func validate() throws {
         guard (1...1000).contains(limit) else { throw ValidationError("--limit must be 1 to 1000") }
         guard timeoutMs > 0 else { throw ValidationError("--timeout-ms must be positive") }
     }
 
-    package func run() async throws {
+    func run() async throws {
         let address = ledgerAddress()
         let http = ProviderHTTPClient(connectTimeoutMilliseconds: timeoutMs, requestTimeoutMilliseconds: timeoutMs, maxIdleConnectionsPerHost: 1)
         let result = await http.execute(HTTPRequestSpec(method: .GET, url: "http://\(address)/review?limit=\(limit)"))

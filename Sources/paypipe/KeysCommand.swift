@@ -1,6 +1,8 @@
 import ArgumentParser
 import FoundationEssentials
+import Connectors
 import PaypipeCore
+import StageRuntime
 import ZeroMQ
 
 #if canImport(Glibc)
@@ -9,15 +11,14 @@ import Glibc
 import Darwin
 #endif
 
-/// `paypipe keys`: lives here rather than in Sources/paypipe because an executable whose
-/// main.swift holds `@main` must be a single file.
-package struct KeysCommand: ParsableCommand {
-    package static let configuration = CommandConfiguration(
+/// `paypipe keys`: CURVE key pairs for the internal links and for upstream clients.
+struct KeysCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
         commandName: "keys",
         abstract: "CURVE keys for the internal links (the config's `curve` section).",
         subcommands: [Generate.self])
 
-    package init() {}
+    init() {}
 
     struct Generate: ParsableCommand {
         static let configuration = CommandConfiguration(

@@ -1,24 +1,11 @@
 import ArgumentParser
 import Foundation
 import StageRuntime
+import Connectors
 import PaypipeCore
 import Synchronization
 import UnixSignals
 import ZeroMQ
-
-@main
-struct Paypipe: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "paypipe",
-        abstract: "The paypipe operator CLI.",
-        subcommands: [Up.self, Send.self, OutcomesCommand.self, ReviewCommand.self, KeysCommand.self])
-}
-
-/// Where the stage executables are by default: next to this one.
-func siblingDirectory() -> URL {
-    let me = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0])
-    return me.deletingLastPathComponent()
-}
 
 struct Up: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -317,116 +304,5 @@ final class ChildOutput: Sendable {
             return state.waiter.map { ($0, result) }
         }
         if let (waiter, result) = settled { waiter.resume(returning: result) }
-    }
-}
-
-struct Send: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Push JSON-lines orders to the pipeline and print their outcomes as they arrive.",
-        discussion: "Waits until every order has a terminal or pending outcome (or --timeout), then prints a summary per status.")
-
-    @Argument(help: "A file of JSON lines, or - for standard input.") var file: String
-    @Option(help: "Intake endpoint (default $PAYPIPE_INTAKE or tcp://127.0.0.1:5550).") var intake: String?
-    @Option(help: "Outcomes endpoint (default $PAYPIPE_OUTCOMES or tcp://127.0.0.1:5559).") var outcomes: String?
-    @Option(help: "Seconds to wait for outcomes after the last order.") var timeout = 30.0
-    @Flag(help: "Print only progress and the summary.") var quiet = false
-    @Flag(help: "Wait for every order's terminal outcome (succeeded, failed, rejected), not just pending.") var waitTerminal = false
-    @Option(help: "With upstream CURVE: the config naming the ledger's key (default $PAYPIPE_CONFIG).") var config: String?
-    @Option(help: "With upstream CURVE: this client's key pair, <path>.public and <path>.secret (paypipe keys generate --upstream).")
-    var upstreamKey: String?
-
-    func run() async throws {
-        let environment = ProcessInfo.processInfo.environment
-        let intakeEndpoint = intake ?? environment["PAYPIPE_INTAKE"] ?? "tcp://127.0.0.1:5550"
-        let outcomesEndpoint = outcomes ?? environment["PAYPIPE_OUTCOMES"] ?? "tcp://127.0.0.1:5559"
-        let data: Data
-        if file == "-" {
-            data = FileHandle.standardInput.readDataToEndOfFile()
-        } else {
-            guard let contents = FileManager.default.contents(atPath: file) else { StageProcess.fail("cannot read \(file)") }
-            data = contents
-        }
-        let lines = data.split(separator: UInt8(ascii: "\n")).map { Array($0) }.filter { !$0.allSatisfy { $0 == 32 || $0 == 13 || $0 == 9 } }
-
-        // Orders we expect an outcome for: every line that is a JSON object with a string orderId.
-        var expected = Set<String>()
-        for line in lines {
-            if case .object(let o)? = try? JSONValue.parse(line), let id = o["orderId"]?.stringValue {
-                expected.insert("\(o["merchant"]?.stringValue ?? "default")/\(id)")
-            }
-        }
-
-        let options = UpstreamKey.clientOptions(ZMQSocketOptions(), keyPath: upstreamKey, configPath: config)
-        let context = try ZMQContext()
-        let pull = try context.socket(.pull, options: options)
-        try pull.connect(outcomesEndpoint)
-        let push = try context.socket(.push, options: options)
-        try push.connect(intakeEndpoint)
-        let receiver = try ZMQReceiver(socket: pull)
-        let sender = try ZMQSender(socket: push)
-        try await Task.sleep(for: .milliseconds(200))  // let both connections come up
-
-        let start = Date()
-        let total = lines.count
-        let quiet = self.quiet
-        let timeout = self.timeout
-        let expectedKeys = expected
-        let waitTerminal = self.waitTerminal
-        let collector = Task { () -> [String: Int] in
-            var settled = Set<String>()
-            var counts: [String: Int] = [:]
-            var lastProgress = Date()
-            var lastArrival = Date()
-            while settled.count < expectedKeys.count {
-                let batch = try await receiver.nextBatch(timeoutMilliseconds: 500)
-                guard let batch else { break }
-                if batch.isEmpty {
-                    if Date().timeIntervalSince(lastArrival) > timeout { break }
-                    continue
-                }
-                lastArrival = Date()
-                for message in batch {
-                    guard let outcome = try? Outcome.parse(message.body) else { continue }
-                    if !quiet { StageProcess.printLine(String(decoding: message.body, as: UTF8.self)) }
-                    let key = "\(outcome.merchant)/\(outcome.orderId)"
-                    let settles = outcome.status.isTerminal || (outcome.status == .pending && !waitTerminal)
-                    if settles, expectedKeys.contains(key), settled.insert(key).inserted {
-                        counts[outcome.status.rawValue, default: 0] += 1
-                    }
-                }
-                if total >= 1000, Date().timeIntervalSince(lastProgress) >= 1 {
-                    lastProgress = Date()
-                    FileHandle.standardError.write(Data("progress: \(settled.count)/\(expectedKeys.count) orders settled\n".utf8))
-                }
-            }
-            counts["no outcome", default: 0] += expectedKeys.count - settled.count
-            return counts
-        }
-        let sending = Task {
-            var sent = 0
-            for line in lines {
-                do { try await sender.send(line) } catch { break }
-                sent += 1
-            }
-            return sent
-        }
-        let counts = try await collector.value
-        let elapsed = Date().timeIntervalSince(start)
-        receiver.stop()
-        // Delivers what is queued; a send still waiting for the pipeline is released and stops.
-        let report = await sender.finish(drainTimeoutMilliseconds: 2000)
-        let sent = await sending.value
-        await receiver.waitUntilClosed()
-        context.terminate()
-
-        let settled = counts.filter { $0.key != "no outcome" }.values.reduce(0, +)
-        if sent < total || report.undelivered > 0 {
-            FileHandle.standardError.write(Data("paypipe send: only \(sent - report.undelivered) of \(total) frame(s) reached \(intakeEndpoint); is the pipeline up (paypipe up)?\n".utf8))
-        }
-        print("---")
-        print("sent \(total) frame(s), \(expected.count) order(s) with an orderId; \(settled) settled in \(String(format: "%.2f", elapsed)) s (\(String(format: "%.1f", Double(settled) / max(elapsed, 0.001))) orders/s)")
-        for (status, n) in counts.sorted(by: { $0.key < $1.key }) where n > 0 { print("  \(status): \(n)") }
-        if settled == 0 && expected.count > 0 { throw ExitCode(2) }
-        if counts["no outcome", default: 0] > 0 { throw ExitCode(2) }
     }
 }

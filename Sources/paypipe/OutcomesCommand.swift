@@ -3,15 +3,16 @@ import FoundationEssentials
 #if canImport(Glibc)
 import Glibc
 #endif
+import Connectors
 import PaypipeCore
+import StageRuntime
 import StageWire
 import ZeroMQ
 
-/// `paypipe outcomes`: reads the ledger's outcome log by seq (PROTOCOL.md §6). It asks the
+/// `paypipe outcomes`: reads the ledger's outcome log by seq (docs/protocol.md). It asks the
 /// replay endpoint only, never the live outcomes PUSH, so it takes nothing away from upstream.
-/// Here rather than in `paypipe`'s own module so that module stays a single `main.swift`.
-package struct OutcomesCommand: AsyncParsableCommand {
-    package static let configuration = CommandConfiguration(
+struct OutcomesCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
         commandName: "outcomes",
         abstract: "Print stored outcomes with a seq above --since as JSON lines, from the ledger's replay endpoint.",
         discussion: """
@@ -30,15 +31,15 @@ package struct OutcomesCommand: AsyncParsableCommand {
     @Option(help: "With upstream CURVE: this client's key pair, <path>.public and <path>.secret (paypipe keys generate --upstream).")
     var upstreamKey: String?
 
-    package init() {}
+    init() {}
 
-    package func validate() throws {
+    func validate() throws {
         guard since >= 0 else { throw ValidationError("--since must be 0 or more") }
         if let limit, limit < 1 { throw ValidationError("--limit must be 1 or more") }
         guard pollIntervalMs >= 10 else { throw ValidationError("--poll-interval-ms must be 10 or more") }
     }
 
-    package func run() async throws {
+    func run() async throws {
         let endpoint = try replayEndpoint()
         let options = UpstreamKey.clientOptions(stageOptions(), keyPath: upstreamKey, configPath: config)
         let context = try ZMQContext()
@@ -86,7 +87,7 @@ func configuredEndpoints(_ configPath: String?) -> PaypipeConfig.Endpoints? {
 
 /// The config at `--config PATH`, else at `$PAYPIPE_CONFIG`, without its secrets; nil when
 /// neither is given. A config that cannot be read ends the command.
-package func configuredConfig(_ configPath: String?) -> PaypipeConfig? {
+func configuredConfig(_ configPath: String?) -> PaypipeConfig? {
     guard let path = configPath ?? ProcessInfo.processInfo.environment["PAYPIPE_CONFIG"], !path.isEmpty else { return nil }
     do {
         return try PaypipeConfig.load(path: path, sources: PaypipeConfig.Sources.process.withoutSecrets)

@@ -1,0 +1,22 @@
+import ArgumentParser
+import Foundation
+import StageRuntime
+import Connectors
+import PaypipeCore
+import Synchronization
+import UnixSignals
+import ZeroMQ
+
+@main
+struct Paypipe: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "paypipe",
+        abstract: "The paypipe operator CLI.",
+        subcommands: [Up.self, Send.self, OutcomesCommand.self, ReviewCommand.self, KeysCommand.self])
+}
+
+/// Where the stage executables are by default: next to this one.
+func siblingDirectory() -> URL {
+    let me = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0])
+    return me.deletingLastPathComponent()
+}

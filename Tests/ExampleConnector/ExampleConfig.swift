@@ -1,0 +1,26 @@
+import PaypipeCore
+
+/// `merchants.<name>.example`.
+public struct ExampleConfig: Sendable {
+    public var baseURL: String
+    public var apiKey: Secret
+    public var webhookSecret: Secret
+}
+
+extension ExampleConfig: MerchantSection {
+    public static let provider = Provider.example
+
+    public init(_ r: inout ConfigReader) throws(ConfigError) {
+        baseURL = try r.url("baseURL")
+        apiKey = try r.secret("apiKey")
+        webhookSecret = try r.secret("webhookSecret")
+    }
+}
+
+extension MerchantConfig {
+    /// The merchant's `example` section, if it has one.
+    public var example: ExampleConfig? {
+        get { section(ExampleConfig.self) }
+        set { sections[ExampleConfig.provider] = newValue }
+    }
+}
