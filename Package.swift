@@ -8,7 +8,7 @@ let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 let benchmarks = Context.environment["PAYPIPE_BENCHMARKS"] == "1"
 
 let providers = ["TrustPayments", "NetsEasy", "PhonePe", "Cleeng", "Viva"]
-let stageModules = ["LedgerStage", "SignerStage", "SubmitterStage", "CallbacksStage", "CleengPollerStage"]
+let stageModules = ["LedgerStage", "SignerStage", "SubmitterStage", "CallbacksStage", "PollerStage"]
 
 /// One module per stage, under Sources/Stages: its core, its store or client, its `Service`.
 func stage(_ name: String, path: String, _ extra: [Target.Dependency] = []) -> Target {
@@ -131,7 +131,7 @@ let package = Package(
             "HTTPTransport", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "NIOCore", package: "swift-nio"),
         ]),
-        stage("CleengPollerStage", path: "CleengPoller", ["Cleeng", "HTTPTransport", .product(name: "NIOCore", package: "swift-nio")]),
+        stage("PollerStage", path: "PollerStage", ["HTTPTransport", .product(name: "NIOCore", package: "swift-nio")]),
         .target(
             name: "Sandbox",
             dependencies: [
@@ -169,7 +169,7 @@ let package = Package(
         stageExecutable("paypipe-signer", "SignerStage", ["OneMallocArena"]),
         stageExecutable("paypipe-submitter", "SubmitterStage"),
         stageExecutable("paypipe-callbacks", "CallbacksStage"),
-        stageExecutable("paypipe-cleeng-poller", "CleengPollerStage"),
+        stageExecutable("paypipe-cleeng-poller", "PollerStage"),
         .executableTarget(
             name: "paypipe",
             dependencies: [
@@ -194,7 +194,7 @@ let package = Package(
         .target(
             name: "FuzzTargets",
             dependencies: [
-                "CallbacksStage", "Cleeng", "CleengPollerStage", "Connectors", "HTTPTransport", "LedgerStage", "PaypipeCore",
+                "CallbacksStage", "Cleeng", "PollerStage", "Connectors", "HTTPTransport", "LedgerStage", "PaypipeCore",
                 "PhonePe", "SignerStage", "StageRuntime", "StageWire", "SubmitterStage", "TrustPayments",
                 .product(name: "NIOCore", package: "swift-nio"),
             ],

@@ -6,7 +6,8 @@
 /// - the submitter follows `read`, `readFailure` and `resolution` (DESIGN.md: retry, query or fail),
 ///   and asks `redelivery` before a redelivered order is sent again;
 /// - the callback validator serves `callbackRoutes`;
-/// - the ledger indexes `callbackReferences` and schedules `pendingFollowUp`.
+/// - the ledger indexes `callbackReferences` and schedules `pendingFollowUp`;
+/// - the poller asks `pendingPolling` for the orders it polls.
 public protocol ProviderConnector: Sendable {
     /// What the submitter needs to read this provider's responses beyond the order itself
     /// (e.g. PhonePe's authRequestId), carried from the signer in the signed work.
@@ -57,6 +58,9 @@ public protocol ProviderConnector: Sendable {
 
     /// What the ledger does with an order of `operation` that stays `pending`.
     func pendingFollowUp(for operation: Operation, timers: PaypipeConfig.Timers) -> PendingFollowUp?
+    /// How the poller stage polls the pending orders of the operations whose follow-up is
+    /// `.poll`; nil for a provider whose pending orders are never polled.
+    var pendingPolling: (any PendingPolling)? { get }
 
     /// The secret settings (merchant config keys) whose values this provider's outcomes carry
     /// for the app, e.g. Viva's `isvClientSecret` in the sale URL. The ledger loads these and
@@ -224,6 +228,7 @@ extension ProviderConnector {
     public func callbackReferences(for order: Order) -> [String] { [] }
     public func callbackReferences(in outcome: Outcome) -> [String] { [] }
     public func pendingFollowUp(for operation: Operation, timers: PaypipeConfig.Timers) -> PendingFollowUp? { nil }
+    public var pendingPolling: (any PendingPolling)? { nil }
 }
 
 /// Why an HTTP exchange produced no response.

@@ -1,6 +1,6 @@
 import CallbacksStage
 import Cleeng
-import CleengPollerStage
+import PollerStage
 import Connectors
 import Glibc
 import LedgerStage
@@ -33,8 +33,8 @@ final class FuzzWorld: @unchecked Sendable {
     let merchant: MerchantConfig
     /// The Cleeng poller's core, the example receipt order it polls, and its own clock (an
     /// hour on per input, so no receipt's schedule reaches into the next input's).
-    var poller: CleengPollerCore
-    let pollPolicy: CleengPollingPolicy
+    var poller: PollerCore
+    let pollPolicy: PollingPolicy
     let receiptOrder: Order
     var pollClock: Int64 = 1_795_237_200_000
     /// The ledger's clock: one millisecond per step, so its timers never decide what a frame does.
@@ -76,8 +76,9 @@ final class FuzzWorld: @unchecked Sendable {
         validator = CallbackValidator(directory: AnyOrderDirectory(orders: orders), catalog: registry.catalog, http: provider)
         guard let merchant = config.merchants["default"] else { fatalError("the demo config has no default merchant") }
         self.merchant = merchant
-        pollPolicy = CleengPollingPolicy(timers: config.timers)
-        poller = CleengPollerCore(policy: pollPolicy, config: config)
+        poller = PollerCore(registry: registry, timers: config.timers)
+        guard let policy = registry.connector(for: .cleeng)?.pendingPolling?.pollingPolicy(timers: config.timers) else { fatalError("cleeng is not polled") }
+        pollPolicy = policy
         guard let receiptOrder = orders.first(where: { $0.0.operation == .appleReceipt })?.0 else { fatalError("examples/orders.jsonl has no appleReceipt order") }
         self.receiptOrder = receiptOrder
     }

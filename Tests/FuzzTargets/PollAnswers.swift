@@ -1,5 +1,5 @@
 import Cleeng
-import CleengPollerStage
+import PollerStage
 import PaypipeCore
 import StageWire
 
@@ -18,7 +18,7 @@ extension FuzzWorld {
         let answer = HTTPResponseSpec(status: Self.pollStatuses[Int(first & 0x0F)], body: Array(input.dropFirst()))
         pollClock += 3_600_000
         let acceptedAt = first & 0x10 == 0 ? pollClock : pollClock - pollPolicy.deadlineMs - 1
-        var actions = poller.add(receiptOrder, acceptedAt: acceptedAt, ticket: DispatchTicket(generation: 1, token: 0), now: pollClock)
+        var actions = poller.add(receiptOrder, pendingSince: acceptedAt, ticket: DispatchTicket(generation: 1, token: 0), now: pollClock)
         var ended: Outcome?
         for _ in 0..<(pollPolicy.deadlineMs / pollPolicy.intervalMs + 3) {
             for _ in 0..<4 where !actions.isEmpty { actions = perform(actions, answer: answer, ended: &ended) }
@@ -30,12 +30,12 @@ extension FuzzWorld {
     }
 
     /// Answers each poll with `answer` and reads each outcome back; returns what the answers led to.
-    private func perform(_ actions: [CleengPollerCore.Action], answer: HTTPResponseSpec, ended: inout Outcome?) -> [CleengPollerCore.Action] {
-        var next: [CleengPollerCore.Action] = []
+    private func perform(_ actions: [PollerCore.Action], answer: HTTPResponseSpec, ended: inout Outcome?) -> [PollerCore.Action] {
+        var next: [PollerCore.Action] = []
         for action in actions {
             switch action {
             case .poll(let id, let requestId, _, _):
-                next += poller.receive(id, requestId: requestId, status: CleengAccessStatusCall.classify(answer, expectedId: requestId), now: pollClock)
+                next += poller.receive(id, requestId: requestId, answer: .success(answer), now: pollClock)
             case .emit(let result):
                 readOutcome(result.outcome.bytes)
                 ended = result.outcome

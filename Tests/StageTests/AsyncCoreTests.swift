@@ -1,7 +1,7 @@
 import Cleeng
 import HTTPTransport
 import PaypipeCore
-@testable import CleengPollerStage
+@testable import PollerStage
 @testable import LedgerStage
 import SignerStage
 import StageRuntime
@@ -15,31 +15,57 @@ let testTicket = DispatchTicket(generation: 1, token: 0)
 
 let cleengOrderJSON = #"{"v":1,"orderId":"cl-1","provider":"cleeng","operation":"appleReceipt","params":{"customerToken":"tok","offerId":"S1_US","receiptData":"ZGVtbw==","transactionId":"tx1"}}"#
 
-@Suite("Cleeng poller core: one scheduler for every receipt")
-struct CleengPollerCoreTests {
-    let config = try! PaypipeConfig.parse(Array(DemoConfig.text(sandboxURL: "http://127.0.0.1:9").utf8))
-    var policy: CleengPollingPolicy { CleengPollingPolicy(intervalMs: 5000, deadlineMs: 60000)! }
+/// Cleeng's getAccessStatus answers, as the poller core reads them through Cleeng's connector.
+enum AccessAnswer {
+    static func rpc(_ id: Int, _ body: String) -> Result<HTTPResponseSpec, TransportFailure> {
+        .success(HTTPResponseSpec(status: 200, body: Array(#"{"jsonrpc":"2.0","id":\#(id),\#(body)}"#.utf8)))
+    }
+    static func granted(_ id: Int) -> Result<HTTPResponseSpec, TransportFailure> {
+        rpc(id, #""result":{"accessGranted":true,"grantType":"purchase"}"#)
+    }
+    static func notGranted(_ id: Int) -> Result<HTTPResponseSpec, TransportFailure> { rpc(id, #""result":{"accessGranted":false}"#) }
+    static func offerNotFound(_ id: Int) -> Result<HTTPResponseSpec, TransportFailure> {
+        rpc(id, #""error":{"code":4,"message":"offer not found"}"#)
+    }
+    static let unavailable: Result<HTTPResponseSpec, TransportFailure> = .success(HTTPResponseSpec(status: 503))
+}
 
-    func polls(_ actions: [CleengPollerCore.Action]) -> [(ReceiptID, Int, Int64)] {
+@Suite("Poller core: one scheduler for every polled order")
+struct PollerCoreTests {
+    func makeCore() async -> PollerCore { PollerCore(registry: await testRegistry(), timers: PaypipeConfig.Timers()) }
+
+    func polls(_ actions: [PollerCore.Action]) -> [(ReceiptID, Int, Int64)] {
         actions.compactMap { if case .poll(let receipt, let id, _, let slot) = $0 { (receipt, id, slot) } else { nil } }
     }
 
+    @Test func onlyConnectorsWithPendingPollingArePolled() async throws {
+        let core = await makeCore()
+        #expect(core.providers == [.cleeng])
+        var copy = core
+        let nets = try order(#"{"v":1,"orderId":"n-1","provider":"nets","operation":"createSubscription","amount":100,"currency":"EUR","params":{}}"#)
+        guard case .emit(let result)? = copy.add(nets, pendingSince: 0, ticket: testTicket, now: 0).first else {
+            Issue.record("an order of a provider that is not polled ends at once")
+            return
+        }
+        #expect(result.outcome.status == .failed && result.outcome.error?.code == "NOT_POLLED")
+    }
+
     @Test func pollsFollowTheCadenceFromAcceptanceAndGrantEndsTheReceipt() async throws {
-        var core = CleengPollerCore(policy: policy, config: config)
+        var core = await makeCore()
         let o = try order(cleengOrderJSON)
-        #expect(core.add(o, acceptedAt: 1_000, ticket: testTicket, now: 1_010).isEmpty)
+        #expect(core.add(o, pendingSince: 1_000, ticket: testTicket, now: 1_010).isEmpty)
         #expect(core.nextWakeUp == 6_000)
         #expect(core.due(now: 5_999).isEmpty)
         let first = polls(core.due(now: 6_003))
         #expect(first.count == 1 && first[0].1 == 1 && first[0].2 == 6_000)
         let receipt = first[0].0
-        #expect(core.receive(receipt, requestId: 1, status: .notGranted, now: 6_050).isEmpty)
+        #expect(core.receive(receipt, requestId: 1, answer: AccessAnswer.notGranted(1), now: 6_050).isEmpty)
         #expect(core.nextWakeUp == 11_000)
         let second = polls(core.due(now: 11_000))
         #expect(second.count == 1 && second[0].1 == 2)
         // A stale answer (an earlier request id) changes nothing.
-        #expect(core.receive(receipt, requestId: 1, status: .granted(CleengAccessGrant()), now: 11_010).isEmpty)
-        let end = core.receive(receipt, requestId: 2, status: .granted(CleengAccessGrant(grantType: "purchase")), now: 11_020)
+        #expect(core.receive(receipt, requestId: 1, answer: AccessAnswer.granted(1), now: 11_010).isEmpty)
+        let end = core.receive(receipt, requestId: 2, answer: AccessAnswer.granted(2), now: 11_020)
         guard case .emit(let result)? = end.first else {
             Issue.record("expected an outcome")
             return
@@ -49,9 +75,9 @@ struct CleengPollerCoreTests {
     }
 
     @Test func neverGrantedFailsAfterTheDeadlineAndFatalErrorsStopAtOnce() async throws {
-        var core = CleengPollerCore(policy: policy, config: config)
+        var core = await makeCore()
         let o = try order(cleengOrderJSON)
-        _ = core.add(o, acceptedAt: 0, ticket: testTicket, now: 0)
+        _ = core.add(o, pendingSince: 0, ticket: testTicket, now: 0)
         var now: Int64 = 0
         var sent = 0
         var outcome: Outcome?
@@ -60,7 +86,7 @@ struct CleengPollerCoreTests {
             for action in core.due(now: now) {
                 if case .poll(let receipt, let id, _, _) = action {
                     sent += 1
-                    for next in core.receive(receipt, requestId: id, status: .transient(reason: "HTTP 503"), now: now + 10) {
+                    for next in core.receive(receipt, requestId: id, answer: AccessAnswer.unavailable, now: now + 10) {
                         if case .emit(let o) = next { outcome = o.outcome }
                     }
                 }
@@ -71,48 +97,48 @@ struct CleengPollerCoreTests {
         #expect(outcome?.error?.code == "ACCESS_NOT_GRANTED")
         #expect(now >= 60_000)
 
-        var fatal = CleengPollerCore(policy: policy, config: config)
-        _ = fatal.add(o, acceptedAt: 0, ticket: testTicket, now: 0)
+        var fatal = await makeCore()
+        _ = fatal.add(o, pendingSince: 0, ticket: testTicket, now: 0)
         let poll = polls(fatal.due(now: 5_000))
-        let end = fatal.receive(poll[0].0, requestId: poll[0].1, status: .fatalError(code: 4, message: "offer not found"), now: 5_010)
+        let end = fatal.receive(poll[0].0, requestId: poll[0].1, answer: AccessAnswer.offerNotFound(poll[0].1), now: 5_010)
         if case .emit(let o)? = end.first { #expect(o.outcome.status == .failed) } else { Issue.record("fatal error must end the receipt") }
     }
 
     @Test func aReceiptPastItsDeadlineGetsOneLastCheckAndADuplicateIsIgnored() async throws {
-        var core = CleengPollerCore(policy: policy, config: config)
+        var core = await makeCore()
         let o = try order(cleengOrderJSON)
-        let check = polls(core.add(o, acceptedAt: 0, ticket: testTicket, now: 70_000))
+        let check = polls(core.add(o, pendingSince: 0, ticket: testTicket, now: 70_000))
         #expect(check.count == 1)
-        #expect(core.add(o, acceptedAt: 0, ticket: testTicket, now: 70_001).isEmpty)
-        let end = core.receive(check[0].0, requestId: check[0].1, status: .granted(CleengAccessGrant()), now: 70_050)
+        #expect(core.add(o, pendingSince: 0, ticket: testTicket, now: 70_001).isEmpty)
+        let end = core.receive(check[0].0, requestId: check[0].1, answer: AccessAnswer.granted(check[0].1), now: 70_050)
         if case .emit(let o)? = end.first { #expect(o.outcome.status == .succeeded) } else { Issue.record("the last check decides") }
     }
 
     /// A late answer for a receipt that has ended must not reach the receipt that took its row.
     @Test func anAnswerForAnEndedReceiptNeverReachesTheNextOneInItsRow() async throws {
-        var core = CleengPollerCore(policy: policy, config: config)
+        var core = await makeCore()
         let first = try order(cleengOrderJSON)
-        _ = core.add(first, acceptedAt: 0, ticket: testTicket, now: 0)
+        _ = core.add(first, pendingSince: 0, ticket: testTicket, now: 0)
         let poll = polls(core.due(now: 5_000))
-        let end = core.receive(poll[0].0, requestId: poll[0].1, status: .fatalError(code: 4, message: "offer not found"), now: 5_010)
+        let end = core.receive(poll[0].0, requestId: poll[0].1, answer: AccessAnswer.offerNotFound(poll[0].1), now: 5_010)
         #expect(end.count == 1 && core.count == 0)
 
         let second = try order(cleengOrderJSON.replacingOccurrences(of: "cl-1", with: "cl-2"))
-        _ = core.add(second, acceptedAt: 6_000, ticket: testTicket, now: 6_000)
+        _ = core.add(second, pendingSince: 6_000, ticket: testTicket, now: 6_000)
         let next = polls(core.due(now: 11_000))
         #expect(next.count == 1 && next[0].0 != poll[0].0)
         // The stale id, with the request id the new receipt's first poll also uses.
-        #expect(core.receive(poll[0].0, requestId: next[0].1, status: .granted(CleengAccessGrant()), now: 11_005).isEmpty)
-        #expect(core.receive(poll[0].0, requestId: poll[0].1, status: .granted(CleengAccessGrant()), now: 11_006).isEmpty)
+        #expect(core.receive(poll[0].0, requestId: next[0].1, answer: AccessAnswer.granted(next[0].1), now: 11_005).isEmpty)
+        #expect(core.receive(poll[0].0, requestId: poll[0].1, answer: AccessAnswer.granted(poll[0].1), now: 11_006).isEmpty)
         #expect(core.count == 1)
-        let granted = core.receive(next[0].0, requestId: next[0].1, status: .granted(CleengAccessGrant()), now: 11_010)
+        let granted = core.receive(next[0].0, requestId: next[0].1, answer: AccessAnswer.granted(next[0].1), now: 11_010)
         guard case .emit(let result)? = granted.first else {
             Issue.record("the new receipt's own answer ends it")
             return
         }
         #expect(result.outcome.orderId == "cl-2" && result.outcome.status == .succeeded)
         // Its key is free again: added past its deadline, it gets its one last check at once.
-        #expect(polls(core.add(second, acceptedAt: 70_000, ticket: testTicket, now: 200_000)).count == 1)
+        #expect(polls(core.add(second, pendingSince: 70_000, ticket: testTicket, now: 200_000)).count == 1)
     }
 
     @Test func theHeapWakesReceiptsInTimeOrder() async {
@@ -124,7 +150,7 @@ struct CleengPollerCoreTests {
     }
 }
 
-@Suite("Cleeng poll driver: the polls in flight, against a real loopback server")
+@Suite("Poll driver: the polls in flight, against a real loopback server")
 struct PollDriverTests {
     /// Ten receipts past their deadline each need their last check at once; with a limit of two
     /// the rest wait for answers, so the server never sees more than two connections, and every
@@ -138,11 +164,11 @@ struct PollDriverTests {
         let ended = Mutex<[Outcome]>([])
         let sent = Atomic<Int>(0)
         let driver = PollDriver(
-            core: CleengPollerCore(policy: CleengPollingPolicy(intervalMs: 5000, deadlineMs: 60000)!, config: config), http: http, limit: 2,
+            core: PollerCore(registry: await testRegistry(config), timers: config.timers), http: http, limit: 2,
             emit: { result in ended.withLock { $0.append(result.outcome) } },
             sent: { _ in sent.add(1, ordering: .relaxed) })
         for n in 0..<10 {
-            driver.add(try order(cleengOrderJSON.replacingOccurrences(of: "cl-1", with: "cl-\(n)")), acceptedAt: milliseconds() - 120_000, ticket: testTicket)
+            driver.add(try order(cleengOrderJSON.replacingOccurrences(of: "cl-1", with: "cl-\(n)")), pendingSince: milliseconds() - 120_000, ticket: testTicket)
         }
         let giveUp = ContinuousClock.now + .seconds(30)
         while ended.withLock({ $0.count }) < 10, ContinuousClock.now < giveUp { try await Task.sleep(for: .milliseconds(10)) }

@@ -16,7 +16,7 @@ import sys
 
 # The project's own modules (Package.swift), by the prefix their symbols demangle with.
 OWN_MODULES = ('PaypipeCore', 'StageWire', 'StageRuntime', 'HTTPTransport', 'ZeroMQ', 'Connectors', 'LedgerStage', 'SignerStage',
-               'SubmitterStage', 'CallbacksStage', 'PollerStage', 'CleengPollerStage', 'Sandbox', 'TrustPayments', 'NetsEasy',
+               'SubmitterStage', 'CallbacksStage', 'PollerStage', 'Sandbox', 'TrustPayments', 'NetsEasy',
                'PhonePe', 'Cleeng', 'Viva')
 OWN = tuple(name + '.' for name in OWN_MODULES)
 MODULE = re.compile(r'\b(NIOCore|NIOPosix|NIOHTTP1|NIOConcurrencyHelpers|AsyncHTTPClient|' + '|'.join(OWN_MODULES) + r'|'

@@ -1,4 +1,3 @@
-import Cleeng
 import HTTPTransport
 import Logging
 import NIOCore
@@ -9,12 +8,13 @@ import StageWire
 import Synchronization
 import ZeroMQ
 
-/// `paypipe-cleeng-poller`: takes accepted Cleeng receipts from the ledger's poll queue and asks
-/// getAccessStatus on each one's schedule (every `timers.cleengPollIntervalMs`, giving up after
-/// `timers.cleengGiveUpMs`), all on one scheduler with a bounded number of requests in flight.
-/// It holds no secrets: getAccessStatus is authorised by the customer token in the order.
-package final class CleengPollerService: MeasuredStage {
+/// `paypipe-cleeng-poller`: takes the pending orders of polled providers (Cleeng's accepted
+/// receipts) from the ledger's poll queue and asks the provider on each one's schedule (its
+/// connector's `PendingPolling`), all on one scheduler with a bounded number of requests in
+/// flight. It holds no secrets: a poll is authorised by what the order carries.
+package final class PollerService: MeasuredStage {
     let config: PaypipeConfig
+    let registry: ConnectorRegistry
     let catalog: OrderCatalog
     let concurrency: Int
     let logger: Logger
@@ -26,6 +26,7 @@ package final class CleengPollerService: MeasuredStage {
 
     package init(config: PaypipeConfig, registry: ConnectorRegistry, concurrency: Int = 256, logger: Logger) {
         self.config = config
+        self.registry = registry
         catalog = registry.catalog
         self.concurrency = max(1, concurrency)
         self.logger = logger
@@ -42,7 +43,9 @@ package final class CleengPollerService: MeasuredStage {
         let receipts = try ZMQReceiver(socket: pull)
         let results = try ZMQSender(socket: resultsSocket)
         let ledger = try LedgerClient(context: context, endpoint: e.ledgerRPC, options: links.client(stageOptions()))
-        let requestTimeoutMs = min(config.timers.httpRequestTimeoutMs, config.timers.cleengPollIntervalMs)
+        let core = PollerCore(registry: registry, timers: config.timers)
+        // An answer must come back before the next slot: no order has two polls out.
+        let requestTimeoutMs = min(config.timers.httpRequestTimeoutMs, core.shortestIntervalMs ?? config.timers.httpRequestTimeoutMs)
         let http = ProviderHTTPClient(
             connectTimeoutMilliseconds: config.timers.httpConnectTimeoutMs, requestTimeoutMilliseconds: requestTimeoutMs)
         let (logger, metrics, catalog) = (self.logger, self.metrics, self.catalog)
@@ -52,7 +55,7 @@ package final class CleengPollerService: MeasuredStage {
         let drift = metrics.latency("paypipe_cleeng_poll_drift_seconds", help: "Lateness of each poll against its schedule")
         let (outcomes, emit) = AsyncStream.makeStream(of: StageResult.self)
         let polls = PollDriver(
-            core: CleengPollerCore(policy: CleengPollingPolicy(timers: config.timers), config: config), http: http, limit: concurrency,
+            core: core, http: http, limit: concurrency,
             emit: { emit.yield($0) },
             sent: { [self] lateness in
                 drift.recordNanoseconds(lateness * 1_000_000)
@@ -60,7 +63,7 @@ package final class CleengPollerService: MeasuredStage {
                 pollsSent.increment()
             })
         StageProcess.keepThreadsAtStartingNice()
-        logger.info("cleeng poller ready", metadata: ["pollQueue": "\(e.pollQueue)", "interval_ms": "\(config.timers.cleengPollIntervalMs)"])
+        logger.info("poller ready", metadata: ["pollQueue": "\(e.pollQueue)", "providers": "\(core.providers.map(\.rawValue).sorted())"])
 
         // Graceful shutdown stops taking receipts. Receipts held are not ended: they stay pending
         // in the ledger, and the next poller to start asks for them and continues on their
@@ -94,7 +97,7 @@ package final class CleengPollerService: MeasuredStage {
                     for message in batch {
                         do throws(EnvelopeError) {
                             let dispatch = try DispatchFrame.decode(message.body, catalog: catalog)
-                            polls.add(dispatch.order, acceptedAt: dispatch.acceptedAt, ticket: DispatchTicket(generation: dispatch.generation, token: dispatch.token))
+                            polls.add(dispatch.order, pendingSince: dispatch.acceptedAt, ticket: DispatchTicket(generation: dispatch.generation, token: dispatch.token))
                         } catch {
                             logger.warning("unreadable poll frame", metadata: ["bytes": "\(message.body.count)", "reason": "\(error)"])
                             if var result = StageResult.unreadableWork(message.body, reason: error.description) {
@@ -128,7 +131,7 @@ package final class CleengPollerService: MeasuredStage {
             receipts.stop()
         }
         let (remaining, worstDrift) = (polls.count, self.worstDriftMs.load(ordering: .relaxed))
-        logger.info("cleeng poller stopping", metadata: ["receipts": "\(remaining)", "max_drift_ms": "\(worstDrift)"])
+        logger.info("poller stopping", metadata: ["receipts": "\(remaining)", "max_drift_ms": "\(worstDrift)"])
         await http.shutdown()
         await ledger.close()
         _ = await results.finish()
@@ -136,7 +139,7 @@ package final class CleengPollerService: MeasuredStage {
     }
 }
 
-/// The receipts' scheduler and the polls in flight. Answers are handled on the event loop they
+/// The pending orders' scheduler and the polls in flight. Answers are handled on the event loop they
 /// arrive on, and the polls they lead to are sent from there: a Swift task per poll, and the
 /// hops into and out of it, had cost a thread wake-up per poll.
 final class PollDriver: Sendable {
@@ -148,7 +151,7 @@ final class PollDriver: Sendable {
     }
 
     private struct State {
-        var core: CleengPollerCore
+        var core: PollerCore
         var inFlight = 0
         /// Polls over the limit, oldest first.
         var waiting = CircularBuffer<Poll>()
@@ -163,7 +166,7 @@ final class PollDriver: Sendable {
     private let sent: @Sendable (Int64) -> Void
 
     init(
-        core: CleengPollerCore, http: ProviderHTTPClient, limit: Int,
+        core: PollerCore, http: ProviderHTTPClient, limit: Int,
         emit: @escaping @Sendable (StageResult) -> Void, sent: @escaping @Sendable (Int64) -> Void
     ) {
         state = Mutex(State(core: core))
@@ -175,8 +178,8 @@ final class PollDriver: Sendable {
 
     var count: Int { state.withLock { $0.core.count } }
 
-    func add(_ order: Order, acceptedAt: Int64, ticket: DispatchTicket) {
-        perform { $0.add(order, acceptedAt: acceptedAt, ticket: ticket, now: milliseconds()) }
+    func add(_ order: Order, pendingSince: Int64, ticket: DispatchTicket) {
+        perform { $0.add(order, pendingSince: pendingSince, ticket: ticket, now: milliseconds()) }
     }
 
     func due() {
@@ -195,18 +198,13 @@ final class PollDriver: Sendable {
     private func send(_ poll: Poll) {
         sent(max(0, milliseconds() - poll.slot))
         http.execute(poll.request) { result in
-            let status: CleengAccessStatus =
-                switch result {
-                case .success(let response): CleengAccessStatusCall.classify(response, expectedId: poll.requestId)
-                case .failure(let failure): CleengAccessStatusCall.classifyTransportFailure(reason: "\(failure)")
-                }
-            self.perform(answered: true) { $0.receive(poll.id, requestId: poll.requestId, status: status, now: milliseconds()) }
+            self.perform(answered: true) { $0.receive(poll.id, requestId: poll.requestId, answer: result, now: milliseconds()) }
         }
     }
 
     /// Runs one step of the core, then sends the polls it asks for (as many as the limit lets
     /// through; the rest wait for answers) and emits its outcomes, outside the lock.
-    private func perform(answered: Bool = false, _ step: (inout CleengPollerCore) -> [CleengPollerCore.Action]) {
+    private func perform(answered: Bool = false, _ step: (inout PollerCore) -> [PollerCore.Action]) {
         let (polls, outcomes) = state.withLock { state -> ([Poll], [StageResult]) in
             if answered { state.inFlight -= 1 }
             var outcomes: [StageResult] = []
