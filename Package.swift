@@ -237,14 +237,14 @@ var benchmarkTargets: [Target] {
         ),
         .executableTarget(
             name: "paypipe-poller-bench",
-            dependencies: ["BenchSupport", "StageRuntime", "StageWire", "PaypipeCore", "ZeroMQ"],
+            dependencies: ["BenchSupport", "Connectors", "StageRuntime", "StageWire", "PaypipeCore", "ZeroMQ"],
             path: "bench/poller",
             exclude: ["run", "nginx-cleeng.conf"],
             swiftSettings: strict
         ),
         .executableTarget(
             name: "paypipe-ledger-bench",
-            dependencies: ["BenchSupport", "StageRuntime", "PaypipeCore", "ZeroMQ", "CSQLite"],
+            dependencies: ["BenchSupport", "Connectors", "StageRuntime", "PaypipeCore", "ZeroMQ", "CSQLite"],
             path: "bench/ledger",
             swiftSettings: strict
         ),
@@ -274,7 +274,7 @@ var benchmarkTargets: [Target] {
         .executableTarget(
             name: "paypipe-bench",
             dependencies: [
-                "BenchSupport", "PaypipeCore", "ZeroMQ", "StageRuntime",
+                "BenchSupport", "Connectors", "PaypipeCore", "ZeroMQ", "StageRuntime",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],

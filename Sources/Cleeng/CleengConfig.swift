@@ -21,6 +21,13 @@ extension CleengConfig: MerchantSection {
     public init(_ r: inout ConfigReader) throws(ConfigError) {
         self.init(receiptURL: try r.url("receiptURL"), apiURL: try r.url("apiURL"), username: try r.string("username"), password: try r.secret("password"))
     }
+
+    public static func demo(_ environment: DemoEnvironment) -> JSONValue {
+        [
+            "receiptURL": .string(environment.url("/checkout/apple_inapp.php")), "apiURL": .string(environment.url("/3.0/json-rpc")),
+            "username": "publisher", "password": "demo-cleeng-password",
+        ]
+    }
 }
 
 extension MerchantConfig {

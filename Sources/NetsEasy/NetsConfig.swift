@@ -25,6 +25,14 @@ extension NetsConfig: MerchantSection {
             baseURL: try r.url("baseURL"), secretKey: try r.secret("secretKey"), webhookAuthorization: try r.secret("webhookAuthorization"),
             webhookURL: try r.optionalURL("webhookURL"))
     }
+
+    public static func demo(_ environment: DemoEnvironment) -> JSONValue {
+        var section: [String: JSONValue] = [
+            "baseURL": .string(environment.url()), "secretKey": "demo-nets-secret-key", "webhookAuthorization": "demoWebhookAuth123",
+        ]
+        if !environment.leftOut.contains("webhookURL") { section["webhookURL"] = .string("http://\(environment.callbacks)/callbacks/nets") }
+        return .object(section)
+    }
 }
 
 extension MerchantConfig {

@@ -120,4 +120,29 @@ public protocol MerchantSection: Sendable {
     /// The provider whose key names the section.
     static var provider: Provider { get }
     init(_ reader: inout ConfigReader) throws(ConfigError)
+    /// This section in the demo config, with throwaway credentials the sandbox accepts.
+    static func demo(_ environment: DemoEnvironment) -> JSONValue
+}
+
+/// Where a provider's demo section points (`MerchantSection.demo`): the demo config that
+/// `paypipe up` writes for the sandbox, and that tests and benchmarks start from.
+public struct DemoEnvironment: Sendable {
+    /// This provider's route in the sandbox (`http://HOST:PORT/<provider>`).
+    public var sandboxURL: String
+    /// Set when every provider call goes to one server instead (a benchmark's).
+    public var providerURL: String?
+    /// The callback validators' `host:port`.
+    public var callbacks: String
+    /// Optional keys of this section to leave out.
+    public var leftOut: Set<String>
+
+    public init(sandboxURL: String, providerURL: String? = nil, callbacks: String, leftOut: Set<String> = []) {
+        self.sandboxURL = sandboxURL
+        self.providerURL = providerURL
+        self.callbacks = callbacks
+        self.leftOut = leftOut
+    }
+
+    /// The URL of `path` under this provider's sandbox route, or the one provider URL.
+    public func url(_ path: String = "") -> String { providerURL ?? sandboxURL + path }
 }

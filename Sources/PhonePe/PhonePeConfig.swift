@@ -28,6 +28,14 @@ extension PhonePeConfig: MerchantSection {
             baseURL: try r.url("baseURL"), merchantId: try r.string("merchantId"), saltKey: try r.secret("saltKey"),
             saltIndex: try r.string("saltIndex"), callbackURL: try r.url("callbackURL"), callbackScheme: try r.optionalString("callbackScheme"))
     }
+
+    public static func demo(_ environment: DemoEnvironment) -> JSONValue {
+        [
+            "baseURL": .string(environment.url()), "merchantId": "MERCHANTUAT", "saltKey": "demo-salt-099eb0cd-02cf-4e2a-8aca-3e6c6aff0399",
+            "saltIndex": "1", "callbackURL": .string("http://\(environment.callbacks)/callbacks/phonepe"),
+            "callbackScheme": "iOSIntentIntegration",
+        ]
+    }
 }
 
 extension MerchantConfig {

@@ -48,6 +48,9 @@ public struct SandboxConfiguration: Sendable {
     public var ledgerKeyLimit: Int
     /// Largest request body accepted (bigger ones get 413). Default 1 MiB.
     public var maxBodyBytes: Int
+    /// Settings of emulators that have no field here, by `<provider>.<name>`
+    /// (`SandboxContext.option`). Default none.
+    public var providerOptions: [String: String]
 
     public init(
         host: String = "127.0.0.1",
@@ -64,7 +67,8 @@ public struct SandboxConfiguration: Sendable {
         netsWebhookVariant: NetsWebhookVariant = .genuine,
         netsCompleteCheckoutAfterMilliseconds: Int? = 2000,
         ledgerKeyLimit: Int = 2_000_000,
-        maxBodyBytes: Int = 1 << 20
+        maxBodyBytes: Int = 1 << 20,
+        providerOptions: [String: String] = [:]
     ) {
         self.host = host
         self.port = port
@@ -81,6 +85,7 @@ public struct SandboxConfiguration: Sendable {
         self.netsCompleteCheckoutAfterMilliseconds = netsCompleteCheckoutAfterMilliseconds
         self.ledgerKeyLimit = ledgerKeyLimit
         self.maxBodyBytes = maxBodyBytes
+        self.providerOptions = providerOptions
     }
 
     /// The problems with these settings, one line each; empty when they are usable.

@@ -43,7 +43,7 @@ public final class SandboxLedger: Sendable {
     }
 
     /// Counts one received provider request, under `key` when it carried one.
-    func received(_ key: String?) {
+    public func received(_ key: String?) {
         state.withLock { state in
             state.total += 1
             guard let key else { return }
@@ -58,7 +58,7 @@ public final class SandboxLedger: Sendable {
     }
 
     /// Records a getAccessStatus arrival; returns how many this customer token has made.
-    func cleengPolled(customerToken: String, millisecondsAfterReceipt: Int64) -> Int {
+    public func cleengPolled(customerToken: String, millisecondsAfterReceipt: Int64) -> Int {
         state.withLock { state in
             guard state.cleengPolls[customerToken] != nil || state.cleengPolls.count < keyLimit else { return 0 }
             var times = state.cleengPolls[customerToken, default: []]
@@ -71,13 +71,13 @@ public final class SandboxLedger: Sendable {
     /// When each getAccessStatus for `customerToken` arrived, in ms after the receipt was accepted.
     public func cleengPollTimes(customerToken: String) -> [Int64] { state.withLock { $0.cleengPolls[customerToken] ?? [] } }
 
-    func injectedError() {
+    public func injectedError() {
         state.withLock { $0.injectedErrors += 1 }
     }
 
     /// Records that `key` took effect; true the first time.
     @discardableResult
-    func tookEffect(_ key: String) -> Bool {
+    public func tookEffect(_ key: String) -> Bool {
         state.withLock { state in
             if state.effects.contains(key) { return false }
             guard state.effects.count < keyLimit else {

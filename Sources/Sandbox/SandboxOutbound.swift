@@ -7,7 +7,7 @@ import Synchronization
 /// Sends the sandbox's own requests (PhonePe S2S callbacks, Nets webhooks) through the one
 /// shared `HTTPClient`, retrying a bounded number of times. Logs name the delivery and the
 /// status, never headers or bodies (they carry signatures and webhook secrets).
-final class SandboxOutbound: Sendable {
+public final class SandboxOutbound: Sendable {
     struct Counters: Sendable {
         var delivered = 0
         var failedAttempts = 0
@@ -30,7 +30,7 @@ final class SandboxOutbound: Sendable {
     var snapshot: Counters { counters.withLock { $0 } }
 
     /// POSTs `request`; `label` says what it is in logs ("phonepe callback for <authRequestId>").
-    func deliver(_ request: HTTPRequestSpec, label: String) async {
+    public func deliver(_ request: HTTPRequestSpec, label: String) async {
         var backoff = retryBaseMilliseconds
         for attempt in 1...attempts {
             if Task.isCancelled { return }

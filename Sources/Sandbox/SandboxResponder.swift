@@ -3,11 +3,11 @@ import Hummingbird
 import NIOCore
 import PaypipeCore
 
-/// Adapts Hummingbird requests to the emulator's plain values and back.
+/// Adapts Hummingbird requests to the router's plain values and back.
 struct SandboxResponder: HTTPResponder {
     typealias Context = BasicRequestContext
 
-    let emulator: SandboxEmulator
+    let router: SandboxRouter
     let maxBodyBytes: Int
 
     func respond(to request: Request, context: Context) async throws -> Response {
@@ -16,12 +16,12 @@ struct SandboxResponder: HTTPResponder {
         do {
             buffer = try await request.collectBody(upTo: maxBodyBytes)
         } catch {
-            return Self.response(SandboxEmulator.json(413, ["error": "request body too large"]))
+            return Self.response(SandboxContext.json(413, ["error": "request body too large"]))
         }
         var headers: [HTTPHeader] = []
         headers.reserveCapacity(request.headers.count)
         for field in request.headers { headers.append(HTTPHeader(field.name.rawName, field.value)) }
-        let reply = await emulator.handle(
+        let reply = await router.handle(
             method: request.method.rawValue, path: request.uri.path, query: request.uri.query, headers: headers,
             body: Array(buffer.readableBytesView))
         return Self.response(reply)

@@ -1,7 +1,7 @@
 /// Runs delayed background work (S2S callbacks, webhook deliveries, the emulated customer
 /// finishing a hosted page) as children of the server's task, so shutting the server down
 /// cancels whatever is still waiting instead of leaking unstructured tasks.
-final class SandboxScheduler: Sendable {
+public final class SandboxScheduler: Sendable {
     struct Job: Sendable {
         var delayMilliseconds: Int
         var work: @Sendable () async -> Void
@@ -14,7 +14,7 @@ final class SandboxScheduler: Sendable {
         (jobs, continuation) = AsyncStream.makeStream(of: Job.self)
     }
 
-    func schedule(afterMilliseconds delay: Int, _ work: @escaping @Sendable () async -> Void) {
+    public func schedule(afterMilliseconds delay: Int, _ work: @escaping @Sendable () async -> Void) {
         continuation.yield(Job(delayMilliseconds: max(0, delay), work: work))
     }
 

@@ -28,7 +28,13 @@ public final class SandboxServer: Sendable {
     /// What was received and processed; also served at `/_sandbox/ledger`.
     public let ledger: SandboxLedger
     let config: PaypipeConfig
+    let emulators: [any ProviderEmulator.Type]
     let logger: Logger
+
+    /// The five providers' emulators, one folder each in this module.
+    public static let standardEmulators: [any ProviderEmulator.Type] = [
+        TrustPaymentsEmulator.self, NetsEmulator.self, PhonePeEmulator.self, CleengEmulator.self, VivaEmulator.self,
+    ]
 
     private struct Lifecycle {
         var group: ServiceGroup?
@@ -37,10 +43,14 @@ public final class SandboxServer: Sendable {
     private let lifecycle = Mutex(Lifecycle())
 
     /// Throws `SandboxConfigurationError` naming the first unusable setting.
-    public init(configuration: SandboxConfiguration, config: PaypipeConfig, logger: Logger) throws(SandboxConfigurationError) {
+    /// `emulators`: the providers served, each under `/<provider>/`.
+    public init(
+        configuration: SandboxConfiguration, config: PaypipeConfig, emulators: [any ProviderEmulator.Type] = standardEmulators, logger: Logger
+    ) throws(SandboxConfigurationError) {
         if let problem = configuration.problems.first { throw SandboxConfigurationError(reason: problem) }
         self.configuration = configuration
         self.config = config
+        self.emulators = emulators
         self.logger = logger
         ledger = SandboxLedger(keyLimit: configuration.ledgerKeyLimit)
     }
@@ -58,11 +68,11 @@ public final class SandboxServer: Sendable {
         let outbound = SandboxOutbound(
             client: client, attempts: configuration.outboundAttempts,
             retryBaseMilliseconds: configuration.outboundRetryBaseMilliseconds, logger: logger)
-        let emulator = SandboxEmulator(
-            configuration: configuration, config: config, ledger: ledger, scheduler: scheduler, outbound: outbound, logger: logger)
+        let context = SandboxContext(configuration: configuration, ledger: ledger, scheduler: scheduler, outbound: outbound, logger: logger)
+        let router = SandboxRouter(context: context, emulators: emulators.map { $0.init(config: config) })
         let port = configuration.port
         let app = Application(
-            responder: SandboxResponder(emulator: emulator, maxBodyBytes: configuration.maxBodyBytes),
+            responder: SandboxResponder(router: router, maxBodyBytes: configuration.maxBodyBytes),
             configuration: ApplicationConfiguration(
                 address: .hostname(configuration.host, port: port), serverName: nil, backlog: 4096, reuseAddress: true),
             onServerRunning: { channel in onListening(channel.localAddress?.port ?? port) },

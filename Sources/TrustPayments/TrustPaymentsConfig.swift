@@ -33,6 +33,14 @@ extension TrustPaymentsConfig: MerchantSection {
             jwtSecret: try r.secret("jwtSecret"), webservicesUser: try r.string("webservicesUser"),
             webservicesPassword: try r.secret("webservicesPassword"), notificationPassword: try r.secret("notificationPassword"))
     }
+
+    public static func demo(_ environment: DemoEnvironment) -> JSONValue {
+        [
+            "baseURL": .string(environment.url()), "siteReference": "test_site12345", "jwtIssuer": "jwt.user",
+            "jwtSecret": "demo-jwt-secret-0123456789abcdef0123456789", "webservicesUser": "ws@example.com",
+            "webservicesPassword": "demo-ws-password", "notificationPassword": "demo-notify-password",
+        ]
+    }
 }
 
 extension MerchantConfig {

@@ -70,6 +70,15 @@ extension VivaConfig: MerchantSection {
         isvClientSecret = try r.optionalSecret("isvClientSecret")
         acceptUnconfirmedCallbacks = try r.optionalBool("acceptUnconfirmedCallbacks") ?? false
     }
+
+    public static func demo(_ environment: DemoEnvironment) -> JSONValue {
+        [
+            "merchantKey": "SG23323424EXS3", "appId": "com.example.app", "callback": "interapp-callback",
+            "apiURL": .string(environment.url()), "accountsURL": .string(environment.url()),
+            "apiClientId": "demo-viva-client.apps.vivapayments.com", "apiClientSecret": "demo-viva-client-secret",
+            "isvClientSecret": "demo-viva-isv-secret",
+        ]
+    }
 }
 
 extension MerchantConfig {

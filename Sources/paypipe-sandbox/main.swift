@@ -16,7 +16,7 @@ struct SandboxCommand: AsyncParsableCommand {
             Logs go to stderr. SIGTERM/SIGINT stop it gracefully.
             """)
 
-    @Option(help: "The pipeline's config file (PROTOCOL.md §4); the sandbox checks requests against its credentials.")
+    @Option(help: "The pipeline's config file (docs/configuration.md); the sandbox checks requests against its credentials.")
     var config: String
 
     @Option(help: "Interface to listen on.")
@@ -53,6 +53,11 @@ struct SandboxCommand: AsyncParsableCommand {
 
     @Option(name: .customLong("nets-complete-checkout-after-ms"), help: "Time after a Nets create until the customer completes the hosted page (-1 = never).")
     var netsCompleteCheckoutAfterMilliseconds = 2000
+
+    @Option(
+        name: .customLong("provider-option"),
+        help: "A setting of an emulator that has no flag of its own, as <provider>.<name>=<value> (repeatable).")
+    var providerOptions: [String] = []
 
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel = "info"
@@ -95,7 +100,13 @@ struct SandboxCommand: AsyncParsableCommand {
             cleengGrantAfterMilliseconds: cleengGrantAfterMilliseconds < 0 ? nil : cleengGrantAfterMilliseconds,
             cleengGrantOnPoll: cleengGrantOnPoll,
             netsWebhookVariant: NetsWebhookVariant(rawValue: netsWebhookVariant) ?? { Self.fail("--nets-webhook-variant must be genuine, wrong-authorization or wrong-amount") }(),
-            netsCompleteCheckoutAfterMilliseconds: netsCompleteCheckoutAfterMilliseconds < 0 ? nil : netsCompleteCheckoutAfterMilliseconds)
+            netsCompleteCheckoutAfterMilliseconds: netsCompleteCheckoutAfterMilliseconds < 0 ? nil : netsCompleteCheckoutAfterMilliseconds,
+            providerOptions: Dictionary(
+                providerOptions.map { option in
+                    let parts = option.split(separator: "=", maxSplits: 1)
+                    guard parts.count == 2, parts[0].contains(".") else { Self.fail("--provider-option must be <provider>.<name>=<value>") }
+                    return (String(parts[0]), String(parts[1]))
+                }, uniquingKeysWith: { _, last in last }))
         let server: SandboxServer
         do {
             server = try SandboxServer(configuration: settings, config: pipelineConfig, logger: logger)

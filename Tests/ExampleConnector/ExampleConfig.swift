@@ -15,6 +15,10 @@ extension ExampleConfig: MerchantSection {
         apiKey = try r.secret("apiKey")
         webhookSecret = try r.secret("webhookSecret")
     }
+
+    public static func demo(_ environment: DemoEnvironment) -> JSONValue {
+        ["baseURL": .string(environment.url()), "apiKey": "demo-example-key", "webhookSecret": "demo-example-webhook-secret"]
+    }
 }
 
 extension MerchantConfig {

@@ -87,7 +87,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
                 DemoConfig.text(
                     sandboxURL: "http://127.0.0.1:9", endpoints: ["intake": "tcp://127.0.0.1:5550"], timers: ["cleengPollIntervalMs": 1000],
                     extraMerchants: ["viva-unconfirmed": ["viva": ["merchantKey": "K", "appId": "a", "callback": "c", "acceptUnconfirmedCallbacks": true]]],
-                    netsWebhooks: false),
+                    leavingOut: ["nets.webhookURL"]),
                 #"{"merchants":{"m":{"nets":{"baseURL":"https://test.api.dibspayment.eu","secretKey":"env:NETS_KEY","webhookAuthorization":"file:/run/secrets/nets"}}}}"#,
             ].map { Array($0.utf8) }
         case .callbacks:

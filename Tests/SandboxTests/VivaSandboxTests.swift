@@ -34,7 +34,7 @@ import Viva
     }
 
     @Test func onlySalesItRecordedAreConfirmedAndOnlyWithValidClientCredentials() throws {
-        let emulation = VivaEmulation(merchants: [("default", Self.config), ("other", VivaConfig(merchantKey: "OTHER", appId: "a", callback: "cb"))])
+        let emulation = VivaEmulator(merchants: [("default", Self.config), ("other", VivaConfig(merchantKey: "OTHER", appId: "a", callback: "cb"))])
         let order = VivaFixtures.saleOrder(amount: 1050, ["clientTransactionId": "ref-1"])
         let sale = try VivaSandbox.readSale(try VivaSale.url(order: order, config: Self.config))
         let paid = emulation.handle(HTTPRequestSpec(method: .POST, url: "/sale", body: (["uri": .string(sale.url)] as JSONValue).bytes))

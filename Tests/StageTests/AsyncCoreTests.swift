@@ -1,4 +1,5 @@
 import Cleeng
+import Connectors
 import HTTPTransport
 import PaypipeCore
 @testable import PollerStage

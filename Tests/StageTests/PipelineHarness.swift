@@ -1,3 +1,4 @@
+import Connectors
 import Foundation
 import Logging
 import PaypipeCore
@@ -43,14 +44,14 @@ final class PipelineHarness: @unchecked Sendable {
     /// `timers`: the config's "timers" (e.g. fast Cleeng polling). `connectOutcomes`: false
     /// leaves the live outcomes PUSH without any consumer. `curve`: a `curve` section with fresh
     /// keys (secret keys as `file:` secrets in the harness's directory). `extraMerchants`: merchant
-    /// profiles besides the demo's "default". `netsWebhooks`: false leaves `nets.webhookURL` out.
+    /// profiles besides the demo's "default". `leavingOut`: optional demo settings to leave out (`nets.webhookURL`).
     /// `providerFront`: given the sandbox's URL, starts
     /// something in front of it and returns the URL the stages should use instead.
     /// `redeliverAfterMilliseconds`: the ledger's `--redeliver-after-ms`.
     init(
         sandboxConfiguration: SandboxConfiguration = SandboxConfiguration(port: 0, phonePeCallbackDelayMilliseconds: 3_600_000),
         timers: [String: Int64] = [:], connectOutcomes: Bool = true, curve: Bool = false,
-        extraMerchants: [String: JSONValue] = [:], netsWebhooks: Bool = true,
+        extraMerchants: [String: JSONValue] = [:], leavingOut: Set<String> = [],
         providerFront: ((String) async throws -> String)? = nil, redeliverAfterMilliseconds: Int64 = 60_000,
         upstream: [(name: String, merchants: [String]?)] = []
     ) async throws {
@@ -80,7 +81,7 @@ final class PipelineHarness: @unchecked Sendable {
                 "intake": any, "outcomes": any, "signQueue": any, "signedIn": any, "signedOut": any, "results": any,
                 "ledgerRPC": any, "pollQueue": any, "outcomesReplay": any, "ledgerMetrics": "127.0.0.1:0",
             ],
-            timers: timers, extraMerchants: extraMerchants, netsWebhooks: netsWebhooks)
+            timers: timers, extraMerchants: extraMerchants, leavingOut: leavingOut)
         if curve, case .object(var document) = try JSONValue.parse(Array(text.utf8)) {
             var section: [String: JSONValue] = [:]
             for role in CurveConfig.Role.allCases {

@@ -1,4 +1,5 @@
 import CSQLite
+import Connectors
 import Foundation
 import LedgerStage
 import PaypipeCore

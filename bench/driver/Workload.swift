@@ -1,4 +1,5 @@
 import BenchSupport
+import Connectors
 import Foundation
 import PaypipeCore
 import StageRuntime

@@ -6,6 +6,7 @@
 // orders (one SQL transaction of generated rows, not timed). Prints both rates and their ratio.
 import BenchSupport
 import CSQLite
+import Connectors
 import Foundation
 import PaypipeCore
 import StageRuntime

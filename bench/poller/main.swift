@@ -3,6 +3,7 @@
 // process standing in for the ledger. Prints polls/s, the pollers' peak RSS and CPU per poll,
 // and the worst lateness of a poll against its schedule.
 import BenchSupport
+import Connectors
 import Foundation
 import PaypipeCore
 import StageRuntime

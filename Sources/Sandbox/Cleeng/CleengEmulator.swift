@@ -7,13 +7,21 @@ import Synchronization
 /// credentials carry) and `POST /3.0/json-rpc` (getAccessStatus). Receipt processing is
 /// asynchronous at Cleeng: access reads not granted until `cleengGrantAfterMilliseconds` after
 /// the first accepted receipt for the customer and offer, then granted (never when nil).
-final class CleengEmulation: Sendable {
+final class CleengEmulator: ProviderEmulator {
+    static let provider = Provider.cleeng
+
     static let receiptPath = "/checkout/apple_inapp.php"
     static let apiPath = "/3.0/json-rpc"
 
     let merchants: [(name: String, config: CleengConfig)]
     /// "customerToken \0 offerId" → when its first receipt was accepted.
     let receipts = Mutex<[String: ContinuousClock.Instant]>([:])
+
+    func ledgerKey(_ request: HTTPRequestSpec) -> SandboxLedgerKey { .now(Self.transactionId(request)) }
+
+    convenience init(config: PaypipeConfig) {
+        self.init(merchants: SandboxMerchants.of(CleengConfig.self, in: config))
+    }
 
     init(merchants: [(name: String, config: CleengConfig)]) {
         self.merchants = merchants
@@ -26,20 +34,20 @@ final class CleengEmulation: Sendable {
 
     static func receiptKey(customerToken: String, offerId: String) -> String { customerToken + "\u{0}" + offerId }
 
-    func handle(_ request: HTTPRequestSpec, emulator: SandboxEmulator) -> HTTPResponseSpec {
+    func handle(_ request: HTTPRequestSpec, context: SandboxContext) async -> HTTPResponseSpec {
         switch request.url {
-        case Self.receiptPath: return receipt(request, emulator: emulator)
+        case Self.receiptPath: return receipt(request, context: context)
         case Self.apiPath:
-            guard request.method == .POST else { return SandboxEmulator.json(405, ["error": "use POST"]) }
-            return accessStatus(request, emulator: emulator)
-        default: return SandboxEmulator.json(404, ["error": "no such Cleeng route"])
+            guard request.method == .POST else { return SandboxContext.json(405, ["error": "use POST"]) }
+            return accessStatus(request, context: context)
+        default: return SandboxContext.json(404, ["error": "no such Cleeng route"])
         }
     }
 
-    func receipt(_ request: HTTPRequestSpec, emulator: SandboxEmulator) -> HTTPResponseSpec {
-        let user = SandboxEmulator.basicUser(request.header("Authorization"))
+    func receipt(_ request: HTTPRequestSpec, context: SandboxContext) -> HTTPResponseSpec {
+        let user = SandboxContext.basicUser(request.header("Authorization"))
         guard let merchant = merchants.first(where: { $0.config.username == user }) ?? merchants.first else {
-            return SandboxEmulator.json(404, ["error": "no merchant with cleeng is configured"])
+            return SandboxContext.json(404, ["error": "no merchant with cleeng is configured"])
         }
         let check = CleengSandbox.verifyReceiptRequest(request, username: merchant.config.username, password: merchant.config.password)
         guard let receipt = check.receipt else { return check.response }
@@ -48,11 +56,11 @@ final class CleengEmulation: Sendable {
         receipts.withLock { receipts in
             if receipts[key] == nil { receipts[key] = now }
         }
-        emulator.ledger.tookEffect("cleeng:" + receipt.transactionId.prefix(128))
+        context.ledger.tookEffect("cleeng:" + receipt.transactionId.prefix(128))
         return check.response
     }
 
-    func accessStatus(_ request: HTTPRequestSpec, emulator: SandboxEmulator) -> HTTPResponseSpec {
+    func accessStatus(_ request: HTTPRequestSpec, context: SandboxContext) -> HTTPResponseSpec {
         switch CleengSandbox.parseAccessStatusRequest(request.body) {
         case .failure(let error):
             return error.response
@@ -63,10 +71,10 @@ final class CleengEmulation: Sendable {
             if let acceptedAt {
                 let elapsed = ContinuousClock.now - acceptedAt
                 let milliseconds = elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
-                let polls = emulator.ledger.cleengPolled(customerToken: query.customerToken, millisecondsAfterReceipt: milliseconds)
-                if let onPoll = emulator.configuration.cleengGrantOnPoll {
+                let polls = context.ledger.cleengPolled(customerToken: query.customerToken, millisecondsAfterReceipt: milliseconds)
+                if let onPoll = context.configuration.cleengGrantOnPoll {
                     granted = polls >= onPoll
-                } else if let after = emulator.configuration.cleengGrantAfterMilliseconds, after >= 0 {
+                } else if let after = context.configuration.cleengGrantAfterMilliseconds, after >= 0 {
                     granted = elapsed >= .milliseconds(after)
                 }
             }

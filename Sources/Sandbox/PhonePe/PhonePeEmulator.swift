@@ -10,7 +10,9 @@ import Synchronization
 /// second mandate. The S2S callback goes to the merchant's configured `phonepe.callbackURL`
 /// after `phonePeCallbackDelayMilliseconds`; from then on the status call reports the
 /// terminal state too.
-final class PhonePeEmulation: Sendable {
+final class PhonePeEmulator: ProviderEmulator {
+    static let provider = Provider.phonepe
+
     /// Only the mandate is kept (not the answer): the answer is a function of the mandate, so
     /// a benchmark's million mandates cost a few hundred bytes each.
     struct Record: Sendable {
@@ -34,6 +36,12 @@ final class PhonePeEmulation: Sendable {
     /// "merchantId \0 authRequestId" → the accepted mandate.
     let records = Mutex<[String: Record]>([:])
 
+    func ledgerKey(_ request: HTTPRequestSpec) -> SandboxLedgerKey { .now(Self.peekPayload(request)?.authRequestId ?? nil) }
+
+    convenience init(config: PaypipeConfig) {
+        self.init(merchants: SandboxMerchants.of(PhonePeConfig.self, in: config))
+    }
+
     init(merchants: [(name: String, config: PhonePeConfig)]) {
         self.merchants = merchants.map { Merchant(name: $0.name, config: $0.config) }
         var byMerchantId: [String: Merchant] = [:]
@@ -55,22 +63,22 @@ final class PhonePeEmulation: Sendable {
 
     static func recordKey(merchantId: String, authRequestId: String) -> String { merchantId + "\u{0}" + authRequestId }
 
-    func handle(_ request: HTTPRequestSpec, emulator: SandboxEmulator) -> HTTPResponseSpec {
+    func handle(_ request: HTTPRequestSpec, context: SandboxContext) async -> HTTPResponseSpec {
         guard let fallback = merchants.first else {
-            return SandboxEmulator.json(404, ["error": "no merchant with phonepe is configured"])
+            return SandboxContext.json(404, ["error": "no merchant with phonepe is configured"])
         }
         if request.method == .POST, request.url == PhonePeSandbox.authInitPath {
             let named = Self.peekPayload(request)?.merchantId.flatMap { byMerchantId[$0] }
-            return authInit(request, merchant: named ?? fallback, emulator: emulator)
+            return authInit(request, merchant: named ?? fallback, context: context)
         }
         if request.method == .GET, request.url.hasPrefix(PhonePeSandbox.authStatusPathPrefix) {
             let merchantId = request.url.dropFirst(PhonePeSandbox.authStatusPathPrefix.count).split(separator: "/").first.map(String.init)
-            return authStatus(request, merchant: merchantId.flatMap { byMerchantId[$0] } ?? fallback, emulator: emulator)
+            return authStatus(request, merchant: merchantId.flatMap { byMerchantId[$0] } ?? fallback, context: context)
         }
-        return SandboxEmulator.json(404, ["success": false, "code": "NOT_FOUND", "message": "No such PhonePe API"])
+        return SandboxContext.json(404, ["success": false, "code": "NOT_FOUND", "message": "No such PhonePe API"])
     }
 
-    func authInit(_ request: HTTPRequestSpec, merchant: Merchant, emulator: SandboxEmulator) -> HTTPResponseSpec {
+    func authInit(_ request: HTTPRequestSpec, merchant: Merchant, context: SandboxContext) -> HTTPResponseSpec {
         let reply = merchant.sandbox.handleAuthInit(path: request.url, headers: request.headers, body: request.body)
         guard let mandate = reply.mandate else { return reply.response }
         let key = Self.recordKey(merchantId: mandate.merchantId, authRequestId: mandate.authRequestId)
@@ -85,20 +93,20 @@ final class PhonePeEmulation: Sendable {
             // authRequestId gets the answer its first request got.
             return existing == mandate ? reply.response : merchant.sandbox.answer(for: existing).response
         }
-        emulator.ledger.tookEffect("phonepe:" + mandate.authRequestId.prefix(128))
+        context.ledger.tookEffect("phonepe:" + mandate.authRequestId.prefix(128))
         if let outcome = mandate.scheduledOutcome {
             // Built when due, not now: under load most callbacks are still far in the future.
             let sandbox = merchant.sandbox, callbackURL = merchant.config.callbackURL
-            emulator.scheduler.schedule(afterMilliseconds: emulator.configuration.phonePeCallbackDelayMilliseconds) { [emulator] in
-                var callback = sandbox.callback(for: mandate, outcome: outcome, variant: emulator.configuration.phonePeCallbackVariant)
+            context.scheduler.schedule(afterMilliseconds: context.configuration.phonePeCallbackDelayMilliseconds) { [context] in
+                var callback = sandbox.callback(for: mandate, outcome: outcome, variant: context.configuration.phonePeCallbackVariant)
                 callback.url = callbackURL
-                await emulator.outbound.deliver(callback.request, label: "phonepe callback for \(mandate.authRequestId)")
+                await context.outbound.deliver(callback.request, label: "phonepe callback for \(mandate.authRequestId)")
             }
         }
         return reply.response
     }
 
-    func authStatus(_ request: HTTPRequestSpec, merchant: Merchant, emulator: SandboxEmulator) -> HTTPResponseSpec {
+    func authStatus(_ request: HTTPRequestSpec, merchant: Merchant, context: SandboxContext) -> HTTPResponseSpec {
         switch merchant.sandbox.verifyAuthStatus(path: request.url, headers: request.headers) {
         case .rejected(let response):
             return response
@@ -107,7 +115,7 @@ final class PhonePeEmulation: Sendable {
             guard let record = records.withLock({ $0[key] }) else {
                 return merchant.sandbox.authStatusNotFound(authRequestId: authRequestId)
             }
-            let decided = ContinuousClock.now - record.acceptedAt >= .milliseconds(emulator.configuration.phonePeCallbackDelayMilliseconds)
+            let decided = ContinuousClock.now - record.acceptedAt >= .milliseconds(context.configuration.phonePeCallbackDelayMilliseconds)
             let outcome = decided ? (record.mandate.scheduledOutcome ?? .pending) : .pending
             return merchant.sandbox.authStatusResponse(for: record.mandate, outcome: outcome)
         }

@@ -8,7 +8,9 @@ import Synchronization
 /// `NetsSandbox` per merchant (the merchant is the one whose secret key the request carries).
 /// After a create, the emulated customer completes the hosted page and the registered
 /// webhooks are delivered.
-final class NetsEmulation: Sendable {
+final class NetsEmulator: ProviderEmulator {
+    static let provider = Provider.nets
+
     final class Merchant: Sendable {
         let name: String
         let config: NetsConfig
@@ -21,6 +23,14 @@ final class NetsEmulation: Sendable {
     }
 
     let merchants: [Merchant]
+
+    func ledgerKey(_ request: HTTPRequestSpec) -> SandboxLedgerKey {
+        .now(request.method == .POST ? request.header("Idempotency-Key") : nil)
+    }
+
+    convenience init(config: PaypipeConfig) {
+        self.init(merchants: SandboxMerchants.of(NetsConfig.self, in: config))
+    }
 
     init(merchants: [(name: String, config: NetsConfig)]) {
         self.merchants = merchants.map { Merchant(name: $0.name, config: $0.config) }
@@ -35,24 +45,24 @@ final class NetsEmulation: Sendable {
         return merchants.first
     }
 
-    func handle(_ request: HTTPRequestSpec, emulator: SandboxEmulator) -> HTTPResponseSpec {
+    func handle(_ request: HTTPRequestSpec, context: SandboxContext) async -> HTTPResponseSpec {
         guard let merchant = merchant(for: request) else {
-            return SandboxEmulator.json(404, ["error": "no merchant with nets is configured"])
+            return SandboxContext.json(404, ["error": "no merchant with nets is configured"])
         }
         let kind = NetsRequestKind(request)
-        let now = SandboxEmulator.epochSeconds()
+        let now = SandboxContext.epochSeconds()
         let (response, created) = merchant.sandbox.withLock { sandbox in
             let before = sandbox.payments.count
             let response = sandbox.handle(request, now: now)
             return (response, sandbox.payments.count > before)
         }
         guard (200...299).contains(response.status), kind?.mayTakeEffect == true else { return response }
-        if let key = request.header("Idempotency-Key") { emulator.ledger.tookEffect("nets:" + key.prefix(128)) }
+        if let key = request.header("Idempotency-Key") { context.ledger.tookEffect("nets:" + key.prefix(128)) }
         if created, let paymentId = (try? JSONValue.parse(response.body))?["paymentId"]?.stringValue,
-            let delay = emulator.configuration.netsCompleteCheckoutAfterMilliseconds, delay >= 0
+            let delay = context.configuration.netsCompleteCheckoutAfterMilliseconds, delay >= 0
         {
-            emulator.scheduler.schedule(afterMilliseconds: delay) { [emulator] in
-                await Self.completeCheckout(paymentId: paymentId, merchant: merchant, emulator: emulator)
+            context.scheduler.schedule(afterMilliseconds: delay) { [context] in
+                await Self.completeCheckout(paymentId: paymentId, merchant: merchant, context: context)
             }
         }
         return response
@@ -61,15 +71,15 @@ final class NetsEmulation: Sendable {
     /// The customer paid on the hosted page: the subscription now exists; deliver the webhooks
     /// the payment registered, and only those (none registered, none sent: the pipeline then
     /// learns of it with `GET /v1/payments/{paymentId}`, as with real Nets).
-    static func completeCheckout(paymentId: String, merchant: Merchant, emulator: SandboxEmulator) async {
+    static func completeCheckout(paymentId: String, merchant: Merchant, context: SandboxContext) async {
         let now = Timestamp.nowMilliseconds()
         let deliveries = merchant.sandbox.withLock { sandbox in
-            sandbox.completeCheckout(paymentId: paymentId, timestampMilliseconds: now, variant: emulator.configuration.netsWebhookVariant)
+            sandbox.completeCheckout(paymentId: paymentId, timestampMilliseconds: now, variant: context.configuration.netsWebhookVariant)
         }
         for delivery in deliveries {
             guard let url = delivery.url else { continue }
             let request = HTTPRequestSpec(method: .POST, url: url, headers: delivery.headers, body: delivery.body)
-            await emulator.outbound.deliver(request, label: "nets webhook for payment \(paymentId)")
+            await context.outbound.deliver(request, label: "nets webhook for payment \(paymentId)")
         }
     }
 }

@@ -12,7 +12,9 @@ import TrustPayments
 /// TRANSACTIONQUERY by orderreference or transactionreference finds them. A reference it never
 /// saw is treated as an existing subscription (the emulated merchant's history predates the
 /// sandbox), so updates of any reference are accepted.
-final class TrustPaymentsEmulation: Sendable {
+final class TrustPaymentsEmulator: ProviderEmulator {
+    static let provider = Provider.trustpayments
+
     static let webServicesPath = "/json/"
     static let sdkPaymentPath = "/sdk/payment"
 
@@ -52,13 +54,22 @@ final class TrustPaymentsEmulation: Sendable {
 
     let merchants: [Merchant]
 
+    func ledgerKey(_ request: HTTPRequestSpec) -> SandboxLedgerKey {
+        // The SDK payment's key is only known once its JWT is verified.
+        request.url == Self.sdkPaymentPath ? .byEmulator : .now(Self.requestReference(request))
+    }
+
+    convenience init(config: PaypipeConfig) {
+        self.init(merchants: SandboxMerchants.of(TrustPaymentsConfig.self, in: config))
+    }
+
     init(merchants: [(name: String, config: TrustPaymentsConfig)]) {
         self.merchants = merchants.map { Merchant(name: $0.name, config: $0.config) }
     }
 
     /// The configured merchant whose web services user sent the request, else the default.
     func merchant(for request: HTTPRequestSpec) -> Merchant? {
-        if let user = SandboxEmulator.basicUser(request.header("Authorization")),
+        if let user = SandboxContext.basicUser(request.header("Authorization")),
             let match = merchants.first(where: { $0.config.webservicesUser == user })
         {
             return match
@@ -72,15 +83,15 @@ final class TrustPaymentsEmulation: Sendable {
         return envelope["request"]?.arrayValue?.first?["requestreference"]?.stringValue
     }
 
-    func handle(_ request: HTTPRequestSpec, emulator: SandboxEmulator) -> HTTPResponseSpec {
-        guard request.method == .POST else { return SandboxEmulator.json(405, ["error": "use POST"]) }
+    func handle(_ request: HTTPRequestSpec, context: SandboxContext) async -> HTTPResponseSpec {
+        guard request.method == .POST else { return SandboxContext.json(405, ["error": "use POST"]) }
         guard let merchant = merchant(for: request) else {
-            return SandboxEmulator.json(404, ["error": "no merchant with trustpayments is configured"])
+            return SandboxContext.json(404, ["error": "no merchant with trustpayments is configured"])
         }
         switch request.url {
-        case Self.webServicesPath: return webServices(request, merchant: merchant, ledger: emulator.ledger)
-        case Self.sdkPaymentPath: return sdkPayment(request, ledger: emulator.ledger)
-        default: return SandboxEmulator.json(404, ["error": "no such Trust Payments route"])
+        case Self.webServicesPath: return webServices(request, merchant: merchant, ledger: context.ledger)
+        case Self.sdkPaymentPath: return sdkPayment(request, ledger: context.ledger)
+        default: return SandboxContext.json(404, ["error": "no such Trust Payments route"])
         }
     }
 
@@ -121,13 +132,13 @@ final class TrustPaymentsEmulation: Sendable {
         let document = try? JSONValue.parse(request.body)
         guard let jwt = document?["jwt"]?.stringValue, !jwt.isEmpty else {
             ledger.received(nil)
-            return SandboxEmulator.json(400, ["error": "body must be {\"jwt\": \"<request JWT>\"}"])
+            return SandboxContext.json(400, ["error": "body must be {\"jwt\": \"<request JWT>\"}"])
         }
         var refusal: TPSandbox.RequestError?
         for merchant in merchants {
             let payment: TPSandbox.Payment
             do {
-                payment = try TPSandbox.processPayment(jwt: jwt, config: merchant.config, now: SandboxEmulator.epochSeconds())
+                payment = try TPSandbox.processPayment(jwt: jwt, config: merchant.config, now: SandboxContext.epochSeconds())
             } catch {
                 // Another merchant's secret may have signed it; keep the first merchant's reason.
                 if refusal == nil { refusal = error }
@@ -139,11 +150,11 @@ final class TrustPaymentsEmulation: Sendable {
             let key = payment.records.first?["requestreference"]?.stringValue.map { "trustpayments:" + $0.prefix(128) }
             ledger.received(key)
             if let key { ledger.tookEffect(key) }
-            return SandboxEmulator.json(200, [
+            return SandboxContext.json(200, [
                 "jwt": .string(payment.responseJWT), "notification": .string(String(decoding: payment.notificationBody, as: UTF8.self)),
             ])
         }
         ledger.received(nil)
-        return SandboxEmulator.json(400, ["error": .string(refusal?.reason ?? "no merchant with trustpayments is configured")])
+        return SandboxContext.json(400, ["error": .string(refusal?.reason ?? "no merchant with trustpayments is configured")])
     }
 }

@@ -11,7 +11,9 @@ import Viva
 /// - `POST /connect/token` (OAuth2 client credentials, HTTP Basic) and
 ///   `GET /checkout/v2/transactions/{transactionId}` (bearer) stand in for Viva's accounts and
 ///   API hosts, answering only for sales this sandbox recorded under the token's merchant.
-final class VivaEmulation: Sendable {
+final class VivaEmulator: ProviderEmulator {
+    static let provider = Provider.viva
+
     static let salePath = "/sale"
     static let tokenPath = "/connect/token"
     static let transactionsPrefix = "/checkout/v2/transactions/"
@@ -39,6 +41,10 @@ final class VivaEmulation: Sendable {
     let merchants: [Merchant]
     let state = Mutex(State())
 
+    convenience init(config: PaypipeConfig) {
+        self.init(merchants: SandboxMerchants.of(VivaConfig.self, in: config))
+    }
+
     init(merchants: [(name: String, config: VivaConfig)]) {
         self.merchants = merchants.map { Merchant(name: $0.name, config: $0.config) }
     }
@@ -52,32 +58,34 @@ final class VivaEmulation: Sendable {
         }
     }
 
+    func handle(_ request: HTTPRequestSpec, context: SandboxContext) async -> HTTPResponseSpec { handle(request) }
+
     func handle(_ request: HTTPRequestSpec) -> HTTPResponseSpec {
         if request.url == Self.salePath {
-            guard request.method == .POST else { return SandboxEmulator.json(405, ["error": "use POST"]) }
+            guard request.method == .POST else { return SandboxContext.json(405, ["error": "use POST"]) }
             return sale(request)
         }
         if request.url == Self.tokenPath {
-            guard request.method == .POST else { return SandboxEmulator.json(405, ["error": "use POST"]) }
+            guard request.method == .POST else { return SandboxContext.json(405, ["error": "use POST"]) }
             return token(request)
         }
         if request.url.hasPrefix(Self.transactionsPrefix) {
-            guard request.method == .GET else { return SandboxEmulator.json(405, ["error": "use GET"]) }
+            guard request.method == .GET else { return SandboxContext.json(405, ["error": "use GET"]) }
             return transaction(String(request.url.dropFirst(Self.transactionsPrefix.count)), request)
         }
-        return SandboxEmulator.json(404, ["error": "no such Viva route"])
+        return SandboxContext.json(404, ["error": "no such Viva route"])
     }
 
     func sale(_ request: HTTPRequestSpec) -> HTTPResponseSpec {
         let body = try? JSONValue.parse(request.body)
         guard let uri = body?["uri"]?.stringValue else {
-            return SandboxEmulator.json(400, ["error": "body must be {\"uri\": \"<sale request URL>\"}"])
+            return SandboxContext.json(400, ["error": "body must be {\"uri\": \"<sale request URL>\"}"])
         }
         let sale: VivaSale
         do {
             sale = try VivaSandbox.readSale(uri)
         } catch {
-            return SandboxEmulator.json(400, ["error": .string(String(describing: error))])
+            return SandboxContext.json(400, ["error": .string(String(describing: error))])
         }
         let declined = body?["decline"]?.boolValue == true
         let result = declined ? VivaSandbox.declined(sale) : VivaSandbox.approved(sale)
@@ -86,14 +94,14 @@ final class VivaEmulation: Sendable {
                 transactionId: transactionId, merchantKey: sale.merchantKey, statusId: declined ? "E" : "F", amount: sale.amount,
                 clientTransactionId: sale.clientTransactionId)
         }
-        return SandboxEmulator.json(200, ["callback": .string(result.uri)])
+        return SandboxContext.json(200, ["callback": .string(result.uri)])
     }
 
     /// Client credentials in HTTP Basic, checked against every merchant with API credentials.
     func token(_ request: HTTPRequestSpec) -> HTTPResponseSpec {
         let form = String(decoding: request.body, as: UTF8.self)
         guard form.split(separator: "&").contains("grant_type=client_credentials") else {
-            return SandboxEmulator.json(400, ["error": "unsupported_grant_type"])
+            return SandboxContext.json(400, ["error": "unsupported_grant_type"])
         }
         guard let (clientId, secret) = Self.basicCredentials(request.header("Authorization")),
               let index = merchants.firstIndex(where: { merchant in
@@ -101,15 +109,15 @@ final class VivaEmulation: Sendable {
                   return api.clientId == clientId && Self.sameBytes(Array(secret.utf8), Array(api.clientSecret.reveal().utf8))
               })
         else {
-            return SandboxEmulator.json(401, ["error": "invalid_client"])
+            return SandboxContext.json(401, ["error": "invalid_client"])
         }
         let token = "viva-sandbox-" + UUID().uuidString
-        let expires = SandboxEmulator.epochSeconds() + Self.tokenLifetimeSeconds
+        let expires = SandboxContext.epochSeconds() + Self.tokenLifetimeSeconds
         state.withLock {
             $0.tokens[token] = (index, expires)
             $0.tokensIssued += 1
         }
-        return SandboxEmulator.json(200, [
+        return SandboxContext.json(200, [
             "access_token": .string(token), "expires_in": .integer(Self.tokenLifetimeSeconds), "token_type": "Bearer",
             "scope": "urn:viva:payments:core:api:redirectcheckout",
         ])
@@ -119,13 +127,13 @@ final class VivaEmulation: Sendable {
         guard let header = request.header("Authorization"), header.hasPrefix("Bearer ") else {
             return HTTPResponseSpec(status: 401)
         }
-        let now = SandboxEmulator.epochSeconds()
+        let now = SandboxContext.epochSeconds()
         let (grant, recorded) = state.withLock { state in (state.tokens[String(header.dropFirst(7))], state.transactions[transactionId]) }
         guard let grant, grant.expires > now else { return HTTPResponseSpec(status: 401) }
         guard let recorded, recorded.merchantKey == merchants[grant.merchant].config.merchantKey else {
-            return SandboxEmulator.json(404, ["message": "transaction not found"])
+            return SandboxContext.json(404, ["message": "transaction not found"])
         }
-        return SandboxEmulator.json(200, [
+        return SandboxContext.json(200, [
             "statusId": .string(recorded.statusId), "amount": .fraction(Double(recorded.amount) / 100),
             "merchantTrns": .string(recorded.clientTransactionId), "currencyCode": "978", "insDate": "2019-09-13T12:14:19.87+03:00",
             "orderCode": 1_091_166_300_000_136,
