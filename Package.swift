@@ -179,9 +179,13 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // A made-up provider that exists only for the tests: it proves that a connector module
-        // plus a registry line is all a provider takes, through the real stage processes.
-        .target(name: "ExampleConnector", dependencies: ["PaypipeCore"], path: "Tests/ExampleConnector", swiftSettings: strict),
+        // A made-up sixth provider that exists only for the tests, in one folder: its connector
+        // (config section, polling) and its sandbox emulator. It proves the seams a provider
+        // plugs into, through the real stage processes.
+        .target(
+            name: "ExampleConnector", dependencies: ["PaypipeCore", .product(name: "Crypto", package: "swift-crypto")],
+            path: "Tests/ExampleProvider/Connector", swiftSettings: strict),
+        .target(name: "ExampleSandbox", dependencies: ["ExampleConnector", "Sandbox", "PaypipeCore"], path: "Tests/ExampleProvider/Sandbox", swiftSettings: strict),
         .executableTarget(
             name: "paypipe-example-stages",
             dependencies: ["ExampleConnector", "Connectors", "StageRuntime"] + stageModules.map { .target(name: $0) }
@@ -205,7 +209,7 @@ let package = Package(
         .testTarget(
             name: "StageTests",
             dependencies: [
-                "PaypipeCore", "ZeroMQ", "Sandbox", "Connectors", "StageWire", "StageRuntime", "ExampleConnector", "HTTPTransport", "CSQLite",
+                "PaypipeCore", "ZeroMQ", "Sandbox", "Connectors", "StageWire", "StageRuntime", "ExampleConnector", "ExampleSandbox", "HTTPTransport", "CSQLite",
                 "SQLiteWALBuffer", "FuzzTargets", .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -50,7 +50,9 @@ final class SandboxRouter: Sendable {
             return SandboxContext.json(404, ["error": "no such route"])
         case .provider(let emulator, let subpath):
             guard let method = HTTPRequestSpec.Method(rawValue: method) else { return SandboxContext.json(405, ["error": "method not allowed"]) }
-            return await handle(HTTPRequestSpec(method: method, url: subpath, headers: headers, body: body), by: emulator)
+            // The emulator sees the path below its prefix, with the query if there is one.
+            let url = query.map { subpath + "?" + $0 } ?? subpath
+            return await handle(HTTPRequestSpec(method: method, url: url, headers: headers, body: body), by: emulator)
         }
     }
 

@@ -3,13 +3,14 @@ import CallbacksStage
 import Connectors
 import ExampleConnector
 import LedgerStage
+import PollerStage
 import PaypipeCore
 import SignerStage
 import StageRuntime
 import SubmitterStage
 
 /// The real stages with one more registry line (`ExampleConnector`), for the end-to-end test
-/// that proves a provider is one connector module plus one registry line.
+/// of the sixth provider added through the seams.
 @main
 struct ExampleStagesCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -17,7 +18,7 @@ struct ExampleStagesCommand: AsyncParsableCommand {
 
     static let connectors: [any ProviderConnector.Type] = StandardConnectors.all + [ExampleConnector.self]
 
-    @Argument(help: "ledger, signer, submitter or callbacks") var role: String
+    @Argument(help: "ledger, signer, submitter, callbacks or poller") var role: String
     @OptionGroup var options: StageOptions
     @Option(help: "Ledger store (ledger only).") var store = "example-ledger.sqlite"
     @Option(help: "Callback listen address (callbacks only).") var listen: String?
@@ -45,6 +46,8 @@ struct ExampleStagesCommand: AsyncParsableCommand {
                 StageProcess.printLine("paypipe-callbacks listening port=\(port)")
             }
             await StageProcess.run([callbacks], logger: logger)
+        case "poller":
+            await StageProcess.run(stage: PollerService(config: config, registry: registry, logger: logger), metricsAddress: metrics, role: role, logger: logger)
         default:
             StageProcess.fail("unknown role \(role)")
         }

@@ -1,69 +1,52 @@
+import Connectors
 import Crypto
 import ExampleConnector
+import ExampleSandbox
 import Foundation
-import HTTPTypes
-import Hummingbird
 import Logging
 import PaypipeCore
+import Sandbox
 import StageRuntime
 import Synchronization
 import Testing
 import ZeroMQ
 
-/// The made-up "example" provider through the real stage processes (`paypipe-example-stages`:
-/// the standard stages with one more registry line) against a fake provider on loopback that
-/// counts every request per idempotency key.
-@Suite("A provider added as one connector module plus one registry line")
+/// The made-up sixth provider through the real stage processes (`paypipe-example-stages`: the
+/// standard stages with one more registry line) against its own sandbox emulator, served by
+/// the real sandbox server, which counts every request per idempotency key.
+@Suite("A sixth provider added through the seams: connector, config section, polling, emulator")
 struct ExampleConnectorTests {
-    /// Answers by the order's note: "instant" succeeds, "async" is pending until its webhook,
-    /// "decline" is declined.
-    final class FakeProvider: Sendable {
-        let requestsPerKey = Mutex<[String: Int]>([:])
-        let authorizations = Mutex<Set<String>>([])
-
-        func run(onListening: @escaping @Sendable (Int) -> Void) async throws {
-            let router = Router()
-            router.post("/charges") { request, _ -> Response in
-                let key = request.headers[HTTPField.Name("Idempotency-Key")!] ?? ""
-                self.requestsPerKey.withLock { $0[key, default: 0] += 1 }
-                self.authorizations.withLock { _ = $0.insert(request.headers[.authorization] ?? "") }
-                let body = try await request.body.collect(upTo: 65536)
-                let note = (try? JSONValue.parse(Array(body.readableBytesView)))?["note"]?.stringValue ?? ""
-                let status = note == "instant" ? "succeeded" : note == "async" ? "pending" : "declined"
-                let answer: JSONValue = ["id": .string("ch_" + key.suffix(8)), "status": .string(status)]
-                return Response(status: .created, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: answer.bytes)))
-            }
-            let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)), onServerRunning: { onListening($0.localAddress?.port ?? 0) })
-            try await app.runService()
-        }
-    }
-
     static func charge(_ id: String, note: JSONValue, extra: String = "") -> String {
         #"{"v":1,"orderId":"\#(id)","provider":"example","operation":"charge","amount":500,"currency":"EUR","params":{"note":\#(note.serialized)\#(extra)}}"#
     }
 
     @Test func chargesWebhooksAndRejectionsGoThroughTheRealStages() async throws {
-        let provider = FakeProvider()
-        let port = Mutex<Int?>(nil)
-        let providerTask = Task { try await provider.run { p in port.withLock { $0 = p } } }
-        defer { providerTask.cancel() }
-        for _ in 0..<500 where port.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(10)) }
-        let providerPort = try #require(port.withLock { $0 })
-
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-example-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let secretFile = directory.appendingPathComponent("webhook-secret").path
-        try "whsec-example\n".write(toFile: secretFile, atomically: true, encoding: .utf8)
         let callbacksPort = try freeLoopbackPort()
+        let demo = { (sandboxURL: String, endpoints: [String: String]) in
+            DemoConfig.text(
+                sandboxURL: sandboxURL, callbacks: "127.0.0.1:\(callbacksPort)", endpoints: endpoints, sections: [ExampleConfig.self])
+        }
+        var logger = Logger(label: "example-sandbox")
+        logger.logLevel = .critical
+        let sandbox = try SandboxServer(
+            configuration: SandboxConfiguration(port: 0, providerOptions: ["example.decideAfterPolls": "3"]),
+            config: try PaypipeConfig.parse(Array(demo("http://127.0.0.1:9", [:]).utf8), sections: [ExampleConfig.self]),
+            emulators: [ExampleEmulator.self], logger: logger)
+        let port = Mutex<Int?>(nil)
+        let sandboxTask = Task { try await sandbox.run { p in port.withLock { $0 = p } } }
+        defer { sandboxTask.cancel() }
+        for _ in 0..<500 where port.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(10)) }
+        let sandboxPort = try #require(port.withLock { $0 })
         let any = "tcp://127.0.0.1:*"
-        let config = """
-            {"merchants": {"default": {"example": {"baseURL": "http://127.0.0.1:\(providerPort)", "apiKey": "key-example",
-                                                   "webhookSecret": "file:\(secretFile)"}}},
-             "endpoints": {"intake": "\(any)", "outcomes": "\(any)", "signQueue": "\(any)", "signedIn": "\(any)", "signedOut": "\(any)",
-                           "results": "\(any)", "ledgerRPC": "\(any)", "pollQueue": "\(any)", "ledgerMetrics": "127.0.0.1:0",
-                           "callbacks": "127.0.0.1:\(callbacksPort)"}}
-            """
+        let config = demo(
+            "http://127.0.0.1:\(sandboxPort)",
+            [
+                "intake": any, "outcomes": any, "signQueue": any, "signedIn": any, "signedOut": any, "results": any, "ledgerRPC": any,
+                "pollQueue": any, "outcomesReplay": any, "ledgerMetrics": "127.0.0.1:0",
+            ])
         let configPath = directory.appendingPathComponent("config.json").path
         try config.write(toFile: configPath, atomically: true, encoding: .utf8)
 
@@ -78,11 +61,12 @@ struct ExampleConnectorTests {
         for (index, arguments) in [
             ["signer", "--sign-queue", endpoints["signQueue"]!, "--signed-in", endpoints["signedIn"]!, "--results", endpoints["results"]!],
             ["submitter", "--signed-out", endpoints["signedOut"]!, "--results", endpoints["results"]!, "--ledger-rpc", endpoints["ledgerRPC"]!],
+            ["poller", "--poll-queue", endpoints["pollQueue"]!, "--results", endpoints["results"]!, "--ledger-rpc", endpoints["ledgerRPC"]!],
         ].enumerated() {
             children.append(try PipelineHarness.spawn(stages, arguments + ["--config", configPath], in: directory, index: index + 1, waitForLine: nil).0.0)
         }
         children.append(try PipelineHarness.spawn(
-            stages, ["callbacks", "--config", configPath, "--ledger-rpc", endpoints["ledgerRPC"]!], in: directory, index: 3,
+            stages, ["callbacks", "--config", configPath, "--ledger-rpc", endpoints["ledgerRPC"]!], in: directory, index: 4,
             waitForLine: "paypipe-callbacks listening").0.0)
 
         let context = try ZMQContext()
@@ -92,12 +76,12 @@ struct ExampleConnectorTests {
         try pull.connect(endpoints["outcomes"]!)
         let sender = try ZMQSender(socket: push)
         let receiver = try ZMQReceiver(socket: pull)
-        defer {
-            receiver.stop()
-            context.terminate()
-        }
+        // A failed expectation leaves the context open: terminating it would wait for the
+        // unsent orders forever.
+        defer { receiver.stop() }
         for order in [
             Self.charge("ex-instant", note: "instant"), Self.charge("ex-async", note: "async"), Self.charge("ex-decline", note: "decline"),
+            Self.charge("ex-polled", note: "polled"),
             Self.charge("ex-bad", note: 7), Self.charge("ex-extra", note: "instant", extra: #","tip":1"#),
         ] {
             try await sender.send(Array(order.utf8))
@@ -111,7 +95,10 @@ struct ExampleConnectorTests {
                 }
             }
         }
-        try await collect { $0["ex-instant"] != nil && $0["ex-async"] != nil && $0["ex-decline"] != nil && $0["ex-bad"] != nil && $0["ex-extra"] != nil }
+        try await collect { outcomes in
+            ["ex-instant", "ex-async", "ex-decline", "ex-bad", "ex-extra"].allSatisfy { outcomes[$0] != nil }
+                && outcomes["ex-polled"]?.last?.status == .succeeded
+        }
         // An at-least-once upstream sends an ended order again: the same outcome, no new request.
         try await sender.send(Array(Self.charge("ex-instant", note: "instant").utf8))
         try await collect { $0["ex-instant"]?.count == 2 }
@@ -121,6 +108,9 @@ struct ExampleConnectorTests {
         #expect(outcomes["ex-bad"]?.last?.status == .rejected)
         #expect(outcomes["ex-bad"]?.last?.error?.code == "INVALID_PARAM")
         #expect(outcomes["ex-extra"]?.last?.error?.code == "UNKNOWN_FIELD")
+        // The polled charge: pending, then the poller's third read finds it succeeded.
+        #expect(outcomes["ex-polled"]?.map(\.status) == [.pending, .succeeded])
+        #expect(outcomes["ex-polled"]?.last?.result?["chargeId"] == outcomes["ex-polled"]?.first?.result?["chargeId"])
         let pending = try #require(outcomes["ex-async"]?.last)
         #expect(pending.status == .pending)
         let chargeId = try #require(pending.result?["chargeId"]?.stringValue)
@@ -129,7 +119,7 @@ struct ExampleConnectorTests {
         let body = Array(#"{"chargeId":"\#(chargeId)","status":"succeeded"}"#.utf8)
         let forged = httpPost(port: callbacksPort, path: "/callbacks/example", headers: [("X-Example-Signature", String(repeating: "0", count: 64))], body: body)
         #expect(forged?.0 == 401)
-        let signature = Digest.hex(Array(HMAC<SHA256>.authenticationCode(for: body, using: SymmetricKey(data: Array("whsec-example".utf8)))))
+        let signature = Digest.hex(Array(HMAC<SHA256>.authenticationCode(for: body, using: SymmetricKey(data: Array("demo-example-webhook-secret".utf8)))))
         let genuine = httpPost(port: callbacksPort, path: "/callbacks/example", headers: [("X-Example-Signature", signature)], body: body)
         #expect(genuine?.0 == 200)
         #expect(genuine?.1.contains("applied") == true)
@@ -138,12 +128,15 @@ struct ExampleConnectorTests {
         try await collect { $0["ex-async"]?.last?.status == .succeeded }
         #expect(outcomes["ex-async"]?.last?.status == .succeeded)
 
-        // Every charge reached the provider once, with the key from the config.
-        let counts = provider.requestsPerKey.withLock { $0 }
-        #expect(counts.count == 3 && counts.values.allSatisfy { $0 == 1 })
-        #expect(provider.authorizations.withLock { $0 } == ["Bearer key-example"])
+        // Every charge reached the provider once and took effect once.
+        for id in ["ex-instant", "ex-async", "ex-decline", "ex-polled"] {
+            let key = "example:" + ExampleConnector.idempotencyKey(OrderKey(merchant: "default", orderId: id))
+            #expect(sandbox.ledger.requests(key) == 1 && sandbox.ledger.effects(key) == 1, "\(id)")
+        }
         for child in children.reversed() { kill(child.processIdentifier, SIGTERM) }
         for child in children { _ = await waitForExit(child, within: .seconds(30)) }
         _ = await sender.finish(drainTimeoutMilliseconds: 200)
+        receiver.stop()
+        context.terminate()
     }
 }

@@ -10,11 +10,11 @@ extension Operation {
     public static let exampleCharge = Operation(.example, "charge")
 }
 
-/// The test-only connector that README's "Adding a provider" follows: one module, one
-/// registry line, and nothing else in the pipeline changes. Its provider ("example") takes
+/// A made-up sixth provider, added the way docs/architecture.md "Adding a provider" says: this
+/// folder (connector, config section, polling, sandbox emulator) and one registry line. It takes
 /// `POST {baseURL}/charges` with an `Idempotency-Key` and a Bearer key, answers `succeeded`,
-/// `declined` or `pending`, and later confirms a pending charge with a webhook signed
-/// `X-Example-Signature: hex(HMAC-SHA256(webhookSecret, body))`.
+/// `declined` or `pending`; a pending charge is polled (`ExampleConnector+Polling.swift`) or
+/// confirmed first by a webhook signed `X-Example-Signature: hex(HMAC-SHA256(webhookSecret, body))`.
 public struct ExampleConnector: ProviderConnector {
     public static let provider = Provider.example
     public static let operations = [OperationSpec(.exampleCharge, movesMoney: true)]
@@ -52,9 +52,17 @@ public struct ExampleConnector: ProviderConnector {
 
     public func read(_ response: HTTPResponseSpec, to current: HTTPRequestSpec, in exchange: Exchange<NoContext>) -> ProviderReading {
         if response.status >= 500 { return .verdict(.retry(reason: "HTTP \(response.status)")) }
-        guard response.status == 200 || response.status == 201, case .object(let body)? = try? JSONValue.parse(response.body),
-            let id = body["id"]?.stringValue, let status = body["status"]?.stringValue
-        else { return .verdict(.failed(code: "EXAMPLE_BAD_RESPONSE", message: "HTTP \(response.status)")) }
+        guard response.status == 200 || response.status == 201, let reading = read(charge: response.body) else {
+            return .verdict(.failed(code: "EXAMPLE_BAD_RESPONSE", message: "HTTP \(response.status)"))
+        }
+        return reading
+    }
+
+    /// A charge as the provider describes it: `{"id", "status"}`.
+    func read(charge body: [UInt8]) -> ProviderReading? {
+        guard case .object(let charge)? = try? JSONValue.parse(body), let id = charge["id"]?.stringValue,
+            let status = charge["status"]?.stringValue
+        else { return nil }
         switch status {
         case "succeeded": return .verdict(.succeeded(["chargeId": .string(id)]))
         case "pending": return .verdict(.pending(["chargeId": .string(id)]))

@@ -3,7 +3,11 @@ import PaypipeCore
 /// `merchants.<name>.example`.
 public struct ExampleConfig: Sendable {
     public var baseURL: String
+    /// Authorises charges (`Authorization: Bearer`).
     public var apiKey: Secret
+    /// Authorises reading a charge's status only; not a secret, so the poller may hold it.
+    public var publishableKey: String
+    /// Signs webhooks (`X-Example-Signature`).
     public var webhookSecret: Secret
 }
 
@@ -13,11 +17,15 @@ extension ExampleConfig: MerchantSection {
     public init(_ r: inout ConfigReader) throws(ConfigError) {
         baseURL = try r.url("baseURL")
         apiKey = try r.secret("apiKey")
+        publishableKey = try r.string("publishableKey")
         webhookSecret = try r.secret("webhookSecret")
     }
 
     public static func demo(_ environment: DemoEnvironment) -> JSONValue {
-        ["baseURL": .string(environment.url()), "apiKey": "demo-example-key", "webhookSecret": "demo-example-webhook-secret"]
+        [
+            "baseURL": .string(environment.url()), "apiKey": "demo-example-key", "publishableKey": "pk-demo-example",
+            "webhookSecret": "demo-example-webhook-secret",
+        ]
     }
 }
 
