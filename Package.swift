@@ -7,11 +7,23 @@ let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
 /// script under bench/ sets it): a plain `swift build` builds the pipeline and its tests alone.
 let benchmarks = Context.environment["PAYPIPE_BENCHMARKS"] == "1"
 
-let providers = ["TrustPayments", "NetsEasy", "PhonePe", "Cleeng", "Viva"]
+let crypto = Target.Dependency.product(name: "Crypto", package: "swift-crypto")
+
+/// Every provider: its connector module in Sources/Providers/<name>, its emulator in
+/// Sources/Sandbox/<name>, its tests in Tests/<name>Tests. The registry (`Connectors`), the
+/// sandbox and the tests take the list from here.
+let providers: [(name: String, dependencies: [Target.Dependency])] = [
+    ("TrustPayments", [crypto, .product(name: "JWTKit", package: "jwt-kit")]),
+    ("NetsEasy", [crypto]),
+    ("PhonePe", [crypto]),
+    ("Cleeng", []),
+    ("Viva", []),
+]
+let providerModules = providers.map { Target.Dependency.target(name: $0.name) }
 let stageModules = ["LedgerStage", "SignerStage", "SubmitterStage", "CallbacksStage", "PollerStage"]
 
-/// One module per stage, under Sources/Stages: its core, its store or client, its `Service`.
-func stage(_ name: String, path: String, _ extra: [Target.Dependency] = []) -> Target {
+/// One module per stage, in Sources/Stages/<name>: its core, its store or client, its `Service`.
+func stage(_ name: String, _ extra: [Target.Dependency] = []) -> Target {
     .target(
         name: name,
         dependencies: [
@@ -20,9 +32,14 @@ func stage(_ name: String, path: String, _ extra: [Target.Dependency] = []) -> T
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ] + extra,
-        path: "Sources/Stages/\(path)",
+        path: "Sources/Stages/\(name)",
         swiftSettings: strict
     )
+}
+
+/// What every process shares, in Sources/Runtime/<name>.
+func runtime(_ name: String, _ dependencies: [Target.Dependency]) -> Target {
+    .target(name: name, dependencies: dependencies, path: "Sources/Runtime/\(name)", swiftSettings: strict)
 }
 
 /// A stage executable only wires its stage to the standard connectors and the shared options.
@@ -34,6 +51,7 @@ func stageExecutable(_ name: String, _ stage: String, _ extra: [Target.Dependenc
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ] + extra,
+        path: "Sources/Executables/\(name)",
         swiftSettings: strict
     )
 }
@@ -63,42 +81,31 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
     ],
     targets: [
-        .systemLibrary(
-            name: "CZeroMQ",
-            providers: [.apt(["libzmq3-dev"])]
-        ),
-        .target(name: "ZeroMQ", dependencies: ["CZeroMQ"], swiftSettings: strict),
-        .target(
-            name: "PaypipeCore",
-            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
-            swiftSettings: strict
-        ),
-        .target(
-            name: "TrustPayments",
-            dependencies: [
-                "PaypipeCore",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "JWTKit", package: "jwt-kit"),
-            ],
-            swiftSettings: strict
-        ),
-        .target(name: "NetsEasy", dependencies: ["PaypipeCore", .product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
-        .target(name: "PhonePe", dependencies: ["PaypipeCore", .product(name: "Crypto", package: "swift-crypto")], swiftSettings: strict),
-        .target(name: "Cleeng", dependencies: ["PaypipeCore"], swiftSettings: strict),
-        .target(name: "Viva", dependencies: ["PaypipeCore"], swiftSettings: strict),
-        .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
+        // C libraries, in Sources/CLibraries.
+        .systemLibrary(name: "CZeroMQ", path: "Sources/CLibraries/CZeroMQ", providers: [.apt(["libzmq3-dev"])]),
+        .systemLibrary(name: "CSQLite", path: "Sources/CLibraries/CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         // The ledger's SQLite files: a commit's WAL frames reach the file in one write (see wal_buffer.c).
-        .target(name: "SQLiteWALBuffer", linkerSettings: [.linkedLibrary("sqlite3")]),
+        .target(name: "SQLiteWALBuffer", path: "Sources/CLibraries/SQLiteWALBuffer", linkerSettings: [.linkedLibrary("sqlite3")]),
         // A stage that links it keeps its heap in one malloc arena (see one_malloc_arena.c).
-        .target(name: "OneMallocArena"),
-        // The registry: one line per provider.
-        .target(name: "Connectors", dependencies: ["PaypipeCore"] + providers.map { .target(name: $0) }, swiftSettings: strict),
+        .target(name: "OneMallocArena", path: "Sources/CLibraries/OneMallocArena"),
+
+        runtime("ZeroMQ", ["CZeroMQ"]),
+        // Orders, outcomes, config, the connector seam: what every module speaks.
+        runtime("PaypipeCore", [crypto]),
         // What the stages say to each other: work items, dispatch frames, the ledger RPC.
-        .target(name: "StageWire", dependencies: ["PaypipeCore"], swiftSettings: strict),
+        runtime("StageWire", ["PaypipeCore"]),
+        runtime(
+            "HTTPTransport",
+            [
+                "PaypipeCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]),
         // What every stage process shares: options, config loading, metrics server, sockets.
-        .target(
-            name: "StageRuntime",
-            dependencies: [
+        runtime(
+            "StageRuntime",
+            [
                 "PaypipeCore", "StageWire", "ZeroMQ", "HTTPTransport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -109,34 +116,25 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: strict
-        ),
-        .target(
-            name: "HTTPTransport",
-            dependencies: [
-                "PaypipeCore",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-            ],
-            swiftSettings: strict
-        ),
-        stage("LedgerStage", path: "Ledger", [
+            ]),
+    ] + providers.map { provider in
+        .target(name: provider.name, dependencies: ["PaypipeCore"] + provider.dependencies, path: "Sources/Providers/\(provider.name)", swiftSettings: strict)
+    } + [
+        // The registry: one line per provider.
+        .target(name: "Connectors", dependencies: ["PaypipeCore"] + providerModules, path: "Sources/Providers/Connectors", swiftSettings: strict),
+        stage("LedgerStage", [
             "CSQLite", "SQLiteWALBuffer", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "NIOCore", package: "swift-nio"),
         ]),
-        stage("SignerStage", path: "Signer"),
-        stage("SubmitterStage", path: "Submitter", ["HTTPTransport", .product(name: "NIOCore", package: "swift-nio")]),
-        stage("CallbacksStage", path: "Callbacks", [
+        stage("SignerStage"),
+        stage("SubmitterStage", ["HTTPTransport", .product(name: "NIOCore", package: "swift-nio")]),
+        stage("CallbacksStage", [
             "HTTPTransport", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HTTPTypes", package: "swift-http-types"),
             .product(name: "NIOCore", package: "swift-nio"),
         ]),
-        stage("PollerStage", path: "PollerStage", ["HTTPTransport", .product(name: "NIOCore", package: "swift-nio")]),
+        stage("PollerStage", ["HTTPTransport", .product(name: "NIOCore", package: "swift-nio")]),
         .target(
             name: "Sandbox",
-            dependencies: [
-                "PaypipeCore", "TrustPayments", "NetsEasy", "PhonePe", "Cleeng", "Viva",
-                .product(name: "Crypto", package: "swift-crypto"),
+            dependencies: ["PaypipeCore", crypto] + providerModules + [
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
@@ -151,12 +149,14 @@ let package = Package(
         .executableTarget(
             name: "paypipe-sandbox",
             dependencies: ["Sandbox", "Connectors", "PaypipeCore", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Sources/Executables/paypipe-sandbox",
             swiftSettings: strict
         ),
         .testTarget(
             name: "SandboxTests",
             dependencies: [
-                "Sandbox", "PaypipeCore", "TrustPayments", "NetsEasy", "PhonePe", "Cleeng", "Viva",
+                "Sandbox", "PaypipeCore",
+            ] + providerModules + [
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -177,6 +177,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
+            path: "Sources/Executables/paypipe",
             swiftSettings: strict
         ),
         // A made-up sixth provider that exists only for the tests, in one folder: its connector
@@ -217,15 +218,15 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
-            ] + stageModules.map { .target(name: $0) } + providers.map { .target(name: $0) },
+             ] + stageModules.map { .target(name: $0) } + providerModules,
             swiftSettings: strict
         ),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"], swiftSettings: strict),
         .testTarget(name: "PaypipeCoreTests", dependencies: ["PaypipeCore", "Connectors"], swiftSettings: strict),
-    ] + providers.map { name in
+    ] + providers.map { provider in
         .testTarget(
-            name: "\(name)Tests",
-            dependencies: [.target(name: name), "PaypipeCore", "Connectors"],
+            name: "\(provider.name)Tests",
+            dependencies: [.target(name: provider.name), "PaypipeCore", "Connectors"],
             swiftSettings: strict
         )
     } + (benchmarks ? benchmarkTargets : [])
