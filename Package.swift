@@ -37,6 +37,26 @@ func stage(_ name: String, _ extra: [Target.Dependency] = []) -> Target {
     )
 }
 
+/// The unit tests of one module (Tests/<module>Tests), or the integration tests.
+func stageTests(_ name: String, _ extra: [Target.Dependency] = []) -> Target {
+    .testTarget(
+        name: name,
+        dependencies: [
+            "TestSupport", "PaypipeCore", "ZeroMQ", "Sandbox", "Connectors", "StageWire", "StageRuntime", "HTTPTransport", "CSQLite",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "Crypto", package: "swift-crypto"),
+        ] + stageModules.map { .target(name: $0) } + providerModules + extra,
+        swiftSettings: strict
+    )
+}
+
 /// What every process shares, in Sources/Runtime/<name>.
 func runtime(_ name: String, _ dependencies: [Target.Dependency]) -> Target {
     .target(name: name, dependencies: dependencies, path: "Sources/Runtime/\(name)", swiftSettings: strict)
@@ -207,20 +227,27 @@ let package = Package(
             swiftSettings: strict
         ),
         .executableTarget(name: "paypipe-fuzz", dependencies: ["FuzzTargets", "PaypipeCore"], path: "Tests/Fuzz", exclude: ["run", "corpus"], swiftSettings: strict),
-        .testTarget(
-            name: "StageTests",
+        // What the stage tests share: the pipeline harness (real processes), fixtures, loopback
+        // servers, temporary stores.
+        .target(
+            name: "TestSupport",
             dependencies: [
-                "PaypipeCore", "ZeroMQ", "Sandbox", "Connectors", "StageWire", "StageRuntime", "ExampleConnector", "ExampleSandbox", "HTTPTransport", "CSQLite",
-                "SQLiteWALBuffer", "FuzzTargets", .product(name: "Logging", package: "swift-log"),
+                "PaypipeCore", "ZeroMQ", "Sandbox", "Connectors", "StageWire", "StageRuntime", "HTTPTransport", "CSQLite",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
-             ] + stageModules.map { .target(name: $0) } + providerModules,
+            ] + stageModules.map { .target(name: $0) } + providerModules,
+            path: "Tests/TestSupport",
             swiftSettings: strict
         ),
+        // Everything through real processes, and the stages' cores working together.
+        stageTests("IntegrationTests", ["ExampleConnector", "ExampleSandbox", "FuzzTargets", "SQLiteWALBuffer"]),
+    ] + ["StageWire", "StageRuntime", "HTTPTransport"].map { stageTests("\($0)Tests") }
+        + stageModules.map { stageTests("\($0)Tests", $0 == "LedgerStage" ? ["SQLiteWALBuffer"] : []) } + [
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"], swiftSettings: strict),
         .testTarget(name: "PaypipeCoreTests", dependencies: ["PaypipeCore", "Connectors"], swiftSettings: strict),
     ] + providers.map { provider in

@@ -1,0 +1,304 @@
+import Foundation
+import HTTPTransport
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import PaypipeCore
+import Sandbox
+import StageRuntime
+import StageWire
+import Synchronization
+import TestSupport
+import Testing
+import ZeroMQ
+
+/// Stands in front of the sandbox and counts, per order, every request that takes effect at a
+/// real provider (a Nets POST by its Idempotency-Key, a Trust Payments TRANSACTIONUPDATE by its
+/// requestreference, a PhonePe auth/init by its authRequestId). The sandbox answers a repeated
+/// request from its first answer, which would hide a second submission; here every arrival is
+/// counted before it is passed on. Status and query calls are passed on uncounted.
+final class EffectCountingFront: Sendable {
+    let target: String
+    let http = ProviderHTTPClient(connectTimeoutMilliseconds: 2000, requestTimeoutMilliseconds: 30_000, maxIdleConnectionsPerHost: 256)
+    let arrivals = Mutex<[String: Int]>([:])
+
+    init(target: String) { self.target = target }
+
+    /// `provider:key` when `request` is one that takes effect, else nil.
+    static func effectKey(method: String, path: String, headers: [HTTPHeader], body: [UInt8]) -> String? {
+        guard method == "POST" else { return nil }
+        if path.hasPrefix("/nets/"), let key = headers.first(where: { $0.name.lowercased() == "idempotency-key" })?.value {
+            return "nets:" + key
+        }
+        if path.hasPrefix("/trustpayments/"), case .object(let document)? = try? JSONValue.parse(body),
+           let entries = document["request"]?.arrayValue,
+           let update = entries.first(where: { $0["requesttypedescriptions"]?.arrayValue?.contains(.string("TRANSACTIONUPDATE")) == true }),
+           let reference = update["requestreference"]?.stringValue {
+            return "trustpayments:" + reference
+        }
+        if path.hasPrefix("/phonepe/"), path.hasSuffix("/auth/init"), let encoded = (try? JSONValue.parse(body))?["request"]?.stringValue,
+           let decoded = Data(base64Encoded: encoded), let id = (try? JSONValue.parse(Array(decoded)))?["authRequestId"]?.stringValue {
+            return "phonepe:" + id
+        }
+        return nil
+    }
+
+    struct Responder: HTTPResponder {
+        typealias Context = BasicRequestContext
+        let front: EffectCountingFront
+
+        func respond(to request: Request, context: Context) async throws -> Response {
+            var request = request
+            let body = Array(try await request.collectBody(upTo: 1 << 20).readableBytesView)
+            var headers: [HTTPHeader] = []
+            for field in request.headers where field.name != .contentLength {
+                headers.append(HTTPHeader(field.name.rawName, field.value))
+            }
+            let path = request.uri.path
+            if let key = EffectCountingFront.effectKey(method: request.method.rawValue, path: path, headers: headers, body: body) {
+                front.arrivals.withLock { $0[key, default: 0] += 1 }
+            }
+            let url = front.target + path + (request.uri.query.map { "?" + $0 } ?? "")
+            guard let method = HTTPRequestSpec.Method(rawValue: request.method.rawValue) else { return Response(status: .methodNotAllowed) }
+            switch await front.http.execute(HTTPRequestSpec(method: method, url: url, headers: headers, body: body)) {
+            case .success(let reply):
+                var fields = HTTPFields()
+                for header in reply.headers where header.name.lowercased() != "content-length" && header.name.lowercased() != "transfer-encoding" {
+                    if let name = HTTPField.Name(header.name) { fields.append(HTTPField(name: name, value: header.value)) }
+                }
+                return Response(status: .init(code: reply.status), headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: reply.body)))
+            case .failure:
+                return Response(status: .badGateway)
+            }
+        }
+    }
+
+    /// Serves until cancelled; returns the base URL once listening.
+    func start() async throws -> (url: String, task: Task<Void, any Error>) {
+        let port = Mutex<Int?>(nil)
+        let app = Application(
+            responder: Responder(front: self), configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { channel in port.withLock { $0 = channel.localAddress?.port } })
+        let task = Task { try await app.runService() }
+        for _ in 0..<500 where port.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(10)) }
+        guard let bound = port.withLock({ $0 }) else { throw HarnessError("the counting front did not start") }
+        return ("http://127.0.0.1:\(bound)", task)
+    }
+}
+
+/// Money safety under kill -9 (issue 11): orders flow from an at-least-once upstream while every
+/// role is killed and restarted; every order must end once, with one effect at the provider.
+/// Size from the environment for the full run (bench/chaos): PAYPIPE_CHAOS_ORDERS,
+/// PAYPIPE_CHAOS_KILLS, PAYPIPE_CHAOS_RATE (orders per second), PAYPIPE_CHAOS_TAIL_S (seconds after the
+/// last send for every order to end, default 120); PAYPIPE_CHAOS_KEEP=<dir> keeps a failed run's files.
+@Suite("Kill -9 chaos through real processes")
+struct ChaosTests {
+    struct Size {
+        var orders = 500
+        var kills = 4
+        var ratePerSecond = 100
+        /// How long after the last send every order must have ended.
+        var tailSeconds = 120
+
+        static func fromEnvironment() -> Size {
+            let environment = ProcessInfo.processInfo.environment
+            var size = Size()
+            if let v = environment["PAYPIPE_CHAOS_ORDERS"].flatMap(Int.init), v > 0 { size.orders = v }
+            if let v = environment["PAYPIPE_CHAOS_KILLS"].flatMap(Int.init), v >= 0 { size.kills = v }
+            if let v = environment["PAYPIPE_CHAOS_RATE"].flatMap(Int.init), v > 0 { size.ratePerSecond = v }
+            if let v = environment["PAYPIPE_CHAOS_TAIL_S"].flatMap(Int.init), v > 0 { size.tailSeconds = v }
+            return size
+        }
+    }
+
+    enum Role: String, CaseIterable { case ledger, signer, submitter, callbacks }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
+    /// The order with index `i`: Nets charges, Trust Payments updates and PhonePe mandates in turn.
+    static func order(_ i: Int, subscriptionId: String) -> String {
+        switch i % 3 {
+        case 0:
+            #"{"v":1,"orderId":"chaos-\#(i)","provider":"nets","operation":"chargeSubscription","amount":9900,"currency":"SEK","params":{"subscriptionId":"\#(subscriptionId)","reference":"chaos-\#(i)"}}"#
+        case 1:
+            #"{"v":1,"orderId":"chaos-\#(i)","provider":"trustpayments","operation":"transactionUpdate","params":{"transactionReference":"56-9-1234","updates":{"subscriptionfinalnumber":6}}}"#
+        default:
+            #"{"v":1,"orderId":"chaos-\#(i)","provider":"phonepe","operation":"authInit","amount":39900,"currency":"INR","params":{"merchantUserId":"U\#(i)","subscriptionId":"SUB\#(i)"}}"#
+        }
+    }
+
+    /// What upstream saw: every copy of every ended outcome, by order.
+    final class Upstream: @unchecked Sendable {
+        var ended: [String: [[UInt8]]] = [:]
+        var endedAt: [String: ContinuousClock.Instant] = [:]
+        var lastSeq: Int64 = 0
+        var replays = 0
+
+        func take(_ bytes: [UInt8], now: ContinuousClock.Instant) {
+            guard let outcome = try? Outcome.parse(bytes), outcome.orderId.hasPrefix("chaos-"), Int(outcome.orderId.dropFirst(6)) != nil else { return }
+            guard outcome.status.isTerminal || outcome.error?.needsReview == true else { return }
+            if ended[outcome.orderId] == nil { endedAt[outcome.orderId] = now }
+            ended[outcome.orderId, default: []].append(bytes)
+        }
+    }
+
+    @Test func everyOrderEndsOnceWithOneEffectWhileEveryRoleIsKilled() async throws {
+        let size = Size.fromEnvironment()
+        let front = Mutex<EffectCountingFront?>(nil)
+        let frontTask = Mutex<Task<Void, any Error>?>(nil)
+        let h = try await PipelineHarness(
+            sandboxConfiguration: SandboxConfiguration(
+                port: 0, phonePeCallbackDelayMilliseconds: 300, outboundAttempts: 1, netsCompleteCheckoutAfterMilliseconds: 50),
+            timers: ["phonepeCallbackWaitMs": 3000],
+            providerFront: { sandboxURL in
+                let counting = EffectCountingFront(target: sandboxURL)
+                let (url, task) = try await counting.start()
+                front.withLock { $0 = counting }
+                frontTask.withLock { $0 = task }
+                return url
+            },
+            redeliverAfterMilliseconds: 5000)
+        let counting = try #require(front.withLock { $0 })
+        // The HTTP client must be shut down on every path, a failed expectation included.
+        let result: Result<Void, any Error>
+        do {
+            try await run(h, counting: counting, size: size)
+            result = .success(())
+        } catch {
+            result = .failure(error)
+        }
+        if case .failure = result, let keep = ProcessInfo.processInfo.environment["PAYPIPE_CHAOS_KEEP"] {
+            // The ledger's store and every stage's stderr, for a post-mortem of a failed run.
+            try? FileManager.default.copyItem(at: h.directory, to: URL(fileURLWithPath: keep))
+        }
+        await h.shutdown()
+        frontTask.withLock { $0?.cancel() }
+        await counting.http.shutdown()
+        try result.get()
+    }
+
+    func run(_ h: PipelineHarness, counting: EffectCountingFront, size: Size) async throws {
+
+        var running: [Role: Process] = [
+            .ledger: h.ledgerProcess, .signer: try h.startSigner(), .submitter: try h.startSubmitter(),
+            .callbacks: try h.startCallbacks(),
+        ]
+        func restart(_ role: Role) throws {
+            switch role {
+            case .ledger: try h.restartLedger(); running[.ledger] = h.ledgerProcess
+            case .signer: running[.signer] = try h.startSigner()
+            case .submitter: running[.submitter] = try h.startSubmitter()
+            case .callbacks: running[.callbacks] = try h.startCallbacks()
+            }
+        }
+
+        // The subscription every Nets charge draws on, made through the pipeline before the chaos.
+        try await h.send(#"{"v":1,"orderId":"chaos-sub","provider":"nets","operation":"createSubscription","amount":9900,"currency":"SEK","params":{"endDate":"2030-12-31T23:59:59+01:00","interval":30,"reference":"chaos-sub"}}"#)
+        let created = try await h.collect { $0.contains { $0.orderId == "chaos-sub" } }
+        let paymentId = try #require(created.first { $0.orderId == "chaos-sub" }?.result?["paymentId"]?.stringValue)
+        try await Task.sleep(for: .milliseconds(300))  // the customer completes the hosted page
+        try await h.send(#"{"v":1,"orderId":"chaos-sub-get","provider":"nets","operation":"getSubscription","params":{"paymentId":"\#(paymentId)"}}"#)
+        let fetched = try await h.collect { $0.contains { $0.orderId == "chaos-sub-get" } }
+        let subscriptionId = try #require(fetched.first { $0.orderId == "chaos-sub-get" }?.result?["subscriptionId"]?.stringValue, "\(fetched)")
+
+        let upstream = Upstream()
+        let clock = ContinuousClock()
+        let started = clock.now
+        let sendWindow = Duration.milliseconds(1000 * size.orders / size.ratePerSecond)
+        // Kills spread over the send window, every role in turn.
+        let killTimes = (0..<size.kills).map { k in sendWindow * Double(k + 1) / Double(size.kills + 1) }
+        var kills: [Role: Int] = [:]
+        var lastKill = started
+        var nextKill = 0
+        var sent = 0
+        var lastSent: [Int: ContinuousClock.Instant] = [:]
+        var replay = try OutcomeReplayClient(context: h.context, endpoint: h.ledgerEndpoints["outcomesReplay"]!)
+        var lastReplay = started
+        let deadline = started + sendWindow + .seconds(size.tailSeconds)
+
+        while clock.now < deadline {
+            let now = clock.now
+            // Upstream sends at the configured rate...
+            let due = min(size.orders, Int(Double(size.ratePerSecond) * Self.seconds(now - started)) + 1)
+            while sent < due {
+                try await h.send(Self.order(sent, subscriptionId: subscriptionId))
+                lastSent[sent] = now
+                sent += 1
+            }
+            // ...re-sends what has not ended after a while (at-least-once)...
+            var resent = 0
+            for (i, at) in lastSent where resent < 1000 && now - at > .seconds(8) && upstream.ended["chaos-\(i)"] == nil {
+                try await h.send(Self.order(i, subscriptionId: subscriptionId))
+                lastSent[i] = now
+                resent += 1
+            }
+            lastSent = lastSent.filter { upstream.ended["chaos-\($0.key)"] == nil }
+            // ...and reads the live outcomes, then replays from the last seq it holds.
+            for message in try await h.receiver.nextBatch(timeoutMilliseconds: 50) ?? [] {
+                upstream.take(message.body, now: clock.now)
+            }
+            if now - lastReplay > .milliseconds(500) {
+                lastReplay = now
+                do {
+                    var more = true
+                    var pages = 0
+                    while more, pages < 50 {
+                        let (outcomes, trailer) = try await replay.fetch(since: upstream.lastSeq, limit: 1000, timeoutMilliseconds: 2000)
+                        for bytes in outcomes { upstream.take(bytes, now: clock.now) }
+                        upstream.lastSeq = trailer.next
+                        more = trailer.more
+                        pages += 1
+                        upstream.replays += outcomes.count
+                    }
+                } catch {
+                    // The ledger is down or restarting: a fresh client, so no late answer is taken for the next one.
+                    await replay.close()
+                    replay = try OutcomeReplayClient(context: h.context, endpoint: h.ledgerEndpoints["outcomesReplay"]!)
+                }
+            }
+            if nextKill < killTimes.count, now - started >= killTimes[nextKill] {
+                let role = Role.allCases[nextKill % Role.allCases.count]
+                if let process = running[role] {
+                    kill(process.processIdentifier, SIGKILL)
+                    // A process in fsync dies only once the write completes, and until then it
+                    // holds its ports: its replacement would fail to bind them.
+                    _ = await eventually(within: .seconds(10)) { !process.isRunning }
+                }
+                kills[role, default: 0] += 1
+                try await Task.sleep(for: .seconds(1))
+                try restart(role)
+                lastKill = clock.now
+                nextKill += 1
+            }
+            if sent == size.orders, nextKill == killTimes.count, upstream.ended.count == size.orders { break }
+        }
+        await replay.close()
+
+        let ids = (0..<size.orders).map { "chaos-\($0)" }
+        let unended = ids.filter { upstream.ended[$0] == nil }
+        let differing = ids.filter { Set(upstream.ended[$0] ?? []).count > 1 }
+        let reviewed = ids.filter { id in upstream.ended[id]?.first.flatMap { try? Outcome.parse($0) }?.error?.needsReview == true }
+        // The sandbox declines none of these orders: a failed one ended wrongly.
+        let wrong = ids.filter { id in upstream.ended[id]?.first.flatMap { try? Outcome.parse($0) }?.status == .failed }
+        let arrivals = counting.arrivals.withLock { $0 }
+        let repeatedEffects = arrivals.filter { !$0.key.hasPrefix("nets:") && $0.value > 1 }
+        let repeatedNetsRequests = arrivals.filter { $0.key.hasPrefix("nets:") && $0.value > 1 }.count
+        let netsEffectsTwice = arrivals.keys.filter { $0.hasPrefix("nets:") && h.sandbox.ledger.effects($0) > 1 }
+        let lastEnd = upstream.endedAt.values.max() ?? clock.now
+        let recovery = lastEnd > lastKill ? lastEnd - lastKill : .zero
+        print("""
+            chaos: orders=\(size.orders) kills=\(kills.map { "\($0.key.rawValue):\($0.value)" }.sorted().joined(separator: ",")) \
+            unended=\(unended.count) review=\(reviewed.count) wrong=\(wrong.count) differingCopies=\(differing.count) \
+            effectsTwice(tp,phonepe)=\(repeatedEffects.count) netsEffectsTwice=\(netsEffectsTwice.count) \
+            netsRequestsRepeated=\(repeatedNetsRequests) replayed=\(upstream.replays) \
+            lastKillToLastEnd=\(recovery) total=\(clock.now - started)
+            """)
+        #expect(unended.isEmpty, "orders without an end: \(unended.prefix(10))")
+        #expect(differing.isEmpty, "orders whose copies differ: \(differing.prefix(10))")
+        #expect(repeatedEffects.isEmpty, "effects requested twice: \(repeatedEffects.prefix(10))")
+        #expect(netsEffectsTwice.isEmpty)
+        #expect(wrong.isEmpty, "orders ended failed: \(wrong.prefix(3).map { upstream.ended[$0].map { String(decoding: $0[0], as: UTF8.self) } ?? "" })")
+    }
+}

@@ -1,0 +1,219 @@
+import CSQLite
+import Foundation
+import PaypipeCore
+import PhonePe
+import Sandbox
+import StageWire
+import TestSupport
+import Testing
+
+/// Another connection to the ledger's store, from this test process, holding its write lock
+/// (`BEGIN EXCLUSIVE`) until `release()`: the ledger's transactions then fail with SQLITE_BUSY.
+final class StoreLock {
+    private var db: OpaquePointer?
+
+    init(path: String) throws {
+        guard sqlite3_open(path, &db) == SQLITE_OK else { throw HarnessError("cannot open \(path)") }
+        // The ledger may be inside a transaction of its own at this moment.
+        sqlite3_busy_timeout(db, 10_000)
+        guard sqlite3_exec(db, "BEGIN EXCLUSIVE", nil, nil, nil) == SQLITE_OK else {
+            throw HarnessError("cannot lock \(path): \(String(cString: sqlite3_errmsg(db)))")
+        }
+    }
+
+    func release() {
+        guard db != nil else { return }
+        sqlite3_exec(db, "ROLLBACK", nil, nil, nil)
+        sqlite3_close(db)
+        db = nil
+    }
+
+    deinit { release() }
+}
+
+/// CPU time (user + system) a process has used so far, from /proc/<pid>/stat, in seconds.
+func cpuSeconds(of pid: Int32) -> Double? {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+        let afterName = stat.range(of: ") ", options: .backwards)
+    else { return nil }
+    // Fields after the name start at field 3 (state); utime and stime are fields 14 and 15.
+    let fields = stat[afterName.upperBound...].split(separator: " ")
+    guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+    return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+}
+
+/// Issue 11 items 4 and 6: a store held locked from outside, and callbacks across a ledger restart.
+@Suite("Store failures and ledger restarts through real processes", .serialized)
+struct StoreFailureTests {
+    static func netsLookup(_ id: String) -> String {
+        #"{"v":1,"orderId":"\#(id)","provider":"nets","operation":"getSubscription","params":{"paymentId":"0123456789abcdef0123456789abcdef"}}"#
+    }
+
+    static func storePath(_ h: PipelineHarness) -> String { h.directory.appendingPathComponent("ledger.sqlite").path }
+
+    /// The ledger's `/healthz` (status, body), or nil when it does not answer.
+    static func health(_ h: PipelineHarness) -> (Int, String)? {
+        guard let port = h.metricsPort(of: h.ledgerProcess) else { return nil }
+        return httpExchange(port: port, method: "GET", path: "/healthz")
+    }
+
+    /// A crashed stage's report (from the Swift runtime's "Fatal error" on), else its log's end.
+    static func crashOrEnd(of log: String) -> String {
+        log.range(of: "Fatal error").map { String(log[$0.lowerBound...].prefix(4000)) } ?? String(log.suffix(3000))
+    }
+
+    /// `/healthz` once the ledger has logged its metrics port (just after its ready line).
+    static func firstHealth(_ h: PipelineHarness) async throws -> (Int, String)? {
+        for _ in 0..<50 {
+            if let answer = health(h) { return answer }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return nil
+    }
+
+    @Test func aStoreLockedForLongerThanOneBusyWaitLosesNoOrder() async throws {
+        let h = try await PipelineHarness()
+        defer { Task { await h.shutdown() } }
+        try h.startSigner()
+        try h.startSubmitter()
+        #expect(try await Self.firstHealth(h)?.0 == 200)
+        let lock = try StoreLock(path: Self.storePath(h))
+        var expected = Set<String>()
+        for i in 0..<10 {
+            try await h.send(Self.netsLookup("locked-get-\(i)"))
+            try await h.send(rejectedOrder("locked-rejected-\(i)"))
+            expected.formUnion(["locked-get-\(i)", "locked-rejected-\(i)"])
+        }
+        // Held past one busy wait of the ledger's connection (2 s) and past the 5 s one it had
+        // before, but well within its retry budget; /healthz tells meanwhile.
+        let clock = ContinuousClock()
+        let releaseAt = clock.now + .seconds(7)
+        var reported: (Int, String)?
+        while clock.now < releaseAt {
+            if let answer = Self.health(h), answer.0 == 503 { reported = answer }
+            try await Task.sleep(for: .milliseconds(250))
+        }
+        lock.release()
+        #expect(reported?.1.contains("store") == true, "\(String(describing: reported))")
+        let outcomes = try await h.collect(timeout: .seconds(60)) { Set($0.map(\.orderId)).isSuperset(of: expected) }
+        #expect(Set(outcomes.map(\.orderId)).isSuperset(of: expected), "missing: \(expected.subtracting(outcomes.map(\.orderId)))")
+        #expect(outcomes.first { $0.orderId == "locked-get-0" }?.error?.code == "NETS_NOT_FOUND")
+        #expect(h.ledgerProcess.isRunning)
+        // Ready again once a transaction went through.
+        var healthy = false
+        for _ in 0..<40 where !healthy {
+            healthy = Self.health(h)?.0 == 200
+            if !healthy { try await Task.sleep(for: .milliseconds(250)) }
+        }
+        #expect(healthy)
+        // The per-state gauges, review included, come from the running counts.
+        let metrics = h.metricsPort(of: h.ledgerProcess).flatMap { httpGet("http://127.0.0.1:\($0)/metrics") } ?? ""
+        #expect(metrics.contains("paypipe_orders_review 0") && metrics.contains("paypipe_orders_open "), "\(metrics.prefix(400))")
+        await h.shutdown()
+    }
+
+    @Test func aStoreLockedForGoodMakesTheLedgerNotReadyAndExit75WithoutSpinning() async throws {
+        let h = try await PipelineHarness()
+        defer { Task { await h.shutdown() } }
+        let ledger = h.ledgerProcess
+        let pid = ledger.processIdentifier
+        #expect(try await Self.firstHealth(h)?.0 == 200)
+        let lock = try StoreLock(path: Self.storePath(h))
+        defer { lock.release() }
+        try await h.send(Self.netsLookup("held-1"))
+        let clock = ContinuousClock()
+        let start = clock.now
+        let firstCPU = try #require(cpuSeconds(of: pid))
+        var lastCPU = firstCPU, lastSample = start
+        var notReady: (Int, String)?
+        while ledger.isRunning, clock.now < start + .seconds(90) {
+            if let answer = Self.health(h), answer.0 == 503 { notReady = answer }
+            if let cpu = cpuSeconds(of: pid), ledger.isRunning { (lastCPU, lastSample) = (cpu, clock.now) }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        let waited = clock.now - start
+        #expect(!ledger.isRunning, "the ledger still runs after \(waited)")
+        guard !ledger.isRunning else { return }
+        #expect(ledger.terminationStatus == 75, "the ledger's log: \(Self.crashOrEnd(of: h.stderr(of: 0)))")
+        #expect(waited < .seconds(60), "it took \(waited) to give up")
+        #expect(notReady?.1.contains("store") == true, "\(String(describing: notReady))")
+        // A spinning retry loop would use a core; waiting on locks and pauses uses next to none.
+        let busy = lastCPU - firstCPU
+        let wall = Double((lastSample - start).components.seconds) + 0.001
+        #expect(busy < 0.2 * wall, "CPU \(busy) s over \(wall) s")
+        let log = h.stderr(of: 0)
+        #expect(log.contains("exiting for a restart"))
+        #expect(!log.contains("0123456789abcdef0123456789abcdef") && !log.contains("held-1"))
+        await h.shutdown()
+    }
+
+    /// Giving up must end in exit 75 even while `/healthz` is being asked: cancelling the metrics
+    /// server with a connection it had accepted but not served made NIO trap (SIGILL): 5 of 12
+    /// runs with this polling, four at a time. A race, so a pass is not proof; a failure is.
+    @Test func aLedgerGivingUpWhileItsHealthIsPolledHardStillExits75() async throws {
+        let h = try await PipelineHarness()
+        defer { Task { await h.shutdown() } }
+        let ledger = h.ledgerProcess
+        #expect(try await Self.firstHealth(h)?.0 == 200)
+        let port = try #require(h.metricsPort(of: ledger))
+        let lock = try StoreLock(path: Self.storePath(h))
+        defer { lock.release() }
+        try await h.send(Self.netsLookup("held-2"))
+        let pollers = (0..<2).map { _ in
+            Task.detached {
+                var answered = 0
+                let deadline = ContinuousClock.now + .seconds(90)
+                while ledger.isRunning, ContinuousClock.now < deadline {
+                    if httpExchange(port: port, method: "GET", path: "/healthz") != nil { answered += 1 }
+                    try? await Task.sleep(for: .milliseconds(1))
+                }
+                return answered
+            }
+        }
+        var answered = 0
+        for poller in pollers { answered += await poller.value }
+        #expect(!ledger.isRunning)
+        guard !ledger.isRunning else { return }
+        let log = h.stderr(of: 0)
+        #expect(ledger.terminationStatus == 75, "after \(answered) answers; the ledger's log: \(Self.crashOrEnd(of: log))")
+        #expect(!log.contains("Fatal error"))
+        #expect(answered > 100, "only \(answered) /healthz answers while the ledger gave up")
+        await h.shutdown()
+    }
+
+    @Test func aCallbackThatArrivesWhileTheLedgerIsDownIsAnsweredOnceItIsBack() async throws {
+        let h = try await PipelineHarness()
+        defer { Task { await h.shutdown() } }
+        try h.startSigner()
+        try h.startSubmitter()
+        try h.startCallbacks()
+        try await h.send(AsyncFlowTests.phonePeOrder("pp-restart"))
+        let pending = try #require(try await AsyncFlowTests.outcome(h, "pp-restart", .pending))
+        let authRequestId = try #require(pending.result?["authRequestId"]?.stringValue)
+        let mandate = PhonePeSandboxMandate(
+            merchantId: "MERCHANTUAT", merchantUserId: "U-pp-restart", subscriptionId: "SUB-pp-restart", authRequestId: authRequestId,
+            amount: 39900, callbackURL: "")
+        let callback = PhonePeSandbox(config: AsyncFlowTests.merchant.phonepe!).callback(for: mandate, outcome: .completed)
+
+        let old = h.ledgerProcess
+        kill(old.processIdentifier, SIGKILL)
+        for _ in 0..<100 where old.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(!old.isRunning)
+        let port = h.callbacksPort
+        let clock = ContinuousClock()
+        let sent = clock.now
+        let (verify, body) = (callback.xVerify, callback.body)
+        let answer = Task.detached {
+            httpExchange(port: port, method: "POST", path: "/callbacks/phonepe", headers: [("X-VERIFY", verify)], body: body, receiveTimeoutSeconds: 40)
+        }
+        // Longer than the single 5 s wait the validator had before it answered 503.
+        try await Task.sleep(for: .seconds(6))
+        try h.restartLedger()
+        let reply = await answer.value
+        #expect(reply?.0 == 200, "\(String(describing: reply)) after \(clock.now - sent)")
+        #expect(reply?.1.contains("applied") == true)
+        #expect(clock.now - sent < .seconds(25))
+        #expect(try await AsyncFlowTests.outcome(h, "pp-restart", .succeeded) != nil)
+        await h.shutdown()
+    }
+}

@@ -1,0 +1,28 @@
+import Connectors
+import Foundation
+import PaypipeCore
+import StageRuntime
+import StageWire
+import Testing
+import ZeroMQ
+
+@testable import LedgerStage
+
+extension Outcome {
+    /// The bytes the ledger emits for this outcome once it is logged as `seq`: the stage's own
+    /// bytes with `"seq"` as the last member.
+    package func logged(seq: Int64) -> [UInt8] {
+        Array(bytes.dropLast()) + Array(#","seq":\#(seq)}"#.utf8)
+    }
+}
+
+/// The `seq` of an emitted outcome.
+package func seq(of bytes: [UInt8]) -> Int64? {
+    guard case .object(let o)? = try? JSONValue.parse(bytes) else { return nil }
+    return o["seq"]?.integerValue
+}
+
+package func rejectedOrder(_ id: String, merchant: String? = nil) -> String {
+    let merchantField = merchant.map { #""merchant":\#($0),"# } ?? ""
+    return #"{"v":1,"orderId":"\#(id)",\#(merchantField)"provider":"nope","operation":"x","params":{}}"#
+}

@@ -1,0 +1,387 @@
+import Connectors
+import Foundation
+import Logging
+import PaypipeCore
+import StageRuntime
+import StageWire
+import Sandbox
+import Synchronization
+import ZeroMQ
+
+/// A whole pipeline for end-to-end tests: the real sandbox server on loopback (in-process) and
+/// the ledger, signer and submitter as real child processes, all on ephemeral ports. Children
+/// are stopped by PID.
+package final class PipelineHarness: @unchecked Sendable {
+    package let directory: URL
+    package let sandbox: SandboxServer
+    package let sandboxTask: Task<Void, any Error>
+    package let sandboxPort: Int
+    package let configPath: String
+    package var ledgerEndpoints: [String: String] = [:]
+    private var children: [Process] = []
+    package var ledgerProcess: Process { children[0] }
+    private var stderrFiles: [URL] = []
+    package let context: ZMQContext
+    package let sender: ZMQSender
+    package let receiver: ZMQReceiver
+
+    package static func buildDirectory() -> URL {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    }
+
+    /// Where the callback validator listens (chosen before the config is written, because the
+    /// sandbox sends PhonePe callbacks and Nets webhooks there).
+    package let callbacksPort: Int
+
+    /// The ledger's `--redeliver-after-ms`: an unclaimed dispatch this old goes out again.
+    package let redeliverAfterMilliseconds: Int64
+
+    /// Each role's CURVE keys when the harness was started with `curve: true`.
+    package private(set) var curveKeys: [CurveConfig.Role: ZMQCurveKeyPair] = [:]
+    /// Each upstream client's keys (`upstream:`), by name.
+    package private(set) var upstreamKeys: [String: ZMQCurveKeyPair] = [:]
+
+    /// `timers`: the config's "timers" (e.g. fast Cleeng polling). `connectOutcomes`: false
+    /// leaves the live outcomes PUSH without any consumer. `curve`: a `curve` section with fresh
+    /// keys (secret keys as `file:` secrets in the harness's directory). `extraMerchants`: merchant
+    /// profiles besides the demo's "default". `leavingOut`: optional demo settings to leave out (`nets.webhookURL`).
+    /// `providerFront`: given the sandbox's URL, starts
+    /// something in front of it and returns the URL the stages should use instead.
+    /// `redeliverAfterMilliseconds`: the ledger's `--redeliver-after-ms`.
+    package init(
+        sandboxConfiguration: SandboxConfiguration = SandboxConfiguration(port: 0, phonePeCallbackDelayMilliseconds: 3_600_000),
+        timers: [String: Int64] = [:], connectOutcomes: Bool = true, curve: Bool = false,
+        extraMerchants: [String: JSONValue] = [:], leavingOut: Set<String> = [],
+        providerFront: ((String) async throws -> String)? = nil, redeliverAfterMilliseconds: Int64 = 60_000,
+        upstream: [(name: String, merchants: [String]?)] = []
+    ) async throws {
+        self.redeliverAfterMilliseconds = redeliverAfterMilliseconds
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-e2e-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        callbacksPort = try freeLoopbackPort()
+        let callbacks = "127.0.0.1:\(callbacksPort)"
+        var sandboxConfiguration = sandboxConfiguration
+        sandboxConfiguration.port = 0
+        let credentials = try PaypipeConfig.parse(Array(DemoConfig.text(sandboxURL: "http://127.0.0.1:9", callbacks: callbacks).utf8))
+        var logger = Logger(label: "e2e-sandbox")
+        logger.logLevel = .critical
+        sandbox = try SandboxServer(configuration: sandboxConfiguration, config: credentials, logger: logger)
+        let port = Mutex<Int?>(nil)
+        let server = sandbox
+        sandboxTask = Task { try await server.run { p in port.withLock { $0 = p } } }
+        for _ in 0..<500 where port.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(10)) }
+        guard let bound = port.withLock({ $0 }) else { throw HarnessError("sandbox did not start") }
+        sandboxPort = bound
+
+        // Every stable address on an ephemeral port: a fixed port could reach a leftover process.
+        let any = "tcp://127.0.0.1:*"
+        var text = DemoConfig.text(
+            sandboxURL: try await providerFront?("http://127.0.0.1:\(bound)") ?? "http://127.0.0.1:\(bound)", callbacks: callbacks,
+            endpoints: [
+                "intake": any, "outcomes": any, "signQueue": any, "signedIn": any, "signedOut": any, "results": any,
+                "ledgerRPC": any, "pollQueue": any, "outcomesReplay": any, "ledgerMetrics": "127.0.0.1:0",
+            ],
+            timers: timers, extraMerchants: extraMerchants, leavingOut: leavingOut)
+        if curve, case .object(var document) = try JSONValue.parse(Array(text.utf8)) {
+            var section: [String: JSONValue] = [:]
+            for role in CurveConfig.Role.allCases {
+                let pair = try ZMQCurveKeyPair.generate()
+                curveKeys[role] = pair
+                let secretFile = directory.appendingPathComponent("\(role.rawValue).secret").path
+                try (pair.secretKey + "\n").write(toFile: secretFile, atomically: true, encoding: .utf8)
+                // A key file others may read is refused.
+                try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: secretFile)
+                section[role.rawValue] = ["publicKey": .string(pair.publicKey), "secretKey": .string("file:" + secretFile)]
+            }
+            var clients: [JSONValue] = []
+            for client in upstream {
+                let pair = try ZMQCurveKeyPair.generate()
+                upstreamKeys[client.name] = pair
+                var entry: [String: JSONValue] = ["name": .string(client.name), "publicKey": .string(pair.publicKey)]
+                if let merchants = client.merchants { entry["merchants"] = .array(merchants.map(JSONValue.string)) }
+                clients.append(.object(entry))
+            }
+            if !clients.isEmpty { section["upstream"] = .array(clients) }
+            document["curve"] = .object(section)
+            text = JSONValue.object(document).serialized
+        }
+        configPath = directory.appendingPathComponent("config.json").path
+        try text.write(toFile: configPath, atomically: true, encoding: .utf8)
+
+        context = try ZMQContext()
+        let (ledger, ready) = try PipelineHarness.spawn(
+            "paypipe-ledger",
+            PipelineHarness.ledgerArguments(configPath: configPath, directory: directory, redeliverAfterMilliseconds: redeliverAfterMilliseconds),
+            in: directory, index: 0,
+            waitForLine: LedgerAddresses.readyMarker)
+        children.append(ledger.0)
+        stderrFiles.append(ledger.1)
+        ledgerEndpoints = LedgerAddresses.printed(in: ready ?? "")
+        // With upstream CURVE the harness is the first listed client.
+        let keys = upstreamKeys
+        let firstClient = upstream.first.flatMap { keys[$0.name] }
+        let upstreamOptions = Self.upstreamClientOptions(firstClient, ledger: curveKeys[.ledger])
+        let pull = try context.socket(.pull, options: upstreamOptions)
+        if connectOutcomes { try pull.connect(ledgerEndpoints["outcomes"]!) }
+        let push = try context.socket(.push, options: upstreamOptions)
+        try push.connect(ledgerEndpoints["intake"]!)
+        receiver = try ZMQReceiver(socket: pull)
+        sender = try ZMQSender(socket: push)
+    }
+
+    /// Socket options of an upstream client holding `pair` (nil: plaintext).
+    package func upstreamClientOptions(_ pair: ZMQCurveKeyPair?) -> ZMQSocketOptions { Self.upstreamClientOptions(pair, ledger: curveKeys[.ledger]) }
+
+    package static func upstreamClientOptions(_ pair: ZMQCurveKeyPair?, ledger: ZMQCurveKeyPair?) -> ZMQSocketOptions {
+        var options = ZMQSocketOptions()
+        if let pair, let ledger {
+            options.curve = .client(serverPublicKey: ledger.publicKey, publicKey: pair.publicKey, secretKey: pair.secretKey)
+        }
+        return options
+    }
+
+    package static func ledgerArguments(configPath: String, directory: URL, redeliverAfterMilliseconds: Int64) -> [String] {
+        [
+            "--config", configPath, "--store", directory.appendingPathComponent("ledger.sqlite").path,
+            "--redeliver-after-ms", String(redeliverAfterMilliseconds),
+        ]
+    }
+
+    /// Starts a new ledger on the same store and the same addresses (after the old one was
+    /// killed), so every connected peer reconnects to it.
+    package func restartLedger() throws {
+        let e = ledgerEndpoints
+        let pinned = [
+            "--intake", e["intake"]!, "--outcomes", e["outcomes"]!, "--outcomes-replay", e["outcomesReplay"]!,
+            "--sign-queue", e["signQueue"]!, "--signed-in", e["signedIn"]!, "--signed-out", e["signedOut"]!,
+            "--results", e["results"]!, "--ledger-rpc", e["ledgerRPC"]!, "--poll-queue", e["pollQueue"]!,
+        ]
+        let ((process, errorFile), _) = try PipelineHarness.spawn(
+            "paypipe-ledger",
+            PipelineHarness.ledgerArguments(configPath: configPath, directory: directory, redeliverAfterMilliseconds: redeliverAfterMilliseconds)
+                + pinned, in: directory, index: children.count, waitForLine: "paypipe-ledger ready")
+        children[0] = process
+        stderrFiles[0] = errorFile
+    }
+
+    /// `nice`: started through `nice -n`, as `paypipe up --worker-nice` starts it.
+    @discardableResult
+    package func startSigner(nice: Int = 0) throws -> Process {
+        try spawn(
+            "paypipe-signer", ["--config", configPath, "--sign-queue", ledgerEndpoints["signQueue"]!, "--signed-in", ledgerEndpoints["signedIn"]!, "--results", ledgerEndpoints["results"]!],
+            waitForLine: nil, nice: nice).0
+    }
+
+    @discardableResult
+    package func startSubmitter(concurrency: Int = 64, backlog: Int? = nil, nice: Int = 0) throws -> Process {
+        let backlogArguments = backlog.map { ["--backlog", String($0)] } ?? []
+        return try spawn(
+            "paypipe-submitter",
+            ["--config", configPath, "--concurrency", String(concurrency), "--signed-out", ledgerEndpoints["signedOut"]!, "--results", ledgerEndpoints["results"]!,
+             "--ledger-rpc", ledgerEndpoints["ledgerRPC"]!] + backlogArguments,
+            waitForLine: nil, nice: nice).0
+    }
+
+    @discardableResult
+    package func startCallbacks() throws -> Process {
+        try spawn("paypipe-callbacks", ["--config", configPath, "--ledger-rpc", ledgerEndpoints["ledgerRPC"]!], waitForLine: "paypipe-callbacks listening").0
+    }
+
+    @discardableResult
+    package func startPoller() throws -> Process {
+        try spawn("paypipe-cleeng-poller", ["--config", configPath, "--poll-queue", ledgerEndpoints["pollQueue"]!, "--results", ledgerEndpoints["results"]!, "--ledger-rpc", ledgerEndpoints["ledgerRPC"]!], waitForLine: nil).0
+    }
+
+    /// POSTs to the callback validator; (status, body).
+    package func postCallback(_ path: String, headers: [(String, String)] = [], body: [UInt8]) -> (Int, String)? {
+        httpPost(port: callbacksPort, path: path, headers: headers, body: body)
+    }
+
+    package func spawn(_ name: String, _ arguments: [String], waitForLine marker: String?, nice: Int = 0) throws -> (Process, String?) {
+        let ((process, errorFile), line) = try PipelineHarness.spawn(name, arguments, in: directory, index: children.count, waitForLine: marker, nice: nice)
+        children.append(process)
+        stderrFiles.append(errorFile)
+        return (process, line)
+    }
+
+    package static func spawn(
+        _ name: String, _ arguments: [String], in directory: URL, index: Int, waitForLine marker: String?, nice: Int = 0
+    ) throws -> ((Process, URL), String?) {
+        let executable = PipelineHarness.buildDirectory().appendingPathComponent(name)
+        guard FileManager.default.isExecutableFile(atPath: executable.path) else {
+            throw HarnessError("\(executable.path) is missing: run `swift build` before `swift test`")
+        }
+        let process = Process()
+        // `nice` execs the stage in place: the process (and its PID) is the stage's.
+        process.executableURL = nice > 0 ? URL(fileURLWithPath: "/usr/bin/nice") : executable
+        process.arguments = nice > 0 ? ["-n", String(nice), executable.path] + arguments : arguments
+        let stdout = Pipe()
+        process.standardOutput = stdout
+        let errorFile = directory.appendingPathComponent("\(name)-\(index).stderr")
+        _ = FileManager.default.createFile(atPath: errorFile.path, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: errorFile)
+        var environment = ProcessInfo.processInfo.environment
+        environment["PAYPIPE_LOG_LEVEL"] = "info"
+        process.environment = environment
+        try process.run()
+        guard let marker else { return ((process, errorFile), nil) }
+        var buffer = Data()
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            let chunk = stdout.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            buffer.append(chunk)
+            if let line = String(decoding: buffer, as: UTF8.self).split(separator: "\n").first(where: { $0.contains(marker) }) {
+                return ((process, errorFile), String(line))
+            }
+        }
+        kill(process.processIdentifier, SIGKILL)
+        let log = (try? String(contentsOf: errorFile, encoding: .utf8)) ?? ""
+        throw HarnessError("\(name) did not print \(marker): \(String(decoding: buffer, as: UTF8.self)) \(log)")
+    }
+
+    package func stderr(of index: Int) -> String {
+        (try? String(contentsOf: stderrFiles[index], encoding: .utf8)) ?? ""
+    }
+
+    /// The index of a child process, for `stderr(of:)`.
+    package func index(of process: Process) -> Int? { children.firstIndex { $0 === process } }
+
+    /// The port a stage logged for its /metrics server.
+    package func metricsPort(of process: Process) -> Int? {
+        guard let index = children.firstIndex(where: { $0 === process }) else { return nil }
+        let text = stderr(of: index)
+        guard let range = text.range(of: #"port=(\d+) \[\w+\] \w+ metrics"#, options: .regularExpression) else { return nil }
+        return Int(text[range].dropFirst(5).prefix(while: \.isNumber))
+    }
+
+    package func send(_ json: String) async throws { try await sender.send(Array(json.utf8)) }
+    package func send(bytes: [UInt8]) async throws { try await sender.send(bytes) }
+
+    /// Collects outcomes until `done` says so or `timeout` passes.
+    package func collect(timeout: Duration = .seconds(30), until done: ([Outcome]) -> Bool) async throws -> [Outcome] {
+        var outcomes: [Outcome] = []
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        while !done(outcomes), clock.now < deadline {
+            let batch = try await self.receiver.nextBatch(timeoutMilliseconds: 200)
+            for message in batch ?? [] {
+                if let outcome = try? Outcome.parse(message.body) { outcomes.append(outcome) }
+            }
+        }
+        return outcomes
+    }
+
+    package func shutdown() async {
+        for process in children.reversed() where process.isRunning {
+            kill(process.processIdentifier, SIGTERM)
+        }
+        for process in children.reversed() {
+            let deadline = Date().addingTimeInterval(10)
+            while process.isRunning && Date() < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        }
+        receiver.stop()
+        _ = await sender.finish(drainTimeoutMilliseconds: 500)
+        await receiver.waitUntilClosed()
+        context.terminate()
+        await sandbox.shutdown()
+        _ = try? await sandboxTask.value
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+package struct HarnessError: Error, CustomStringConvertible {
+    package let description: String
+    package init(_ description: String) { self.description = description }
+}
+
+/// A loopback port nothing listens on right now, for an address that must be known before the
+/// process that binds it starts. It is taken below the kernel's ephemeral range, because a port
+/// the kernel handed out could be handed out again, e.g. to a ZeroMQ `tcp://127.0.0.1:*` bind in
+/// between.
+package func freeLoopbackPort() throws -> Int {
+    let range = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8))?
+        .split(whereSeparator: \.isWhitespace).compactMap { Int($0) } ?? []
+    let ephemeralStart = range.first ?? 32768
+    let candidates = 10_000..<max(10_001, min(ephemeralStart, 65_536))
+    for _ in 0..<200 {
+        let port = Int.random(in: candidates)
+        if try loopbackPortIsFree(port) { return port }
+    }
+    throw HarnessError("no free loopback port below \(ephemeralStart) after 200 tries")
+}
+
+private func loopbackPortIsFree(_ port: Int) throws -> Bool {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw HarnessError("socket failed") }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    return withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+    }
+}
+
+/// One HTTP/1.1 exchange on a fresh loopback connection (`Connection: close`): (status, body).
+/// Reads up to Content-Length, since a server may keep the connection open anyway.
+/// `receiveTimeoutSeconds`: how long to wait for the answer (a callback may wait for the ledger).
+package func httpExchange(
+    port: Int, method: String, path: String, headers: [(String, String)] = [], body: [UInt8] = [], receiveTimeoutSeconds: Int = 10
+) -> (Int, String)? {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard connected == 0 else { return nil }
+    var timeout = timeval(tv_sec: receiveTimeoutSeconds, tv_usec: 0)
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: \(body.count)\r\n"
+    for (name, value) in headers { head += "\(name): \(value)\r\n" }
+    let request = Array((head + "\r\n").utf8) + body
+    var sent = 0
+    while sent < request.count {
+        let n = request[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+        guard n > 0 else { return nil }
+        sent += n
+    }
+    var response: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    func complete() -> Bool {
+        let text = String(decoding: response, as: UTF8.self)
+        guard let end = text.range(of: "\r\n\r\n") else { return false }
+        let head = text[..<end.lowerBound].lowercased()
+        guard let line = head.split(separator: "\r\n").first(where: { $0.hasPrefix("content-length:") }),
+            let length = Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces))
+        else { return false }
+        return text[end.upperBound...].utf8.count >= length
+    }
+    while !complete() {
+        let n = recv(fd, &buffer, buffer.count, 0)
+        if n <= 0 { break }
+        response += buffer[0..<n]
+    }
+    let text = String(decoding: response, as: UTF8.self)
+    guard let statusLine = text.split(separator: "\r\n").first, let code = statusLine.split(separator: " ").dropFirst().first.flatMap({ Int($0) }),
+        let split = text.range(of: "\r\n\r\n")
+    else { return nil }
+    return (code, String(text[split.upperBound...]))
+}
+
+package func httpPost(port: Int, path: String, headers: [(String, String)], body: [UInt8]) -> (Int, String)? {
+    httpExchange(port: port, method: "POST", path: path, headers: headers, body: body)
+}
+
+/// GET on a loopback URL, returning the body.
+package func httpGet(_ url: String) -> String? {
+    guard let parsed = URL(string: url), let port = parsed.port, parsed.host == "127.0.0.1" else { return nil }
+    return httpExchange(port: port, method: "GET", path: parsed.path)?.1
+}

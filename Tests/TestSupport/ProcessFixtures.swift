@@ -1,0 +1,51 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NetsEasy
+import PaypipeCore
+import Sandbox
+import StageRuntime
+import StageWire
+import Synchronization
+import Testing
+import ZeroMQ
+
+package func submitted(_ h: PipelineHarness, _ process: Process) -> Int {
+    guard let port = h.metricsPort(of: process), let text = httpGet("http://127.0.0.1:\(port)/metrics") else { return -1 }
+    var total = 0
+    for line in text.split(separator: "\n") where line.hasPrefix("paypipe_submitter_outcomes_total{") {
+        total += Int(Double(line.split(separator: " ").last ?? "0") ?? 0)
+    }
+    return total
+}
+
+package func ledgerMetrics(_ h: PipelineHarness) -> String? {
+    guard let port = h.metricsPort(of: h.ledgerProcess) else { return nil }
+    return httpGet("http://127.0.0.1:\(port)/metrics")
+}
+
+package func phonePeAuthInit(_ id: String, authRequestId: String) -> String {
+    #"{"v":1,"orderId":"\#(id)","provider":"phonepe","operation":"authInit","amount":39900,"currency":"INR","params":{"merchantUserId":"U1","subscriptionId":"SUB1","authRequestId":"\#(authRequestId)"}}"#
+}
+
+/// Waits (bounded) until `condition` holds; false when `limit` passed first.
+package func eventually(within limit: Duration, _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + limit
+    while !condition() {
+        if ContinuousClock.now >= deadline { return false }
+        try? await Task.sleep(for: .milliseconds(50))
+    }
+    return true
+}
+
+/// Waits for `process` to exit; past `limit` it is killed (by PID) and this returns false. It
+/// polls instead of `waitUntilExit()`, which would block one of the few threads every test
+/// shares, stalling unrelated tests while a child shuts down.
+package func waitForExit(_ process: Process, within limit: Duration) async -> Bool {
+    let exited = await eventually(within: limit) { !process.isRunning }
+    if !exited {
+        kill(process.processIdentifier, SIGKILL)
+        _ = await eventually(within: .seconds(2)) { !process.isRunning }
+    }
+    return exited
+}
