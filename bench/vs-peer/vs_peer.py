@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""paypipe and the Python peer (../shared/peers, pyzmq + uvloop + aiohttp) side by side, in one run.
+"""paypipe and the Python peer ($PAYPIPE_PEERS_DIR: pyzmq + uvloop + aiohttp) side by side, in one run.
 
 Started by `bench/run --vs-peer` (bench/vs-peer/run) from the repository root. Python 3 stdlib only;
 the peer runs in its own venv inside its (copied) directory. See bench/README.md, "paypipe vs the peer".
@@ -94,7 +94,9 @@ class Children:
 # ------------------------------------------------------------------ setup: peer copy, packages, venv, nginx
 
 def peer_directory(repo_root):
-    source = os.path.abspath(os.environ.get("PAYPIPE_PEERS_DIR") or os.path.join(repo_root, "..", "shared", "peers"))
+    if not os.environ.get("PAYPIPE_PEERS_DIR"):
+        sys.exit("vs-peer: set PAYPIPE_PEERS_DIR to the directory of the Python peer and its nginx mock (bench.py)")
+    source = os.path.abspath(os.environ["PAYPIPE_PEERS_DIR"])
     if not os.path.isfile(os.path.join(source, "bench.py")):
         sys.exit(f"vs-peer: no peer at {source} (bench.py missing); set PAYPIPE_PEERS_DIR")
     if writable(source):
