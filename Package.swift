@@ -302,7 +302,7 @@ var benchmarkTargets: [Target] {
             path: "bench/zmq",
             swiftSettings: strict
         ),
-        .target(name: "BenchSupport", path: "bench/support", exclude: ["pipeline-up.sh", "w1rate.sh"], swiftSettings: strict),
+        .target(name: "BenchSupport", path: "bench/support", exclude: ["pipeline-up.sh", "w1rate.sh", "charts.py"], swiftSettings: strict),
         .executableTarget(
             name: "paypipe-bench",
             dependencies: [

@@ -16,6 +16,10 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import charts  # noqa: E402
+from charts import escape  # noqa: E402
+
 NGINX_PID_FILE = "/tmp/peers-nginx.pid"        # conf/nginx.conf's `pid`
 ACCESS_LOG = "/tmp/peers-nginx-access.log"     # conf/nginx.conf's `access_log`, counted by the peer's bench.py
 NGINX_BODY_DIR = "/tmp/peers-nginx-body"
@@ -446,68 +450,20 @@ def table(runs, summary, args, workload_orders, sides):
     return "\n".join(lines)
 
 
-def escape(text):
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
 SIDE_COLORS = {"peer": "#7f7f7f", "paypipe": "#1f77b4",
                "floor-none": "#c7e9c0", "floor-fsync": "#74c476", "floor-sqlite": "#238b45"}
 
 
 def throughput_svg(summary, workload_orders, subtitle, sides):
     """Per workload: each side's median orders/s, whiskers from the slowest to the fastest round."""
-    width, height, left, right, top, bottom = 640.0, 420.0, 80.0, 150.0, 60.0, 60.0
-    colors = {side: SIDE_COLORS[side] for side in sides}
-    tops = [summary[w][s]["orders_per_s"]["max"] for w, _ in workload_orders for s in colors if summary[w][s]["orders_per_s"]]
-    y_max = nice_ceiling(max(tops) * 1.1) if tops else 1.0
-    plot_h = height - top - bottom
-    y = lambda v: height - bottom - v / y_max * plot_h
-    group_w = (width - left - right) / max(1, len(workload_orders))
-    bar_w = group_w / (2 * len(colors))
-    svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{int(width)}" height="{int(height)}" font-family="sans-serif" font-size="12">',
-           '<rect width="100%" height="100%" fill="white"/>',
-           f'<text x="{(left + width - right) / 2}" y="22" text-anchor="middle" font-size="15">paypipe vs the Python peer, orders/s</text>',
-           f'<text x="{(left + width - right) / 2}" y="40" text-anchor="middle" fill="#555">{escape(subtitle)}</text>']
-    for i in range(6):
-        v = y_max * i / 5
-        svg.append(f'<line x1="{left}" y1="{y(v):.1f}" x2="{width - right}" y2="{y(v):.1f}" stroke="#ddd"/>')
-        svg.append(f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end">{v:,.0f}</text>')
-    svg.append(f'<line x1="{left}" y1="{height - bottom}" x2="{width - right}" y2="{height - bottom}" stroke="black"/>')
-    svg.append(f'<line x1="{left}" y1="{top}" x2="{left}" y2="{height - bottom}" stroke="black"/>')
-    svg.append(f'<text x="18" y="{(top + height - bottom) / 2}" text-anchor="middle" '
-               f'transform="rotate(-90 18 {(top + height - bottom) / 2})">orders/s (median, whiskers min–max)</text>')
-    for g, (workload, orders) in enumerate(workload_orders):
-        x0 = left + g * group_w + group_w / 2 - len(colors) * (bar_w + 8) / 2
-        for k, side in enumerate(colors):
-            figure = summary[workload][side]["orders_per_s"]
-            x = x0 + k * (bar_w + 8)
-            if not figure:
-                svg.append(f'<text x="{x + bar_w / 2}" y="{height - bottom - 6}" text-anchor="middle">failed</text>')
-                continue
-            svg.append(f'<rect x="{x:.1f}" y="{y(figure["median"]):.1f}" width="{bar_w:.1f}" '
-                       f'height="{height - bottom - y(figure["median"]):.1f}" fill="{colors[side]}"/>')
-            cx = x + bar_w / 2
-            svg.append(f'<line x1="{cx:.1f}" y1="{y(figure["min"]):.1f}" x2="{cx:.1f}" y2="{y(figure["max"]):.1f}" stroke="black"/>')
-            for v in (figure["min"], figure["max"]):
-                svg.append(f'<line x1="{cx - 6:.1f}" y1="{y(v):.1f}" x2="{cx + 6:.1f}" y2="{y(v):.1f}" stroke="black"/>')
-            svg.append(f'<text x="{cx:.1f}" y="{y(figure["max"]) - 6:.1f}" text-anchor="middle">{figure["median"]:,.0f}</text>')
+    legend = {side: "peer (Python)" if side == "peer" else side for side in sides}
+    groups = []
+    for workload, orders in workload_orders:
         ratio = summary[workload]["ratio"]["orders_per_s"]
         label = f"{workload} ({orders:,})" + (f": {ratio:.2f}×" if ratio else "")
-        svg.append(f'<text x="{left + g * group_w + group_w / 2:.1f}" y="{height - bottom + 20}" text-anchor="middle">{escape(label)}</text>')
-    for k, side in enumerate(colors):
-        ly = top + 10 + k * 20
-        svg.append(f'<rect x="{width - right + 20}" y="{ly - 10}" width="14" height="14" fill="{colors[side]}"/>')
-        svg.append(f'<text x="{width - right + 40}" y="{ly + 1}">{"peer (Python)" if side == "peer" else side}</text>')
-    svg.append('</svg>')
-    return "\n".join(svg) + "\n"
-
-
-def nice_ceiling(value):
-    magnitude = 10 ** (len(str(int(max(value, 1)))) - 1)
-    for step in (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10):
-        if step * magnitude >= value:
-            return step * magnitude
-    return 10 * magnitude
+        groups.append((label, {legend[side]: summary[workload][side]["orders_per_s"] for side in sides}))
+    return charts.bar_groups("paypipe vs the Python peer, orders/s", subtitle, "orders/s (median, whiskers min–max)", groups,
+                             {legend[side]: SIDE_COLORS[side] for side in sides})
 
 
 def machine():
