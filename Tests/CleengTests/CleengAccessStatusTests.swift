@@ -47,7 +47,7 @@ func rpc(_ text: String, status: Int = 200) -> HTTPResponseSpec { HTTPResponseSp
             #"{"result":null,"error":{"code":\#(code),"message":"Nope"},"id":1,"jsonrpc":"2.0"}"#))
         #expect(status == .fatalError(code: code, message: "Nope"))
         guard case .failed(let got, let message)? = status.verdict else { Issue.record("expected failed"); return }
-        #expect(got == failure)
+        #expect(got.rawValue == failure)
         #expect(message.contains("\(code)") && message.contains("Nope"))
     }
 

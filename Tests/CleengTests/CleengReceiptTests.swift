@@ -157,7 +157,7 @@ func rejection(_ body: () throws -> Void) -> Rejection? {
     func clientErrorsFail(_ status: Int, _ code: String) {
         let verdict = CleengReceiptResponse.classify(HTTPResponseSpec(status: status), offerId: "E1", transactionId: "T1")
         guard case .failed(let got, _) = verdict else { Issue.record("expected failed, got \(verdict)"); return }
-        #expect(got == code)
+        #expect(got.rawValue == code)
     }
 
     @Test(arguments: [500, 502, 503, 504, 408, 429])

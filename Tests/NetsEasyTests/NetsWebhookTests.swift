@@ -53,7 +53,7 @@ import Testing
         }
         #expect(rejection.status == 401)
         #expect(rejection.isForged)
-        #expect(rejection.code == code)
+        #expect(rejection.code.rawValue == code)
         #expect(!rejection.message.contains(Fixtures.webhookSecret))
     }
 
@@ -120,7 +120,7 @@ import Testing
         }
         #expect(rejection.status == 400)
         #expect(!rejection.isForged)
-        #expect(rejection.code == code)
+        #expect(rejection.code.rawValue == code)
     }
 
     /// Was 413 with code INVALID_JSON: an oversized body is TOO_LARGE for every provider now.

@@ -98,7 +98,7 @@ import Testing
     @Test func malformedCallbacksAreRefusedWithTheReason() {
         func reason(_ text: String) -> String? {
             let response = Fixtures.responseField(text)
-            return error(Array(text.utf8), checksum.xVerify(callbackResponse: response))?.code
+            return error(Array(text.utf8), checksum.xVerify(callbackResponse: response))?.code.rawValue
         }
         #expect(reason("not json") == "MALFORMED")
         #expect(reason(#"{"response": 5}"#) == "MALFORMED")

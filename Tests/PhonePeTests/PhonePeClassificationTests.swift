@@ -185,5 +185,5 @@ import Testing
 }
 
 extension ProviderVerdict {
-    var failureCode: String? { if case .failed(let code, _) = self { code } else { nil } }
+    var failureCode: String? { if case .failed(let code, _) = self { code.rawValue } else { nil } }
 }

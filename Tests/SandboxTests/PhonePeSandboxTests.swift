@@ -343,5 +343,5 @@ extension PhonePeCallbackEffect {
 }
 
 extension ProviderVerdict {
-    var failureCode: String? { if case .failed(let code, _) = self { code } else { nil } }
+    var failureCode: String? { if case .failed(let code, _) = self { code.rawValue } else { nil } }
 }

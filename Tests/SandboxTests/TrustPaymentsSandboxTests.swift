@@ -183,7 +183,7 @@ extension TrustPaymentsSandboxTests {
         let signer = TPJWTSigner(config: config)
         let verifier = await TPResponseJWTVerifier(secret: config.jwtSecret)
         let now = TPFixtures.seedIssuedAt + 30
-        for (amount, code) in [(1050 as Int64, nil as String?), (70000, "DECLINED"), (60010, "BANK_SYSTEM_ERROR")] {
+        for (amount, code) in [(1050 as Int64, nil as OutcomeErrorCode?), (70000, "DECLINED"), (60010, "BANK_SYSTEM_ERROR")] {
             let order = TPFixtures.order(TPFixtures.seedParams, amount: amount)
             let payment = try TPSandbox.processPayment(jwt: try signer.sign(order: order, issuedAt: TPFixtures.seedIssuedAt), config: config, now: now)
             let response = try await verifier.verify(payment.responseJWT, now: now, maxAgeSeconds: 3600)

@@ -42,7 +42,7 @@ import Testing
             do {
                 _ = try TPNotification.verify(fields: fields, password: password)
                 return nil
-            } catch { return error.code }
+            } catch { return error.code.rawValue }
         }
         #expect(reason(Self.vector) == "MISSING_SIGNATURE")
         #expect(reason(Self.vector + [("responsesitesecurity", String(repeating: "0", count: 64))]) == "BAD_SIGNATURE")
@@ -64,7 +64,7 @@ import Testing
             do {
                 let event = try TPNotification.verify(fields: fields + [("responsesitesecurity", captured)], password: password)
                 return "believed errorcode \(event.errorcode)"
-            } catch { return error.code }
+            } catch { return error.code.rawValue }
         }
         #expect(verdict(decline) == "believed errorcode 70000")
         func split(_ extra: (String, String), currency: String = "GBP") -> [TPNotification.Field] {

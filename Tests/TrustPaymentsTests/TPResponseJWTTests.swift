@@ -36,7 +36,7 @@ import Testing
     }
 
     func reason(_ token: String) async -> String? {
-        if case .failure(let error) = await verify(token) { error.code } else { nil }
+        if case .failure(let error) = await verify(token) { error.code.rawValue } else { nil }
     }
 
     @Test func authenticTokenVerifiesAndSucceeds() async throws {
@@ -127,7 +127,7 @@ import Testing
 
     @Test func verdicts() {
         func verdict(_ entries: [[String: JSONValue]]) -> ProviderVerdict { TPResponseCheck.evaluate(entries, expected: expected) }
-        func code(_ v: ProviderVerdict) -> String? { if case .failed(let c, _) = v { c } else { nil } }
+        func code(_ v: ProviderVerdict) -> String? { if case .failed(let c, _) = v { c.rawValue } else { nil } }
 
         let declined = [Self.entry("THREEDQUERY"), Self.entry("AUTH", "70000")]
         #expect(code(verdict(declined)) == "DECLINED")

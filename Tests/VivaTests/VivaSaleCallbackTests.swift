@@ -110,7 +110,7 @@ func uriError(_ uri: String, order: Order = seedOrder) -> CallbackRejection? {
     ])
     func malformedCallbacksAreRefused(_ uri: String, _ code: String, _ field: String) {
         let error = uriError(uri)
-        #expect(error?.code == code)
+        #expect(error?.code.rawValue == code)
         #expect(field == "uri" || error?.message.contains(field) == true)
         #expect(error?.status == 400)
     }

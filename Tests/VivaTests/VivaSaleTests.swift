@@ -175,7 +175,7 @@ func rejection(_ body: () throws -> Void) -> Rejection? {
             _ = try VivaSale(requestURL: url)
             Issue.record("expected \(code) on \(field)")
         } catch {
-            #expect(error.code == code)
+            #expect(error.code.rawValue == code)
             #expect(error.status == 400)
             #expect(error.message.contains(field))
         }

@@ -22,22 +22,12 @@ public enum CleengAccessStatus: Sendable, Equatable {
         public static let fatal: Set<Int64> = [invalidCustomerToken, offerNotFound, invalidArguments]
     }
 
-    /// The `failed` outcome codes for the fatal errors.
-    public static func failureCode(for code: Int64) -> String {
-        switch code {
-        case ErrorCode.invalidCustomerToken: "CLEENG_INVALID_CUSTOMER_TOKEN"
-        case ErrorCode.offerNotFound: "CLEENG_OFFER_NOT_FOUND"
-        case ErrorCode.invalidArguments: "CLEENG_INVALID_ARGUMENTS"
-        default: "CLEENG_ERROR_\(code)"
-        }
-    }
-
     /// The verdict this answer settles, or nil when polling goes on.
     public var verdict: ProviderVerdict? {
         switch self {
         case .granted(let grant): .succeeded(grant.result)
         case .fatalError(let code, let message):
-            .failed(code: CleengAccessStatus.failureCode(for: code), message: "cleeng getAccessStatus error \(code): \(message)")
+            .failed(code: .cleengError(code), message: "cleeng getAccessStatus error \(code): \(message)")
         case .notGranted, .transient: nil
         }
     }

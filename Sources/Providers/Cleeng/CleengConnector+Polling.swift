@@ -4,13 +4,12 @@ import PaypipeCore
 /// customer token, is asked every `timers.cleengPollIntervalMs` until access is granted or
 /// `timers.cleengGiveUpMs` has passed.
 extension CleengConnector: PendingPolling {
-    public static let giveUpCode = "ACCESS_NOT_GRANTED"
     public static let defaultPollIntervalMs: Int64 = 5000
     public static let defaultGiveUpMs: Int64 = 60000
 
     /// Every `intervalMs`, giving up after `deadlineMs` with `ACCESS_NOT_GRANTED`.
     public static func pollingPolicy(intervalMs: Int64 = defaultPollIntervalMs, deadlineMs: Int64 = defaultGiveUpMs) -> PollingPolicy? {
-        PollingPolicy(intervalMs: intervalMs, deadlineMs: deadlineMs, giveUpCode: giveUpCode, giveUpReason: "access not granted")
+        PollingPolicy(intervalMs: intervalMs, deadlineMs: deadlineMs, giveUpCode: .accessNotGranted, giveUpReason: "access not granted")
     }
 
     public var pendingPolling: (any PendingPolling)? { self }

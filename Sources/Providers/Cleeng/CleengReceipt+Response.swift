@@ -11,13 +11,6 @@ import PaypipeCore
 /// resolve through getAccessStatus alone, which cannot tell "not yet processed" from "never received"
 /// and would turn every lost receipt into a 60 s wait followed by a false failure.
 public enum CleengReceiptResponse {
-    public enum FailureCode {
-        public static let unauthorized = "CLEENG_UNAUTHORIZED"
-        public static let badRequest = "CLEENG_BAD_REQUEST"
-        public static let notFound = "CLEENG_NOT_FOUND"
-        public static let unexpectedStatus = "CLEENG_UNEXPECTED_STATUS"
-    }
-
     public static func classify(_ response: HTTPResponseSpec, receipt: CleengReceipt) -> ProviderVerdict {
         classify(response, offerId: receipt.offerId, transactionId: receipt.transactionId)
     }
@@ -34,18 +27,18 @@ public enum CleengReceiptResponse {
                 "receiptAccepted": true, "offerId": .string(offerId), "transactionId": .string(transactionId),
             ])
         case 401, 403:
-            return .failed(code: FailureCode.unauthorized,
+            return .failed(code: .cleengUnauthorized,
                            message: "cleeng receipt endpoint refused the credentials (HTTP \(response.status))")
         case 400:
-            return .failed(code: FailureCode.badRequest, message: "cleeng receipt endpoint rejected the request (HTTP 400)")
+            return .failed(code: .cleengBadRequest, message: "cleeng receipt endpoint rejected the request (HTTP 400)")
         case 404:
-            return .failed(code: FailureCode.notFound, message: "cleeng receipt endpoint not found (HTTP 404): check receiptURL")
+            return .failed(code: .cleengNotFound, message: "cleeng receipt endpoint not found (HTTP 404): check receiptURL")
         case 408, 429:
             return .retry(reason: "cleeng receipt endpoint answered HTTP \(response.status)")
         case 500...599:
             return .retry(reason: "cleeng receipt endpoint answered HTTP \(response.status)")
         default:
-            return .failed(code: FailureCode.unexpectedStatus,
+            return .failed(code: .cleengUnexpectedStatus,
                            message: "cleeng receipt endpoint answered unexpected HTTP \(response.status)")
         }
     }

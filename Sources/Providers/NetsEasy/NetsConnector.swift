@@ -74,7 +74,7 @@ public struct NetsConnector: ProviderConnector {
             }
             return .followUp(terminate)
         case .pending: return .verdict(.unknown(reason: "the checkout is still open after it was terminated"))
-        case .failed(code: NetsPendingCreate.abandonedCode, _) where terminated:
+        case .failed(code: .netsCheckoutAbandoned, _) where terminated:
             // Terminated by this check, nothing taken: the pending answer that ends the order EXPIRED.
             return .verdict(.pending(["paymentId": .string(NetsPendingCreate.paymentId(of: current))]))
         default: return .verdict(verdict)
@@ -119,8 +119,7 @@ public struct NetsConnector: ProviderConnector {
     /// The merchant is the one whose webhook secret the Authorization equals (constant time);
     /// the order is found by paymentId; redeliveries dedupe on the event id.
     func webhook(_ request: CallbackRequest, context: CallbackContext) async throws(CallbackRejection) -> CallbackDecision {
-        let notConfigured = CallbackRejection.Code.webhookNotConfigured
-        var rejection = CallbackRejection.forged(notConfigured, "no merchant has a nets webhookAuthorization")
+        var rejection = CallbackRejection.forged(.webhookNotConfigured, "no merchant has a nets webhookAuthorization")
         var authentic: (String, NetsWebhookEvent)?
         for (name, merchant) in config.merchants.sorted(by: { $0.key < $1.key }) {
             guard let nets = merchant.nets else { continue }
@@ -129,7 +128,7 @@ public struct NetsConnector: ProviderConnector {
                 break
             } catch where error.isForged {
                 // Another merchant's secret may still match; the most telling refusal is kept.
-                if rejection.code == notConfigured || error.code != notConfigured { rejection = error }
+                if rejection.code == .webhookNotConfigured || error.code != .webhookNotConfigured { rejection = error }
             }
         }
         guard let (merchant, event) = authentic else { throw rejection }
@@ -147,7 +146,7 @@ public struct NetsConnector: ProviderConnector {
     /// until Nets shows it the delivery is refused 503, and Nets delivers it again.
     func subscription(of paymentId: String, merchant: String, http: any ProviderHTTPTransport) async throws(CallbackRejection) -> [String: JSONValue] {
         let unavailable = { (detail: String) in
-            CallbackRejection(status: 503, code: "NETS_UNAVAILABLE", "could not read the subscription of payment \(paymentId) from Nets: \(detail); deliver again later")
+            CallbackRejection(status: 503, code: .netsUnavailable, "could not read the subscription of payment \(paymentId) from Nets: \(detail); deliver again later")
         }
         let request: HTTPRequestSpec
         do {

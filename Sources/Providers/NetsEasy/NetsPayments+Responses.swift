@@ -101,7 +101,7 @@ extension NetsPayments {
     /// module built) into a verdict, or into the next request of getSubscription.
     public static func handle(_ response: HTTPResponseSpec, to request: HTTPRequestSpec) -> NetsNextAction {
         guard let kind = NetsRequestKind(request) else {
-            return .finish(.failed(code: "NETS_UNKNOWN_REQUEST", message: "the request is not one this module builds: \(request.method.rawValue) \(pathOnly(request.url))"))
+            return .finish(.failed(code: .netsUnknownRequest, message: "the request is not one this module builds: \(request.method.rawValue) \(pathOnly(request.url))"))
         }
         switch kind {
         case .createPayment: return .finish(classifyCreate(response))
@@ -115,7 +115,7 @@ extension NetsPayments {
             case .failure(let error): return .finish(error.verdict)
             case .success(let subscriptionId):
                 guard let next = subscriptionRequest(following: request, subscriptionId: subscriptionId) else {
-                    return .finish(.failed(code: "NETS_UNKNOWN_REQUEST", message: "cannot derive the subscription URL from the payment request"))
+                    return .finish(.failed(code: .netsUnknownRequest, message: "cannot derive the subscription URL from the payment request"))
                 }
                 return .send(next)
             }
@@ -181,13 +181,13 @@ extension NetsPayments {
             return .failure(NetsVerdictError(classifyError(response, kind: .fetchPayment)))
         }
         guard let body = try? JSONValue.parse(response.body), let payment = body["payment"]?.objectValue else {
-            return .failure(NetsVerdictError(.failed(code: "NETS_INVALID_RESPONSE", message: "Nets payment response has no payment object")))
+            return .failure(NetsVerdictError(.failed(code: .netsInvalidResponse, message: "Nets payment response has no payment object")))
         }
         guard let subscription = payment["subscription"], subscription != .null else {
-            return .failure(NetsVerdictError(.failed(code: "NETS_SUBSCRIPTION_NOT_FOUND", message: "the payment has no subscription (checkout not completed, or not a subscription payment)")))
+            return .failure(NetsVerdictError(.failed(code: .netsSubscriptionNotFound, message: "the payment has no subscription (checkout not completed, or not a subscription payment)")))
         }
         guard let id = subscription["id"]?.stringValue, NetsIdentifiers.isSafeId(id) else {
-            return .failure(NetsVerdictError(.failed(code: "NETS_INVALID_RESPONSE", message: "payment.subscription.id is missing or not a safe id")))
+            return .failure(NetsVerdictError(.failed(code: .netsInvalidResponse, message: "payment.subscription.id is missing or not a safe id")))
         }
         return .success(id)
     }
@@ -199,13 +199,13 @@ extension NetsPayments {
         guard let body = try? JSONValue.parse(response.body), body.objectValue != nil,
             let subscriptionId = body["subscriptionId"]?.stringValue, !subscriptionId.isEmpty, subscriptionId.utf8.count <= 128
         else {
-            return .failed(code: "NETS_INVALID_RESPONSE", message: "Nets subscription response has no subscriptionId")
+            return .failed(code: .netsInvalidResponse, message: "Nets subscription response has no subscriptionId")
         }
         var result: [String: JSONValue] = ["subscriptionId": .string(subscriptionId)]
         for key in ["frequency", "interval"] {
             guard let value = body[key], value != .null else { continue }
             guard case .integer = value else {
-                return .failed(code: "NETS_INVALID_RESPONSE", message: "Nets subscription \(key) is \(value.typeName), expected an integer")
+                return .failed(code: .netsInvalidResponse, message: "Nets subscription \(key) is \(value.typeName), expected an integer")
             }
             result[key] = value
         }
@@ -245,19 +245,19 @@ extension NetsPayments {
         let body = try? JSONValue.parse(response.body)
         switch status {
         case 400:
-            return .failed(code: "NETS_BAD_REQUEST", message: clip("Nets rejected the request: " + validationMessages(body)))
+            return .failed(code: .netsBadRequest, message: clip("Nets rejected the request: " + validationMessages(body)))
         case 401:
-            return .failed(code: "NETS_UNAUTHORIZED", message: "Nets refused the credentials (check the merchant's nets secretKey)")
+            return .failed(code: .netsUnauthorized, message: "Nets refused the credentials (check the merchant's nets secretKey)")
         case 402:
             var parts: [String] = []
             if let message = body?["message"]?.stringValue { parts.append(message) }
             if let code = body?["code"] { parts.append("code \(code.stringValue ?? code.serialized)") }
             if let source = body?["source"]?.stringValue { parts.append("source \(source)") }
-            return .failed(code: "NETS_DECLINED", message: clip("Nets declined: " + (parts.isEmpty ? "payment required" : parts.joined(separator: ", "))))
+            return .failed(code: .netsDeclined, message: clip("Nets declined: " + (parts.isEmpty ? "payment required" : parts.joined(separator: ", "))))
         case 403:
-            return .failed(code: "NETS_FORBIDDEN", message: "Nets refused access to this resource")
+            return .failed(code: .netsForbidden, message: "Nets refused access to this resource")
         case 404:
-            return .failed(code: "NETS_NOT_FOUND", message: "Nets does not know this \(kind == .fetchPayment ? "payment" : "subscription")")
+            return .failed(code: .netsNotFound, message: "Nets does not know this \(kind == .fetchPayment ? "payment" : "subscription")")
         case 429:
             return .retry(reason: "Nets throttled the request (429)")
         case 408, 409, 425, 500...599:
@@ -266,12 +266,12 @@ extension NetsPayments {
             }
             return .retry(reason: "Nets answered \(status) to a read")
         case 410...499:
-            return .failed(code: "NETS_HTTP_\(status)", message: clip("Nets answered \(status)" + (body.map { ": " + validationMessages($0) } ?? "")))
+            return .failed(code: .netsHTTP(status), message: clip("Nets answered \(status)" + (body.map { ": " + validationMessages($0) } ?? "")))
         default:
             if kind.mayTakeEffect {
                 return .unknown(reason: "Nets answered an unexpected status \(status); the request may have taken effect")
             }
-            return .failed(code: "NETS_HTTP_\(status)", message: "Nets answered an unexpected status \(status)")
+            return .failed(code: .netsHTTP(status), message: "Nets answered an unexpected status \(status)")
         }
     }
 

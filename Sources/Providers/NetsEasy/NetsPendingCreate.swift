@@ -40,13 +40,10 @@ public enum NetsPendingCreate {
             return .unknown(reason: "Nets reports \(taken) reserved or charged on payment \(paymentId) but no subscription")
         }
         if let terminated = payment["terminated"], terminated != .null {
-            return .failed(code: abandonedCode, message: "the customer abandoned the checkout (payment terminated); nothing was taken")
+            return .failed(code: .netsCheckoutAbandoned, message: "the customer abandoned the checkout (payment terminated); nothing was taken")
         }
         return .pending(["paymentId": .string(paymentId)])
     }
-
-    /// A checkout that was terminated with nothing taken.
-    public static let abandonedCode = "NETS_CHECKOUT_ABANDONED"
 
     /// The paymentId a status request names (its last path segment).
     static func paymentId(of request: HTTPRequestSpec) -> String {

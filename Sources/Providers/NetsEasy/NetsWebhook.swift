@@ -1,14 +1,5 @@
 import PaypipeCore
 
-/// Nets' own reasons for refusing a webhook delivery; the others are the shared
-/// MISSING_AUTHORIZATION / BAD_AUTHORIZATION (401), INVALID_FIELD (400) and TOO_LARGE (413).
-extension CallbackRejection.Code {
-    /// The merchant has no webhook secret: nothing can be authentic (401).
-    public static let webhookNotConfigured = "WEBHOOK_NOT_CONFIGURED"
-    /// The body is not a JSON object (400).
-    public static let invalidJSON = "INVALID_JSON"
-}
-
 /// What an authentic event means for its order.
 public enum NetsWebhookEffect: Sendable, Equatable {
     /// End the order with this verdict (succeeded, failed, or AMOUNT_MISMATCH / REFERENCE_MISMATCH).
@@ -32,7 +23,7 @@ public enum NetsWebhook {
     public static func verify(headers: [HTTPHeader], body: [UInt8], config: NetsConfig) throws(CallbackRejection) -> NetsWebhookEvent {
         let values = headers.filter { $0.name.lowercased() == "authorization" }
         guard values.count <= 1 else {
-            throw .forged(CallbackRejection.Code.badAuthorization, "more than one Authorization header")
+            throw .forged(.badAuthorization, "more than one Authorization header")
         }
         return try verify(authorization: values.first?.value, body: body, config: config)
     }
@@ -42,13 +33,13 @@ public enum NetsWebhook {
     public static func verify(authorization: String?, body: [UInt8], config: NetsConfig) throws(CallbackRejection) -> NetsWebhookEvent {
         guard !config.webhookAuthorization.isEmpty else {
             throw .forged(
-                CallbackRejection.Code.webhookNotConfigured, "no nets webhookAuthorization is configured for this merchant")
+                .webhookNotConfigured, "no nets webhookAuthorization is configured for this merchant")
         }
         guard let authorization, !authorization.isEmpty else {
-            throw .forged(CallbackRejection.Code.missingAuthorization, "the Authorization header is missing")
+            throw .forged(.missingAuthorization, "the Authorization header is missing")
         }
         guard config.webhookAuthorization.matches(Array(authorization.utf8)) else {
-            throw .forged(CallbackRejection.Code.badAuthorization, "the Authorization header does not match")
+            throw .forged(.badAuthorization, "the Authorization header does not match")
         }
         return try parse(body)
     }
@@ -56,13 +47,13 @@ public enum NetsWebhook {
     /// Parses `{id, event, timestamp, merchantId, data: {paymentId, ...}}` (no authentication).
     public static func parse(_ body: [UInt8]) throws(CallbackRejection) -> NetsWebhookEvent {
         func invalid(_ message: String) -> CallbackRejection {
-            CallbackRejection.malformed(message, code: CallbackRejection.Code.invalidField)
+            CallbackRejection.malformed(message, code: .invalidField)
         }
         guard body.count <= maxBodyBytes else {
             throw .tooLarge("body exceeds \(maxBodyBytes) bytes")
         }
         guard let root = try? JSONValue.parse(body), root.objectValue != nil else {
-            throw .malformed("body is not a JSON object", code: CallbackRejection.Code.invalidJSON)
+            throw .malformed("body is not a JSON object", code: .invalidJSON)
         }
         guard let id = root["id"]?.stringValue, (1...128).contains(id.unicodeScalars.count) else { throw invalid("id must be a string of 1-128 characters") }
         guard let event = root["event"]?.stringValue, (1...128).contains(event.unicodeScalars.count) else {
@@ -106,13 +97,13 @@ public enum NetsWebhook {
     /// checkout completed → succeeded; reservation failed → failed; others → no change.
     public static func interpret(_ event: NetsWebhookEvent, for order: Order) -> NetsWebhookEffect {
         if let amount = event.amount, let expected = order.amount, amount != expected {
-            return .apply(.failed(code: "AMOUNT_MISMATCH", message: "webhook \(event.event) amount \(amount) != order amount \(expected)"))
+            return .apply(.failed(code: .amountMismatch, message: "webhook \(event.event) amount \(amount) != order amount \(expected)"))
         }
         if let currency = event.currency, let expected = order.currency, currency != expected {
-            return .apply(.failed(code: "AMOUNT_MISMATCH", message: "webhook \(event.event) currency \(currency) != order currency \(expected)"))
+            return .apply(.failed(code: .amountMismatch, message: "webhook \(event.event) currency \(currency) != order currency \(expected)"))
         }
         if let reference = event.reference, let expected = order.params["reference"]?.stringValue, reference != expected {
-            return .apply(.failed(code: "REFERENCE_MISMATCH", message: NetsPayments.clip("webhook \(event.event) reference \"\(reference.prefix(128))\" != order reference \"\(expected)\"")))
+            return .apply(.failed(code: .referenceMismatch, message: NetsPayments.clip("webhook \(event.event) reference \"\(reference.prefix(128))\" != order reference \"\(expected)\"")))
         }
         switch event.kind {
         case .checkoutCompleted:
@@ -120,7 +111,7 @@ public enum NetsWebhook {
             if let amount = event.amount { result["amount"] = .integer(amount) }
             return .apply(.succeeded(result))
         case .reservationFailed:
-            return .apply(.failed(code: "NETS_RESERVATION_FAILED", message: event.errorMessage.map { "reservation failed: \($0)" } ?? "reservation failed"))
+            return .apply(.failed(code: .netsReservationFailed, message: event.errorMessage.map { "reservation failed: \($0)" } ?? "reservation failed"))
         case .reservationCreated, .chargeCreated, .chargeFailed, .other:
             return .noChange(reason: "\(event.event) is informational for nets \(order.operation.rawValue)")
         }

@@ -28,7 +28,7 @@ extension PhonePeAuthInit {
         }
         guard let envelope = PhonePeResponse(json: response.body), let code = envelope.code else {
             if (400..<500).contains(status) {
-                return .failed(code: "HTTP_\(status)", message: "PhonePe refused the auth request with HTTP \(status) and no response code")
+                return .failed(code: .http(status), message: "PhonePe refused the auth request with HTTP \(status) and no response code")
             }
             return .unknown(reason: "PhonePe answered HTTP \(status) without a readable response envelope")
         }
@@ -49,7 +49,7 @@ extension PhonePeAuthInit {
         case "INTERNAL_SERVER_ERROR":
             return .unknown(reason: "PhonePe answered INTERNAL_SERVER_ERROR; the auth request may have been created")
         default:
-            return .failed(code: String(code.prefix(64)), message: envelope.shortMessage)
+            return .failed(code: .phonePe(code.prefix(64)), message: envelope.shortMessage)
         }
     }
 

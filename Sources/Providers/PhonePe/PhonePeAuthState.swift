@@ -141,22 +141,22 @@ extension PhonePeAuthState {
     /// | anything unrecognised | | unknown |
     public func verdict(expected: PhonePeAuthInitParams, merchantId: String) -> ProviderVerdict {
         if let received = self.merchantId, received != merchantId {
-            return .failed(code: "REFERENCE_MISMATCH", message: "merchantId \(received.prefix(64)) is not this merchant's \(merchantId)")
+            return .failed(code: .referenceMismatch, message: "merchantId \(received.prefix(64)) is not this merchant's \(merchantId)")
         }
         if let received = authRequestId, received != expected.authRequestId {
-            return .failed(code: "REFERENCE_MISMATCH", message: "authRequestId \(received.prefix(64)) != order's \(expected.authRequestId)")
+            return .failed(code: .referenceMismatch, message: "authRequestId \(received.prefix(64)) != order's \(expected.authRequestId)")
         }
         if let received = subscription?.subscriptionId, received != expected.subscriptionId {
-            return .failed(code: "REFERENCE_MISMATCH", message: "subscriptionId \(received.prefix(64)) != order's \(expected.subscriptionId)")
+            return .failed(code: .referenceMismatch, message: "subscriptionId \(received.prefix(64)) != order's \(expected.subscriptionId)")
         }
         let expectedAmount = expected.authWorkflowType == .transaction ? expected.amount : nil
         if let expectedAmount, let received = transaction?.amount, received != expectedAmount {
-            return .failed(code: "AMOUNT_MISMATCH", message: "PhonePe amount \(received) != order amount \(expectedAmount)")
+            return .failed(code: .amountMismatch, message: "PhonePe amount \(received) != order amount \(expectedAmount)")
         }
 
         let verdict = stateVerdict(authRequestId: expected.authRequestId)
         if case .succeeded = verdict, let expectedAmount, transaction?.amount == nil {
-            return .failed(code: "AMOUNT_MISMATCH", message: "PhonePe reported success without an amount; order amount \(expectedAmount)")
+            return .failed(code: .amountMismatch, message: "PhonePe reported success without an amount; order amount \(expectedAmount)")
         }
         return verdict
     }
@@ -167,7 +167,7 @@ extension PhonePeAuthState {
         let described = "transaction \(transactionState?.prefix(32) ?? "absent"), subscription \(subscriptionState?.prefix(32) ?? "absent")"
 
         if transactionState == "FAILED" {
-            return .failed(code: failureCode(fallback: "AUTH_FAILED"), message: "PhonePe auth failed (\(described))")
+            return .failed(code: failureCode(fallback: .authFailed), message: "PhonePe auth failed (\(described))")
         }
         if let transactionState, Self.completedTransactionStates.contains(transactionState) {
             if subscriptionState == "FAILED" {
@@ -181,10 +181,10 @@ extension PhonePeAuthState {
         // The auth debit is pending or absent (PENNY_DROP, or not yet attempted): the mandate decides.
         guard let subscriptionState else { return .pending(pendingResult(authRequestId: authRequestId)) }
         if subscriptionState == "FAILED" {
-            return .failed(code: failureCode(fallback: "SUBSCRIPTION_FAILED"), message: "PhonePe mandate failed (\(described))")
+            return .failed(code: failureCode(fallback: .subscriptionFailed), message: "PhonePe mandate failed (\(described))")
         }
         if Self.endedSubscriptionStates.contains(subscriptionState) {
-            return .failed(code: "SUBSCRIPTION_\(subscriptionState)", message: "PhonePe mandate ended before authorisation (\(described))")
+            return .failed(code: .subscriptionEnded(subscriptionState), message: "PhonePe mandate ended before authorisation (\(described))")
         }
         if subscriptionState == "ACTIVE" {
             return transactionState == nil ? .succeeded(result(authRequestId: authRequestId)) : .pending(pendingResult(authRequestId: authRequestId))
@@ -195,11 +195,11 @@ extension PhonePeAuthState {
         return .unknown(reason: "PhonePe reported an unrecognised state (\(described))")
     }
 
-    private func failureCode(fallback: String) -> String {
+    private func failureCode(fallback: OutcomeErrorCode) -> OutcomeErrorCode {
         guard let code = transaction?.payResponseCode, !code.isEmpty, code != "SUCCESS",
             PhonePeRules.isIdentifier(code, maxLength: 64)
         else { return fallback }
-        return code
+        return .phonePe(code)
     }
 
     private func result(authRequestId: String) -> [String: JSONValue] {

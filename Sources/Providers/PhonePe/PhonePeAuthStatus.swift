@@ -23,9 +23,6 @@ public enum PhonePeAuthStatus {
         return request(baseURL: baseURL, merchantId: merchantId, authRequestId: params.authRequestId, checksum: checksum)
     }
 
-    /// The failure code of a status call that found no such auth request.
-    public static let notFoundCode = "AUTH_REQUEST_NOT_FOUND"
-
     /// The verdict for the authInit order from a status response. A status call is read-only, so
     /// whatever does not settle the order (429, 5xx, INTERNAL_SERVER_ERROR, an unreadable body, a
     /// code this table does not know) is `unknown`: ask again later. It never returns `retry`,
@@ -42,7 +39,7 @@ public enum PhonePeAuthStatus {
         }
         let code = envelope.code ?? ""
         if PhonePeRules.notFoundCodes.contains(code) {
-            return .failed(code: notFoundCode, message: "PhonePe has no auth request \(expected.authRequestId) (\(code))")
+            return .failed(code: .authRequestNotFound, message: "PhonePe has no auth request \(expected.authRequestId) (\(code))")
         }
         guard code == "SUCCESS", envelope.success != false, let data = envelope.data else {
             return .unknown(reason: "PhonePe auth status answered HTTP \(status) code \(code.isEmpty ? "absent" : String(code.prefix(64)))")
@@ -61,7 +58,7 @@ public enum PhonePeAuthStatus {
         do {
             return classify(response, expected: try PhonePeAuthInitParams(order: order), merchantId: merchantId)
         } catch {
-            return .failed(code: error.code.rawValue, message: error.message)
+            return .failed(code: OutcomeErrorCode(error.code), message: error.message)
         }
     }
 }

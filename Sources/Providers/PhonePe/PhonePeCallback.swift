@@ -79,10 +79,10 @@ public struct PhonePeCallback: Sendable, Equatable {
 
     static func checkChecksum(_ xVerify: String?, response: String, checksum: PhonePeChecksum) throws(CallbackRejection) {
         guard let xVerify, !xVerify.isEmpty else {
-            throw .forged(CallbackRejection.Code.missingChecksum, "X-VERIFY header is missing")
+            throw .forged(.missingChecksum, "X-VERIFY header is missing")
         }
         guard checksum.verify(xVerify, callbackResponse: response) else {
-            throw .forged(CallbackRejection.Code.badChecksum, "X-VERIFY does not match the response and the configured salt index")
+            throw .forged(.badChecksum, "X-VERIFY does not match the response and the configured salt index")
         }
     }
 
@@ -141,7 +141,7 @@ extension PhonePeCallback {
         }
         let verdict = state.verdict(expected: expected, merchantId: merchantId)
         if case .pending = verdict, success == false {
-            let code = code.flatMap { PhonePeRules.isIdentifier($0, maxLength: 64) ? $0 : nil } ?? "AUTH_FAILED"
+            let code = code.flatMap { PhonePeRules.isIdentifier($0, maxLength: 64) ? OutcomeErrorCode.phonePe($0) : nil } ?? .authFailed
             return .verdict(.failed(code: code, message: "PhonePe callback reported success false"))
         }
         return .verdict(verdict)
@@ -156,7 +156,7 @@ extension PhonePeCallback {
         do {
             return effect(expected: try PhonePeAuthInitParams(order: order), merchantId: merchantId)
         } catch {
-            return .verdict(.failed(code: error.code.rawValue, message: error.message))
+            return .verdict(.failed(code: OutcomeErrorCode(error.code), message: error.message))
         }
     }
 }

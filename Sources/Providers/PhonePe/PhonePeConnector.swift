@@ -85,7 +85,7 @@ public struct PhonePeConnector: ProviderConnector {
             return .verdict(PhonePeAuthInit.classify(response, authRequestId: context.authRequestId))
         }
         let verdict = PhonePeAuthStatus.classify(response, order: exchange.order, merchantId: context.merchantId)
-        if exchange.resolvingBeforeResubmit, case .failed(PhonePeAuthStatus.notFoundCode, let message) = verdict {
+        if exchange.resolvingBeforeResubmit, case .failed(OutcomeErrorCode.authRequestNotFound, let message) = verdict {
             return .verdict(.neverSeen(reason: message))
         }
         // A status check's `pending` (the customer has not authorised) keeps the order pending
@@ -111,7 +111,7 @@ public struct PhonePeConnector: ProviderConnector {
     /// authRequestId; the amount and references are checked against the order.
     func callback(_ request: CallbackRequest, orders: any CallbackOrderLookup) async throws(CallbackRejection) -> CallbackDecision {
         let envelope = try PhonePeCallbackEnvelope(body: request.body)
-        var lastError = CallbackRejection.forged(CallbackRejection.Code.badChecksum, "no merchant is configured with this PhonePe merchantId")
+        var lastError = CallbackRejection.forged(.badChecksum, "no merchant is configured with this PhonePe merchantId")
         var authenticated: (String, String, PhonePeCallback)?
         for (name, merchant) in config.merchants.sorted(by: { $0.key < $1.key }) where merchant.phonepe?.merchantId == envelope.claimedMerchantId {
             guard let phonepe = merchant.phonepe, let checksum = merchants[name]?.checksum else { continue }

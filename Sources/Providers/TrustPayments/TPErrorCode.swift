@@ -21,7 +21,7 @@ public enum TPErrorCode {
         /// May have taken effect: resolve with a TRANSACTIONQUERY, never resend.
         case unknown
         /// Terminal: `code` is the outcome's `error.code`.
-        case failed(code: String)
+        case failed(code: OutcomeErrorCode)
     }
 
     public static func meaning(of errorcode: String) -> Meaning {
@@ -29,13 +29,13 @@ public enum TPErrorCode {
         case ok: .ok
         case timeout, bankSystemError: .retry
         case uncertain: .unknown
-        case invalidField: .failed(code: "INVALID_FIELD")
-        case declined: .failed(code: "DECLINED")
-        case referenceNotFound: .failed(code: "REFERENCE_NOT_FOUND")
-        case notUpdatable: .failed(code: "NOT_UPDATABLE")
-        case unauthenticated: .failed(code: "UNAUTHENTICATED")
-        case _ where subscriptionPreconditions.contains(errorcode): .failed(code: "SUBSCRIPTION_PRECONDITION")
-        default: .failed(code: "TP_ERROR_\(errorcode.prefix(16))")
+        case invalidField: .failed(code: .invalidField)
+        case declined: .failed(code: .declined)
+        case referenceNotFound: .failed(code: .referenceNotFound)
+        case notUpdatable: .failed(code: .notUpdatable)
+        case unauthenticated: .failed(code: .unauthenticated)
+        case _ where subscriptionPreconditions.contains(errorcode): .failed(code: .subscriptionPrecondition)
+        default: .failed(code: .tpError(errorcode))
         }
     }
 

@@ -34,13 +34,13 @@ public struct TPExpectedOrder: Sendable, Equatable {
     public static func forCallback(order: Order, config: TrustPaymentsConfig) throws(CallbackRejection) -> TPExpectedOrder {
         guard order.operation == .subscriptionJwt else {
             throw CallbackRejection(
-                status: 409, code: "OPERATION_MISMATCH",
+                status: 409, code: .operationMismatch,
                 "order \(order.orderId) is a \(order.operation.rawValue.prefix(32)) order; only subscriptionJwt orders are settled by a response JWT or notification")
         }
         let expected = TPExpectedOrder(order: order, config: config)
         guard expected.subscription != nil else {
             throw CallbackRejection(
-                status: 409, code: "OPERATION_MISMATCH", "order \(order.orderId) has no signed subscription request to compare with")
+                status: 409, code: .operationMismatch, "order \(order.orderId) has no signed subscription request to compare with")
         }
         return expected
     }
@@ -55,7 +55,7 @@ public struct TPExpectedOrder: Sendable, Equatable {
             entries.first { ["AUTH", "ACCOUNTCHECK"].contains($0["requesttypedescription"]?.stringValue) } ?? entries.first
         let type = binding?["requesttypedescription"]?.stringValue.map { String($0.prefix(32)) } ?? "response"
         guard let stated = binding?["orderreference"], stated != .string("") else {
-            throw CallbackRejection(status: 400, code: "MISSING_ORDERREFERENCE", "the \(type) entry carries no orderreference")
+            throw CallbackRejection(status: 400, code: .missingOrderReference, "the \(type) entry carries no orderreference")
         }
         for entry in entries {
             switch entry["orderreference"] {
@@ -64,10 +64,10 @@ public struct TPExpectedOrder: Sendable, Equatable {
             case .string(let named)?:
                 let type = entry["requesttypedescription"]?.stringValue.map { String($0.prefix(32)) } ?? "response"
                 throw CallbackRejection(
-                    status: 409, code: "ORDERREFERENCE_MISMATCH",
+                    status: 409, code: .orderReferenceMismatch,
                     "\(type) orderreference \"\(named.prefix(64))\" is not order \"\(orderId)\"")
             case let other?:
-                throw CallbackRejection(status: 400, code: "INVALID_FIELD", "orderreference is \(other.typeName), not a string")
+                throw CallbackRejection(status: 400, code: .invalidField, "orderreference is \(other.typeName), not a string")
             }
         }
     }

@@ -66,10 +66,10 @@ public enum TPNotification {
     static func fieldRefusal(_ fields: [Field]) -> CallbackRejection? {
         for field in fields {
             guard let format = fieldFormats[field.name] else {
-                return .malformed("field \(field.name.prefix(64)) is not one a notification may carry", code: CallbackRejection.Code.unknownField)
+                return .malformed("field \(field.name.prefix(64)) is not one a notification may carry", code: .unknownField)
             }
             guard field.value.isEmpty || format(field.value) else {
-                return .malformed("field \(field.name) does not have the form Trust Payments gives it", code: CallbackRejection.Code.invalidField)
+                return .malformed("field \(field.name) does not have the form Trust Payments gives it", code: .invalidField)
             }
         }
         return nil
@@ -125,11 +125,11 @@ public enum TPNotification {
             }
         }
         guard let received = values[signatureField], !received.isEmpty else {
-            throw .forged(CallbackRejection.Code.missingSignature, "the notification has no responsesitesecurity")
+            throw .forged(.missingSignature, "the notification has no responsesitesecurity")
         }
         let expected = signature(fields: fields, password: password)
         guard ConstantTime.hexEquals(expected, received) else {
-            throw .forged(CallbackRejection.Code.badSignature, "responsesitesecurity does not match the notification's fields")
+            throw .forged(.badSignature, "responsesitesecurity does not match the notification's fields")
         }
         if let refusal = fieldRefusal(fields) { throw refusal }
         guard let orderReference = values["orderreference"], !orderReference.isEmpty else {

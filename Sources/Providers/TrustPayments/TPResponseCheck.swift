@@ -69,7 +69,7 @@ public enum TPResponseCheck {
         for entry in entries {
             let isPayment = payment.map { $0 == entry } ?? false
             if let mismatch = expected.referenceMismatch(in: entry, requireSite: isPayment && requireStatedFields) {
-                return Reading(.failed(code: "REFERENCE_MISMATCH", message: mismatch))
+                return Reading(.failed(code: .referenceMismatch, message: mismatch))
             }
         }
 
@@ -78,7 +78,7 @@ public enum TPResponseCheck {
             if let stopped = entries.first(where: { TPErrorCode.read($0["errorcode"]) != TPErrorCode.ok }) {
                 return Reading(failure(stopped))
             }
-            return Reading(.failed(code: "NO_PAYMENT_RESULT", message: "the response has no AUTH or ACCOUNTCHECK entry"))
+            return Reading(.failed(code: .noPaymentResult, message: "the response has no AUTH or ACCOUNTCHECK entry"))
         }
 
         let paymentSucceeded = TPErrorCode.read(payment["errorcode"]) == TPErrorCode.ok
@@ -86,7 +86,7 @@ public enum TPResponseCheck {
         // An ACCOUNTCHECK takes no money; the recurring amount is the SUBSCRIPTION's.
         let amountEntry = isAuth ? payment : (subscription ?? payment)
         if let mismatch = expected.amountMismatch(in: amountEntry, requireAmount: paymentSucceeded && isAuth && requireStatedFields) {
-            return Reading(.failed(code: "AMOUNT_MISMATCH", message: mismatch))
+            return Reading(.failed(code: .amountMismatch, message: mismatch))
         }
         guard paymentSucceeded else { return Reading(failure(payment)) }
 
@@ -106,10 +106,10 @@ public enum TPResponseCheck {
                 // Seed 000: "Any other errorcode values indicate that the subscription has not been scheduled".
                 guard scheduled else {
                     let message = "SUBSCRIPTION errorcode \(errorcode.isEmpty ? "missing" : String(errorcode.prefix(16)))\(TPWebServices.messageSuffix(subscription)); the first payment was taken"
-                    return Reading(.failed(code: "SUBSCRIPTION_NOT_SCHEDULED", message: message), failureResult: result)
+                    return Reading(.failed(code: .subscriptionNotScheduled, message: message), failureResult: result)
                 }
                 if let mismatch = expected.subscriptionMismatch(in: subscription, requireFields: requireStatedFields) {
-                    return Reading(.failed(code: "SUBSCRIPTION_MISMATCH", message: mismatch + "; the first payment was taken"), failureResult: result)
+                    return Reading(.failed(code: .subscriptionMismatch, message: mismatch + "; the first payment was taken"), failureResult: result)
                 }
             }
         } else {
@@ -117,7 +117,7 @@ public enum TPResponseCheck {
             result["subscriptionState"] = "notScheduled"
             if expected.subscription != nil, requireStatedFields {
                 return Reading(
-                    .failed(code: "SUBSCRIPTION_NOT_SCHEDULED", message: "the response has no SUBSCRIPTION entry; the first payment was taken"),
+                    .failed(code: .subscriptionNotScheduled, message: "the response has no SUBSCRIPTION entry; the first payment was taken"),
                     failureResult: result)
             }
         }
@@ -143,11 +143,11 @@ public enum TPResponseCheck {
         let message = "\(type) errorcode \(errorcode)\(TPWebServices.messageSuffix(entry))"
         switch errorcode {
         case TPErrorCode.uncertain: return .unknown(reason: message)
-        case TPErrorCode.bankSystemError: return .failed(code: "BANK_SYSTEM_ERROR", message: message)
-        case TPErrorCode.timeout: return .failed(code: "TIMEOUT", message: message)
+        case TPErrorCode.bankSystemError: return .failed(code: .bankSystemError, message: message)
+        case TPErrorCode.timeout: return .failed(code: .timeout, message: message)
         default:
             if case .failed(let code) = TPErrorCode.meaning(of: errorcode) { return .failed(code: code, message: message) }
-            return .failed(code: "TP_ERROR_\(errorcode.prefix(16))", message: message)
+            return .failed(code: .tpError(errorcode), message: message)
         }
     }
 }

@@ -78,14 +78,14 @@ enum TPHS256 {
         // Pinned: the verifying key is HMAC-SHA256, so any other `alg` (none, HS384, RS256...) is refused
         // before a signature is looked at. jwt-kit alone would verify with its default key whatever the header says.
         guard case .string(let alg)? = header["alg"] else { throw .malformed("the JWT header has no alg") }
-        guard alg == "HS256" else { throw .forged(CallbackRejection.Code.algorithmNotAllowed, "alg \"\(alg.prefix(16))\" is not allowed; only HS256") }
+        guard alg == "HS256" else { throw .forged(.algorithmNotAllowed, "alg \"\(alg.prefix(16))\" is not allowed; only HS256") }
         if let typ = header["typ"] {
             guard typ.stringValue?.uppercased() == "JWT" else { throw .malformed("the JWT header typ is not JWT") }
         }
         guard header["crit"] == nil else { throw .malformed("critical JWT header extensions are not supported") }
-        guard !signaturePart.isEmpty else { throw .forged(CallbackRejection.Code.missingSignature, "the JWT has no signature") }
+        guard !signaturePart.isEmpty else { throw .forged(.missingSignature, "the JWT has no signature") }
         guard let signature = Base64.decode(signaturePart, .url), signature.count == SHA256.byteCount else {
-            throw .forged(CallbackRejection.Code.badSignature, "the JWT signature is not a base64url HS256 signature")
+            throw .forged(.badSignature, "the JWT signature is not a base64url HS256 signature")
         }
         guard let claimsBytes = Base64.decode(claimsPart, .url) else { throw .malformed("the JWT payload is not base64url") }
         return Parts(header: header, signingInput: token[..<periods[1]], claimsBytes: claimsBytes, signature: signature)
@@ -123,13 +123,13 @@ public struct TPResponseJWTVerifier: Sendable, CustomStringConvertible, CustomRe
         guard bytes.count <= 64 * 1024 else { throw .malformed("the JWT is larger than 64 KiB") }
         let parts = try TPHS256.split(bytes)
         guard HMAC<SHA256>.isValidAuthenticationCode(parts.signature, authenticating: parts.signingInput, using: key) else {
-            throw .forged(CallbackRejection.Code.badSignature, "the JWT signature does not verify with the merchant's JWT secret")
+            throw .forged(.badSignature, "the JWT signature does not verify with the merchant's JWT secret")
         }
         if let keys {
             do {
                 _ = try await keys.verify(bytes, as: OpaqueClaims.self)
             } catch let error as JWTError where error.errorType == .signatureVerificationFailed {
-                throw .forged(CallbackRejection.Code.badSignature, "the JWT signature does not verify with the merchant's JWT secret")
+                throw .forged(.badSignature, "the JWT signature does not verify with the merchant's JWT secret")
             } catch {
                 throw .malformed("the JWT claims are not a JSON object")
             }
@@ -148,20 +148,20 @@ public struct TPResponseJWTVerifier: Sendable, CustomStringConvertible, CustomRe
         // The seed's own example writes iat as a string of digits.
         case .string(let text)? where !text.isEmpty && text.utf8.count <= 18 && text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }):
             issuedAt = Int64(text) ?? 0
-        case nil: throw .malformed("the JWT has no iat", code: CallbackRejection.Code.missingIssuedAt)
+        case nil: throw .malformed("the JWT has no iat", code: .missingIssuedAt)
         default: throw .malformed("the JWT iat is not a number of seconds")
         }
         let (age, overflow) = now.subtractingReportingOverflow(issuedAt)
         guard !overflow else {
             throw issuedAt < now
                 ? CallbackRejection.stale("the JWT iat is implausibly old")
-                : CallbackRejection.stale("the JWT iat is implausibly far ahead", code: CallbackRejection.Code.issuedInFuture)
+                : CallbackRejection.stale("the JWT iat is implausibly far ahead", code: .issuedInFuture)
         }
         guard age <= maxAgeSeconds else {
             throw .stale("the JWT was issued \(age) s ago, more than \(maxAgeSeconds) s")
         }
         guard age >= -allowedClockSkewSeconds else {
-            throw .stale("the JWT iat is \(-age) s in the future", code: CallbackRejection.Code.issuedInFuture)
+            throw .stale("the JWT iat is \(-age) s in the future", code: .issuedInFuture)
         }
 
         guard case .object(let payload)? = claims["payload"] else { throw .malformed("the JWT has no payload object") }

@@ -51,10 +51,10 @@ extension TPWebServices {
 
         switch response.status {
         case 200...299: break
-        case 401, 403: return .failed(code: "UNAUTHORIZED", message: "Trust Payments refused the web services credentials (HTTP \(response.status))")
+        case 401, 403: return .failed(code: .unauthorized, message: "Trust Payments refused the web services credentials (HTTP \(response.status))")
         case 429: return .retry(reason: "HTTP 429: rate limited, request not processed")
         case 500...599: return uncertain("HTTP \(response.status) from Trust Payments")
-        case 400...499: return .failed(code: "HTTP_\(response.status)", message: "Trust Payments answered HTTP \(response.status)")
+        case 400...499: return .failed(code: .http(response.status), message: "Trust Payments answered HTTP \(response.status)")
         default: return uncertain("unexpected HTTP \(response.status) from Trust Payments")
         }
         let parsed: TPWebServicesResponse
@@ -121,7 +121,7 @@ extension TPWebServices {
             let records = result["records"]?.arrayValue ?? []
             guard let record = records.first(where: { $0["transactionreference"]?.stringValue == update.transactionReference }) ?? records.first
             else {
-                return .failed(code: "REFERENCE_NOT_FOUND", message: "no transaction \(update.transactionReference ?? "") to update")
+                return .failed(code: .referenceNotFound, message: "no transaction \(update.transactionReference ?? "") to update")
             }
             let applied = update.updates.allSatisfy { key, value in
                 let current = record[key].flatMap { TPErrorCode.read($0) }
@@ -157,7 +157,7 @@ extension TPWebServices {
         guard !records.isEmpty else { return .pending(["found": 0]) }
         if let paid = records.first(where: { TPErrorCode.read($0["errorcode"]) == TPErrorCode.ok }) {
             if let mismatch = expected.amountMismatch(in: paid, requireAmount: paid["requesttypedescription"]?.stringValue == "AUTH") {
-                return .failed(code: "AMOUNT_MISMATCH", message: mismatch)
+                return .failed(code: .amountMismatch, message: mismatch)
             }
             return .succeeded(TPResponseCheck.summary(of: paid))
         }
@@ -169,6 +169,6 @@ extension TPWebServices {
         if case .failed(let failure) = TPErrorCode.meaning(of: code) {
             return .failed(code: failure, message: "Trust Payments errorcode \(code) for the order's payment")
         }
-        return .failed(code: "TP_ERROR_\(code.prefix(16))", message: "Trust Payments errorcode \(code) for the order's payment")
+        return .failed(code: .tpError(code), message: "Trust Payments errorcode \(code) for the order's payment")
     }
 }

@@ -188,7 +188,7 @@ public struct TrustPaymentsConnector: ProviderConnector {
         let fields: [TPNotification.Field]
         fields = try TPNotification.parseForm(body)
         let site = fields.first { $0.name == "sitereference" }?.value
-        var lastError = CallbackRejection.forged(CallbackRejection.Code.badSignature, "no merchant is configured for this sitereference")
+        var lastError = CallbackRejection.forged(.badSignature, "no merchant is configured for this sitereference")
         var verified: (String, TrustPaymentsConfig, TPNotificationEvent)?
         for (name, merchant) in config.merchants.sorted(by: { $0.key < $1.key }) {
             guard let tp = merchant.trustpayments, site == nil || site == tp.siteReference else { continue }
@@ -201,7 +201,7 @@ public struct TrustPaymentsConnector: ProviderConnector {
         }
         guard let (merchant, tp, event) = verified else { throw lastError }
         guard Order.isValidOrderId(event.orderReference) else {
-            throw .malformed("orderreference is not an orderId this pipeline issues", code: CallbackRejection.Code.invalidField)
+            throw .malformed("orderreference is not an orderId this pipeline issues", code: .invalidField)
         }
         let order = try await orders.order(OrderKey(merchant: merchant, orderId: event.orderReference), provider: .trustpayments)
         let verdict = event.verdict(for: try TPExpectedOrder.forCallback(order: order, config: tp))

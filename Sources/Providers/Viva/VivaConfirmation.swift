@@ -52,10 +52,6 @@ public struct VivaTransaction: Sendable, Equatable {
 /// Viva's record decides, never the forwarded URI: the customer holds the URI and can edit
 /// every field of it, so only its `transactionId` is used, to ask Viva.
 public enum VivaConfirmation {
-    public enum FailureCode {
-        public static let refunded = "VIVA_REFUNDED"
-    }
-
     /// - F with the order's amount → `succeeded`; F with another amount → `failed AMOUNT_MISMATCH`
     ///   (Viva took a different amount for this order: a person reviews it).
     /// - E (error) or X (cancelled) → `failed VIVA_SALE_FAILED`; R → `failed VIVA_REFUNDED`. This
@@ -71,14 +67,14 @@ public enum VivaConfirmation {
         let expectedReference = VivaSaleCallback.expectedReference(of: order)
         guard transaction.merchantTrns == expectedReference else {
             throw CallbackRejection(
-                status: 409, code: VivaSaleCallback.FailureCode.referenceMismatch,
+                status: 409, code: .referenceMismatch,
                 "Viva records this transaction for another clientTransactionId than the order's")
         }
         switch transaction.statusId {
         case "F":
             guard let orderAmount = order.amount, transaction.amount == orderAmount else {
                 return .failed(
-                    code: VivaSaleCallback.FailureCode.amountMismatch,
+                    code: .amountMismatch,
                     message: "confirmed amount \(transaction.amount) != order amount \(order.amount.map { String($0) } ?? "(none)")")
             }
             var result = callback.result
@@ -89,12 +85,12 @@ public enum VivaConfirmation {
             result["confirmed"] = true
             return .succeeded(result)
         case "E", "X":
-            return .failed(code: VivaSaleCallback.FailureCode.saleFailed, message: "Viva records the sale as \(transaction.statusId == "E" ? "failed (E)" : "cancelled (X)")")
+            return .failed(code: .vivaSaleFailed, message: "Viva records the sale as \(transaction.statusId == "E" ? "failed (E)" : "cancelled (X)")")
         case "R":
-            return .failed(code: FailureCode.refunded, message: "Viva records the sale as refunded (R)")
+            return .failed(code: .vivaRefunded, message: "Viva records the sale as refunded (R)")
         default:
             throw CallbackRejection(
-                status: 409, code: "NOT_FINAL",
+                status: 409, code: .notFinal,
                 "Viva has not finished this transaction (statusId \(VivaText.printable(transaction.statusId, limit: 8))); forward the result again later")
         }
     }
@@ -134,7 +130,7 @@ public actor VivaTransactionsClient {
             }
             return transaction
         case 404:
-            throw CallbackRejection(status: 404, code: "TRANSACTION_NOT_FOUND", "Viva does not know this transactionId")
+            throw CallbackRejection(status: 404, code: .transactionNotFound, "Viva does not know this transactionId")
         case 401, 403:
             // A revoked or expired token: the next callback fetches a fresh one.
             tokens[Self.key(api)] = nil
@@ -170,7 +166,7 @@ public actor VivaTransactionsClient {
     static func key(_ api: VivaAPICredentials) -> String { api.accountsURL + "|" + api.clientId }
 
     static func unavailable(_ detail: String) -> CallbackRejection {
-        CallbackRejection(status: 503, code: "VIVA_UNAVAILABLE", "could not confirm with Viva: \(detail); retry later")
+        CallbackRejection(status: 503, code: .vivaUnavailable, "could not confirm with Viva: \(detail); retry later")
     }
 }
 

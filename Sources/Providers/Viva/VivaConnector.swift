@@ -36,7 +36,7 @@ public struct VivaConnector: ProviderConnector {
     }
 
     public func read(_ response: HTTPResponseSpec, to current: HTTPRequestSpec, in exchange: Exchange<NoContext>) -> ProviderReading {
-        .verdict(.failed(code: "INTERNAL", message: "a viva sale needs no HTTP call"))
+        .verdict(.failed(code: .internalError, message: "a viva sale needs no HTTP call"))
     }
 
     /// Viva's transactions API answers by `transactionId`, which only the app's forwarded result
@@ -90,7 +90,7 @@ public struct VivaConnector: ProviderConnector {
         guard let api = viva.api else {
             guard viva.acceptUnconfirmedCallbacks else {
                 throw CallbackRejection(
-                    status: 403, code: "CONFIRMATION_UNAVAILABLE",
+                    status: 403, code: .confirmationUnavailable,
                     "merchant \(forwarded.merchant) has no Viva API credentials to confirm results with, and does not accept unconfirmed ones (viva.acceptUnconfirmedCallbacks)")
             }
             return try await unconfirmed(callback, forwarded: forwarded, config: viva, orders: context)

@@ -11,12 +11,6 @@ public struct VivaCallbackValidation: Sendable, Equatable {
 }
 
 extension VivaSaleCallback {
-    public enum FailureCode {
-        public static let amountMismatch = "AMOUNT_MISMATCH"
-        public static let referenceMismatch = "REFERENCE_MISMATCH"
-        public static let saleFailed = "VIVA_SALE_FAILED"
-    }
-
     /// The callback validator's work for `POST /callbacks/viva` `{"orderId", "uri"}`.
     ///
     /// Throws (answer `error.status`, count by `error.code`, change nothing) when the URI is
@@ -31,12 +25,12 @@ extension VivaSaleCallback {
         let expectedReference = expectedReference(of: order)
         guard callback.clientTransactionId == expectedReference else {
             return VivaCallbackValidation(callback: callback, verdict: .failed(
-                code: FailureCode.referenceMismatch,
+                code: .referenceMismatch,
                 message: "callback clientTransactionId \(VivaText.printable(callback.clientTransactionId, limit: 64)) != order's \(VivaText.printable(expectedReference, limit: 64))"))
         }
         guard let orderAmount = order.amount, callback.amount == orderAmount else {
             return VivaCallbackValidation(callback: callback, verdict: .failed(
-                code: FailureCode.amountMismatch,
+                code: .amountMismatch,
                 message: "callback amount \(callback.amount) != order amount \(order.amount.map { String($0) } ?? "(none)")"))
         }
         switch callback.status {
@@ -44,7 +38,7 @@ extension VivaSaleCallback {
             return VivaCallbackValidation(callback: callback, verdict: .succeeded(callback.result))
         case .fail:
             let reason = callback.message.map { ": " + VivaText.printable($0, limit: 200) } ?? ""
-            return VivaCallbackValidation(callback: callback, verdict: .failed(code: FailureCode.saleFailed, message: "viva sale failed\(reason)"))
+            return VivaCallbackValidation(callback: callback, verdict: .failed(code: .vivaSaleFailed, message: "viva sale failed\(reason)"))
         }
     }
 

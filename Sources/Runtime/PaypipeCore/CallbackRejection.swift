@@ -7,10 +7,10 @@
 /// card data.
 public struct CallbackRejection: Error, Sendable, Equatable, CustomStringConvertible {
     public let status: Int
-    public let code: String
+    public let code: OutcomeErrorCode
     public let message: String
 
-    public init(status: Int, code: String, _ message: String) {
+    public init(status: Int, code: OutcomeErrorCode, _ message: String) {
         self.status = status
         self.code = code
         self.message = message
@@ -24,43 +24,30 @@ public struct CallbackRejection: Error, Sendable, Equatable, CustomStringConvert
 }
 
 extension CallbackRejection {
-    /// Codes shared by several providers; provider-specific ones live with their provider.
-    public enum Code {
-        public static let malformed = "MALFORMED"
-        public static let missingField = "MISSING_FIELD"
-        public static let invalidField = "INVALID_FIELD"
-        /// A field the sender never sends (a notification whose fields could be re-split under its signature).
-        public static let unknownField = "UNKNOWN_FIELD"
-        public static let tooLarge = "TOO_LARGE"
-        public static let badSignature = "BAD_SIGNATURE"
-        public static let missingSignature = "MISSING_SIGNATURE"
-        public static let badChecksum = "BAD_CHECKSUM"
-        public static let missingChecksum = "MISSING_CHECKSUM"
-        public static let badAuthorization = "BAD_AUTHORIZATION"
-        public static let missingAuthorization = "MISSING_AUTHORIZATION"
-        public static let stale = "STALE"
-    }
+    /// A refusal's code is an `OutcomeErrorCode`: the shared ones are declared with the
+    /// catalogue, provider-specific ones in their provider's codes file.
+    public typealias Code = OutcomeErrorCode
 
     /// 401: the signature, checksum or Authorization is missing or does not verify. `code`
     /// says which (e.g. BAD_CHECKSUM, BAD_AUTHORIZATION, BAD_SIGNATURE).
-    public static func forged(_ code: String, _ message: String) -> CallbackRejection {
+    public static func forged(_ code: OutcomeErrorCode, _ message: String) -> CallbackRejection {
         CallbackRejection(status: 401, code: code, message)
     }
 
     /// 400: authentic or not, the callback cannot be read (not JSON, missing or ill-formed
     /// fields). `code` defaults to MALFORMED; providers with finer codes pass their own.
-    public static func malformed(_ message: String, code: String = Code.malformed) -> CallbackRejection {
+    public static func malformed(_ message: String, code: OutcomeErrorCode = .malformed) -> CallbackRejection {
         CallbackRejection(status: 400, code: code, message)
     }
 
     /// 413: the body is larger than the provider's documents ever are.
     public static func tooLarge(_ message: String) -> CallbackRejection {
-        CallbackRejection(status: 413, code: Code.tooLarge, message)
+        CallbackRejection(status: 413, code: .tooLarge, message)
     }
 
     /// 400: authentic but outside its validity window (e.g. a JWT `iat` too old, STALE, or in
     /// the future, IAT_IN_FUTURE).
-    public static func stale(_ message: String, code: String = Code.stale) -> CallbackRejection {
+    public static func stale(_ message: String, code: OutcomeErrorCode = .stale) -> CallbackRejection {
         CallbackRejection(status: 400, code: code, message)
     }
 }

@@ -1,16 +1,16 @@
 extension CallbackRejection {
     public static func orderNotFound(_ provider: Provider, merchant: String) -> CallbackRejection {
-        CallbackRejection(status: 404, code: "ORDER_NOT_FOUND", "no \(provider.rawValue) order of merchant \(merchant) matches this callback")
+        CallbackRejection(status: 404, code: .orderNotFound, "no \(provider.rawValue) order of merchant \(merchant) matches this callback")
     }
 
     /// A forwarded body names a merchant without this provider's settings.
     public static func unknownMerchant(_ merchant: String, _ provider: Provider) -> CallbackRejection {
-        CallbackRejection(status: 404, code: "UNKNOWN_MERCHANT", "merchant \(merchant) has no \(provider.rawValue) configuration")
+        CallbackRejection(status: 404, code: .unknownMerchant, "merchant \(merchant) has no \(provider.rawValue) configuration")
     }
 
     /// 503, so the provider retries.
     public static func ledgerUnavailable(_ detail: String = "the order store did not answer; retry later") -> CallbackRejection {
-        CallbackRejection(status: 503, code: "LEDGER_UNAVAILABLE", detail)
+        CallbackRejection(status: 503, code: .ledgerUnavailable, detail)
     }
 }
 
@@ -173,15 +173,15 @@ public struct ForwardedCallback: Sendable {
             throw .malformed("the body is not a JSON object")
         }
         guard let orderId = object["orderId"]?.stringValue, Order.isValidOrderId(orderId) else {
-            throw .malformed("orderId must be 1-64 characters of [A-Za-z0-9._:-]", code: CallbackRejection.Code.invalidField)
+            throw .malformed("orderId must be 1-64 characters of [A-Za-z0-9._:-]", code: .invalidField)
         }
         switch object["merchant"] {
         case nil, .null?: merchant = "default"
         case .string(let name)? where !name.isEmpty && name.utf8.count <= 64: merchant = name
-        default: throw .malformed("merchant must be a string of 1-64 characters", code: CallbackRejection.Code.invalidField)
+        default: throw .malformed("merchant must be a string of 1-64 characters", code: .invalidField)
         }
         guard let value = object[field]?.stringValue, !value.isEmpty else {
-            throw .malformed("\(field) must be a non-empty string", code: CallbackRejection.Code.missingField)
+            throw .malformed("\(field) must be a non-empty string", code: .missingField)
         }
         self.orderId = orderId
         self.value = value

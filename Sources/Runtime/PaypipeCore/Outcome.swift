@@ -7,8 +7,16 @@ public struct Outcome: Sendable, Equatable {
     }
 
     public struct ErrorInfo: Sendable, Equatable {
+        /// An `OutcomeErrorCode`'s `rawValue` (or a `Rejection.Code`'s), as the JSON carries it.
         public var code: String
         public var message: String
+
+        /// The error of an outcome a stage or a verdict decides.
+        public init(code: OutcomeErrorCode, message: String) {
+            self.init(code: code.rawValue, message: message)
+        }
+
+        /// An error as read back from an outcome's JSON (or a `Rejection.Code`'s text).
         public init(code: String, message: String) {
             self.code = code
             self.message = message
@@ -16,7 +24,7 @@ public struct Outcome: Sendable, Equatable {
 
         /// PROTOCOL.md §6: money may have moved and nothing more can tell; an operator decides.
         /// An `unknown` outcome with this code ends the pipeline's own attempts on the order.
-        public static let needsReviewCode = "NEEDS_REVIEW"
+        public static let needsReviewCode = OutcomeErrorCode.needsReview.rawValue
 
         public var needsReview: Bool { code == Self.needsReviewCode }
     }
@@ -250,6 +258,6 @@ extension Outcome {
 
     /// The last word on a pending order whose provider cannot say what became of it (PROTOCOL.md §6).
     public static func needsReview(_ order: Order, _ message: String, attempts: Int = 0) -> Outcome {
-        Outcome(order: order, status: .unknown, error: .init(code: ErrorInfo.needsReviewCode, message: message), attempts: attempts)
+        Outcome(order: order, status: .unknown, error: .init(code: .needsReview, message: message), attempts: attempts)
     }
 }

@@ -42,12 +42,12 @@ public struct PollingPolicy: Sendable, Equatable {
     public let intervalMs: Int64
     public let deadlineMs: Int64
     /// The `failed` code when the provider never decided.
-    public let giveUpCode: String
+    public let giveUpCode: OutcomeErrorCode
     /// What never happened, for the give-up message ("access not granted").
     public let giveUpReason: String
 
     /// nil unless both durations are positive.
-    public init?(intervalMs: Int64, deadlineMs: Int64, giveUpCode: String, giveUpReason: String) {
+    public init?(intervalMs: Int64, deadlineMs: Int64, giveUpCode: OutcomeErrorCode, giveUpReason: String) {
         guard intervalMs > 0, deadlineMs > 0 else { return nil }
         self.intervalMs = intervalMs
         self.deadlineMs = deadlineMs

@@ -63,8 +63,9 @@ public enum ProviderVerdict: Sendable, Equatable {
     case succeeded([String: JSONValue])
     /// Waiting on the customer or an asynchronous provider step; `result` goes into the outcome.
     case pending([String: JSONValue])
-    /// Terminal failure from the provider (declined, invalid, not found...).
-    case failed(code: String, message: String)
+    /// Terminal failure from the provider (declined, invalid, not found...); `code` becomes the
+    /// outcome's `error.code`.
+    case failed(code: OutcomeErrorCode, message: String)
     /// Transient and known not to have taken effect: the same request may be sent again.
     case retry(reason: String)
     /// The request may have taken effect: resolve with the provider's status/query call,
@@ -74,4 +75,13 @@ public enum ProviderVerdict: Sendable, Equatable {
     /// (`Exchange.resolvingBeforeResubmit`) found no trace of it: the provider never saw it,
     /// so submitting it is safe. Connectors give it only in that phase.
     case neverSeen(reason: String)
+}
+
+extension ProviderVerdict {
+    /// A `failed` verdict from a code read back as text (`Outcome.ErrorInfo.code`, as the JSON
+    /// carries it), e.g. to compare an outcome with a verdict. Producers name a catalogue member.
+    @_disfavoredOverload
+    public static func failed(code: String, message: String) -> ProviderVerdict {
+        .failed(code: OutcomeErrorCode(rawValue: code), message: message)
+    }
 }

@@ -205,7 +205,7 @@ extension StageResult {
         } else {
             outcome = Outcome(
                 orderId: orderId, merchant: merchant, provider: identity.provider, operation: identity.operation, status: .unknown,
-                error: .init(code: Outcome.ErrorInfo.needsReviewCode, message: message), attempts: 0)
+                error: .init(code: .needsReview, message: message), attempts: 0)
         }
         return StageResult(
             answering: purpose.map(StageResult.Answering.init) ?? .submit,

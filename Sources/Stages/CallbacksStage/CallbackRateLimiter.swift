@@ -58,12 +58,12 @@ package final class CallbackRateLimiter: Sendable {
         guard let limit = route.rateLimit else { return nil }
         let sender = route.label + "|" + (address ?? "unknown")
         guard buckets.withLock({ $0.take(sender, limit: limit, nowMilliseconds: nowMilliseconds) }) else {
-            return CallbackRejection(status: 429, code: "RATE_LIMITED", "too many callbacks from this address; retry later")
+            return CallbackRejection(status: 429, code: .rateLimited, "too many callbacks from this address; retry later")
         }
         guard let perOrder = limit.perOrder, let key = ForwardedCallback.orderKey(in: body) else { return nil }
         let order = route.label + "|order|" + key.merchant + "\u{0}" + key.orderId
         guard buckets.withLock({ $0.take(order, limit: perOrder, nowMilliseconds: nowMilliseconds) }) else {
-            return CallbackRejection(status: 429, code: "RATE_LIMITED", "too many callbacks for this order; retry later")
+            return CallbackRejection(status: 429, code: .rateLimited, "too many callbacks for this order; retry later")
         }
         return nil
     }

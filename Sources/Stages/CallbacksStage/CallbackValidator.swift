@@ -19,7 +19,7 @@ package struct CallbackAnswer: Sendable, Equatable {
     }
 
     static func rejected(_ rejection: CallbackRejection) -> CallbackAnswer {
-        CallbackAnswer(status: rejection.status, result: rejection.code, message: rejection.message)
+        CallbackAnswer(status: rejection.status, result: rejection.code.rawValue, message: rejection.message)
     }
 
     package var isRejection: Bool { status >= 400 }

@@ -410,7 +410,7 @@ package struct LedgerCore {
             for order in stalled.exhausted {
                 let outcome = Outcome(
                     orderId: order.key.orderId, merchant: order.key.merchant, provider: order.provider, operation: order.operation,
-                    status: .unknown, error: .init(code: Outcome.ErrorInfo.needsReviewCode, message: order.reason),
+                    status: .unknown, error: .init(code: .needsReview, message: order.reason),
                     attempts: 0, at: Timestamp.iso8601(milliseconds: now))
                 let recorded = try store.record(outcome, serialized: outcome.serialized, references: [], polled: false, now: now, from: .ledger)
                 if let text = recorded.emit {

@@ -69,13 +69,13 @@ package struct PollerCore: Sendable {
         guard rowOfOrder[order.key] == nil else { return [] }
         let polledOrder = PolledOrder(order, ticket: ticket)
         guard let provider = polled[order.provider] else {
-            return [.emit(outcome(polledOrder, .failed(code: "NOT_POLLED", message: "\(order.provider.rawValue) orders are not polled")))]
+            return [.emit(outcome(polledOrder, .failed(code: .notPolled, message: "\(order.provider.rawValue) orders are not polled")))]
         }
         let target: PollTarget
         do {
             target = try provider.polling.pollTarget(for: order)
         } catch {
-            return [.emit(outcome(polledOrder, .failed(code: error.code.rawValue, message: error.message)))]
+            return [.emit(outcome(polledOrder, .failed(code: OutcomeErrorCode(error.code), message: error.message)))]
         }
         let lastCheck = now > provider.policy.deadline(startedAt: pendingSince)
         let entry = Entry(
@@ -198,7 +198,7 @@ package struct PollerCore: Sendable {
         case .failed(let code, let message): make(.failed, error: .init(code: code, message: message))
         case .pending(let result): make(.pending, result: result)
         case .retry(let reason), .unknown(let reason), .neverSeen(let reason):
-            make(.failed, error: .init(code: polled[order.provider]?.policy.giveUpCode ?? "NOT_DECIDED", message: reason))
+            make(.failed, error: .init(code: polled[order.provider]?.policy.giveUpCode ?? .notDecided, message: reason))
         }
     }
 }

@@ -105,7 +105,7 @@ package struct Submission: Sendable {
             // it had, until its last check, which ends it (PROTOCOL.md §6 "Every order ends").
             guard work.purpose == .expiryCheck else { return finish(.pending, result: work.pending ?? result) }
             return finish(.failed, error: .init(
-                code: Self.expiredCode, message: "still pending at the provider when the order expired; the provider confirms nothing was taken"))
+                code: .expired, message: "still pending at the provider when the order expired; the provider confirms nothing was taken"))
         }
         switch verdict {
         case .succeeded(let result): return finish(.succeeded, result: result)
@@ -126,7 +126,7 @@ package struct Submission: Sendable {
             let budget = phase == .submitting ? policy.maxAttempts : policy.maxResolveAttempts
             guard retriesInPhase < budget else {
                 if phase == .resolving { return unresolved(reason) }
-                return finish(.failed, error: .init(code: "PROVIDER_UNAVAILABLE", message: "gave up after \(retriesInPhase) attempts: \(reason)"))
+                return finish(.failed, error: .init(code: .providerUnavailable, message: "gave up after \(retriesInPhase) attempts: \(reason)"))
             }
             countSend()
             return .send(current, afterMilliseconds: policy.backoff(attempt: retriesInPhase, jitter: jitter))
@@ -160,7 +160,7 @@ package struct Submission: Sendable {
     private func unresolved(_ reason: String) -> Action {
         if work.purpose == .expiryCheck { return needsReview("the provider cannot tell what became of the expired order: \(reason)") }
         if work.purpose == .submit, work.generation > 1 { return needsReview("still unresolved after dispatch \(work.generation): \(reason)") }
-        return finish(.unknown, error: .init(code: "OUTCOME_UNKNOWN", message: "provider result not yet known: \(reason)"))
+        return finish(.unknown, error: .init(code: .outcomeUnknown, message: "provider result not yet known: \(reason)"))
     }
 
     private func needsReview(_ reason: String) -> Action {
@@ -174,9 +174,6 @@ package struct Submission: Sendable {
         guard work.purpose == .submit, work.generation == 1 else { return .needsReview(work.order, "\(code.rawValue): \(message)") }
         return Outcome(order: work.order, status: .rejected, error: .init(code: code.rawValue, message: message), attempts: 0)
     }
-
-    /// `error.code` of a pending order the provider confirms took nothing before it expired.
-    package static let expiredCode = "EXPIRED"
 }
 
 extension ProviderConnector {

@@ -6,7 +6,7 @@ import PaypipeCore
 extension ExampleConnector: PendingPolling {
     public static let pollIntervalMs: Int64 = 300
     public static let giveUpMs: Int64 = 15_000
-    public static let notDecidedCode = "EXAMPLE_NOT_DECIDED"
+    public static let notDecidedCode = OutcomeErrorCode(rawValue: "EXAMPLE_NOT_DECIDED")
 
     public var pendingPolling: (any PendingPolling)? { self }
 
