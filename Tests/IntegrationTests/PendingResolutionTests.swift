@@ -255,7 +255,7 @@ struct PendingReadingTests {
         switch submission.receive(answer, jitter: 0) {
         case .finish(let outcome) where outcome.status == .pending: return .pending(outcome.result ?? [:])
         case .finish(let outcome) where outcome.status == .succeeded: return .succeeded(outcome.result ?? [:])
-        case .finish(let outcome): return .failed(code: outcome.error?.code ?? "", message: outcome.error?.message ?? "")
+        case .finish(let outcome): return .failed(code: OutcomeErrorCode(rawValue: outcome.error?.code ?? ""), message: outcome.error?.message ?? "")
         case .send: return .unknown(reason: "asked again")
         }
     }

@@ -73,7 +73,7 @@ import Testing
     @Test func refusalsFailWithTheirCode() {
         for code in ["SUBSCRIPTION_NOT_FOUND", "SUBSCRIPTION_EXPIRED", "INVALID_SUBSCRIPTION_STATE", "BAD_REQUEST", "INVALID_TRANSACTION_ID", "SOMETHING_NEW"] {
             let verdict = PhonePeAuthInit.classify(Fixtures.response(400, Fixtures.envelope(code: code)), authRequestId: id)
-            #expect(verdict == .failed(code: code, message: "m"))
+            #expect(verdict == .failed(code: OutcomeErrorCode(rawValue: code), message: "m"))
         }
     }
 

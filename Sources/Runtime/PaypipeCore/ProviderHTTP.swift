@@ -77,11 +77,3 @@ public enum ProviderVerdict: Sendable, Equatable {
     case neverSeen(reason: String)
 }
 
-extension ProviderVerdict {
-    /// A `failed` verdict from a code read back as text (`Outcome.ErrorInfo.code`, as the JSON
-    /// carries it), e.g. to compare an outcome with a verdict. Producers name a catalogue member.
-    @_disfavoredOverload
-    public static func failed(code: String, message: String) -> ProviderVerdict {
-        .failed(code: OutcomeErrorCode(rawValue: code), message: message)
-    }
-}

@@ -6,7 +6,6 @@ import PaypipeCore
 extension ExampleConnector: PendingPolling {
     public static let pollIntervalMs: Int64 = 300
     public static let giveUpMs: Int64 = 15_000
-    public static let notDecidedCode = OutcomeErrorCode(rawValue: "EXAMPLE_NOT_DECIDED")
 
     public var pendingPolling: (any PendingPolling)? { self }
 
@@ -15,7 +14,7 @@ extension ExampleConnector: PendingPolling {
     }
 
     public func pollingPolicy(timers: PaypipeConfig.Timers) -> PollingPolicy {
-        PollingPolicy(intervalMs: Self.pollIntervalMs, deadlineMs: Self.giveUpMs, giveUpCode: Self.notDecidedCode, giveUpReason: "the charge was not decided")!
+        PollingPolicy(intervalMs: Self.pollIntervalMs, deadlineMs: Self.giveUpMs, giveUpCode: .exampleNotDecided, giveUpReason: "the charge was not decided")!
     }
 
     public func pollTarget(for order: Order) throws(Rejection) -> PollTarget {

@@ -53,7 +53,7 @@ public struct ExampleConnector: ProviderConnector {
     public func read(_ response: HTTPResponseSpec, to current: HTTPRequestSpec, in exchange: Exchange<NoContext>) -> ProviderReading {
         if response.status >= 500 { return .verdict(.retry(reason: "HTTP \(response.status)")) }
         guard response.status == 200 || response.status == 201, let reading = read(charge: response.body) else {
-            return .verdict(.failed(code: "EXAMPLE_BAD_RESPONSE", message: "HTTP \(response.status)"))
+            return .verdict(.failed(code: .exampleBadResponse, message: "HTTP \(response.status)"))
         }
         return reading
     }
@@ -66,7 +66,7 @@ public struct ExampleConnector: ProviderConnector {
         switch status {
         case "succeeded": return .verdict(.succeeded(["chargeId": .string(id)]))
         case "pending": return .verdict(.pending(["chargeId": .string(id)]))
-        default: return .verdict(.failed(code: "EXAMPLE_DECLINED", message: "the charge was \(status)"))
+        default: return .verdict(.failed(code: .exampleDeclined, message: "the charge was \(status)"))
         }
     }
 
@@ -83,13 +83,13 @@ public struct ExampleConnector: ProviderConnector {
             let expected = HMAC<SHA256>.authenticationCode(for: request.body, using: SymmetricKey(data: Array(secret.reveal().utf8)))
             return ConstantTime.equals(Array(signature.utf8), Array(Digest.hex(Array(expected)).utf8))
         }?.key
-        guard let merchant else { throw CallbackRejection(status: 401, code: "BAD_SIGNATURE", "X-Example-Signature does not verify") }
+        guard let merchant else { throw CallbackRejection(status: 401, code: .badSignature, "X-Example-Signature does not verify") }
         guard case .object(let body)? = try? JSONValue.parse(request.body), let chargeId = body["chargeId"]?.stringValue,
             let status = body["status"]?.stringValue
-        else { throw CallbackRejection(status: 400, code: "MALFORMED", "the body needs chargeId and status") }
+        else { throw CallbackRejection(status: 400, code: .malformed, "the body needs chargeId and status") }
         let order = try await orders.order(reference: chargeId, provider: .example, merchant: merchant)
         let verdict: ProviderVerdict =
-            status == "succeeded" ? .succeeded(["chargeId": .string(chargeId)]) : .failed(code: "EXAMPLE_DECLINED", message: "the charge was \(status)")
+            status == "succeeded" ? .succeeded(["chargeId": .string(chargeId)]) : .failed(code: .exampleDeclined, message: "the charge was \(status)")
         return CallbackDecision(order: order, event: "\(chargeId)|\(status)", verdict: verdict)
     }
 
