@@ -39,7 +39,14 @@ package struct LedgerCore {
         package init() {}
     }
 
-    package let store: LedgerStore
+    /// The concrete store rather than a generic parameter or `any LedgerStorage`: every store
+    /// call on the per-order path stays statically dispatched and open to inlining, also from the
+    /// modules that drive the core directly (tests, benchmarks), and `LedgerCore` stays a type
+    /// its users can name. The core asks only what `LedgerStorage` declares, so another store is
+    /// a change of this alias.
+    package typealias Store = LedgerStore
+
+    package let store: Store
     let registry: ConnectorRegistry
     package private(set) var counters = Counters()
     /// An order dispatched this long ago that nobody claimed is dispatched again.
@@ -58,7 +65,7 @@ package struct LedgerCore {
     package let revealer: OutcomeRevealer?
 
     package init(
-        store: LedgerStore, registry: ConnectorRegistry, timers: PaypipeConfig.Timers = PaypipeConfig.Timers(),
+        store: Store, registry: ConnectorRegistry, timers: PaypipeConfig.Timers = PaypipeConfig.Timers(),
         redeliverAfterMilliseconds: Int64 = 60_000
     ) {
         self.store = store
@@ -222,7 +229,7 @@ package struct LedgerCore {
         var effects: [Effect] = []
         var counters = self.counters
         /// A first sighting gets `firstTime`; a repeat gets its latest outcome again, if any.
-        func admitted(_ admission: LedgerStore.Admission, firstTime: Effect) {
+        func admitted(_ admission: Store.Admission, firstTime: Effect) {
             switch admission {
             case .new: effects.append(firstTime)
             case .duplicate(let stored):

@@ -30,17 +30,6 @@ extension LedgerStore {
         return db.changes == 1
     }
 
-    /// A pending order sent out again: to the signers for a status check, or to the pollers.
-    package struct PendingDispatch: Sendable, Equatable {
-        package var json: String
-        package var pendingAt: Int64
-        /// The `result` of its stored pending outcome.
-        package var result: [String: JSONValue]
-        package var key: OrderKey
-        /// The new generation this dispatch is.
-        package var generation: Int64
-    }
-
     /// Takes back an event recorded in this transaction whose callback changed nothing.
     package func forgetCallbackEvent(_ event: String) throws {
         try db.query("DELETE FROM callback_events WHERE event=?", [.text(event)])

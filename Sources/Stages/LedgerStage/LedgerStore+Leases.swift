@@ -1,0 +1,106 @@
+import PaypipeCore
+import StageWire
+
+extension LedgerStore {
+    /// Orders without a terminal or pending outcome that nobody holds: their lease lapsed (the
+    /// holder died), or nobody claimed their last dispatch before `cutoff`. Each is marked
+    /// dispatched once more and returned with its new generation, unless submitters already
+    /// claimed `maxDispatches` of its dispatches: then it is returned as exhausted, unchanged.
+    /// A dispatch nobody claimed never reached a provider, so it does not count toward the cap;
+    /// it waits twice as long each time it is sent again unclaimed (at most 32 × the delay), so a
+    /// backlog in the queues is not flooded with copies. Call inside `transaction`.
+    package func stalled(
+        dispatchedBefore cutoff: Int64, now: Int64, limit: Int, maxDispatches: Int64, maxLeaseLife: Int64 = .max
+    ) throws -> (redispatch: [Redispatch], exhausted: [Exhausted]) {
+        let delay = now - cutoff
+        // Two ranges, one per partial index (SQLite does not combine partial indexes for an OR):
+        // unclaimed dispatches older than the cutoff, and lapsed leases. Without statistics the
+        // planner prefers `orders_in_flight`'s equality on the state to `orders_held`'s range,
+        // which would read every order in flight, so the second range names its index.
+        let rows = try db.query(
+            Self.stalledQuery,
+            [.integer(cutoff), .integer(cutoff), .integer(delay), .integer(now), .integer(Int64(limit))])
+        var redispatch: [Redispatch] = [], exhausted: [Exhausted] = []
+        for row in rows {
+            guard let merchant = row[0].text, let orderId = row[1].text, let json = row[2].text, let acceptedAt = row[3].integer,
+                let dispatches = row[4].integer, let attempts = row[7].integer
+            else { continue }
+            let key = OrderKey(merchant: merchant, orderId: orderId)
+            var reason: String?
+            if let claimedAt = row[8].integer, now - claimedAt >= maxLeaseLife {
+                reason = "held by a submitter for \(now - claimedAt) ms, past timers.leaseMaxMs, without an outcome"
+            } else if attempts >= maxDispatches {
+                reason = "taken up by a submitter \(attempts) times without an outcome (timers.maxDispatches)"
+            }
+            if let reason {
+                exhausted.append(Exhausted(key: key, provider: row[5].text ?? "", operation: row[6].text ?? "", attempts: attempts, reason: reason))
+                continue
+            }
+            try markDispatched(merchant: merchant, orderId: orderId, now: now)
+            redispatch.append(Redispatch(json: json, acceptedAt: acceptedAt, key: key, generation: dispatches + 1))
+        }
+        return (redispatch, exhausted)
+    }
+
+    /// A new dispatch is a new generation: the previous holder's lease ends with it.
+    func markDispatched(merchant: String, orderId: String, now: Int64) throws {
+        try db.query(
+            "UPDATE orders SET dispatched_at=?, dispatches=dispatches+1, lease_until=NULL, claimed_generation=NULL, claimed_at=NULL WHERE merchant=? AND order_id=?",
+            [.integer(now), .text(merchant), .text(orderId)])
+    }
+
+    /// Grants (or renews) each claim while the order is open or unknown, holding it until
+    /// `until`. A claim must name a ticket the ledger issued for the order. The holder of a
+    /// generation renews it, until it has held it `maxLife`: then the renewal is refused, its
+    /// holder stops, and once the lease lapses the order goes to review. When nobody holds the
+    /// order, its current generation is granted, and so is an older copy that is safe to send: a
+    /// redelivery (generation 2 or more, which is resolved before anything is sent again), or the
+    /// first copy while no copy was ever claimed. Otherwise, when copies wait in a backlog longer
+    /// than the redelivery delay, every copy would arrive superseded and the order would never be
+    /// taken up. Call inside `transaction`.
+    package func claim(_ claims: [LeaseClaim], until: Int64, now: Int64, maxLife: Int64) throws -> [Bool] {
+        try claims.map { claim in
+            guard tickets.isValid(claim.ticket, for: claim.key) else { return false }
+            let g = SQLiteValue.integer(claim.generation)
+            try db.query(
+                """
+                UPDATE orders SET lease_until=?, attempts=attempts + (claimed_generation IS NOT ?),
+                  claimed_at=CASE WHEN claimed_generation IS ? THEN COALESCE(claimed_at, ?) ELSE ? END, claimed_generation=?
+                WHERE merchant=? AND order_id=? AND state IN ('open','unknown')
+                  AND ((claimed_generation = ? AND COALESCE(claimed_at, ?) > ?)
+                       OR (claimed_generation IS NULL AND ? <= dispatches AND (? = dispatches OR attempts = 0 OR ? >= 2)))
+                """,
+                [.integer(until), g, g, .integer(now), .integer(now), g, .text(claim.key.merchant), .text(claim.key.orderId),
+                 g, .integer(now), .integer(now - maxLife), g, g, g])
+            return db.changes == 1
+        }
+    }
+
+    /// Every held lease runs until `until`: after a ledger restart its holders get a whole lease
+    /// to renew, so an outage of the ledger alone is not taken for their death. Leases are timed
+    /// on the ledger's monotonic clock, which starts anew with each process, so a lease stored by
+    /// the previous one is measured again from now, whichever way the wall clock moved between.
+    package func extendHeldLeases(until: Int64) throws {
+        try db.query(Self.extendHeldLeasesStatement, [.integer(until), .integer(until)])
+    }
+
+    static let extendHeldLeasesStatement: StaticString =
+        "UPDATE orders INDEXED BY orders_held SET lease_until=? WHERE state IN ('open','unknown') AND lease_until IS NOT NULL AND lease_until <> ?"
+
+    /// Unclaimed dispatches older than a cutoff (with the backoff of `stalled`), then lapsed leases.
+    static let stalledQuery: StaticString = """
+        SELECT merchant, order_id, order_json, accepted_at, dispatches, provider, operation, attempts, claimed_at FROM orders
+        WHERE state IN ('open','unknown') AND order_json IS NOT NULL AND lease_until IS NULL AND dispatched_at < ?
+          AND dispatched_at < ? - ? * ((1 << MIN(MAX(dispatches - attempts, 1) - 1, 5)) - 1)
+        UNION ALL
+        SELECT merchant, order_id, order_json, accepted_at, dispatches, provider, operation, attempts, claimed_at FROM orders INDEXED BY orders_held
+        WHERE state IN ('open','unknown') AND order_json IS NOT NULL AND lease_until < ?
+        LIMIT ?
+        """
+
+    /// How SQLite runs the statements that look for work by time, by name: each must search
+    /// its partial index, never read every order in flight.
+    package func queryPlans() throws -> [String: [String]] {
+        ["stalled": try db.queryPlan(Self.stalledQuery), "extendHeldLeases": try db.queryPlan(Self.extendHeldLeasesStatement)]
+    }
+}
