@@ -37,22 +37,25 @@ func stage(_ name: String, _ extra: [Target.Dependency] = []) -> Target {
     )
 }
 
+/// What the stage tests and their support use: every stage, every provider, the sandbox.
+let stageTestDependencies: [Target.Dependency] =
+    [
+        "PaypipeCore", "ZeroMQ", "Sandbox", "Connectors", "StageWire", "StageRuntime", "HTTPTransport", "CSQLite",
+        .product(name: "Logging", package: "swift-log"),
+        .product(name: "NIOCore", package: "swift-nio"),
+        .product(name: "NIOPosix", package: "swift-nio"),
+        .product(name: "NIOHTTP1", package: "swift-nio"),
+        .product(name: "NIOSSL", package: "swift-nio-ssl"),
+        .product(name: "Hummingbird", package: "hummingbird"),
+        .product(name: "HTTPTypes", package: "swift-http-types"),
+    ] + stageModules.map { .target(name: $0) } + providerModules
+
 /// The unit tests of one module (Tests/<module>Tests), or the integration tests.
 func stageTests(_ name: String, _ extra: [Target.Dependency] = []) -> Target {
     .testTarget(
         name: name,
-        dependencies: [
-            "TestSupport", "PaypipeCore", "ZeroMQ", "Sandbox", "Connectors", "StageWire", "StageRuntime", "HTTPTransport", "CSQLite",
-            .product(name: "Logging", package: "swift-log"),
-            .product(name: "NIOCore", package: "swift-nio"),
-            .product(name: "NIOPosix", package: "swift-nio"),
-            .product(name: "NIOHTTP1", package: "swift-nio"),
-            .product(name: "NIOSSL", package: "swift-nio-ssl"),
-            .product(name: "Hummingbird", package: "hummingbird"),
-            .product(name: "HTTPTypes", package: "swift-http-types"),
-            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            .product(name: "Crypto", package: "swift-crypto"),
-        ] + stageModules.map { .target(name: $0) } + providerModules + extra,
+        dependencies: ["TestSupport", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"), crypto]
+            + stageTestDependencies + extra,
         swiftSettings: strict
     )
 }
@@ -87,7 +90,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
         // Without the default traits: "FullFoundation" would link Foundation and ICU into every
-        // stage (about 8 MiB of memory per process), and nothing here reads configuration through it.
+        // stage, and nothing here reads configuration through it.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -137,126 +140,130 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
-    ] + providers.map { provider in
-        .target(name: provider.name, dependencies: ["PaypipeCore"] + provider.dependencies, path: "Sources/Providers/\(provider.name)", swiftSettings: strict)
-    } + [
-        // The registry: one line per provider.
-        .target(name: "Connectors", dependencies: ["PaypipeCore"] + providerModules, path: "Sources/Providers/Connectors", swiftSettings: strict),
-        stage("LedgerStage", [
-            "CSQLite", "SQLiteWALBuffer", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "NIOCore", package: "swift-nio"),
-        ]),
-        stage("SignerStage"),
-        stage("SubmitterStage", ["HTTPTransport", .product(name: "NIOCore", package: "swift-nio")]),
-        stage("CallbacksStage", [
-            "HTTPTransport", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HTTPTypes", package: "swift-http-types"),
-            .product(name: "NIOCore", package: "swift-nio"),
-        ]),
-        stage("PollerStage", ["HTTPTransport", .product(name: "NIOCore", package: "swift-nio")]),
-        .target(
-            name: "Sandbox",
-            dependencies: ["PaypipeCore", crypto] + providerModules + [
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-            ],
-            swiftSettings: strict
-        ),
-        .executableTarget(
-            name: "paypipe-sandbox",
-            dependencies: ["Sandbox", "Connectors", "PaypipeCore", .product(name: "ArgumentParser", package: "swift-argument-parser")],
-            path: "Sources/Executables/paypipe-sandbox",
-            swiftSettings: strict
-        ),
-        .testTarget(
-            name: "SandboxTests",
-            dependencies: [
-                "Sandbox", "PaypipeCore",
-            ] + providerModules + [
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: strict
-        ),
-        stageExecutable("paypipe-ledger", "LedgerStage"),
-        stageExecutable("paypipe-signer", "SignerStage", ["OneMallocArena"]),
-        stageExecutable("paypipe-submitter", "SubmitterStage"),
-        stageExecutable("paypipe-callbacks", "CallbacksStage"),
-        stageExecutable("paypipe-cleeng-poller", "PollerStage"),
-        .executableTarget(
-            name: "paypipe",
-            dependencies: [
-                "StageRuntime", "PaypipeCore", "ZeroMQ", "Connectors", "StageWire", "HTTPTransport",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-            ],
-            path: "Sources/Executables/paypipe",
-            swiftSettings: strict
-        ),
-        // A made-up sixth provider that exists only for the tests, in one folder: its connector
-        // (config section, polling) and its sandbox emulator. It proves the seams a provider
-        // plugs into, through the real stage processes.
-        .target(
-            name: "ExampleConnector", dependencies: ["PaypipeCore", .product(name: "Crypto", package: "swift-crypto")],
-            path: "Tests/ExampleProvider/Connector", swiftSettings: strict),
-        .target(name: "ExampleSandbox", dependencies: ["ExampleConnector", "Sandbox", "PaypipeCore"], path: "Tests/ExampleProvider/Sandbox", swiftSettings: strict),
-        .executableTarget(
-            name: "paypipe-example-stages",
-            dependencies: ["ExampleConnector", "Connectors", "StageRuntime"] + stageModules.map { .target(name: $0) }
-                + [.product(name: "ArgumentParser", package: "swift-argument-parser")],
-            path: "Tests/ExampleStages",
-            swiftSettings: strict
-        ),
-        // Every input a process reads from outside, as functions of bytes: for libFuzzer
-        // (Tests/Fuzz/run) and for the corpus the tests replay.
-        .target(
-            name: "FuzzTargets",
-            dependencies: [
-                "CallbacksStage", "Cleeng", "PollerStage", "Connectors", "HTTPTransport", "LedgerStage", "PaypipeCore",
-                "PhonePe", "SignerStage", "StageRuntime", "StageWire", "SubmitterStage", "TrustPayments",
-                .product(name: "NIOCore", package: "swift-nio"),
-            ],
-            path: "Tests/FuzzTargets",
-            swiftSettings: strict
-        ),
-        .executableTarget(name: "paypipe-fuzz", dependencies: ["FuzzTargets", "PaypipeCore"], path: "Tests/Fuzz", exclude: ["run", "corpus"], swiftSettings: strict),
-        // What the stage tests share: the pipeline harness (real processes), fixtures, loopback
-        // servers, temporary stores.
-        .target(
-            name: "TestSupport",
-            dependencies: [
-                "PaypipeCore", "ZeroMQ", "Sandbox", "Connectors", "StageWire", "StageRuntime", "HTTPTransport", "CSQLite",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-            ] + stageModules.map { .target(name: $0) } + providerModules,
-            path: "Tests/TestSupport",
-            swiftSettings: strict
-        ),
-        // Everything through real processes, and the stages' cores working together.
-        stageTests("IntegrationTests", ["ExampleConnector", "ExampleSandbox", "FuzzTargets", "SQLiteWALBuffer"]),
-    ] + ["StageWire", "StageRuntime", "HTTPTransport"].map { stageTests("\($0)Tests") }
+    ]
+        + providers.map { provider in
+            .target(
+                name: provider.name, dependencies: ["PaypipeCore"] + provider.dependencies, path: "Sources/Providers/\(provider.name)",
+                swiftSettings: strict)
+        } + [
+            // The registry: one line per provider.
+            .target(name: "Connectors", dependencies: ["PaypipeCore"] + providerModules, path: "Sources/Providers/Connectors", swiftSettings: strict),
+            stage(
+                "LedgerStage",
+                [
+                    "CSQLite", "SQLiteWALBuffer", .product(name: "Hummingbird", package: "hummingbird"),
+                    .product(name: "NIOCore", package: "swift-nio"),
+                ]),
+            stage("SignerStage"),
+            stage("SubmitterStage", ["HTTPTransport", .product(name: "NIOCore", package: "swift-nio")]),
+            stage(
+                "CallbacksStage",
+                [
+                    "HTTPTransport", .product(name: "Hummingbird", package: "hummingbird"), .product(name: "HTTPTypes", package: "swift-http-types"),
+                    .product(name: "NIOCore", package: "swift-nio"),
+                ]),
+            stage("PollerStage", ["HTTPTransport", .product(name: "NIOCore", package: "swift-nio")]),
+            .target(
+                name: "Sandbox",
+                dependencies: ["PaypipeCore", crypto] + providerModules + [
+                    .product(name: "Hummingbird", package: "hummingbird"),
+                    .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                    .product(name: "Logging", package: "swift-log"),
+                    .product(name: "NIOCore", package: "swift-nio"),
+                    .product(name: "NIOPosix", package: "swift-nio"),
+                    .product(name: "HTTPTypes", package: "swift-http-types"),
+                    .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                    .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                ],
+                swiftSettings: strict
+            ),
+            .executableTarget(
+                name: "paypipe-sandbox",
+                dependencies: ["Sandbox", "Connectors", "PaypipeCore", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+                path: "Sources/Executables/paypipe-sandbox",
+                swiftSettings: strict
+            ),
+            .testTarget(
+                name: "SandboxTests",
+                dependencies: [
+                    "Sandbox", "PaypipeCore",
+                ] + providerModules + [
+                    .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                    .product(name: "Hummingbird", package: "hummingbird"),
+                    .product(name: "HTTPTypes", package: "swift-http-types"),
+                    .product(name: "NIOCore", package: "swift-nio"),
+                    .product(name: "Logging", package: "swift-log"),
+                ],
+                swiftSettings: strict
+            ),
+            stageExecutable("paypipe-ledger", "LedgerStage"),
+            stageExecutable("paypipe-signer", "SignerStage", ["OneMallocArena"]),
+            stageExecutable("paypipe-submitter", "SubmitterStage"),
+            stageExecutable("paypipe-callbacks", "CallbacksStage"),
+            stageExecutable("paypipe-cleeng-poller", "PollerStage"),
+            .executableTarget(
+                name: "paypipe",
+                dependencies: [
+                    "StageRuntime", "PaypipeCore", "ZeroMQ", "Connectors", "StageWire", "HTTPTransport",
+                    .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                    .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                ],
+                path: "Sources/Executables/paypipe",
+                swiftSettings: strict
+            ),
+            // A made-up sixth provider that exists only for the tests, in one folder: its connector
+            // (config section, polling) and its sandbox emulator. It proves the seams a provider
+            // plugs into, through the real stage processes.
+            .target(
+                name: "ExampleConnector", dependencies: ["PaypipeCore", .product(name: "Crypto", package: "swift-crypto")],
+                path: "Tests/ExampleProvider/Connector", swiftSettings: strict),
+            .target(
+                name: "ExampleSandbox", dependencies: ["ExampleConnector", "Sandbox", "PaypipeCore"], path: "Tests/ExampleProvider/Sandbox",
+                swiftSettings: strict),
+            .executableTarget(
+                name: "paypipe-example-stages",
+                dependencies: ["ExampleConnector", "Connectors", "StageRuntime"] + stageModules.map { .target(name: $0) }
+                    + [.product(name: "ArgumentParser", package: "swift-argument-parser")],
+                path: "Tests/ExampleStages",
+                swiftSettings: strict
+            ),
+            // Every input a process reads from outside, as functions of bytes: for libFuzzer
+            // (Tests/Fuzz/run) and for the corpus the tests replay.
+            .target(
+                name: "FuzzTargets",
+                dependencies: [
+                    "CallbacksStage", "Cleeng", "PollerStage", "Connectors", "HTTPTransport", "LedgerStage", "PaypipeCore",
+                    "PhonePe", "SignerStage", "StageRuntime", "StageWire", "SubmitterStage", "TrustPayments",
+                    .product(name: "NIOCore", package: "swift-nio"),
+                ],
+                path: "Tests/FuzzTargets",
+                swiftSettings: strict
+            ),
+            .executableTarget(
+                name: "paypipe-fuzz", dependencies: ["FuzzTargets", "PaypipeCore"], path: "Tests/Fuzz", exclude: ["run", "corpus"],
+                swiftSettings: strict),
+            // What the stage tests share: the pipeline harness (real processes), fixtures, loopback
+            // servers, temporary stores.
+            .target(
+                name: "TestSupport",
+                dependencies: stageTestDependencies,
+                path: "Tests/TestSupport",
+                swiftSettings: strict
+            ),
+            // Everything through real processes, and the stages' cores working together.
+            stageTests("IntegrationTests", ["ExampleConnector", "ExampleSandbox", "FuzzTargets", "SQLiteWALBuffer"]),
+        ] + ["StageWire", "StageRuntime", "HTTPTransport"].map { stageTests("\($0)Tests") }
         + stageModules.map { stageTests("\($0)Tests", $0 == "LedgerStage" ? ["SQLiteWALBuffer"] : []) } + [
-        .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"], swiftSettings: strict),
-        .testTarget(name: "PaypipeCoreTests", dependencies: ["PaypipeCore", "Connectors"], swiftSettings: strict),
-    ] + providers.map { provider in
-        .testTarget(
-            name: "\(provider.name)Tests",
-            dependencies: [.target(name: provider.name), "PaypipeCore", "Connectors"],
-            swiftSettings: strict
-        )
-    } + (benchmarks ? benchmarkTargets : [])
+            .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"], swiftSettings: strict),
+            .testTarget(name: "PaypipeCoreTests", dependencies: ["PaypipeCore", "Connectors"], swiftSettings: strict),
+        ]
+        + providers.map { provider in
+            .testTarget(
+                name: "\(provider.name)Tests",
+                dependencies: [.target(name: provider.name), "PaypipeCore", "Connectors"],
+                swiftSettings: strict
+            )
+        } + (benchmarks ? benchmarkTargets : [])
 )
 
 var benchmarkTargets: [Target] {

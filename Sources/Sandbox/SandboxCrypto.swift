@@ -43,13 +43,16 @@ enum SandboxCrypto {
     /// Strict base64url: unpadded and canonical (re-encoding gives the same text), so two
     /// spellings of one signature are not both accepted.
     static func base64URLDecode(_ text: some StringProtocol) -> [UInt8]? {
-        guard text.utf8.allSatisfy({ byte in
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                UInt8(ascii: "-"), UInt8(ascii: "_"): true
-            default: false
-            }
-        }) else { return nil }
+        guard
+            text.utf8.allSatisfy({ byte in
+                switch byte {
+                case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                    UInt8(ascii: "-"), UInt8(ascii: "_"):
+                    true
+                default: false
+                }
+            })
+        else { return nil }
         let standard: [Character] = text.map { $0 == "-" ? "+" : $0 == "_" ? "/" : $0 }
         var base64 = String(standard)
         while base64.utf8.count % 4 != 0 { base64 += "=" }

@@ -27,7 +27,9 @@ import Viva
     /// one order hammered does not (Viva's route).
     @Test func anAppBackendForwardingManyOrdersIsNotLimitedButOneOrderIs() {
         let limiter = CallbackRateLimiter()
-        let route = CallbackRoute(path: "/v", label: "v", rateLimit: CallbackRateLimit(burst: 400, perSecond: 100, perOrder: .init(burst: 2, perSecond: 1))) {
+        let route = CallbackRoute(
+            path: "/v", label: "v", rateLimit: CallbackRateLimit(burst: 400, perSecond: 100, perOrder: .init(burst: 2, perSecond: 1))
+        ) {
             _, _ throws(CallbackRejection) in throw .ledgerUnavailable()
         }
         func body(_ orderId: String) -> [UInt8] { Array(#"{"orderId":"\#(orderId)","uri":"x"}"#.utf8) }
@@ -36,7 +38,9 @@ import Viva
         let one = (0..<3).map { _ in limiter.refusal(route, from: "10.0.0.1", body: body("order-0"), nowMilliseconds: 0) }
         #expect(one.prefix(1).allSatisfy { $0 == nil } && one[2]?.code == "RATE_LIMITED")
         // Another merchant's order of the same id has its own bucket.
-        #expect(limiter.refusal(route, from: "10.0.0.1", body: Array(#"{"orderId":"order-0","merchant":"m2","uri":"x"}"#.utf8), nowMilliseconds: 0) == nil)
+        #expect(
+            limiter.refusal(route, from: "10.0.0.1", body: Array(#"{"orderId":"order-0","merchant":"m2","uri":"x"}"#.utf8), nowMilliseconds: 0) == nil
+        )
         #expect(VivaConnector.callbackRateLimit.perOrder != nil && VivaConnector.callbackRateLimit.burst >= 100)
     }
 

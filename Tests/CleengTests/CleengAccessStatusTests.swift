@@ -12,41 +12,52 @@ func rpc(_ text: String, status: Int = 200) -> HTTPResponseSpec { HTTPResponseSp
         #expect(request.method == .POST)
         #expect(request.url == "http://127.0.0.1:9104/3.0/json-rpc")
         #expect(request.header("Authorization") == nil)
-        #expect(try JSONValue.parse(request.body) == [
-            "method": "getAccessStatus", "jsonrpc": "2.0", "id": 3,
-            "params": ["customerToken": .string(seedToken), "offerId": "E123123123_US", "ipAddress": "203.0.113.7"],
-        ])
+        #expect(
+            try JSONValue.parse(request.body) == [
+                "method": "getAccessStatus", "jsonrpc": "2.0", "id": 3,
+                "params": ["customerToken": .string(seedToken), "offerId": "E123123123_US", "ipAddress": "203.0.113.7"],
+            ])
         let withoutIP = try CleengAccessStatusCall.request(order: receiptOrder(), config: config, requestId: 1)
         #expect(try JSONValue.parse(withoutIP.body)["params"]?["ipAddress"] == nil)
     }
 
     @Test func grantedIsSucceededWithTheGrant() {
-        let status = CleengAccessStatusCall.classify(rpc(
-            #"{"result":{"accessGranted":true,"grantType":"purchase","expiresAt":1767225600,"purchasedDirectly":true},"error":null,"id":1,"jsonrpc":"2.0"}"#),
+        let status = CleengAccessStatusCall.classify(
+            rpc(
+                #"{"result":{"accessGranted":true,"grantType":"purchase","expiresAt":1767225600,"purchasedDirectly":true},"error":null,"id":1,"jsonrpc":"2.0"}"#
+            ),
             expectedId: 1)
         #expect(status == .granted(CleengAccessGrant(grantType: "purchase", expiresAt: 1_767_225_600, purchasedDirectly: true)))
         #expect(status.verdict == .succeeded(["accessGranted": true, "grantType": "purchase", "expiresAt": 1_767_225_600]))
     }
 
     @Test func grantedWithoutExpiryHasNullExpiresAt() {
-        let status = CleengAccessStatusCall.classify(rpc(
-            #"{"result":{"accessGranted":true,"grantType":"purchase","expiresAt":null,"purchasedDirectly":true},"error":null,"id":1,"jsonrpc":"2.0"}"#))
+        let status = CleengAccessStatusCall.classify(
+            rpc(
+                #"{"result":{"accessGranted":true,"grantType":"purchase","expiresAt":null,"purchasedDirectly":true},"error":null,"id":1,"jsonrpc":"2.0"}"#
+            ))
         #expect(status.verdict == .succeeded(["accessGranted": true, "grantType": "purchase", "expiresAt": .null]))
     }
 
     @Test func notGrantedKeepsPolling() {
-        let status = CleengAccessStatusCall.classify(rpc(
-            #"{"result":{"accessGranted":false,"grantType":null,"expiresAt":null,"purchasedDirectly":false},"error":null,"id":1,"jsonrpc":"2.0"}"#))
+        let status = CleengAccessStatusCall.classify(
+            rpc(
+                #"{"result":{"accessGranted":false,"grantType":null,"expiresAt":null,"purchasedDirectly":false},"error":null,"id":1,"jsonrpc":"2.0"}"#
+            ))
         #expect(status == .notGranted)
         #expect(status.verdict == nil)
     }
 
     @Test(arguments: [(Int64(1), "CLEENG_INVALID_CUSTOMER_TOKEN"), (4, "CLEENG_OFFER_NOT_FOUND"), (16, "CLEENG_INVALID_ARGUMENTS")])
     func fatalErrorsStopPolling(_ code: Int64, _ failure: String) {
-        let status = CleengAccessStatusCall.classify(rpc(
-            #"{"result":null,"error":{"code":\#(code),"message":"Nope"},"id":1,"jsonrpc":"2.0"}"#))
+        let status = CleengAccessStatusCall.classify(
+            rpc(
+                #"{"result":null,"error":{"code":\#(code),"message":"Nope"},"id":1,"jsonrpc":"2.0"}"#))
         #expect(status == .fatalError(code: code, message: "Nope"))
-        guard case .failed(let got, let message)? = status.verdict else { Issue.record("expected failed"); return }
+        guard case .failed(let got, let message)? = status.verdict else {
+            Issue.record("expected failed")
+            return
+        }
         #expect(got.rawValue == failure)
         #expect(message.contains("\(code)") && message.contains("Nope"))
     }
@@ -65,7 +76,10 @@ func rpc(_ text: String, status: Int = 200) -> HTTPResponseSpec { HTTPResponseSp
     ])
     func everythingElseKeepsPolling(_ response: HTTPResponseSpec) {
         let status = CleengAccessStatusCall.classify(response, expectedId: 1)
-        guard case .transient = status else { Issue.record("expected transient, got \(status)"); return }
+        guard case .transient = status else {
+            Issue.record("expected transient, got \(status)")
+            return
+        }
         #expect(status.verdict == nil)
     }
 }

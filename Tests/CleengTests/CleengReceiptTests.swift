@@ -35,10 +35,11 @@ func rejection(_ body: () throws -> Void) -> Rejection? {
         let expectedAuth = "Basic " + Data("publisher:s3cr3t-pa55".utf8).base64EncodedString()
         #expect(request.header("Authorization") == expectedAuth)
         let body = try JSONValue.parse(request.body)
-        #expect(body == [
-            "customerToken": .string(seedToken), "offerId": "E123123123_US",
-            "receiptData": .string(receiptBase64), "transactionId": "1000000123456789",
-        ])
+        #expect(
+            body == [
+                "customerToken": .string(seedToken), "offerId": "E123123123_US",
+                "receiptData": .string(receiptBase64), "transactionId": "1000000123456789",
+            ])
         #expect(!request.description.contains("s3cr3t"))
     }
 
@@ -82,7 +83,7 @@ func rejection(_ body: () throws -> Void) -> Rejection? {
         ("receiptData", .string("QU=D")), ("receiptData", .integer(1)),
         ("ipAddress", .string("256.1.1.1")), ("ipAddress", .string("01.2.3.4")), ("ipAddress", .string("fe80::1%eth0")),
         ("ipAddress", .string("example.com")), ("ipAddress", .integer(3)),
-        // null is a wrong type: it was "missing" for the required ones and "absent" for ipAddress.
+        // null is a wrong type: neither "missing" for the required ones nor "absent" for ipAddress.
         ("customerToken", .null), ("receiptData", .null), ("ipAddress", .null),
         // Strict base64: non-canonical trailing bits ("QR==" spells the same byte as "QQ==").
         ("receiptData", .string("QR==")),
@@ -110,10 +111,15 @@ func rejection(_ body: () throws -> Void) -> Rejection? {
         func message(_ overrides: [String: JSONValue?]) -> String? {
             rejection { _ = try CleengReceipt(order: receiptOrder(overrides)) }?.message
         }
-        #expect(message(["offerId": .string(String(repeating: "E", count: 65))]) == "params.offerId must be 1-64 characters of letters, digits and . _ : -")
+        #expect(
+            message(["offerId": .string(String(repeating: "E", count: 65))])
+                == "params.offerId must be 1-64 characters of letters, digits and . _ : -")
         #expect(message(["customerToken": ""]) == "params.customerToken must be 1-4096 characters of letters, digits and . _ - ~ + / =")
         #expect(message(["transactionId": .null]) == "params.transactionId must be a string, got null")
-        #expect(message(["offerID": "E1"]) == "params.offerID is not a parameter of cleeng appleReceipt (allowed: customerToken, ipAddress, offerId, receiptData, transactionId)")
+        #expect(
+            message(["offerID": "E1"])
+                == "params.offerID is not a parameter of cleeng appleReceipt (allowed: customerToken, ipAddress, offerId, receiptData, transactionId)"
+        )
     }
 
     @Test func unknownParamIsRejected() {
@@ -144,34 +150,50 @@ func rejection(_ body: () throws -> Void) -> Rejection? {
 
 @Suite struct CleengReceiptResponseTests {
     @Test func acceptedReceiptIsPending() {
-        let verdict = CleengReceiptResponse.classify(HTTPResponseSpec(status: 200, body: Array("{\"success\":true}".utf8)),
-                                                     offerId: "E1", transactionId: "T1")
+        let verdict = CleengReceiptResponse.classify(
+            HTTPResponseSpec(status: 200, body: Array("{\"success\":true}".utf8)),
+            offerId: "E1", transactionId: "T1")
         #expect(verdict == .pending(["receiptAccepted": true, "offerId": "E1", "transactionId": "T1"]))
         #expect(CleengReceiptResponse.classify(HTTPResponseSpec(status: 200), offerId: "E1", transactionId: "T1") != .retry(reason: ""))
-        if case .pending = CleengReceiptResponse.classify(HTTPResponseSpec(status: 200), offerId: "E1", transactionId: "T1") {} else {
+        if case .pending = CleengReceiptResponse.classify(HTTPResponseSpec(status: 200), offerId: "E1", transactionId: "T1") {
+        } else {
             Issue.record("an empty 200 is an acceptance")
         }
     }
 
-    @Test(arguments: [(401, "CLEENG_UNAUTHORIZED"), (403, "CLEENG_UNAUTHORIZED"), (400, "CLEENG_BAD_REQUEST"), (404, "CLEENG_NOT_FOUND"), (302, "CLEENG_UNEXPECTED_STATUS")])
+    @Test(arguments: [
+        (401, "CLEENG_UNAUTHORIZED"), (403, "CLEENG_UNAUTHORIZED"), (400, "CLEENG_BAD_REQUEST"), (404, "CLEENG_NOT_FOUND"),
+        (302, "CLEENG_UNEXPECTED_STATUS"),
+    ])
     func clientErrorsFail(_ status: Int, _ code: String) {
         let verdict = CleengReceiptResponse.classify(HTTPResponseSpec(status: status), offerId: "E1", transactionId: "T1")
-        guard case .failed(let got, _) = verdict else { Issue.record("expected failed, got \(verdict)"); return }
+        guard case .failed(let got, _) = verdict else {
+            Issue.record("expected failed, got \(verdict)")
+            return
+        }
         #expect(got.rawValue == code)
     }
 
     @Test(arguments: [500, 502, 503, 504, 408, 429])
     func transientStatusesRetry(_ status: Int) {
         let verdict = CleengReceiptResponse.classify(HTTPResponseSpec(status: status), offerId: "E1", transactionId: "T1")
-        guard case .retry = verdict else { Issue.record("expected retry, got \(verdict)"); return }
+        guard case .retry = verdict else {
+            Issue.record("expected retry, got \(verdict)")
+            return
+        }
     }
 
     @Test func nonJSONSuccessBodyRetries() {
-        let verdict = CleengReceiptResponse.classify(HTTPResponseSpec(status: 200, body: Array("<html>proxy</html>".utf8)),
-                                                     offerId: "E1", transactionId: "T1")
-        guard case .retry = verdict else { Issue.record("expected retry, got \(verdict)"); return }
+        let verdict = CleengReceiptResponse.classify(
+            HTTPResponseSpec(status: 200, body: Array("<html>proxy</html>".utf8)),
+            offerId: "E1", transactionId: "T1")
+        guard case .retry = verdict else {
+            Issue.record("expected retry, got \(verdict)")
+            return
+        }
         guard case .retry = CleengReceiptResponse.classifyTransportFailure(reason: "connection refused") else {
-            Issue.record("transport failure should retry"); return
+            Issue.record("transport failure should retry")
+            return
         }
     }
 }

@@ -3,8 +3,8 @@ import CallbacksStage
 import Connectors
 import ExampleConnector
 import LedgerStage
-import PollerStage
 import PaypipeCore
+import PollerStage
 import SignerStage
 import StageRuntime
 import SubmitterStage
@@ -36,7 +36,8 @@ struct ExampleStagesCommand: AsyncParsableCommand {
             }
             await StageProcess.run(stage: ledger, metricsAddress: metrics, role: role, logger: logger)
         case "signer":
-            await StageProcess.run(stage: SignerService(config: config, registry: registry, logger: logger), metricsAddress: metrics, role: role, logger: logger)
+            await StageProcess.run(
+                stage: SignerService(config: config, registry: registry, logger: logger), metricsAddress: metrics, role: role, logger: logger)
         case "submitter":
             await StageProcess.run(
                 stage: SubmitterService(config: config, registry: registry, logger: logger), metricsAddress: metrics, role: role, logger: logger)
@@ -47,7 +48,8 @@ struct ExampleStagesCommand: AsyncParsableCommand {
             }
             await StageProcess.run([callbacks], logger: logger)
         case "poller":
-            await StageProcess.run(stage: PollerService(config: config, registry: registry, logger: logger), metricsAddress: metrics, role: role, logger: logger)
+            await StageProcess.run(
+                stage: PollerService(config: config, registry: registry, logger: logger), metricsAddress: metrics, role: role, logger: logger)
         default:
             StageProcess.fail("unknown role \(role)")
         }

@@ -4,7 +4,7 @@ import PaypipeCore
 
 // paypipe-fuzz list
 // paypipe-fuzz seeds TARGET DIR          writes the target's seed inputs into DIR
-// paypipe-fuzz replay TARGET [PATH...]   runs the seeds, then every file (or every file in a directory), once each
+// paypipe-fuzz replay TARGET [PATH...]   runs its seed inputs, then every file (or every file in a directory), once each
 // paypipe-fuzz answers TARGET            what each seed came to (authentic-callbacks: the validator's answer; poll-answers: the outcome)
 // paypipe-fuzz fuzz TARGET [libFuzzer flags] [CORPUS_DIR...]   only in the build Tests/Fuzz/run makes
 
@@ -22,7 +22,9 @@ func say(_ line: String) {
 }
 
 func target(_ name: String) -> FuzzTarget {
-    guard let target = FuzzTarget(rawValue: name) else { fail("no fuzz target \(name): \(FuzzTarget.allCases.map(\.rawValue).joined(separator: ", "))") }
+    guard let target = FuzzTarget(rawValue: name) else {
+        fail("no fuzz target \(name): \(FuzzTarget.allCases.map(\.rawValue).joined(separator: ", "))")
+    }
     return target
 }
 
@@ -35,7 +37,9 @@ func files(at path: String) -> [String] {
 var arguments = CommandLine.arguments
 // libFuzzer starts copies of this program for -merge, -fork and -jobs with its own arguments
 // only: the target comes to them in the environment.
-if let inherited = getenv("PAYPIPE_FUZZ_TARGET").map({ String(cString: $0) }), arguments.count < 2 || !["list", "seeds", "replay", "answers", "fuzz"].contains(arguments[1]) {
+if let inherited = getenv("PAYPIPE_FUZZ_TARGET").map({ String(cString: $0) }),
+    arguments.count < 2 || !["list", "seeds", "replay", "answers", "fuzz"].contains(arguments[1])
+{
     arguments.insert(contentsOf: ["fuzz", inherited], at: 1)
 }
 guard arguments.count >= 2 else { fail(usage) }

@@ -81,21 +81,45 @@ extension FuzzWorld {
         func seed(_ path: String, _ content: String) -> [UInt8]? {
             routes.firstIndex { $0.path == path }.map { [UInt8($0)] + Array(content.utf8) }
         }
-        let tpEntry = #""errorcode":"0","errormessage":"Ok","sitereference":"test_site12345","orderreference":"\#(Self.tpJWTOrderId)","baseamount":"1050","currencyiso3a":"GBP","settlestatus":"0""#
-        let phonepe = #"{"success":true,"code":"SUCCESS","message":"Your request has been successfully completed.","data":{"callbackType":"AUTH","merchantId":"MERCHANTUAT","authRequestId":"AR-demo-1","#
-        let uri = "interapp-callback://result?status=success&message=Transaction%20successful&action=sale&clientTransactionId=demo-viva-1"
+        let tpEntry =
+            #""errorcode":"0","errormessage":"Ok","sitereference":"test_site12345","orderreference":"\#(Self.tpJWTOrderId)","baseamount":"1050","currencyiso3a":"GBP","settlestatus":"0""#
+        let phonepe =
+            #"{"success":true,"code":"SUCCESS","message":"Your request has been successfully completed.","data":{"callbackType":"AUTH","merchantId":"MERCHANTUAT","authRequestId":"AR-demo-1","#
+        let uri =
+            "interapp-callback://result?status=success&message=Transaction%20successful&action=sale&clientTransactionId=demo-viva-1"
             + "&amount=1050&tipAmount=100&verificationMethod=CONTACTLESS&rrn=123456789012&cardType=Debit%20Mastercard&accountNumber=537489******1831"
             + "&referenceNumber=123456&authorisationCode=654321&tid=16016684&orderCode=1234567890123456&shortOrderCode=1234567890"
             + "&installments=0&transactionDate=2019-09-13T12:14:19.8703452%2B03:00&transactionId=6f0a1c3e-2b4d-4e5f-8a9b-0c1d2e3f4a5b"
         let forwarded = JSONValue.object(["orderId": "demo-viva-1", "uri": .string(uri)]).serialized
         return [
-            seed("/callbacks/phonepe", phonepe + #""transactionDetails":{"providerReferenceId":"T2006110139","amount":39900,"state":"COMPLETED","payResponseCode":"SUCCESS","paymentModes":[{"mode":"UPI_COLLECT","amount":39900,"utr":"206850679072"}]},"subscriptionDetails":{"subscriptionId":"OMS2006110139450123456789","state":"ACTIVE"}}}"#),
-            seed("/callbacks/phonepe", phonepe + #""transactionDetails":{"providerReferenceId":"T2006110139","amount":39900,"state":"FAILED","payResponseCode":"ZM"},"subscriptionDetails":{"subscriptionId":"OMS2006110139450123456789","state":"FAILED"}}}"#),
-            seed("/callbacks/nets", #"{"id":"evt-demo-1","event":"payment.checkout.completed","timestamp":"2026-11-25T10:00:00.0000+00:00","merchantId":100017120,"data":{"paymentId":"0123456789abcdef0123456789abcdef","order":{"amount":{"amount":9900,"currency":"SEK"},"reference":"demo-sub-1"}}}"#
-                + "\0" + #"{"payment":{"paymentId":"0123456789abcdef0123456789abcdef","summary":{"reservedAmount":9900},"subscription":{"id":"d079718b-ff63-45dd-947b-4950c023750f"}}}"#),
-            seed("/callbacks/nets", #"{"id":"evt-demo-2","event":"payment.reservation.failed","merchantId":100017120,"data":{"paymentId":"0123456789abcdef0123456789abcdef","amount":{"amount":9900,"currency":"SEK"},"error":{"message":"declined"}}}"#),
-            seed("/callbacks/trustpayments/notification", "errorcode=0&orderreference=\(Self.tpJWTOrderId)&requesttypedescription=AUTH&sitereference=test_site12345&transactionreference=57-9-1&baseamount=1050&currencyiso3a=GBP&settlestatus=0&notificationreference=N-demo-1"),
-            seed("/callbacks/trustpayments/jwt", #"{"iat":1,"iss":"jwt.user","payload":{"requestreference":"W23-demo","version":"1.00","response":[{"requesttypedescription":"THREEDQUERY","transactionreference":"57-9-0",\#(tpEntry)},{"requesttypedescription":"AUTH","transactionreference":"57-9-1",\#(tpEntry)},{"requesttypedescription":"SUBSCRIPTION","transactionreference":"57-9-2","transactionactive":"2",\#(tpEntry)}]}}"#),
+            seed(
+                "/callbacks/phonepe",
+                phonepe
+                    + #""transactionDetails":{"providerReferenceId":"T2006110139","amount":39900,"state":"COMPLETED","payResponseCode":"SUCCESS","paymentModes":[{"mode":"UPI_COLLECT","amount":39900,"utr":"206850679072"}]},"subscriptionDetails":{"subscriptionId":"OMS2006110139450123456789","state":"ACTIVE"}}}"#
+            ),
+            seed(
+                "/callbacks/phonepe",
+                phonepe
+                    + #""transactionDetails":{"providerReferenceId":"T2006110139","amount":39900,"state":"FAILED","payResponseCode":"ZM"},"subscriptionDetails":{"subscriptionId":"OMS2006110139450123456789","state":"FAILED"}}}"#
+            ),
+            seed(
+                "/callbacks/nets",
+                #"{"id":"evt-demo-1","event":"payment.checkout.completed","timestamp":"2026-11-25T10:00:00.0000+00:00","merchantId":100017120,"data":{"paymentId":"0123456789abcdef0123456789abcdef","order":{"amount":{"amount":9900,"currency":"SEK"},"reference":"demo-sub-1"}}}"#
+                    + "\0"
+                    + #"{"payment":{"paymentId":"0123456789abcdef0123456789abcdef","summary":{"reservedAmount":9900},"subscription":{"id":"d079718b-ff63-45dd-947b-4950c023750f"}}}"#
+            ),
+            seed(
+                "/callbacks/nets",
+                #"{"id":"evt-demo-2","event":"payment.reservation.failed","merchantId":100017120,"data":{"paymentId":"0123456789abcdef0123456789abcdef","amount":{"amount":9900,"currency":"SEK"},"error":{"message":"declined"}}}"#
+            ),
+            seed(
+                "/callbacks/trustpayments/notification",
+                "errorcode=0&orderreference=\(Self.tpJWTOrderId)&requesttypedescription=AUTH&sitereference=test_site12345&transactionreference=57-9-1&baseamount=1050&currencyiso3a=GBP&settlestatus=0&notificationreference=N-demo-1"
+            ),
+            seed(
+                "/callbacks/trustpayments/jwt",
+                #"{"iat":1,"iss":"jwt.user","payload":{"requestreference":"W23-demo","version":"1.00","response":[{"requesttypedescription":"THREEDQUERY","transactionreference":"57-9-0",\#(tpEntry)},{"requesttypedescription":"AUTH","transactionreference":"57-9-1",\#(tpEntry)},{"requesttypedescription":"SUBSCRIPTION","transactionreference":"57-9-2","transactionactive":"2",\#(tpEntry)}]}}"#
+            ),
             seed("/callbacks/viva", forwarded + "\0" + #"{"statusId":"F","amount":10.50,"merchantTrns":"demo-viva-1"}"#),
             seed("/callbacks/viva", forwarded + "\0" + #"{"statusId":"E","amount":10.50,"merchantTrns":"demo-viva-1"}"#),
         ].compactMap { $0 }

@@ -77,7 +77,8 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
             ]
         case .providerResponse:
             return (0..<FuzzWorld.shared.works.count).map { index in
-                [UInt8(index), 0] + Array(#"{"success":true,"code":"SUCCESS","data":{"redirectType":"INTENT","redirectURL":"ppe://mandate?x=1"}}"#.utf8)
+                [UInt8(index), 0]
+                    + Array(#"{"success":true,"code":"SUCCESS","data":{"redirectType":"INTENT","redirectURL":"ppe://mandate?x=1"}}"#.utf8)
             }
         case .authenticCallbacks: return FuzzWorld.shared.authenticCallbackSeeds()
         case .pollAnswers: return FuzzWorld.pollAnswerSeeds
@@ -86,7 +87,9 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
                 DemoConfig.text(sandboxURL: "http://127.0.0.1:9"),
                 DemoConfig.text(
                     sandboxURL: "http://127.0.0.1:9", endpoints: ["intake": "tcp://127.0.0.1:5550"], timers: ["cleengPollIntervalMs": 1000],
-                    extraMerchants: ["viva-unconfirmed": ["viva": ["merchantKey": "K", "appId": "a", "callback": "c", "acceptUnconfirmedCallbacks": true]]],
+                    extraMerchants: [
+                        "viva-unconfirmed": ["viva": ["merchantKey": "K", "appId": "a", "callback": "c", "acceptUnconfirmedCallbacks": true]]
+                    ],
                     leavingOut: ["nets.webhookURL"]),
                 #"{"merchants":{"m":{"nets":{"baseURL":"https://test.api.dibspayment.eu","secretKey":"env:NETS_KEY","webhookAuthorization":"file:/run/secrets/nets"}}}}"#,
             ].map { Array($0.utf8) }

@@ -1,10 +1,10 @@
 import CallbacksStage
 import Cleeng
-import PollerStage
 import Connectors
 import Glibc
 import LedgerStage
 import PaypipeCore
+import PollerStage
 import SignerStage
 import StageRuntime
 import StageWire
@@ -77,9 +77,13 @@ final class FuzzWorld: @unchecked Sendable {
         guard let merchant = config.merchants["default"] else { fatalError("the demo config has no default merchant") }
         self.merchant = merchant
         poller = PollerCore(registry: registry, timers: config.timers)
-        guard let policy = registry.connector(for: .cleeng)?.pendingPolling?.pollingPolicy(timers: config.timers) else { fatalError("cleeng is not polled") }
+        guard let policy = registry.connector(for: .cleeng)?.pendingPolling?.pollingPolicy(timers: config.timers) else {
+            fatalError("cleeng is not polled")
+        }
         pollPolicy = policy
-        guard let receiptOrder = orders.first(where: { $0.0.operation == .appleReceipt })?.0 else { fatalError("examples/orders.jsonl has no appleReceipt order") }
+        guard let receiptOrder = orders.first(where: { $0.0.operation == .appleReceipt })?.0 else {
+            fatalError("examples/orders.jsonl has no appleReceipt order")
+        }
         self.receiptOrder = receiptOrder
     }
 
@@ -100,7 +104,9 @@ final class FuzzWorld: @unchecked Sendable {
         case .refuse(let reason): Invariant.fail("the ledger refused an outcome the pipeline's own stages wrote (\(reason))", input)
         case .emit(let bytes): readOutcome(bytes)
         case .poll(let bytes):
-            guard (try? DispatchFrame.decode(bytes, catalog: catalog)) != nil else { Invariant.fail("a poll frame the ledger wrote does not decode", bytes) }
+            guard (try? DispatchFrame.decode(bytes, catalog: catalog)) != nil else {
+                Invariant.fail("a poll frame the ledger wrote does not decode", bytes)
+            }
         case .dispatch(let bytes):
             guard let dispatch = try? DispatchFrame.decode(bytes, catalog: catalog) else {
                 Invariant.fail("a dispatch frame the ledger wrote does not decode", bytes)
@@ -108,7 +114,9 @@ final class FuzzWorld: @unchecked Sendable {
             switch signer.sign(dispatch, nowSeconds: now / 1000) {
             case .submit(let work):
                 let frame = work.frame(orderJSON: DispatchFrame.orderJSON(in: bytes))
-                guard let read = try? SubmitWork.decode(frame, catalog: catalog) else { Invariant.fail("a work frame the signer wrote does not decode", frame) }
+                guard let read = try? SubmitWork.decode(frame, catalog: catalog) else {
+                    Invariant.fail("a work frame the signer wrote does not decode", frame)
+                }
                 submit(read, fromPipeline: true)
             case .outcome(let outcome):
                 let ticket = DispatchTicket(generation: dispatch.generation, token: dispatch.token)
@@ -123,7 +131,9 @@ final class FuzzWorld: @unchecked Sendable {
     /// outcome taken; work made of the fuzzer's bytes may name any order, or none.
     private func submit(_ work: SubmitWork, fromPipeline: Bool = false) {
         if let lease = work.lease { _ = commit([.request(.claim([lease]))], work.frame) }
-        guard let connector = registry.connector(for: work.order.provider) else { Invariant.fail("signed work for a provider with no connector", work.frame) }
+        guard let connector = registry.connector(for: work.order.provider) else {
+            Invariant.fail("signed work for a provider with no connector", work.frame)
+        }
         var submission = Submission(work: work, connector: connector)
         var action = submission.start()
         for _ in 0..<8 {
@@ -189,8 +199,11 @@ final class FuzzWorld: @unchecked Sendable {
         case 3:
             if let request = try? LedgerRequest.parse(frame) { _ = commit([.request(request)], frame) }
         case 4:
-            for request in [LedgerRequest.lookup(OrderKey(merchant: "demo", orderId: "x")), .settle(OrderKey(merchant: "demo", orderId: "x"), event: nil, outcome: nil),
-                .resumePolls, .claim([])] {
+            for request in [
+                LedgerRequest.lookup(OrderKey(merchant: "demo", orderId: "x")),
+                .settle(OrderKey(merchant: "demo", orderId: "x"), event: nil, outcome: nil),
+                .resumePolls, .claim([]),
+            ] {
                 _ = try? LedgerReply.parse(frame, for: request)
             }
         case 5:
@@ -200,7 +213,7 @@ final class FuzzWorld: @unchecked Sendable {
         }
     }
 
-    /// Frames of each kind the stages really send, for the seeds.
+    /// Frames of each kind the stages really send, as seed inputs.
     func internalFrames() -> [[UInt8]] {
         var seeds: [[UInt8]] = []
         for frame in Self.exampleOrders {
@@ -305,7 +318,8 @@ final class FuzzProvider: ProviderHTTPTransport, @unchecked Sendable {
     func execute(_ request: HTTPRequestSpec) async -> Result<HTTPResponseSpec, TransportFailure> {
         guard let answer else { return .failure(.notSent("fuzz: no provider")) }
         if request.url.hasSuffix("/connect/token") {
-            return .success(HTTPResponseSpec(status: 200, body: Array(#"{"access_token":"fuzz-token","token_type":"Bearer","expires_in":3600}"#.utf8)))
+            return .success(
+                HTTPResponseSpec(status: 200, body: Array(#"{"access_token":"fuzz-token","token_type":"Bearer","expires_in":3600}"#.utf8)))
         }
         return .success(HTTPResponseSpec(status: 200, headers: [HTTPHeader("Content-Type", "application/json")], body: answer))
     }
@@ -318,4 +332,3 @@ let exampleOrderLines: String = {
     guard let bytes = readWholeFile(path) else { fatalError("cannot read \(path)") }
     return String(decoding: bytes, as: UTF8.self)
 }()
-

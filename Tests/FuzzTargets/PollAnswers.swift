@@ -1,6 +1,6 @@
 import Cleeng
-import PollerStage
 import PaypipeCore
+import PollerStage
 import StageWire
 
 /// The Cleeng poller's answers: the example receipt order polled from acceptance to its end,

@@ -12,17 +12,26 @@ struct HTTP1WireTests {
     @Test func aRequestIsWrittenWithHostAndLengthAdded() throws {
         let post = try HTTP1Request(
             HTTPRequestSpec(method: .POST, url: "", headers: [HTTPHeader("X-VERIFY", "abc###1")], body: Array(#"{"n":1}"#.utf8)), target: Self.target)
-        #expect(String(buffer: post.bytes) == "POST /v3/recurring/auth/init?x=1 HTTP/1.1\r\nX-VERIFY: abc###1\r\nHost: 127.0.0.1:8080\r\nContent-Length: 7\r\n\r\n{\"n\":1}")
+        #expect(
+            String(buffer: post.bytes)
+                == "POST /v3/recurring/auth/init?x=1 HTTP/1.1\r\nX-VERIFY: abc###1\r\nHost: 127.0.0.1:8080\r\nContent-Length: 7\r\n\r\n{\"n\":1}")
         #expect(post.keepAlive)
-        let get = try HTTP1Request(HTTPRequestSpec(method: .GET, url: "", headers: [HTTPHeader("host", "api.example"), HTTPHeader("Connection", "Close")]), target: Self.target)
+        let get = try HTTP1Request(
+            HTTPRequestSpec(method: .GET, url: "", headers: [HTTPHeader("host", "api.example"), HTTPHeader("Connection", "Close")]),
+            target: Self.target)
         #expect(String(buffer: get.bytes) == "GET /v3/recurring/auth/init?x=1 HTTP/1.1\r\nhost: api.example\r\nConnection: Close\r\n\r\n")
         #expect(!get.keepAlive)
         for (connection, keepsAlive) in [("keep-alive", true), ("Upgrade , CLOSE", false), ("closed", true)] {
-            #expect(try HTTP1Request(HTTPRequestSpec(method: .GET, url: "", headers: [HTTPHeader("Connection", connection)]), target: Self.target).keepAlive == keepsAlive)
+            #expect(
+                try HTTP1Request(HTTPRequestSpec(method: .GET, url: "", headers: [HTTPHeader("Connection", connection)]), target: Self.target)
+                    .keepAlive == keepsAlive)
         }
         let ownLength = try HTTP1Request(
-            HTTPRequestSpec(method: .PUT, url: "", headers: [HTTPHeader("CONTENT-length", "2"), HTTPHeader("Hosts", "x")], body: [1, 2]), target: Self.target)
-        #expect(String(buffer: ownLength.bytes) == "PUT /v3/recurring/auth/init?x=1 HTTP/1.1\r\nCONTENT-length: 2\r\nHosts: x\r\nHost: 127.0.0.1:8080\r\n\r\n\u{1}\u{2}")
+            HTTPRequestSpec(method: .PUT, url: "", headers: [HTTPHeader("CONTENT-length", "2"), HTTPHeader("Hosts", "x")], body: [1, 2]),
+            target: Self.target)
+        #expect(
+            String(buffer: ownLength.bytes)
+                == "PUT /v3/recurring/auth/init?x=1 HTTP/1.1\r\nCONTENT-length: 2\r\nHosts: x\r\nHost: 127.0.0.1:8080\r\n\r\n\u{1}\u{2}")
         let emptyPost = try HTTP1Request(HTTPRequestSpec(method: .POST, url: ""), target: Self.target)
         #expect(String(buffer: emptyPost.bytes).hasSuffix("Content-Length: 0\r\n\r\n"))
     }
@@ -39,7 +48,9 @@ struct HTTP1WireTests {
             (HTTPHeader("", "v"), #"header name "" is not an HTTP token"#),
         ]
         for (header, message) in cases {
-            #expect(throws: HTTP1Request.Invalid.self) { try HTTP1Request(HTTPRequestSpec(method: .POST, url: "", headers: [header]), target: Self.target) }
+            #expect(throws: HTTP1Request.Invalid.self) {
+                try HTTP1Request(HTTPRequestSpec(method: .POST, url: "", headers: [header]), target: Self.target)
+            }
             do {
                 _ = try HTTP1Request(HTTPRequestSpec(method: .POST, url: "", headers: [header]), target: Self.target)
             } catch {
@@ -47,7 +58,9 @@ struct HTTP1WireTests {
                 #expect(!error.description.contains("secret"))
             }
         }
-        #expect(throws: Never.self) { try HTTP1Request(HTTPRequestSpec(method: .GET, url: "", headers: [HTTPHeader("X-Name", "Zoë\tand ünïcode")]), target: Self.target) }
+        #expect(throws: Never.self) {
+            try HTTP1Request(HTTPRequestSpec(method: .GET, url: "", headers: [HTTPHeader("X-Name", "Zoë\tand ünïcode")]), target: Self.target)
+        }
     }
 
     /// Every byte is judged as RFC 9110 judges it: a header name takes exactly the token
@@ -63,7 +76,9 @@ struct HTTP1WireTests {
             let written = Result { try HTTP1Request(HTTPRequestSpec(method: .GET, url: "", headers: [HTTPHeader(name, "v")]), target: Self.target) }
             #expect(((try? written.get()) != nil) == tchar.contains(byte), "name byte \(byte)")
             let value = String(decoding: [UInt8(ascii: "v"), byte, UInt8(ascii: "v")], as: UTF8.self)
-            let withValue = Result { try HTTP1Request(HTTPRequestSpec(method: .GET, url: "", headers: [HTTPHeader("X", value)]), target: Self.target) }
+            let withValue = Result {
+                try HTTP1Request(HTTPRequestSpec(method: .GET, url: "", headers: [HTTPHeader("X", value)]), target: Self.target)
+            }
             #expect(((try? withValue.get()) != nil) == HTTPBytes.isFieldValue(byte), "value byte \(byte)")
         }
     }
@@ -97,10 +112,15 @@ struct HTTP1WireTests {
 
     @Test func bodiesAreFramedByLengthChunksOrClose() throws {
         let sized = try parsedEveryWay("HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 8\r\n\r\n{\"a\":42}")
-        #expect(sized.0.spec == HTTPResponseSpec(status: 201, headers: [HTTPHeader("Content-Type", "application/json"), HTTPHeader("Content-Length", "8")], body: Array(#"{"a":42}"#.utf8)))
+        #expect(
+            sized.0.spec
+                == HTTPResponseSpec(
+                    status: 201, headers: [HTTPHeader("Content-Type", "application/json"), HTTPHeader("Content-Length", "8")],
+                    body: Array(#"{"a":42}"#.utf8)))
         #expect(sized.0.keepAlive && sized.leftOver == 0)
 
-        let chunked = try parsedEveryWay("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n5;ext=1\r\n{\"a\":\r\n3\r\n42}\r\n0\r\nX-Trailer: t\r\n\r\n")
+        let chunked = try parsedEveryWay(
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n5;ext=1\r\n{\"a\":\r\n3\r\n42}\r\n0\r\nX-Trailer: t\r\n\r\n")
         #expect(chunked.0.spec.body == Array(#"{"a":42}"#.utf8))
         #expect(chunked.0.keepAlive)
         let chunkedNoTrailers = try parsedEveryWay("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nA\r\n0123456789\r\n0\r\n\r\n")
@@ -118,7 +138,8 @@ struct HTTP1WireTests {
     }
 
     @Test func interimAnswersArePassedOverAndExtraBytesLeftBehind() throws {
-        let afterContinue = try parsedEveryWay("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        let afterContinue = try parsedEveryWay(
+            "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
         #expect(afterContinue.0.spec == HTTPResponseSpec(status: 200, headers: [HTTPHeader("Content-Length", "2")], body: Array("ok".utf8)))
         let twoAtOnce = try parsedEveryWay("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nAHTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nB")
         #expect(twoAtOnce.0.spec.body == Array("A".utf8))
@@ -137,7 +158,10 @@ struct HTTP1WireTests {
     /// Each is refused whole or split anywhere, and the parser stays refused afterwards.
     @Test func ambiguousOrMalformedResponsesAreRefused() {
         let refused: [(String, String)] = [
-            ("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", "response has both Content-Length and Transfer-Encoding"),
+            (
+                "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+                "response has both Content-Length and Transfer-Encoding"
+            ),
             ("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nabc", "response Content-Length is not one non-negative integer"),
             ("HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", "response Content-Length is not one non-negative integer"),
             ("HTTP/1.1 200 OK\r\nContent-Length: +2\r\n\r\nab", "response Content-Length is not one non-negative integer"),
@@ -174,7 +198,10 @@ struct HTTP1WireTests {
     }
 
     @Test func aResponseCutShortByCloseIsRefused() throws {
-        for wire in ["HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab", "HTTP/1.1 200 OK\r\nContent-Le"] {
+        for wire in [
+            "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab",
+            "HTTP/1.1 200 OK\r\nContent-Le",
+        ] {
             var parser = HTTP1ResponseParser(maxBodyBytes: 1000)
             var buffer = ByteBuffer(string: wire)
             #expect(try parser.parse(&buffer) == nil)

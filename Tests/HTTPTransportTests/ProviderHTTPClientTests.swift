@@ -28,7 +28,10 @@ struct ProviderHTTPClientTests {
             let request = HTTPRequestSpec(
                 method: .POST, url: "http://127.0.0.1:\(server.port)/v3/recurring/auth/init?n=\(n)",
                 headers: [HTTPHeader("Content-Type", "application/json"), HTTPHeader("X-VERIFY", "abc###1")], body: Array(#"{"n":\#(n)}"#.utf8))
-            guard case .success(let response) = await http.execute(request) else { Issue.record("request \(n) failed"); return }
+            guard case .success(let response) = await http.execute(request) else {
+                Issue.record("request \(n) failed")
+                return
+            }
             #expect(response.status == 200)
             #expect(String(decoding: response.body, as: UTF8.self) == #"{"echo":"POST /v3/recurring/auth/init?n=\#(n) HTTP/1.1"}"#)
             #expect(response.header("content-type") == "application/json")
@@ -87,7 +90,9 @@ struct ProviderHTTPClientTests {
     /// a close-delimited body, a refused response and bytes after the answer each end it.
     @Test func aConnectionIsReusedOnlyAfterACleanlyFramedAnswer() async throws {
         let http = client()
-        let old = try ScriptedHTTPServer { _ in .bytes(Array("HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n{\"v\":1}".utf8), thenClose: true) }
+        let old = try ScriptedHTTPServer { _ in
+            .bytes(Array("HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n{\"v\":1}".utf8), thenClose: true)
+        }
         defer { old.stop() }
         for _ in 0..<2 {
             let result = await http.execute(HTTPRequestSpec(method: .GET, url: "http://127.0.0.1:\(old.port)/"))
@@ -100,13 +105,20 @@ struct ProviderHTTPClientTests {
         }
         defer { smuggling.stop() }
         for _ in 0..<2 {
-            guard case .failure(.mayHaveBeenSent(let why)) = await http.execute(HTTPRequestSpec(method: .POST, url: "http://127.0.0.1:\(smuggling.port)/"))
-            else { Issue.record("an ambiguously framed answer must not be taken"); return }
+            guard
+                case .failure(.mayHaveBeenSent(let why)) = await http.execute(
+                    HTTPRequestSpec(method: .POST, url: "http://127.0.0.1:\(smuggling.port)/"))
+            else {
+                Issue.record("an ambiguously framed answer must not be taken")
+                return
+            }
             #expect(why.contains("both Content-Length and Transfer-Encoding"))
         }
         #expect(smuggling.connections == 2)
 
-        let twice = try ScriptedHTTPServer { _ in .bytes(ScriptedHTTPServer.response(body: "{}") + ScriptedHTTPServer.response(body: "{}"), thenClose: false) }
+        let twice = try ScriptedHTTPServer { _ in
+            .bytes(ScriptedHTTPServer.response(body: "{}") + ScriptedHTTPServer.response(body: "{}"), thenClose: false)
+        }
         defer { twice.stop() }
         for _ in 0..<2 {
             let result = await http.execute(HTTPRequestSpec(method: .GET, url: "http://127.0.0.1:\(twice.port)/"))
@@ -116,9 +128,13 @@ struct ProviderHTTPClientTests {
 
         let kept = try ScriptedHTTPServer { _ in .bytes(ScriptedHTTPServer.response(body: "{}"), thenClose: false) }
         defer { kept.stop() }
-        guard case .failure(.notSent(let why)) = await http.execute(
-            HTTPRequestSpec(method: .POST, url: "http://127.0.0.1:\(kept.port)/", headers: [HTTPHeader("X-Signature", "sig\r\nX-Injected: 1")]))
-        else { Issue.record("a header with a line break must not be sent"); return }
+        guard
+            case .failure(.notSent(let why)) = await http.execute(
+                HTTPRequestSpec(method: .POST, url: "http://127.0.0.1:\(kept.port)/", headers: [HTTPHeader("X-Signature", "sig\r\nX-Injected: 1")]))
+        else {
+            Issue.record("a header with a line break must not be sent")
+            return
+        }
         #expect(why == "header X-Signature has a control character in its value")
         #expect(kept.connections == 0)
         await http.shutdown()
@@ -128,7 +144,10 @@ struct ProviderHTTPClientTests {
         let refused = try freeLoopbackPort()
         let http = client(timeoutMs: 300)
         guard case .failure(.notSent(let reason)) = await http.execute(HTTPRequestSpec(method: .POST, url: "http://127.0.0.1:\(refused)/"))
-        else { Issue.record("a refused connection must be notSent"); return }
+        else {
+            Issue.record("a refused connection must be notSent")
+            return
+        }
         #expect(reason == "connection refused")
 
         // A server that takes the request and never answers: the request may have had its effect.
@@ -136,7 +155,10 @@ struct ProviderHTTPClientTests {
         defer { silent.stop() }
         let began = ContinuousClock.now
         guard case .failure(.mayHaveBeenSent(let why)) = await http.execute(HTTPRequestSpec(method: .POST, url: "http://127.0.0.1:\(silent.port)/"))
-        else { Issue.record("a timed-out request must be mayHaveBeenSent"); return }
+        else {
+            Issue.record("a timed-out request must be mayHaveBeenSent")
+            return
+        }
         #expect(why.contains("timeout"))
         #expect(ContinuousClock.now - began < .seconds(30))  // 300 ms asked; a loaded suite start stalls for seconds
 
@@ -144,7 +166,10 @@ struct ProviderHTTPClientTests {
         let half = try ScriptedHTTPServer { _ in .bytes(Array("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"a\"".utf8), thenClose: true) }
         defer { half.stop() }
         guard case .failure(.mayHaveBeenSent) = await http.execute(HTTPRequestSpec(method: .POST, url: "http://127.0.0.1:\(half.port)/"))
-        else { Issue.record("a cut response must be mayHaveBeenSent"); return }
+        else {
+            Issue.record("a cut response must be mayHaveBeenSent")
+            return
+        }
 
         guard case .failure(.notSent) = await http.execute(HTTPRequestSpec(method: .GET, url: "ftp://127.0.0.1/")) else {
             Issue.record("an unsupported URL is refused before anything is sent")
@@ -187,13 +212,16 @@ struct ProviderHTTPClientTests {
     }
 
     @Test func concurrentRequestsEachGetTheirOwnAnswer() async throws {
-        let server = try ScriptedHTTPServer { request in .bytes(ScriptedHTTPServer.response(body: String(decoding: request.body, as: UTF8.self)), thenClose: false) }
+        let server = try ScriptedHTTPServer { request in
+            .bytes(ScriptedHTTPServer.response(body: String(decoding: request.body, as: UTF8.self)), thenClose: false)
+        }
         defer { server.stop() }
         let http = client()
         let answers = await withTaskGroup(of: (Int, String?).self) { group in
             for n in 0..<32 {
                 group.addTask {
-                    let result = await http.execute(HTTPRequestSpec(method: .POST, url: "http://127.0.0.1:\(server.port)/", body: Array("body-\(n)".utf8)))
+                    let result = await http.execute(
+                        HTTPRequestSpec(method: .POST, url: "http://127.0.0.1:\(server.port)/", body: Array("body-\(n)".utf8)))
                     return (n, (try? result.get()).map { String(decoding: $0.body, as: UTF8.self) })
                 }
             }
@@ -250,7 +278,8 @@ struct TLSEchoServer {
 
     static func start(certificate: String, key: String) async throws -> TLSEchoServer {
         let configuration = TLSConfiguration.makeServerConfiguration(
-            certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) }, privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
+            certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) },
+            privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
         let context = try NIOSSLContext(configuration: configuration)
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)

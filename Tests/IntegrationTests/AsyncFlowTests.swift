@@ -11,7 +11,7 @@ import Testing
 import TrustPayments
 import Viva
 
-/// The asynchronous flows of issue 5 end to end: real ledger, signer, submitter, callback
+/// The asynchronous flows end to end: real ledger, signer, submitter, callback
 /// validator and Cleeng poller processes, the real sandbox, callbacks over loopback HTTP.
 @Suite("Asynchronous flows through real processes", .serialized)
 struct AsyncFlowTests {
@@ -23,7 +23,8 @@ struct AsyncFlowTests {
     }
 
     /// Waits for the outcome of `orderId` with `status`.
-    static func outcome(_ h: PipelineHarness, _ orderId: String, _ status: Outcome.Status, timeout: Duration = .seconds(20)) async throws -> Outcome? {
+    static func outcome(_ h: PipelineHarness, _ orderId: String, _ status: Outcome.Status, timeout: Duration = .seconds(20)) async throws -> Outcome?
+    {
         try await h.collect(timeout: timeout) { $0.contains { $0.orderId == orderId && $0.status == status } }
             .first { $0.orderId == orderId && $0.status == status }
     }
@@ -78,7 +79,8 @@ struct AsyncFlowTests {
         #expect(try await Self.outcomes(h, "pp-cb-1", within: .milliseconds(500)).isEmpty)
 
         // NOTIFY (about a later debit) decides nothing, but is recorded and counted; its redelivery is a duplicate.
-        let notifyJSON = #"{"success":true,"code":"SUCCESS","data":{"callbackType":"NOTIFY","merchantId":"MERCHANTUAT","authRequestId":"\#(ids["pp-cb-1"] ?? "")","transactionDetails":{"amount":39900,"state":"PENDING"}}}"#
+        let notifyJSON =
+            #"{"success":true,"code":"SUCCESS","data":{"callbackType":"NOTIFY","merchantId":"MERCHANTUAT","authRequestId":"\#(ids["pp-cb-1"] ?? "")","transactionDetails":{"amount":39900,"state":"PENDING"}}}"#
         let notifyResponse = Data(notifyJSON.utf8).base64EncodedString()
         let notifyBody = Array(#"{"response":"\#(notifyResponse)"}"#.utf8)
         let notifyVerify = PhonePeChecksum(config: Self.merchant.phonepe!).xVerify(callbackResponse: notifyResponse)
@@ -87,7 +89,7 @@ struct AsyncFlowTests {
         #expect(notified.1.contains("recorded_notify"))
         #expect(h.postCallback("/callbacks/phonepe", headers: [("X-VERIFY", notifyVerify)], body: notifyBody)?.1.contains("duplicate") == true)
 
-        // Authentic but for another amount: acknowledged, and the order ends failed for review (PROTOCOL.md §3).
+        // Authentic but for another amount: acknowledged, and the order ends failed for review.
         let wrongAmount = callback("pp-cb-2", amount: 100)
         let mismatch = try #require(h.postCallback("/callbacks/phonepe", headers: [("X-VERIFY", wrongAmount.xVerify)], body: wrongAmount.body))
         #expect(mismatch.0 == 200)
@@ -125,7 +127,8 @@ struct AsyncFlowTests {
         // Its callbacks are forged (wrong checksum), so none is accepted: after the wait the
         // ledger has the order's status checked, and the status call ends it.
         let missed = try await PipelineHarness(
-            sandboxConfiguration: SandboxConfiguration(port: 0, phonePeCallbackDelayMilliseconds: 300, phonePeCallbackVariant: .wrongChecksum, outboundAttempts: 1),
+            sandboxConfiguration: SandboxConfiguration(
+                port: 0, phonePeCallbackDelayMilliseconds: 300, phonePeCallbackVariant: .wrongChecksum, outboundAttempts: 1),
             timers: ["phonepeCallbackWaitMs": 1500])
         try missed.startSigner()
         try missed.startSubmitter()
@@ -167,7 +170,7 @@ struct AsyncFlowTests {
         #"{"v":1,"orderId":"\#(id)","provider":"trustpayments","operation":"subscriptionJwt","amount":1050,"currency":"GBP","params":{"subscriptionType":"RECURRING","unit":"MONTH","frequency":1,"finalNumber":12}}"#
     }
 
-    /// Issue 12: a response JWT is bound to its order (orderreference required and equal), its
+    /// A response JWT is bound to its order (orderreference required and equal), its
     /// SUBSCRIPTION entry must be what was requested and scheduled, and an uncertain AUTH leaves
     /// the order for the notification that carries the final result.
     @Test func trustPaymentsCallbacksAreBoundToTheirOrderAndSubscription() async throws {
@@ -218,7 +221,8 @@ struct AsyncFlowTests {
             ("errorcode", "0"), ("orderreference", "tp-uncertain"), ("requesttypedescription", "AUTH"), ("sitereference", "test_site12345"),
             ("transactionreference", "1-2-701"), ("baseamount", "1050"), ("currencyiso3a", "GBP"),
         ]
-        let final = try #require(h.postCallback("/callbacks/trustpayments/notification", body: TPNotification.formBody(fields: fields, password: tp.notificationPassword)))
+        let final = try #require(
+            h.postCallback("/callbacks/trustpayments/notification", body: TPNotification.formBody(fields: fields, password: tp.notificationPassword)))
         #expect(final.0 == 200)
         #expect(final.1.contains("applied"))
         #expect(try await Self.outcome(h, "tp-uncertain", .succeeded)?.result?["transactionReference"]?.stringValue == "1-2-701")
@@ -237,7 +241,9 @@ struct AsyncFlowTests {
         try h.startCallbacks()
         let tp = Self.merchant.trustpayments!
         for id in ["tp-jwt-1", "tp-note-1"] {
-            try await h.send(#"{"v":1,"orderId":"\#(id)","provider":"trustpayments","operation":"subscriptionJwt","amount":1050,"currency":"GBP","params":{"subscriptionType":"RECURRING","unit":"MONTH","frequency":1,"finalNumber":12}}"#)
+            try await h.send(
+                #"{"v":1,"orderId":"\#(id)","provider":"trustpayments","operation":"subscriptionJwt","amount":1050,"currency":"GBP","params":{"subscriptionType":"RECURRING","unit":"MONTH","frequency":1,"finalNumber":12}}"#
+            )
         }
         _ = try await h.collect { $0.filter { $0.status == .pending }.count >= 2 }
         let now = Int64(Date().timeIntervalSince1970)
@@ -245,7 +251,9 @@ struct AsyncFlowTests {
             h.postCallback("/callbacks/trustpayments/jwt", body: Array(#"{"orderId":"\#(orderId)","jwt":"\#(jwt)"}"#.utf8))
         }
 
-        let wrongSecret = TPResponseJWT.build(entries: Self.tpEntries(orderId: "tp-jwt-1"), requestReference: "W1", issuedAt: now, secret: Secret("not-the-merchant-secret-0123456789abcdef"))
+        let wrongSecret = TPResponseJWT.build(
+            entries: Self.tpEntries(orderId: "tp-jwt-1"), requestReference: "W1", issuedAt: now,
+            secret: Secret("not-the-merchant-secret-0123456789abcdef"))
         #expect(post(wrongSecret)?.0 == 401)
         let claims = Array(#"{"iat":\#(now),"payload":{"response":[]}}"#.utf8)
         let algNone = Self.base64URL(Array(#"{"alg":"none","typ":"JWT"}"#.utf8)) + "." + Self.base64URL(claims) + "."
@@ -253,7 +261,8 @@ struct AsyncFlowTests {
         let hs512Input = Self.base64URL(Array(#"{"alg":"HS512","typ":"JWT"}"#.utf8)) + "." + Self.base64URL(claims)
         let algSwitch = hs512Input + "." + Self.base64URL(Array(Digest.sha256Hex(hs512Input).utf8))
         #expect(post(algSwitch).map { $0.0 / 100 } == 4)
-        let stale = TPResponseJWT.build(entries: Self.tpEntries(orderId: "tp-jwt-1"), requestReference: "W1", issuedAt: now - 7200, secret: tp.jwtSecret)
+        let stale = TPResponseJWT.build(
+            entries: Self.tpEntries(orderId: "tp-jwt-1"), requestReference: "W1", issuedAt: now - 7200, secret: tp.jwtSecret)
         #expect(post(stale)?.0 == 400)
         #expect(try await Self.outcomes(h, "tp-jwt-1", within: .milliseconds(400)).isEmpty)
 
@@ -271,7 +280,10 @@ struct AsyncFlowTests {
         let form = TPNotification.formBody(fields: fields, password: tp.notificationPassword)
         var tampered = String(decoding: form, as: UTF8.self)
         tampered = tampered.replacingOccurrences(of: "baseamount=1050", with: "baseamount=1")
-        let refused = try #require(h.postCallback("/callbacks/trustpayments/notification", headers: [("Content-Type", "application/x-www-form-urlencoded")], body: Array(tampered.utf8)))
+        let refused = try #require(
+            h.postCallback(
+                "/callbacks/trustpayments/notification", headers: [("Content-Type", "application/x-www-form-urlencoded")], body: Array(tampered.utf8))
+        )
         #expect(refused.0 == 401)
         #expect(try await Self.outcomes(h, "tp-note-1", within: .milliseconds(400)).isEmpty)
         #expect(h.postCallback("/callbacks/trustpayments/notification", body: form)?.0 == 200)
@@ -283,7 +295,9 @@ struct AsyncFlowTests {
     // MARK: - Nets
 
     @Test func netsWebhooksNeedTheRightAuthorizationAndADuplicateEventIsIgnored() async throws {
-        let h = try await PipelineHarness(sandboxConfiguration: SandboxConfiguration(port: 0, phonePeCallbackDelayMilliseconds: 3_600_000, netsCompleteCheckoutAfterMilliseconds: 300))
+        let h = try await PipelineHarness(
+            sandboxConfiguration: SandboxConfiguration(
+                port: 0, phonePeCallbackDelayMilliseconds: 3_600_000, netsCompleteCheckoutAfterMilliseconds: 300))
         defer { Task { await h.shutdown() } }
         try h.startSigner()
         try h.startSubmitter()
@@ -321,13 +335,16 @@ struct AsyncFlowTests {
 
     @Test func theSandboxsForgedAndMismatchedNetsWebhooksAreRefusedOrFailTheOrder() async throws {
         func run(_ variant: NetsWebhookVariant, _ id: String) async throws -> (PipelineHarness, [Outcome]) {
-            let h = try await PipelineHarness(sandboxConfiguration: SandboxConfiguration(
-                port: 0, phonePeCallbackDelayMilliseconds: 3_600_000, outboundAttempts: 1, netsWebhookVariant: variant,
-                netsCompleteCheckoutAfterMilliseconds: 200))
+            let h = try await PipelineHarness(
+                sandboxConfiguration: SandboxConfiguration(
+                    port: 0, phonePeCallbackDelayMilliseconds: 3_600_000, outboundAttempts: 1, netsWebhookVariant: variant,
+                    netsCompleteCheckoutAfterMilliseconds: 200))
             try h.startSigner()
             try h.startSubmitter()
             try h.startCallbacks()
-            try await h.send(#"{"v":1,"orderId":"\#(id)","provider":"nets","operation":"createSubscription","amount":9900,"currency":"SEK","params":{"endDate":"2030-12-31T23:59:59+01:00","interval":30,"reference":"ref-\#(id)"}}"#)
+            try await h.send(
+                #"{"v":1,"orderId":"\#(id)","provider":"nets","operation":"createSubscription","amount":9900,"currency":"SEK","params":{"endDate":"2030-12-31T23:59:59+01:00","interval":30,"reference":"ref-\#(id)"}}"#
+            )
             return (h, try await h.collect(timeout: .seconds(4)) { $0.contains { $0.status.isTerminal } })
         }
         let (forged, forgedOutcomes) = try await run(.wrongAuthorization, "nets-forged-1")
@@ -356,7 +373,8 @@ struct AsyncFlowTests {
     /// would, and answers the callback URI the app opens.
     static func pay(_ h: PipelineHarness, _ sale: VivaSale, decline: Bool = false) -> String? {
         let body: JSONValue = ["uri": .string(sale.url), "decline": .bool(decline)]
-        guard let (status, text) = httpPost(port: h.sandboxPort, path: "/viva/sale", headers: [], body: Array(body.serialized.utf8)), status == 200 else {
+        guard let (status, text) = httpPost(port: h.sandboxPort, path: "/viva/sale", headers: [], body: Array(body.serialized.utf8)), status == 200
+        else {
             return nil
         }
         return (try? JSONValue.parse(Array(text.utf8)))?["callback"]?.stringValue
@@ -376,7 +394,8 @@ struct AsyncFlowTests {
         }
 
         // Forged: a made-up success URI (Viva never saw its transactionId) is refused, order unchanged.
-        let forged = try #require(h.postCallback("/callbacks/viva", body: Self.forwardBody("viva-forged", uri: VivaSandbox.approved(try sale("viva-forged")).uri)))
+        let forged = try #require(
+            h.postCallback("/callbacks/viva", body: Self.forwardBody("viva-forged", uri: VivaSandbox.approved(try sale("viva-forged")).uri)))
         #expect(forged.0 == 404)
         #expect(forged.1.contains("TRANSACTION_NOT_FOUND"))
         #expect(!forged.1.contains("demo-viva-client-secret"))
@@ -443,9 +462,12 @@ struct AsyncFlowTests {
             return VivaSandbox.approved(try VivaSandbox.readSale(url)).uri
         }
 
-        let refused = try #require(h.postCallback("/callbacks/viva", body: Self.forwardBody("viva-refused", uri: try approvedURI("viva-refused"), merchant: "viva-strict")))
+        let refused = try #require(
+            h.postCallback("/callbacks/viva", body: Self.forwardBody("viva-refused", uri: try approvedURI("viva-refused"), merchant: "viva-strict")))
         #expect(refused.0 == 403 && refused.1.contains("CONFIRMATION_UNAVAILABLE"))
-        let accepted = try #require(h.postCallback("/callbacks/viva", body: Self.forwardBody("viva-unconfirmed", uri: try approvedURI("viva-unconfirmed"), merchant: "viva-optin")))
+        let accepted = try #require(
+            h.postCallback(
+                "/callbacks/viva", body: Self.forwardBody("viva-unconfirmed", uri: try approvedURI("viva-unconfirmed"), merchant: "viva-optin")))
         #expect(accepted.0 == 200)
         let succeeded = try await Self.outcome(h, "viva-unconfirmed", .succeeded)
         #expect(succeeded?.result?["confirmed"] == .bool(false))
@@ -455,17 +477,19 @@ struct AsyncFlowTests {
         // Blocking sockets: off the cooperative pool, which other suites share.
         let statuses: [Int] = await withCheckedContinuation { done in
             DispatchQueue.global().async {
-                done.resume(returning: (0..<120).map { index in
-                    h.postCallback("/callbacks/viva", body: Self.forwardBody("probe-\(index)", uri: "x://result", merchant: "viva-optin"))?.0 ?? 0
-                })
+                done.resume(
+                    returning: (0..<120).map { index in
+                        h.postCallback("/callbacks/viva", body: Self.forwardBody("probe-\(index)", uri: "x://result", merchant: "viva-optin"))?.0 ?? 0
+                    })
             }
         }
         #expect(statuses.allSatisfy { $0 == 400 }, "many orders from one address: \(Set(statuses))")
         let hammered: [(Int, String)] = await withCheckedContinuation { done in
             DispatchQueue.global().async {
-                done.resume(returning: (0..<20).compactMap { _ in
-                    h.postCallback("/callbacks/viva", body: Self.forwardBody("viva-refused", uri: "x://result", merchant: "viva-strict"))
-                })
+                done.resume(
+                    returning: (0..<20).compactMap { _ in
+                        h.postCallback("/callbacks/viva", body: Self.forwardBody("viva-refused", uri: "x://result", merchant: "viva-strict"))
+                    })
             }
         }
         #expect(hammered.filter { $0.0 == 429 && $0.1.contains("RATE_LIMITED") }.count >= 10)

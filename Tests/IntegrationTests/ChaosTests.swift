@@ -31,13 +31,15 @@ final class EffectCountingFront: Sendable {
             return "nets:" + key
         }
         if path.hasPrefix("/trustpayments/"), case .object(let document)? = try? JSONValue.parse(body),
-           let entries = document["request"]?.arrayValue,
-           let update = entries.first(where: { $0["requesttypedescriptions"]?.arrayValue?.contains(.string("TRANSACTIONUPDATE")) == true }),
-           let reference = update["requestreference"]?.stringValue {
+            let entries = document["request"]?.arrayValue,
+            let update = entries.first(where: { $0["requesttypedescriptions"]?.arrayValue?.contains(.string("TRANSACTIONUPDATE")) == true }),
+            let reference = update["requestreference"]?.stringValue
+        {
             return "trustpayments:" + reference
         }
         if path.hasPrefix("/phonepe/"), path.hasSuffix("/auth/init"), let encoded = (try? JSONValue.parse(body))?["request"]?.stringValue,
-           let decoded = Data(base64Encoded: encoded), let id = (try? JSONValue.parse(Array(decoded)))?["authRequestId"]?.stringValue {
+            let decoded = Data(base64Encoded: encoded), let id = (try? JSONValue.parse(Array(decoded)))?["authRequestId"]?.stringValue
+        {
             return "phonepe:" + id
         }
         return nil
@@ -86,7 +88,7 @@ final class EffectCountingFront: Sendable {
     }
 }
 
-/// Money safety under kill -9 (issue 11): orders flow from an at-least-once upstream while every
+/// Money safety under kill -9: orders flow from an at-least-once upstream while every
 /// role is killed and restarted; every order must end once, with one effect at the provider.
 /// Size from the environment for the full run (bench/chaos): PAYPIPE_CHAOS_ORDERS,
 /// PAYPIPE_CHAOS_KILLS, PAYPIPE_CHAOS_RATE (orders per second), PAYPIPE_CHAOS_TAIL_S (seconds after the
@@ -137,7 +139,9 @@ struct ChaosTests {
         var replays = 0
 
         func take(_ bytes: [UInt8], now: ContinuousClock.Instant) {
-            guard let outcome = try? Outcome.parse(bytes), outcome.orderId.hasPrefix("chaos-"), Int(outcome.orderId.dropFirst(6)) != nil else { return }
+            guard let outcome = try? Outcome.parse(bytes), outcome.orderId.hasPrefix("chaos-"), Int(outcome.orderId.dropFirst(6)) != nil else {
+                return
+            }
             guard outcome.status.isTerminal || outcome.error?.needsReview == true else { return }
             if ended[outcome.orderId] == nil { endedAt[outcome.orderId] = now }
             ended[outcome.orderId, default: []].append(bytes)
@@ -187,7 +191,9 @@ struct ChaosTests {
         ]
         func restart(_ role: Role) throws {
             switch role {
-            case .ledger: try h.restartLedger(); running[.ledger] = h.ledgerProcess
+            case .ledger:
+                try h.restartLedger()
+                running[.ledger] = h.ledgerProcess
             case .signer: running[.signer] = try h.startSigner()
             case .submitter: running[.submitter] = try h.startSubmitter()
             case .callbacks: running[.callbacks] = try h.startCallbacks()
@@ -195,7 +201,9 @@ struct ChaosTests {
         }
 
         // The subscription every Nets charge draws on, made through the pipeline before the chaos.
-        try await h.send(#"{"v":1,"orderId":"chaos-sub","provider":"nets","operation":"createSubscription","amount":9900,"currency":"SEK","params":{"endDate":"2030-12-31T23:59:59+01:00","interval":30,"reference":"chaos-sub"}}"#)
+        try await h.send(
+            #"{"v":1,"orderId":"chaos-sub","provider":"nets","operation":"createSubscription","amount":9900,"currency":"SEK","params":{"endDate":"2030-12-31T23:59:59+01:00","interval":30,"reference":"chaos-sub"}}"#
+        )
         let created = try await h.collect { $0.contains { $0.orderId == "chaos-sub" } }
         let paymentId = try #require(created.first { $0.orderId == "chaos-sub" }?.result?["paymentId"]?.stringValue)
         try await Task.sleep(for: .milliseconds(300))  // the customer completes the hosted page
@@ -288,7 +296,8 @@ struct ChaosTests {
         let netsEffectsTwice = arrivals.keys.filter { $0.hasPrefix("nets:") && h.sandbox.ledger.effects($0) > 1 }
         let lastEnd = upstream.endedAt.values.max() ?? clock.now
         let recovery = lastEnd > lastKill ? lastEnd - lastKill : .zero
-        print("""
+        print(
+            """
             chaos: orders=\(size.orders) kills=\(kills.map { "\($0.key.rawValue):\($0.value)" }.sorted().joined(separator: ",")) \
             unended=\(unended.count) review=\(reviewed.count) wrong=\(wrong.count) differingCopies=\(differing.count) \
             effectsTwice(tp,phonepe)=\(repeatedEffects.count) netsEffectsTwice=\(netsEffectsTwice.count) \
@@ -299,6 +308,7 @@ struct ChaosTests {
         #expect(differing.isEmpty, "orders whose copies differ: \(differing.prefix(10))")
         #expect(repeatedEffects.isEmpty, "effects requested twice: \(repeatedEffects.prefix(10))")
         #expect(netsEffectsTwice.isEmpty)
-        #expect(wrong.isEmpty, "orders ended failed: \(wrong.prefix(3).map { upstream.ended[$0].map { String(decoding: $0[0], as: UTF8.self) } ?? "" })")
+        #expect(
+            wrong.isEmpty, "orders ended failed: \(wrong.prefix(3).map { upstream.ended[$0].map { String(decoding: $0[0], as: UTF8.self) } ?? "" })")
     }
 }

@@ -7,14 +7,15 @@ import TestSupport
 import Testing
 import ZeroMQ
 
-/// Issue 12: CURVE with an allow-list on every internal link, through the real processes.
+/// CURVE with an allow-list on every internal link, through the real processes.
 @Suite("CURVE on the internal links through real processes", .serialized)
 struct CurveLinkTests {
     static func phonePeOrder(_ id: String) -> String {
         #"{"v":1,"orderId":"\#(id)","provider":"phonepe","operation":"authInit","amount":39900,"currency":"INR","params":{"merchantUserId":"U-\#(id)","subscriptionId":"SUB-\#(id)"}}"#
     }
 
-    static func outcome(_ h: PipelineHarness, _ orderId: String, _ status: Outcome.Status, timeout: Duration = .seconds(20)) async throws -> Outcome? {
+    static func outcome(_ h: PipelineHarness, _ orderId: String, _ status: Outcome.Status, timeout: Duration = .seconds(20)) async throws -> Outcome?
+    {
         try await h.collect(timeout: timeout) { $0.contains { $0.orderId == orderId && $0.status == status } }
             .first { $0.orderId == orderId && $0.status == status }
     }
@@ -31,10 +32,12 @@ struct CurveLinkTests {
     /// One settle on ledgerRPC as the holder of `pair`: the reply, or the reason there was none.
     static func settle(_ h: PipelineHarness, as pair: ZMQCurveKeyPair?, _ outcome: Outcome) async throws -> Result<LedgerReply, LedgerUnavailable> {
         let context = try ZMQContext()
-        let client = try LedgerClient(context: context, endpoint: h.ledgerEndpoints["ledgerRPC"]!, options: options(h, pair), timeoutMilliseconds: 1500)
+        let client = try LedgerClient(
+            context: context, endpoint: h.ledgerEndpoints["ledgerRPC"]!, options: options(h, pair), timeoutMilliseconds: 1500)
         let result: Result<LedgerReply, LedgerUnavailable>
         do {
-            result = .success(try await client.call(.settle(OrderKey(merchant: outcome.merchant, orderId: outcome.orderId), event: nil, outcome: outcome)))
+            result = .success(
+                try await client.call(.settle(OrderKey(merchant: outcome.merchant, orderId: outcome.orderId), event: nil, outcome: outcome)))
         } catch {
             result = .failure(error)
         }
@@ -45,7 +48,8 @@ struct CurveLinkTests {
 
     @Test func everyProviderStillEndsInTheRightOutcomeWithCurveOn() async throws {
         let h = try await PipelineHarness(
-            sandboxConfiguration: SandboxConfiguration(port: 0, phonePeCallbackDelayMilliseconds: 3_600_000, netsCompleteCheckoutAfterMilliseconds: 300),
+            sandboxConfiguration: SandboxConfiguration(
+                port: 0, phonePeCallbackDelayMilliseconds: 3_600_000, netsCompleteCheckoutAfterMilliseconds: 300),
             curve: true)
         defer { Task { await h.shutdown() } }
         try h.startSigner()
@@ -85,28 +89,37 @@ struct CurveLinkTests {
             status: .succeeded, result: ["forged": true])
 
         // No key: the handshake fails, so the request is never read.
-        guard case .failure(let plain) = try await Self.settle(h, as: nil, forged) else { Issue.record("a plaintext settle was answered"); return }
+        guard case .failure(let plain) = try await Self.settle(h, as: nil, forged) else {
+            Issue.record("a plaintext settle was answered")
+            return
+        }
         #expect(plain.description.contains("did not answer"))
         // A key that knows the ledger's public key but is not on the allow-list.
         guard case .failure(let stranger) = try await Self.settle(h, as: try ZMQCurveKeyPair.generate(), forged) else {
-            Issue.record("an unlisted key's settle was answered"); return
+            Issue.record("an unlisted key's settle was answered")
+            return
         }
         #expect(stranger.description.contains("did not answer"))
         // A listed key whose role may not connect to ledgerRPC at all.
         guard case .failure(let signer) = try await Self.settle(h, as: h.curveKeys[.signer], forged) else {
-            Issue.record("the signer key's settle was answered"); return
+            Issue.record("the signer key's settle was answered")
+            return
         }
         #expect(signer.description.contains("did not answer"))
         // The poller may connect (for resumePolls) and is refused explicitly.
         guard case .failure(let poller) = try await Self.settle(h, as: h.curveKeys[.poller], forged) else {
-            Issue.record("the poller key's settle was applied"); return
+            Issue.record("the poller key's settle was applied")
+            return
         }
         #expect(poller.description.contains("forbidden: the poller role may not settle"))
         #expect(try await h.collect(timeout: .seconds(1)) { _ in false }.filter { $0.orderId == "curve-forge-1" }.isEmpty)
 
         // The callback validator's key settles (this is how a verified callback arrives).
         let accepted = try await Self.settle(h, as: h.curveKeys[.callbacks], forged)
-        guard case .success(let reply) = accepted else { Issue.record("the callback validator's settle failed: \(accepted)"); return }
+        guard case .success(let reply) = accepted else {
+            Issue.record("the callback validator's settle failed: \(accepted)")
+            return
+        }
         #expect(reply == .settled(applied: true, duplicate: false))
         #expect(try await Self.outcome(h, "curve-forge-1", .succeeded) != nil)
         await h.shutdown()
@@ -124,7 +137,9 @@ struct CurveLinkTests {
             try pull.connect(h.ledgerEndpoints["signedOut"]!)
             readers.append(try ZMQReceiver(socket: pull))
         }
-        try await h.send(#"{"v":1,"orderId":"curve-read-1","provider":"nets","operation":"getSubscription","params":{"paymentId":"0123456789abcdef0123456789abcdef"}}"#)
+        try await h.send(
+            #"{"v":1,"orderId":"curve-read-1","provider":"nets","operation":"getSubscription","params":{"paymentId":"0123456789abcdef0123456789abcdef"}}"#
+        )
         for reader in readers {
             #expect(try await reader.nextBatch(timeoutMilliseconds: 2000)?.isEmpty ?? true)
         }
@@ -149,12 +164,15 @@ struct CurveLinkTests {
     @Test(
         .enabled(
             if: captureTool != nil && geteuid() == 0,
-            "needs tcpdump (apt-get install -y tcpdump) and root to capture on lo; CurveAuthenticatorTests checks the bytes through a recording proxy instead"),
+            "needs tcpdump (apt-get install -y tcpdump) and root to capture on lo; CurveAuthenticatorTests checks the bytes through a recording proxy instead"
+        ),
         arguments: [true, false])
     func aLoopbackCaptureOfTheInternalLinksShowsNoCredential(curve: Bool) async throws {
         let h = try await PipelineHarness(curve: curve)
         defer { Task { await h.shutdown() } }
-        let ports = ["signQueue", "signedIn", "signedOut", "results", "ledgerRPC", "pollQueue"].compactMap { h.ledgerEndpoints[$0]?.split(separator: ":").last }
+        let ports = ["signQueue", "signedIn", "signedOut", "results", "ledgerRPC", "pollQueue"].compactMap {
+            h.ledgerEndpoints[$0]?.split(separator: ":").last
+        }
         let capture = h.directory.appendingPathComponent("lo.pcap").path
         let tcpdump = Process()
         tcpdump.executableURL = URL(fileURLWithPath: Self.captureTool!)
@@ -187,7 +205,9 @@ struct CurveLinkTests {
         #expect(text.count > 1000, "the capture is nearly empty")
         let credentials = ["demo-nets-secret-key", Data("ws@example.com:demo-ws-password".utf8).base64EncodedString()]
         for credential in credentials {
-            #expect(text.contains(credential) == !curve, "curve \(curve): \(credential.prefix(8))… \(text.contains(credential) ? "was" : "was not") on the wire")
+            #expect(
+                text.contains(credential) == !curve,
+                "curve \(curve): \(credential.prefix(8))… \(text.contains(credential) ? "was" : "was not") on the wire")
         }
     }
 }

@@ -44,7 +44,8 @@ struct EndToEndTests {
         defer { Task { await h.shutdown() } }
         try h.startSigner()
         try h.startSubmitter()
-        let order = #"{"v":1,"orderId":"twice-1","provider":"phonepe","operation":"authInit","amount":39900,"currency":"INR","params":{"merchantUserId":"U1","subscriptionId":"SUB1"}}"#
+        let order =
+            #"{"v":1,"orderId":"twice-1","provider":"phonepe","operation":"authInit","amount":39900,"currency":"INR","params":{"merchantUserId":"U1","subscriptionId":"SUB1"}}"#
         try await h.send(order)
         let first = try await h.collect { $0.contains { $0.orderId == "twice-1" } }
         try await h.send(order)
@@ -60,12 +61,15 @@ struct EndToEndTests {
     }
 
     @Test func netsSubscriptionIsCreatedFetchedAndChargedExactlyOnce() async throws {
-        let h = try await PipelineHarness(sandboxConfiguration: SandboxConfiguration(
-            port: 0, phonePeCallbackDelayMilliseconds: 3_600_000, netsCompleteCheckoutAfterMilliseconds: 50))
+        let h = try await PipelineHarness(
+            sandboxConfiguration: SandboxConfiguration(
+                port: 0, phonePeCallbackDelayMilliseconds: 3_600_000, netsCompleteCheckoutAfterMilliseconds: 50))
         defer { Task { await h.shutdown() } }
         try h.startSigner()
         try h.startSubmitter()
-        try await h.send(#"{"v":1,"orderId":"nets-c","provider":"nets","operation":"createSubscription","amount":9900,"currency":"SEK","params":{"endDate":"2030-12-31T23:59:59-03:30","interval":30,"reference":"sub-c"}}"#)
+        try await h.send(
+            #"{"v":1,"orderId":"nets-c","provider":"nets","operation":"createSubscription","amount":9900,"currency":"SEK","params":{"endDate":"2030-12-31T23:59:59-03:30","interval":30,"reference":"sub-c"}}"#
+        )
         let created = try await h.collect { $0.contains { $0.orderId == "nets-c" } }
         let paymentId = try #require(created.first?.result?["paymentId"]?.stringValue)
         #expect(created.first?.status == .pending)
@@ -74,7 +78,8 @@ struct EndToEndTests {
         let fetched = try await h.collect { $0.contains { $0.orderId == "nets-g" } }
         #expect(fetched.first?.status == .succeeded, "\(fetched)")
         let subscriptionId = try #require(fetched.first?.result?["subscriptionId"]?.stringValue)
-        let charge = #"{"v":1,"orderId":"nets-charge","provider":"nets","operation":"chargeSubscription","amount":9900,"currency":"SEK","params":{"subscriptionId":"\#(subscriptionId)","reference":"charge-1"}}"#
+        let charge =
+            #"{"v":1,"orderId":"nets-charge","provider":"nets","operation":"chargeSubscription","amount":9900,"currency":"SEK","params":{"subscriptionId":"\#(subscriptionId)","reference":"charge-1"}}"#
         try await h.send(charge)
         let charged = try await h.collect { $0.contains { $0.orderId == "nets-charge" } }
         #expect(charged.first?.status == .succeeded, "\(charged)")
@@ -103,8 +108,10 @@ struct EndToEndTests {
             Array(#"{"v":1,"orderId":"b-frac","provider":"viva","operation":"sale","amount":1.5,"currency":"EUR","params":{}}"#.utf8),
             Array(#"{"v":1,"orderId":"b-cur","provider":"viva","operation":"sale","amount":1,"currency":"euro","params":{}}"#.utf8),
             Array(#"{"v":1,"orderId":"b-param","provider":"phonepe","operation":"authInit","amount":1,"currency":"INR","params":{}}"#.utf8),
-            Array(#"{"v":1,"orderId":"b-merch","merchant":"ghost","provider":"viva","operation":"sale","amount":1,"currency":"EUR","params":{}}"#.utf8),
-            Array(#"{"v":1,"orderId":"b-inject","provider":"nets","operation":"getSubscription","params":{"paymentId":"../../v1/payments?x=1"}}"#.utf8),
+            Array(
+                #"{"v":1,"orderId":"b-merch","merchant":"ghost","provider":"viva","operation":"sale","amount":1,"currency":"EUR","params":{}}"#.utf8),
+            Array(
+                #"{"v":1,"orderId":"b-inject","provider":"nets","operation":"getSubscription","params":{"paymentId":"../../v1/payments?x=1"}}"#.utf8),
         ]
         for frame in bad { try await h.send(bytes: frame) }
         let good = #"{"v":1,"orderId":"good-after-bad","provider":"viva","operation":"sale","amount":1050,"currency":"EUR","params":{}}"#
@@ -130,7 +137,8 @@ struct EndToEndTests {
     }
 
     @Test func aSecondSubmitterStartedMidRunTakesAShare() async throws {
-        let h = try await PipelineHarness(sandboxConfiguration: SandboxConfiguration(port: 0, latencyMilliseconds: 100, phonePeCallbackDelayMilliseconds: 3_600_000))
+        let h = try await PipelineHarness(
+            sandboxConfiguration: SandboxConfiguration(port: 0, latencyMilliseconds: 100, phonePeCallbackDelayMilliseconds: 3_600_000))
         defer { Task { await h.shutdown() } }
         try h.startSigner()
         let first = try h.startSubmitter(concurrency: 4)
@@ -138,7 +146,9 @@ struct EndToEndTests {
         // socket buffers, its receive buffer) cannot hold them all.
         let total = 600
         for i in 0..<total {
-            try await h.send(#"{"v":1,"orderId":"share-\#(i)","provider":"phonepe","operation":"authInit","amount":39900,"currency":"INR","params":{"merchantUserId":"U1","subscriptionId":"SUB1"}}"#)
+            try await h.send(
+                #"{"v":1,"orderId":"share-\#(i)","provider":"phonepe","operation":"authInit","amount":39900,"currency":"INR","params":{"merchantUserId":"U1","subscriptionId":"SUB1"}}"#
+            )
         }
         // With 4 in flight and 100 ms per request the first copy alone would need ~15 s.
         _ = try await h.collect(timeout: .seconds(10)) { $0.count >= 8 }

@@ -64,11 +64,14 @@ struct ExampleConnectorTests {
             ["submitter", "--signed-out", endpoints["signedOut"]!, "--results", endpoints["results"]!, "--ledger-rpc", endpoints["ledgerRPC"]!],
             ["poller", "--poll-queue", endpoints["pollQueue"]!, "--results", endpoints["results"]!, "--ledger-rpc", endpoints["ledgerRPC"]!],
         ].enumerated() {
-            children.append(try PipelineHarness.spawn(stages, arguments + ["--config", configPath], in: directory, index: index + 1, waitForLine: nil).0.0)
+            children.append(
+                try PipelineHarness.spawn(stages, arguments + ["--config", configPath], in: directory, index: index + 1, waitForLine: nil).0.0)
         }
-        children.append(try PipelineHarness.spawn(
-            stages, ["callbacks", "--config", configPath, "--ledger-rpc", endpoints["ledgerRPC"]!], in: directory, index: 4,
-            waitForLine: "paypipe-callbacks listening").0.0)
+        children.append(
+            try PipelineHarness.spawn(
+                stages, ["callbacks", "--config", configPath, "--ledger-rpc", endpoints["ledgerRPC"]!], in: directory, index: 4,
+                waitForLine: "paypipe-callbacks listening"
+            ).0.0)
 
         let context = try ZMQContext()
         let push = try context.socket(.push)
@@ -118,9 +121,11 @@ struct ExampleConnectorTests {
 
         // The webhook: a forged one changes nothing; the genuine one ends the order, once.
         let body = Array(#"{"chargeId":"\#(chargeId)","status":"succeeded"}"#.utf8)
-        let forged = httpPost(port: callbacksPort, path: "/callbacks/example", headers: [("X-Example-Signature", String(repeating: "0", count: 64))], body: body)
+        let forged = httpPost(
+            port: callbacksPort, path: "/callbacks/example", headers: [("X-Example-Signature", String(repeating: "0", count: 64))], body: body)
         #expect(forged?.0 == 401)
-        let signature = Digest.hex(Array(HMAC<SHA256>.authenticationCode(for: body, using: SymmetricKey(data: Array("demo-example-webhook-secret".utf8)))))
+        let signature = Digest.hex(
+            Array(HMAC<SHA256>.authenticationCode(for: body, using: SymmetricKey(data: Array("demo-example-webhook-secret".utf8)))))
         let genuine = httpPost(port: callbacksPort, path: "/callbacks/example", headers: [("X-Example-Signature", signature)], body: body)
         #expect(genuine?.0 == 200)
         #expect(genuine?.1.contains("applied") == true)

@@ -24,13 +24,16 @@ struct ExpiryCancelTests {
             payment["subscription"] = ["id": "d079718bff6345dd947b4950c023750f"]
             payment["summary"] = ["reservedAmount": 9900]
         }
-        return HTTPResponseSpec(status: 200, headers: [HTTPHeader("Content-Type", "application/json")], body: JSONValue.object(["payment": .object(payment)]).bytes)
+        return HTTPResponseSpec(
+            status: 200, headers: [HTTPHeader("Content-Type", "application/json")], body: JSONValue.object(["payment": .object(payment)]).bytes)
     }
 
     func expiryCheck() async throws -> (SubmitWork, any ProviderConnector) {
         let signer = SignerCore(registry: await testRegistry())
-        guard case .submit(let work) = signer.sign(
-            try order(netsCreateOrder), acceptedAt: 1, nowSeconds: 1_795_237_200, purpose: .expiryCheck, pending: ["paymentId": .string(Self.paymentId)])
+        guard
+            case .submit(let work) = signer.sign(
+                try order(netsCreateOrder), acceptedAt: 1, nowSeconds: 1_795_237_200, purpose: .expiryCheck,
+                pending: ["paymentId": .string(Self.paymentId)])
         else { throw EnvelopeTestError("the expiry check is signed") }
         return (work, await connector(for: work))
     }
@@ -42,7 +45,9 @@ struct ExpiryCancelTests {
         var submission = Submission(work: work, connector: connector)
         guard case .send(let read, _) = submission.start() else { throw EnvelopeTestError("the payment is read first") }
         #expect(read.method == .GET && read.url.hasSuffix("/v1/payments/\(Self.paymentId)"))
-        guard case .send(let terminate, _) = submission.receive(Self.payment(), jitter: 0) else { throw EnvelopeTestError("an open checkout is terminated") }
+        guard case .send(let terminate, _) = submission.receive(Self.payment(), jitter: 0) else {
+            throw EnvelopeTestError("an open checkout is terminated")
+        }
         #expect(terminate.method == .PUT && terminate.url.hasSuffix("/v1/payments/\(Self.paymentId)/terminate"))
         #expect(terminate.header("Authorization") == read.header("Authorization"))
         guard case .send(let again, _) = submission.receive(HTTPResponseSpec(status: 204), jitter: 0) else { throw EnvelopeTestError("read again") }
@@ -82,7 +87,8 @@ struct ExpiryCancelTests {
         timers.pendingExpireAfterMs = 10_000
         var config = try demoConfig()
         config.timers = timers
-        let tp = #"{"v":1,"orderId":"tp-exp-1","provider":"trustpayments","operation":"subscriptionJwt","amount":1050,"currency":"GBP","params":{"subscriptionType":"RECURRING","unit":"MONTH","frequency":1,"finalNumber":12}}"#
+        let tp =
+            #"{"v":1,"orderId":"tp-exp-1","provider":"trustpayments","operation":"subscriptionJwt","amount":1050,"currency":"GBP","params":{"subscriptionType":"RECURRING","unit":"MONTH","frequency":1,"finalNumber":12}}"#
         let issuedAt = Timestamp.nowMilliseconds() / 1000
         guard case .outcome(let pending) = SignerCore(registry: await testRegistry(config)).sign(try order(tp), acceptedAt: 1, nowSeconds: issuedAt),
             let jwt = pending.result?["jwt"]?.stringValue

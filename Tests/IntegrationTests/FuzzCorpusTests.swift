@@ -3,8 +3,8 @@ import FuzzTargets
 import TestSupport
 import Testing
 
-/// Every fuzz target's seeds and every input kept in `Tests/Fuzz/corpus/TARGET` (what the
-/// fuzzer found once, fixed since) replayed through `paypipe-fuzz`, a process of its own, so a
+/// Every fuzz target's seeds and every input kept in `Tests/Fuzz/corpus/TARGET` (inputs the fuzzer
+/// found, kept so that they stay fixed) replayed through `paypipe-fuzz`, a process of its own, so a
 /// crash fails one test and names its input instead of stopping the suite.
 @Suite("Fuzz corpus replay")
 struct FuzzCorpusTests {

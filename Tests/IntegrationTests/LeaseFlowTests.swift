@@ -43,7 +43,9 @@ final class SlowNetsProvider: Sendable {
             let key = request.headers[HTTPField.Name("Idempotency-Key")!] ?? ""
             self.statusReadsPerKey.withLock { $0[key, default: 0] += 1 }
             guard self.requestsPerKey.withLock({ $0[key] != nil }) else { return Response(status: .notFound) }
-            let answer: JSONValue = ["paymentId": .string("pay-\(key.prefix(64))"), "chargeId": .string("chg-\(key.prefix(64))-1"), "completed": true]
+            let answer: JSONValue = [
+                "paymentId": .string("pay-\(key.prefix(64))"), "chargeId": .string("chg-\(key.prefix(64))-1"), "completed": true,
+            ]
             return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: answer.bytes)))
         }
         let port = Mutex<Int?>(nil)
@@ -75,7 +77,7 @@ func reviewList(_ h: PipelineHarness) -> String? {
 
 @Suite("Leases through real processes: slow providers, kills, unknowns, the dispatch cap", .serialized)
 struct LeaseFlowTests {
-    /// Scaled from the 1,000 charges at 4 s with concurrency 8 (500 s; `bench/lease/run`
+    /// Scaled down from the full size of 1,000 charges at 4 s with concurrency 8 (`bench/lease/run`
     /// runs that size through this test with PAYPIPE_LEASE_ORDERS and PAYPIPE_LEASE_LATENCY_MS):
     /// 120 charges at 1.5 s with concurrency 8 is 22.5 s of provider time. The ledger's
     /// redelivery delay is 0.7 s, under the provider's latency, so a timer on `dispatched_at`
@@ -100,19 +102,24 @@ struct LeaseFlowTests {
         let started = ContinuousClock.now
         for i in 0..<count { try await h.send(netsCharge("slow-\(i)", merchant: "slow")) }
         let providerTime = Duration.milliseconds(count * latencyMilliseconds / concurrency)
-        let outcomes = try await h.collect(timeout: providerTime * 2 + .seconds(60)) { Set($0.filter { $0.status.isTerminal }.map(\.orderId)).count >= count }
+        let outcomes = try await h.collect(timeout: providerTime * 2 + .seconds(60)) {
+            Set($0.filter { $0.status.isTerminal }.map(\.orderId)).count >= count
+        }
         let terminal = outcomes.filter { $0.status.isTerminal }
         #expect(Set(terminal.map(\.orderId)).count == count)
         #expect(terminal.allSatisfy { $0.status == .succeeded })
         #expect(!outcomes.contains { $0.error?.code == "NEEDS_REVIEW" })
         let counts = provider.requestsPerKey.withLock { $0 }
         #expect(counts.count == count)
-        #expect(counts.values.allSatisfy { $0 == 1 }, "requests per Idempotency-Key: \(counts.values.filter { $0 > 1 }.count) keys sent more than once")
+        #expect(
+            counts.values.allSatisfy { $0 == 1 }, "requests per Idempotency-Key: \(counts.values.filter { $0 > 1 }.count) keys sent more than once")
         let metrics = ledgerMetrics(h) ?? ""
         print(
             "lease run: \(count) charges at \(latencyMilliseconds) ms, concurrency \(concurrency): \(terminal.count) terminal in \(ContinuousClock.now - started),",
             "\(counts.values.reduce(0, +)) provider requests for \(counts.count) keys,",
-            metrics.split(separator: "\n").filter { $0.hasPrefix("paypipe_orders_redelivered_total") || $0.hasPrefix("paypipe_orders_dispatch_cap_total") }.joined(separator: ", "))
+            metrics.split(separator: "\n").filter {
+                $0.hasPrefix("paypipe_orders_redelivered_total") || $0.hasPrefix("paypipe_orders_dispatch_cap_total")
+            }.joined(separator: ", "))
         await h.shutdown()
     }
 
@@ -146,7 +153,8 @@ struct LeaseFlowTests {
         let provider = SlowNetsProvider(latency: .zero)
         let (port, providerTask) = try await provider.start()
         defer { providerTask.cancel() }
-        let h = try await PipelineHarness(timers: ["maxDispatches": 40], extraMerchants: ["fast": provider.merchant(port: port)], redeliverAfterMilliseconds: 300)
+        let h = try await PipelineHarness(
+            timers: ["maxDispatches": 40], extraMerchants: ["fast": provider.merchant(port: port)], redeliverAfterMilliseconds: 300)
         defer { Task { await h.shutdown() } }
         try h.startSigner()
         try await h.send(netsCharge("stale-1", merchant: "fast"))
@@ -223,7 +231,9 @@ struct LeaseFlowTests {
         while !outcomes.contains(where: { $0.orderId == "capped-1" }), ContinuousClock.now < deadline {
             for message in try await dispatched.nextBatch(timeoutMilliseconds: 100) ?? [] {
                 guard let dispatch = try? DispatchFrame.decode(message.body, catalog: testCatalog) else { continue }
-                if case .claimed([true]) = try await ledger.call(.claim([LeaseClaim(key: dispatch.order.key, generation: dispatch.generation, token: dispatch.token)])) {
+                if case .claimed([true]) = try await ledger.call(
+                    .claim([LeaseClaim(key: dispatch.order.key, generation: dispatch.generation, token: dispatch.token)]))
+                {
                     claimed.append(dispatch.generation)
                 }
             }

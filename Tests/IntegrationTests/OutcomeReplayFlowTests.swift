@@ -52,8 +52,11 @@ struct OutcomeReplayFlowTests {
         let deadline = clock.now + .seconds(90)
         var found: StoredOrder?
         while found == nil, clock.now < deadline {
-            if case .order(let stored?) = try await rpc.call(.lookup(OrderKey(merchant: "default", orderId: "viva-1"))) { found = stored }
-            else { try await Task.sleep(for: .milliseconds(100)) }
+            if case .order(let stored?) = try await rpc.call(.lookup(OrderKey(merchant: "default", orderId: "viva-1"))) {
+                found = stored
+            } else {
+                try await Task.sleep(for: .milliseconds(100))
+            }
         }
         #expect(found?.state == .open)
         if case .order(let stored?) = try await rpc.call(.lookup(OrderKey(merchant: "default", orderId: "nc-9999"))) {

@@ -21,7 +21,10 @@ struct PaypipeUpTests {
         #expect(process.terminationStatus != 0)
         #expect(elapsed < .seconds(15), "took \(elapsed)")
         let reason = up.stderr.split(separator: "\n").filter { $0.contains("did not print") }
-        #expect(reason == [#"paypipe: paypipe-ledger (pid \#(up.pid("paypipe-ledger") ?? -1)) did not print "paypipe-ledger ready" within 2 s; stopping the pipeline"#], "\(up.stderr)")
+        #expect(
+            reason == [
+                #"paypipe: paypipe-ledger (pid \#(up.pid("paypipe-ledger") ?? -1)) did not print "paypipe-ledger ready" within 2 s; stopping the pipeline"#
+            ], "\(up.stderr)")
         // The child that had started and the one that stayed silent are both stopped.
         for name in ["paypipe-sandbox", "paypipe-ledger"] {
             let pid = try #require(up.pid(name), "\(name) never ran")
@@ -44,9 +47,10 @@ struct PaypipeUpTests {
         // The stand-ins' ready lines are passed through.
         #expect(up.stdout.contains("paypipe-ledger ready intake=tcp://127.0.0.1:9"))
         // By default every stage but the ledger (and the sandbox, a provider's stand-in) runs at nice +5.
-        #expect(up.nicenessAboveTheSandbox == [
-            "paypipe-ledger": 0, "paypipe-signer": 5, "paypipe-submitter": 5, "paypipe-callbacks": 5, "paypipe-cleeng-poller": 5,
-        ])
+        #expect(
+            up.nicenessAboveTheSandbox == [
+                "paypipe-ledger": 0, "paypipe-signer": 5, "paypipe-submitter": 5, "paypipe-callbacks": 5, "paypipe-cleeng-poller": 5,
+            ])
 
         kill(process.processIdentifier, SIGTERM)
         let exited = await waitForExit(process, within: .seconds(25))
@@ -72,10 +76,11 @@ struct PaypipeUpTests {
         let process = try up.run(startTimeoutSeconds: 20, ["--worker-nice", String(workerNice)])
         let isUp = await eventually(within: .seconds(20)) { up.stdout.contains("paypipe is up") && up.allTrapsSet }
         #expect(isUp, "\(up.stdout)\n\(up.stderr)")
-        #expect(up.nicenessAboveTheSandbox == [
-            "paypipe-ledger": 0, "paypipe-signer": workerNice, "paypipe-submitter": workerNice, "paypipe-callbacks": workerNice,
-            "paypipe-cleeng-poller": workerNice,
-        ])
+        #expect(
+            up.nicenessAboveTheSandbox == [
+                "paypipe-ledger": 0, "paypipe-signer": workerNice, "paypipe-submitter": workerNice, "paypipe-callbacks": workerNice,
+                "paypipe-cleeng-poller": workerNice,
+            ])
         kill(process.processIdentifier, SIGTERM)
         #expect(await waitForExit(process, within: .seconds(25)))
     }
@@ -133,7 +138,8 @@ private struct StandInPipeline {
         try FileManager.default.createDirectory(at: directory.appendingPathComponent("bin"), withIntermediateDirectories: true)
         for name in Self.names {
             // `sleep` runs in the background so the trap runs as soon as the signal arrives.
-            let onTerm = ignoringSIGTERM.contains(name)
+            let onTerm =
+                ignoringSIGTERM.contains(name)
                 ? "trap 'echo \(name) >> \"$dir/stops.log\"' TERM"
                 : "trap 'echo \(name) >> \"$dir/stops.log\"; kill $sleeper; exit 0' TERM"
             let script = """
@@ -159,10 +165,11 @@ private struct StandInPipeline {
         }
         let process = Process()
         process.executableURL = paypipe
-        process.arguments = [
-            "up", "--state-dir", directory.appendingPathComponent("state").path,
-            "--executables-dir", bin.path, "--start-timeout", String(startTimeoutSeconds),
-        ] + extraArguments
+        process.arguments =
+            [
+                "up", "--state-dir", directory.appendingPathComponent("state").path,
+                "--executables-dir", bin.path, "--start-timeout", String(startTimeoutSeconds),
+            ] + extraArguments
         _ = FileManager.default.createFile(atPath: stdoutFile.path, contents: nil)
         _ = FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
         process.standardOutput = try FileHandle(forWritingTo: stdoutFile)
@@ -225,7 +232,7 @@ private struct StandInError: Error, CustomStringConvertible {
 private func isAlive(_ pid: Int32) -> Bool {
     guard kill(pid, 0) == 0 else { return false }
     guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-          let afterName = stat.range(of: ") ", options: .backwards)
+        let afterName = stat.range(of: ") ", options: .backwards)
     else { return true }
     return stat[afterName.upperBound...].first != "Z"
 }

@@ -12,7 +12,8 @@ import TestSupport
 import Testing
 import TrustPayments
 
-let tpJwtOrder = #"{"v":1,"orderId":"tp-jwt-1","provider":"trustpayments","operation":"subscriptionJwt","amount":1050,"currency":"GBP","params":{"subscriptionType":"RECURRING","unit":"MONTH","frequency":1,"number":1,"finalNumber":12}}"#
+let tpJwtOrder =
+    #"{"v":1,"orderId":"tp-jwt-1","provider":"trustpayments","operation":"subscriptionJwt","amount":1050,"currency":"GBP","params":{"subscriptionType":"RECURRING","unit":"MONTH","frequency":1,"number":1,"finalNumber":12}}"#
 
 /// Short timers for the fake clock: checked 10 s after pending and every 10 s, last check at 100 s.
 let pendingTimers: [String: Int64] = ["pendingResolveAfterMs": 10_000, "pendingExpireAfterMs": 100_000]
@@ -204,17 +205,21 @@ struct PendingReadingTests {
     }
 
     @Test func netsGetPaymentReadings() {
-        // The seed's SubscriptionPaymentDetails: a subscription id means the checkout completed.
-        #expect(netsRead(200, #"{"payment":{"created":"2019-07-18T10:00:00Z","subscription":{"id":"d079718b-ff63-45dd-947b-4950c023750f"}}}"#)
-            == .succeeded(["paymentId": "pay1", "subscriptionId": "d079718b-ff63-45dd-947b-4950c023750f"]))
-        #expect(netsRead(200, #"{"payment":{"summary":{"reservedAmount":9900},"subscription":{"id":"sub1"}}}"#)
-            == .succeeded(["paymentId": "pay1", "subscriptionId": "sub1", "amount": 9900]))
+        // Nets' SubscriptionPaymentDetails: a subscription id means the checkout completed.
+        #expect(
+            netsRead(200, #"{"payment":{"created":"2019-07-18T10:00:00Z","subscription":{"id":"d079718b-ff63-45dd-947b-4950c023750f"}}}"#)
+                == .succeeded(["paymentId": "pay1", "subscriptionId": "d079718b-ff63-45dd-947b-4950c023750f"]))
+        #expect(
+            netsRead(200, #"{"payment":{"summary":{"reservedAmount":9900},"subscription":{"id":"sub1"}}}"#)
+                == .succeeded(["paymentId": "pay1", "subscriptionId": "sub1", "amount": 9900]))
         // Open, nothing reserved: nothing was taken (yet).
         #expect(netsRead(200, #"{"payment":{"paymentId":"pay1","summary":{}}}"#) == .pending(["paymentId": "pay1"]))
         // Terminated, nothing reserved: abandoned, final.
         if case .failed(let code, _) = netsRead(200, #"{"payment":{"summary":{},"terminated":"2024-01-01T00:00:00Z"}}"#) {
             #expect(code == "NETS_CHECKOUT_ABANDONED")
-        } else { Issue.record("a terminated checkout fails") }
+        } else {
+            Issue.record("a terminated checkout fails")
+        }
         // Money moved but no subscription, or an answer about nothing: cannot tell.
         for (status, body) in [(200, #"{"payment":{"summary":{"chargedAmount":9900}}}"#), (200, "{}"), (404, ""), (401, "")] {
             if case .unknown = netsRead(status, body) {} else { Issue.record("\(status) \(body) cannot tell") }
@@ -237,7 +242,9 @@ struct PendingReadingTests {
         ]
         if case .succeeded(let result) = try reading(records: [paid]) {
             #expect(result["transactionReference"]?.stringValue == "57-9-1" && result["amount"] == 1050)
-        } else { Issue.record("a paid AUTH succeeds") }
+        } else {
+            Issue.record("a paid AUTH succeeds")
+        }
         var uncertain = paid
         uncertain["errorcode"] = "70001"
         if case .unknown = try reading(records: [uncertain]) {} else { Issue.record("70001 cannot tell") }
@@ -245,7 +252,9 @@ struct PendingReadingTests {
     }
 
     /// The connector's reading of its own signed status check, answered by the TP emulator.
-    func read(_ connector: any ProviderConnector, _ o: Order, records: [[String: JSONValue]], config: TrustPaymentsConfig, status: Int) throws -> ProviderVerdict {
+    func read(
+        _ connector: any ProviderConnector, _ o: Order, records: [[String: JSONValue]], config: TrustPaymentsConfig, status: Int
+    ) throws -> ProviderVerdict {
         let work = try #require(statusWork(connector, o))
         var submission = Submission(work: work, connector: connector, policy: SubmissionPolicy())
         guard case .send(let request, _) = submission.start() else { throw EnvelopeTestError("no request") }
@@ -261,7 +270,9 @@ struct PendingReadingTests {
     }
 
     func statusWork(_ connector: any ProviderConnector, _ o: Order) -> SubmitWork? {
-        if case .submit(let work) = SignerCore(registry: ConnectorRegistry(connectors: [connector])).sign(o, acceptedAt: 1, nowSeconds: 1, purpose: .statusCheck, pending: ["found": 0]) {
+        if case .submit(let work) = SignerCore(registry: ConnectorRegistry(connectors: [connector])).sign(
+            o, acceptedAt: 1, nowSeconds: 1, purpose: .statusCheck, pending: ["found": 0])
+        {
             return work
         }
         return nil
@@ -275,8 +286,9 @@ struct PendingFlowTests {
     }
 
     @Test func aNetsCreateCompletesThroughTheWebhookItRegistered() async throws {
-        let h = try await PipelineHarness(sandboxConfiguration: SandboxConfiguration(
-            port: 0, phonePeCallbackDelayMilliseconds: 3_600_000, netsCompleteCheckoutAfterMilliseconds: 300))
+        let h = try await PipelineHarness(
+            sandboxConfiguration: SandboxConfiguration(
+                port: 0, phonePeCallbackDelayMilliseconds: 3_600_000, netsCompleteCheckoutAfterMilliseconds: 300))
         defer { Task { await h.shutdown() } }
         try h.startSigner()
         try h.startSubmitter()
@@ -293,7 +305,8 @@ struct PendingFlowTests {
 
     @Test func withoutAWebhookURLTheSandboxSendsNoneAndGetPaymentEndsTheOrder() async throws {
         let h = try await PipelineHarness(
-            sandboxConfiguration: SandboxConfiguration(port: 0, phonePeCallbackDelayMilliseconds: 3_600_000, netsCompleteCheckoutAfterMilliseconds: 300),
+            sandboxConfiguration: SandboxConfiguration(
+                port: 0, phonePeCallbackDelayMilliseconds: 3_600_000, netsCompleteCheckoutAfterMilliseconds: 300),
             timers: ["pendingResolveAfterMs": 1_500, "pendingExpireAfterMs": 60_000], leavingOut: ["nets.webhookURL"])
         defer { Task { await h.shutdown() } }
         try h.startSigner()
@@ -312,7 +325,8 @@ struct PendingFlowTests {
 
     @Test func abandonedTrustPaymentsVivaAndNetsOrdersEndExpiredOrNeedingReview() async throws {
         let h = try await PipelineHarness(
-            sandboxConfiguration: SandboxConfiguration(port: 0, phonePeCallbackDelayMilliseconds: 3_600_000, netsCompleteCheckoutAfterMilliseconds: nil),
+            sandboxConfiguration: SandboxConfiguration(
+                port: 0, phonePeCallbackDelayMilliseconds: 3_600_000, netsCompleteCheckoutAfterMilliseconds: nil),
             timers: ["pendingResolveAfterMs": 1_000, "pendingExpireAfterMs": 3_000])
         defer { Task { await h.shutdown() } }
         try h.startSigner()

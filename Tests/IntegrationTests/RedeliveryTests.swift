@@ -85,7 +85,8 @@ struct RedeliveryTests {
     }
 
     @Test func aRedeliveredTrustPaymentsUpdateIsAppliedOnlyWhenNotInPlace() async throws {
-        let update = #"{"v":1,"orderId":"tu-1","provider":"trustpayments","operation":"transactionUpdate","params":{"transactionReference":"1-2-3","updates":{"transactionactive":1}}}"#
+        let update =
+            #"{"v":1,"orderId":"tu-1","provider":"trustpayments","operation":"transactionUpdate","params":{"transactionReference":"1-2-3","updates":{"transactionactive":1}}}"#
         let work = try await signedWork(update, generation: 2)
         let queryReference = try #require(work.context["queryReference"]?.stringValue)
         /// Trust Payments' TRANSACTIONQUERY answer with the transaction's current `transactionactive`.

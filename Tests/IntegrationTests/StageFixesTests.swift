@@ -12,7 +12,7 @@ import ZeroMQ
 @testable import LedgerStage
 @testable import SubmitterStage
 
-/// The fixes that came with the stage split, each through the code path that had the bug.
+/// Stage behaviours that are easy to get wrong, each through its real code path.
 @Suite("Stage fixes", .serialized)
 struct StageFixesTests {
     /// A failed status check reports `unknown`; the pending mandate must stay pending (and be
@@ -26,10 +26,11 @@ struct StageFixesTests {
         #expect(try core.submitted(unknown, now: 3000).isEmpty)
         #expect(try core.store.lookup(o.key)?.state == .pending)
         // No redelivery of the whole order, ever: only the next status check.
-        #expect(try core.redeliver(now: 3000 + 61_000).allSatisfy { effect in
-            guard case .dispatch(let frame) = effect else { return false }
-            return readDispatch(frame)?.purpose == .statusCheck
-        })
+        #expect(
+            try core.redeliver(now: 3000 + 61_000).allSatisfy { effect in
+                guard case .dispatch(let frame) = effect else { return false }
+                return readDispatch(frame)?.purpose == .statusCheck
+            })
     }
 
     @Test func aWorkItemWhoseContextIsUnreadableEndsRejectedBeforeAnythingIsSent() async throws {
@@ -67,15 +68,18 @@ struct StageFixesTests {
 
         var started: [Process] = []
         for (index, stage) in ["signer", "submitter"].enumerated() {
-            let arguments = stage == "signer"
+            let arguments =
+                stage == "signer"
                 ? ["--sign-queue", workEndpoint, "--signed-in", signedEndpoint, "--results", resultsEndpoint]
                 : ["--signed-out", workEndpoint, "--results", resultsEndpoint]
-            let ((process, _), _) = try PipelineHarness.spawn("paypipe-\(stage)", ["--config", configPath] + arguments, in: directory, index: index, waitForLine: nil)
+            let ((process, _), _) = try PipelineHarness.spawn(
+                "paypipe-\(stage)", ["--config", configPath] + arguments, in: directory, index: index, waitForLine: nil)
             started.append(process)
             defer { kill(process.processIdentifier, SIGTERM) }
             let orderId = "unreadable-\(stage)"
             // A first submission whose order is readable; the frame ends with a byte no release writes.
-            let orderJSON = #"{"v":1,"orderId":"\#(orderId)","merchant":"default","provider":"viva","operation":"sale","amount":1,"currency":"EUR","params":{}}"#
+            let orderJSON =
+                #"{"v":1,"orderId":"\#(orderId)","merchant":"default","provider":"viva","operation":"sale","amount":1,"currency":"EUR","params":{}}"#
             let readable: [UInt8] =
                 stage == "signer"
                 ? DispatchFrame.encode(orderJSON: orderJSON, acceptedAt: 1, token: 42)
@@ -105,12 +109,15 @@ struct StageFixesTests {
     /// The gauge counts submissions between their first send and their outcome: up while the
     /// provider is slow, back to 0 when everything has ended.
     @Test func theInFlightGaugeCountsWhatIsInFlight() async throws {
-        let h = try await PipelineHarness(sandboxConfiguration: SandboxConfiguration(port: 0, latencyMilliseconds: 1500, phonePeCallbackDelayMilliseconds: 3_600_000))
+        let h = try await PipelineHarness(
+            sandboxConfiguration: SandboxConfiguration(port: 0, latencyMilliseconds: 1500, phonePeCallbackDelayMilliseconds: 3_600_000))
         defer { Task { await h.shutdown() } }
         try h.startSigner()
         let submitter = try h.startSubmitter(concurrency: 8)
         for i in 0..<20 {
-            try await h.send(#"{"v":1,"orderId":"gauge-\#(i)","provider":"phonepe","operation":"authInit","amount":39900,"currency":"INR","params":{"merchantUserId":"U1","subscriptionId":"SUB1"}}"#)
+            try await h.send(
+                #"{"v":1,"orderId":"gauge-\#(i)","provider":"phonepe","operation":"authInit","amount":39900,"currency":"INR","params":{"merchantUserId":"U1","subscriptionId":"SUB1"}}"#
+            )
         }
         var during: Double = -1
         for _ in 0..<50 where during <= 0 {
@@ -133,7 +140,10 @@ struct StageFixesTests {
 
 enum SignerCoreProbe {
     static func phonePeWork() async throws -> SubmitWork {
-        guard case .submit(let work) = SignerCore(registry: await testRegistry()).sign(try order(phonePeOrder), acceptedAt: 1, nowSeconds: 1_795_237_200) else {
+        guard
+            case .submit(let work) = SignerCore(registry: await testRegistry()).sign(
+                try order(phonePeOrder), acceptedAt: 1, nowSeconds: 1_795_237_200)
+        else {
             throw EnvelopeTestError("no work")
         }
         return work

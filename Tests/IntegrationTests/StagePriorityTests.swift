@@ -45,7 +45,7 @@ struct ProcessThread: CustomStringConvertible {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
         return tasks.compactMap { task -> ProcessThread? in
             guard let id = Int32(task), let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/stat", encoding: .utf8),
-                  let open = stat.firstIndex(of: "("), let close = stat.range(of: ") ", options: .backwards)
+                let open = stat.firstIndex(of: "("), let close = stat.range(of: ") ", options: .backwards)
             else { return nil }
             let fields = stat[close.upperBound...].split(separator: " ")
             guard fields.count > 16, let nice = Int(fields[16]) else { return nil }

@@ -15,7 +15,7 @@ import Testing
 @testable import LedgerStage
 @testable import SubmitterStage
 
-/// Issue 40's smaller holes, each through the code that had it.
+/// The stages' smaller safety rules, each through the code that enforces it.
 @Suite("Stage safety: lost leases, unreadable work, file modes, slow clients")
 struct StageSafetyTests {
     /// Work whose lease is lost (a renewal refused: the order ended elsewhere, or went to
@@ -33,7 +33,8 @@ struct StageSafetyTests {
         }
         defer { server.stop() }
         let config = try PaypipeConfig.parse(Array(DemoConfig.text(sandboxURL: "http://127.0.0.1:\(server.port)").utf8))
-        guard case .submit(let work) = SignerCore(registry: await testRegistry(config)).sign(try order(netsChargeOrder), acceptedAt: 1, nowSeconds: 1) else {
+        guard case .submit(let work) = SignerCore(registry: await testRegistry(config)).sign(try order(netsChargeOrder), acceptedAt: 1, nowSeconds: 1)
+        else {
             Issue.record("the charge is signed into work")
             return
         }
@@ -82,7 +83,9 @@ struct StageSafetyTests {
     /// a redelivery or a status check may have money behind it, so it goes to review.
     @Test func onlyAnUnreadableFirstSubmissionIsRejected() throws {
         let json = #"{"v":1,"orderId":"un-1","provider":"viva","operation":"sale","amount":1,"currency":"EUR","params":{}}"#
-        for (generation, purpose, status) in [(Int64(1), DispatchPurpose.submit, Outcome.Status.rejected), (2, .submit, .unknown), (3, .statusCheck, .unknown)] {
+        for (generation, purpose, status) in [
+            (Int64(1), DispatchPurpose.submit, Outcome.Status.rejected), (2, .submit, .unknown), (3, .statusCheck, .unknown),
+        ] {
             let frame = DispatchFrame.encode(orderJSON: json, acceptedAt: 1, purpose: purpose, generation: generation, token: 9) + [0]
             let result = try #require(StageResult.unreadableWork(frame, reason: "trailing bytes"))
             #expect(result.outcome.status == status, "generation \(generation), \(purpose)")
@@ -123,7 +126,8 @@ struct StageSafetyTests {
         let (status, printed) = try generate([])
         #expect(status == 0, "\(printed)")
         for stem in CurveConfig.Role.allCases.map(\.rawValue) + ["upstream-shop-a"] {
-            let mode = try #require(try FileManager.default.attributesOfItem(atPath: directory.appendingPathComponent("\(stem).secret").path)[.posixPermissions] as? Int)
+            let mode = try #require(
+                try FileManager.default.attributesOfItem(atPath: directory.appendingPathComponent("\(stem).secret").path)[.posixPermissions] as? Int)
             #expect(mode == 0o600, "\(stem).secret has mode \(String(mode, radix: 8))")
         }
         #expect(printed.contains(#""upstream": ["#) && printed.contains(#""name": "shop-a""#))
@@ -138,7 +142,8 @@ struct StageSafetyTests {
         limits.requestTimeout = .milliseconds(700)
         let metrics = StageMetrics()
         let port = Mutex<Int?>(nil)
-        let server = try metrics.server(address: "127.0.0.1:0", logger: Logger(label: "test"), limits: limits, onListening: { p in port.withLock { $0 = p } })
+        let server = try metrics.server(
+            address: "127.0.0.1:0", logger: Logger(label: "test"), limits: limits, onListening: { p in port.withLock { $0 = p } })
         let group = ServiceGroup(services: [server], logger: Logger(label: "test"))
         let running = Task { try await group.run() }
         defer { running.cancel() }

@@ -20,7 +20,10 @@ struct StatusCheckTests {
         let o = try order(phonePeOrder)
         let pending: [String: JSONValue] = ["authRequestId": "AR1", "redirectURL": "ppe://x"]
         for purpose in [DispatchPurpose.statusCheck, .expiryCheck] {
-            guard case .submit(let work) = SignerCore(registry: await testRegistry(config)).sign(o, acceptedAt: 1, nowSeconds: 1, purpose: purpose, pending: pending) else {
+            guard
+                case .submit(let work) = SignerCore(registry: await testRegistry(config)).sign(
+                    o, acceptedAt: 1, nowSeconds: 1, purpose: purpose, pending: pending)
+            else {
                 Issue.record("expected signed work")
                 return
             }
@@ -32,7 +35,8 @@ struct StatusCheckTests {
                 return
             }
             #expect(request == work.request)
-            let stillPending = #"{"success":true,"code":"SUCCESS","data":{"merchantId":"MERCHANTUAT","authRequestId":"\#(work.context["authRequestId"]!.stringValue!)","subscriptionDetails":{"subscriptionId":"SUB1","state":"CREATED"}}}"#
+            let stillPending =
+                #"{"success":true,"code":"SUCCESS","data":{"merchantId":"MERCHANTUAT","authRequestId":"\#(work.context["authRequestId"]!.stringValue!)","subscriptionDetails":{"subscriptionId":"SUB1","state":"CREATED"}}}"#
             let action = submission.receive(HTTPResponseSpec(status: 200, headers: [], body: Array(stillPending.utf8)), jitter: 0)
             guard case .finish(let outcome) = action else {
                 Issue.record("expected an outcome")
@@ -46,6 +50,8 @@ struct StatusCheckTests {
                 #expect(outcome.error?.code == "EXPIRED")
             }
         }
-        #expect(SignerCore(registry: await testRegistry(config)).sign(try order(vivaOrder), acceptedAt: 1, nowSeconds: 1, purpose: .statusCheck) == .nothing)
+        #expect(
+            SignerCore(registry: await testRegistry(config)).sign(try order(vivaOrder), acceptedAt: 1, nowSeconds: 1, purpose: .statusCheck)
+                == .nothing)
     }
 }

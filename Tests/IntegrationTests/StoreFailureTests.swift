@@ -42,7 +42,7 @@ func cpuSeconds(of pid: Int32) -> Double? {
     return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
 }
 
-/// Issue 11 items 4 and 6: a store held locked from outside, and callbacks across a ledger restart.
+/// A store held locked from outside, and callbacks across a ledger restart.
 @Suite("Store failures and ledger restarts through real processes", .serialized)
 struct StoreFailureTests {
     static func netsLookup(_ id: String) -> String {
@@ -84,8 +84,8 @@ struct StoreFailureTests {
             try await h.send(rejectedOrder("locked-rejected-\(i)"))
             expected.formUnion(["locked-get-\(i)", "locked-rejected-\(i)"])
         }
-        // Held past one busy wait of the ledger's connection (2 s) and past the 5 s one it had
-        // before, but well within its retry budget; /healthz tells meanwhile.
+        // Held past one busy wait of the ledger's connection (2 s), but well within its retry
+        // budget; /healthz tells meanwhile.
         let clock = ContinuousClock()
         let releaseAt = clock.now + .seconds(7)
         var reported: (Int, String)?
@@ -148,8 +148,8 @@ struct StoreFailureTests {
     }
 
     /// Giving up must end in exit 75 even while `/healthz` is being asked: cancelling the metrics
-    /// server with a connection it had accepted but not served made NIO trap (SIGILL): 5 of 12
-    /// runs with this polling, four at a time. A race, so a pass is not proof; a failure is.
+    /// server with a connection it had accepted but not served would make NIO trap (SIGILL).
+    /// A race, so a pass is not proof; a failure is.
     @Test func aLedgerGivingUpWhileItsHealthIsPolledHardStillExits75() async throws {
         let h = try await PipelineHarness()
         defer { Task { await h.shutdown() } }
@@ -204,9 +204,11 @@ struct StoreFailureTests {
         let sent = clock.now
         let (verify, body) = (callback.xVerify, callback.body)
         let answer = Task.detached {
-            httpExchange(port: port, method: "POST", path: "/callbacks/phonepe", headers: [("X-VERIFY", verify)], body: body, receiveTimeoutSeconds: 40)
+            httpExchange(
+                port: port, method: "POST", path: "/callbacks/phonepe", headers: [("X-VERIFY", verify)], body: body, receiveTimeoutSeconds: 40)
         }
-        // Longer than the single 5 s wait the validator had before it answered 503.
+        // Down longer than one short wait, yet within the validator's budget: the callback is
+        // answered once the ledger is back.
         try await Task.sleep(for: .seconds(6))
         try h.restartLedger()
         let reply = await answer.value

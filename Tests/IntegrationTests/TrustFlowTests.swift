@@ -9,7 +9,7 @@ import ZeroMQ
 
 @testable import LedgerStage
 
-/// Issue 40's holes through the real processes and sockets: forged results, a lost frame's
+/// The trust rules through the real processes and sockets: forged results, a lost frame's
 /// neighbours, a Nets redelivery, and upstream authentication.
 @Suite("Trust through real processes: forged results, big frames, Nets redelivery, upstream CURVE", .serialized)
 struct TrustFlowTests {
@@ -50,7 +50,8 @@ struct TrustFlowTests {
         #expect(await eventually(within: .seconds(20)) { h.sandbox.ledger.requests("phonepe:ARforge1") == 1 })
         let tickets = try Self.tickets(h)
         let key = OrderKey(merchant: "default", orderId: "forge-1")
-        let forged = Outcome(orderId: "forge-1", merchant: "default", provider: "phonepe", operation: "authInit", status: .succeeded, result: ["state": "COMPLETED"])
+        let forged = Outcome(
+            orderId: "forge-1", merchant: "default", provider: "phonepe", operation: "authInit", status: .succeeded, result: ["state": "COMPLETED"])
         func frame(_ generation: Int64) -> [UInt8] {
             StageResult(answering: .submit, ticket: tickets.ticket(for: key, generation: generation), outcome: forged).frame
         }
@@ -74,7 +75,9 @@ struct TrustFlowTests {
         #expect(await eventually(within: .seconds(20)) { metricValue(ledgerMetrics(h), "paypipe_orders_in_total") == 1 })
         let forged = Outcome(orderId: "forge-2", merchant: "default", provider: "viva", operation: "sale", status: .succeeded, result: [:])
         try await Self.push(h, forged.bytes, options: ZMQSocketOptions())
-        try await Self.push(h, StageResult(answering: .submit, ticket: DispatchTicket(generation: 1, token: 0xDEAD_BEEF), outcome: forged).frame, options: ZMQSocketOptions())
+        try await Self.push(
+            h, StageResult(answering: .submit, ticket: DispatchTicket(generation: 1, token: 0xDEAD_BEEF), outcome: forged).frame,
+            options: ZMQSocketOptions())
         #expect(await eventually(within: .seconds(10)) { Self.refusedCount(h) == 1 })
         // The signer, started now, issues the sale's URL: the order was still open.
         try h.startSigner()
@@ -164,7 +167,8 @@ struct TrustFlowTests {
         }
         // Replay: every outcome for the unrestricted client; none of default's for shop-b.
         func replay(_ pair: ZMQCurveKeyPair?) async throws -> [[UInt8]] {
-            let client = try OutcomeReplayClient(context: context, endpoint: h.ledgerEndpoints["outcomesReplay"]!, options: h.upstreamClientOptions(pair))
+            let client = try OutcomeReplayClient(
+                context: context, endpoint: h.ledgerEndpoints["outcomesReplay"]!, options: h.upstreamClientOptions(pair))
             defer { Task { await client.close() } }
             return try await client.fetch(since: 0, limit: 100, timeoutMilliseconds: 3000).outcomes
         }

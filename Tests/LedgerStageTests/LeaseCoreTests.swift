@@ -25,7 +25,8 @@ func emitted(_ effects: [LedgerCore.Effect]) -> [Outcome] {
 @Suite("Leases: claims, redelivery by lapse, the dispatch cap")
 struct LeaseCoreTests {
     @Test func aClaimHoldsTheOrderUntilItsLeaseLapsesAndOnlyTheCurrentGenerationIsGranted() async throws {
-        var core = LedgerCore(store: try temporaryStore(), registry: await testRegistry(), timers: leaseTimers(leaseMs: 30_000), redeliverAfterMilliseconds: 1000)
+        var core = LedgerCore(
+            store: try temporaryStore(), registry: await testRegistry(), timers: leaseTimers(leaseMs: 30_000), redeliverAfterMilliseconds: 1000)
         let first = dispatches(try core.intake([Array(netsChargeOrder.utf8)], now: 0))
         #expect(first.map(\.generation) == [1])
         let key = try order(netsChargeOrder).key
@@ -46,7 +47,8 @@ struct LeaseCoreTests {
     }
 
     @Test func anOlderCopyIsTakenUpWhenThatIsSafeAndNobodyHoldsTheOrder() async throws {
-        var core = LedgerCore(store: try temporaryStore(), registry: await testRegistry(), timers: leaseTimers(leaseMs: 30_000), redeliverAfterMilliseconds: 1000)
+        var core = LedgerCore(
+            store: try temporaryStore(), registry: await testRegistry(), timers: leaseTimers(leaseMs: 30_000), redeliverAfterMilliseconds: 1000)
         _ = try core.intake([Array(netsChargeOrder.utf8)], now: 0)
         let key = try order(netsChargeOrder).key
         // Copies 2 and 3 go out while copy 1 still waits in a backlog, unclaimed.
@@ -70,7 +72,8 @@ struct LeaseCoreTests {
         let key = try order(netsChargeOrder).key
         #expect(core.handle(.claim([core.lease(key, 1)]), now: 0).0 == .claimed([true]))
         // The ledger was down from 10 s to 40 s: the lease lapsed meanwhile, the holder lives on.
-        var restarted = LedgerCore(store: store, registry: await testRegistry(), timers: leaseTimers(leaseMs: 30_000), redeliverAfterMilliseconds: 1000)
+        var restarted = LedgerCore(
+            store: store, registry: await testRegistry(), timers: leaseTimers(leaseMs: 30_000), redeliverAfterMilliseconds: 1000)
         try restarted.resumeLeases(now: 40_000)
         #expect(try restarted.redeliver(now: 40_500).isEmpty)
         #expect(restarted.handle(.claim([restarted.lease(key, 1)]), now: 45_000).0 == .claimed([true]))

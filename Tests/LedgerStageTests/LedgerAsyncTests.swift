@@ -33,7 +33,8 @@ struct LedgerAsyncTests {
         let (reply, effects) = core.handle(.settle(o.key, event: "phonepe|AR1|COMPLETED", outcome: done), now: 3000)
         #expect(reply == .settled(applied: true, duplicate: false))
         #expect(effects == [.emit(done.logged(seq: 2))])
-        #expect(core.handle(.settle(o.key, event: "phonepe|AR1|COMPLETED", outcome: done), now: 3100) == (.settled(applied: false, duplicate: true), []))
+        #expect(
+            core.handle(.settle(o.key, event: "phonepe|AR1|COMPLETED", outcome: done), now: 3100) == (.settled(applied: false, duplicate: true), []))
         let other = Outcome(order: o, status: .failed, error: .init(code: "X", message: "late"))
         #expect(core.handle(.settle(o.key, event: "phonepe|AR1|FAILED", outcome: other), now: 3200).0 == .settled(applied: false, duplicate: false))
         // Only the order's own terminal outcome can be settled.

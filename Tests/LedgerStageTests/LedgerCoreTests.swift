@@ -56,7 +56,9 @@ struct LedgerCoreTests {
         let badAmount = #"{"v":1,"orderId":"bad-1","provider":"viva","operation":"sale","amount":0,"currency":"EUR","params":{}}"#
         let effects = try core.intake([Array("nonsense".utf8), [0xFF, 0xFE], Array(badAmount.utf8), Array(vivaOrder.utf8)], now: 1000)
         #expect(effects.count == 4)
-        guard case .drop(let first) = effects[0], case .drop(let second) = effects[1], case .emit(let rejected) = effects[2], case .dispatch = effects[3] else {
+        guard case .drop(let first) = effects[0], case .drop(let second) = effects[1], case .emit(let rejected) = effects[2],
+            case .dispatch = effects[3]
+        else {
             Issue.record("unexpected effects \(effects)")
             return
         }

@@ -145,7 +145,8 @@ struct LedgerLoopTests {
         defer { h.close([signer]) }
         for id in ["pass-a", "pass-b", "pass-c"] { try h.intake.send(vivaSale(id)) }
         // The signer's answer for the first order, read in the same pass as the order itself.
-        let issued = Outcome(orderId: "pass-a", merchant: "default", provider: "viva", operation: "sale", status: .pending, result: ["url": "vivapayclient://pay/v1"])
+        let issued = Outcome(
+            orderId: "pass-a", merchant: "default", provider: "viva", operation: "sale", status: .pending, result: ["url": "vivapayclient://pay/v1"])
         let ticket = h.tickets.ticket(for: OrderKey(merchant: "default", orderId: "pass-a"), generation: 1)
         try h.results.send(StageResult(answering: .submit, ticket: ticket, outcome: issued).frame)
         let lookup = LedgerRequest.lookup(OrderKey(merchant: "default", orderId: "pass-b"))

@@ -28,7 +28,8 @@ struct OutcomeLogTests {
         let pending = Outcome(order: o, status: .pending, result: ["redirectURL": "ppe://x"], at: "2026-11-21T05:00:00.000Z")
         let done = Outcome(order: o, status: .succeeded, at: "2026-11-21T05:00:01.000Z")
         _ = core.handle(.claim([core.lease(o.key)]), now: 2000)
-        #expect(try core.results([core.frame(pending), core.frame(pending)], now: 2000) == [.emit(pending.logged(seq: 3)), .emit(pending.logged(seq: 4))])
+        #expect(
+            try core.results([core.frame(pending), core.frame(pending)], now: 2000) == [.emit(pending.logged(seq: 3)), .emit(pending.logged(seq: 4))])
         #expect(try core.results([core.frame(done)], now: 3000) == [.emit(done.logged(seq: 5))])
         // Repeats of a terminal outcome are the identical bytes with the same seq, and log nothing new.
         #expect(try core.intake([Array(phonePeOrder.utf8)], now: 4000) == [.emit(done.logged(seq: 5))])
@@ -51,7 +52,10 @@ struct OutcomeLogTests {
         #expect(named.split(separator: "seq").count == 2)
         let nested = LedgerStore.withSeq(#"{"result":{"seq":1},"status":"pending"}"#, 10)
         #expect(seq(of: Array(nested.utf8)) == 10)
-        guard case .object(let object)? = try? JSONValue.parse(Array(nested.utf8)) else { Issue.record("not an object"); return }
+        guard case .object(let object)? = try? JSONValue.parse(Array(nested.utf8)) else {
+            Issue.record("not an object")
+            return
+        }
         #expect(object["result"] == .object(["seq": .integer(1)]))
     }
 
@@ -137,7 +141,9 @@ struct CanonicalKeyTests {
         let plain = vivaOrder.replacingOccurrences(of: #""orderId""#, with: #""merchant":"Kiosk","orderId""#)
         let effects = try core.intake([Array(kelvin.utf8), Array(plain.utf8)], now: 1000)
         #expect(effects.filter { if case .dispatch = $0 { true } else { false } }.count == 2)
-        #expect(try core.store.lookup(OrderKey(merchant: "\u{212A}iosk", orderId: "viva-1"))?.key.merchant.utf8.elementsEqual("\u{212A}iosk".utf8) == true)
+        #expect(
+            try core.store.lookup(OrderKey(merchant: "\u{212A}iosk", orderId: "viva-1"))?.key.merchant.utf8.elementsEqual("\u{212A}iosk".utf8) == true
+        )
         // The signer's config lookup then rejects the Kelvin-sign merchant instead of using Kiosk's profile.
         let config = PaypipeConfig(merchants: ["Kiosk": try demoConfig().merchants["default"]!])
         #expect(throws: Rejection.self) { try config.merchant(try order(kelvin).merchant) }
@@ -182,7 +188,10 @@ struct CanonicalKeyTests {
         let texts = ["{\"a\":\"" + String(repeating: "a", count: 5000) + "\"}", long, "{}", #"{"b":1}"#]
         for (n, text) in texts.enumerated() {
             let merchant = String(repeating: "m", count: 1 + n * 40)
-            guard case .recorded = try store.transaction({ try store.admitRejection(OrderKey(merchant: merchant, orderId: "o-\(n)"), outcome: text, now: 1) })
+            guard
+                case .recorded = try store.transaction({
+                    try store.admitRejection(OrderKey(merchant: merchant, orderId: "o-\(n)"), outcome: text, now: 1)
+                })
             else {
                 Issue.record("text \(n) was not recorded")
                 continue

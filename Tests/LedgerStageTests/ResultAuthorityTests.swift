@@ -10,7 +10,7 @@ import Viva
 
 @testable import LedgerStage
 
-/// Who may end an order (issue 40): every outcome on the results socket names the dispatch it
+/// Who may end an order: every outcome on the results socket names the dispatch it
 /// answers with the ledger's ticket, and counts only when its sender may give it.
 @Suite("Results are authorised by who sent them and what they answer")
 struct ResultAuthorityTests {
@@ -158,9 +158,19 @@ struct ResultAuthorityTests {
     /// PhonePe's authRequestId may be set by the order: two merchants may use the same one, and
     /// a second order of one merchant naming another's is rejected rather than left unindexed.
     @Test func referencesAreKeptPerMerchantAndACollisionIsRejected() async throws {
-        let config = try PaypipeConfig.parse(Array(DemoConfig.text(sandboxURL: "http://127.0.0.1:9", extraMerchants: [
-            "second": ["phonepe": ["baseURL": "http://127.0.0.1:9/phonepe", "merchantId": "M2", "saltKey": "salt-2", "saltIndex": "1", "callbackURL": "https://m2.example/cb", "callbackScheme": "m2app"]]
-        ]).utf8))
+        let config = try PaypipeConfig.parse(
+            Array(
+                DemoConfig.text(
+                    sandboxURL: "http://127.0.0.1:9",
+                    extraMerchants: [
+                        "second": [
+                            "phonepe": [
+                                "baseURL": "http://127.0.0.1:9/phonepe", "merchantId": "M2", "saltKey": "salt-2", "saltIndex": "1",
+                                "callbackURL": "https://m2.example/cb", "callbackScheme": "m2app",
+                            ]
+                        ]
+                    ]
+                ).utf8))
         var core = LedgerCore(store: try temporaryStore(), registry: await testRegistry(config))
         let first = phonePeAuthInit("ref-a", authRequestId: "SHARED1")
         let second = first.replacingOccurrences(of: #""orderId":"ref-a""#, with: #""orderId":"ref-b","merchant":"second""#)
@@ -169,7 +179,9 @@ struct ResultAuthorityTests {
         #expect(dispatches(effects).map(\.order.orderId) == ["ref-a", "ref-b"])
         let rejection = try #require(emitted(effects).first)
         #expect(rejection.orderId == "ref-c" && rejection.error?.code == "REFERENCE_IN_USE")
-        #expect(core.handle(.lookupRef(.phonepe, "SHARED1", merchant: "default"), now: 1).0 == .order(try core.store.lookup(OrderKey(merchant: "default", orderId: "ref-a"))))
+        #expect(
+            core.handle(.lookupRef(.phonepe, "SHARED1", merchant: "default"), now: 1).0
+                == .order(try core.store.lookup(OrderKey(merchant: "default", orderId: "ref-a"))))
         guard case .order(let other?) = core.handle(.lookupRef(.phonepe, "SHARED1", merchant: "second"), now: 1).0 else {
             Issue.record("the second merchant's order is found by the same reference")
             return
@@ -179,15 +191,16 @@ struct ResultAuthorityTests {
         #expect(emitted(try core.intake([Array(clash.utf8)], now: 2)).map(\.error?.code) == ["REFERENCE_IN_USE"])
     }
 
-    /// Seed 004 puts ISV_clientSecret in the app's URL: the stored outcome (and the replay log)
-    /// hold a mark instead, and the outcome regains the secret on its way upstream.
+    /// Viva's inter-app protocol puts ISV_clientSecret in the app's URL: the stored outcome (and
+    /// the replay log) hold a mark instead, and the outcome regains the secret on its way upstream.
     @Test func anISVClientSecretIsNeverStoredButReachesUpstream() async throws {
         let secret = "isv-secret-&-kept-out"
         let config = try PaypipeConfig.parse(Array(DemoConfig.text(sandboxURL: "http://127.0.0.1:9").utf8))
         var withISV = config
         withISV.merchants["default"]?.viva?.isvClientSecret = Secret(secret)
         let registry = await testRegistry(withISV)
-        let isvSale = #"{"v":1,"orderId":"isv-1","provider":"viva","operation":"sale","amount":1050,"currency":"EUR","params":{"isv":{"clientId":"isv-client","amount":50}}}"#
+        let isvSale =
+            #"{"v":1,"orderId":"isv-1","provider":"viva","operation":"sale","amount":1050,"currency":"EUR","params":{"isv":{"clientId":"isv-client","amount":50}}}"#
         guard case .outcome(let issued) = SignerCore(registry: registry).sign(try order(isvSale), acceptedAt: 1, nowSeconds: 1) else {
             Issue.record("the sale is signed into its URL")
             return

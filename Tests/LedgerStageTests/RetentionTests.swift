@@ -9,7 +9,7 @@ import Testing
 
 @testable import LedgerStage
 
-/// Issue 11 item 8: running per-state counts, and retention of terminal orders.
+/// Running per-state counts, and retention of terminal orders.
 @Suite("Ledger store: running counts and retention")
 struct RetentionTests {
     static func isDispatch(_ effect: LedgerCore.Effect) -> Bool { if case .dispatch = effect { true } else { false } }
@@ -26,7 +26,10 @@ struct RetentionTests {
     /// The names of the tables, indexes and triggers stored in a store file.
     static func schemaNames(on path: String) throws -> Set<String> {
         var db: OpaquePointer?, statement: OpaquePointer?
-        defer { sqlite3_finalize(statement); sqlite3_close(db) }
+        defer {
+            sqlite3_finalize(statement)
+            sqlite3_close(db)
+        }
         guard sqlite3_open(path, &db) == SQLITE_OK,
             sqlite3_prepare_v2(db, "SELECT name FROM sqlite_master", -1, &statement, nil) == SQLITE_OK
         else { throw HarnessError("sql failed: \(String(cString: sqlite3_errmsg(db)))") }
@@ -64,23 +67,25 @@ struct RetentionTests {
             Outcome(order: order, status: .unknown, error: .init(code: Outcome.ErrorInfo.needsReviewCode, message: "cannot tell"))
         }
         _ = try core.intake(frames + [frames[0], Array(rejectedOrder("count-r").utf8)], now: 1000)
-        try results([
-            Outcome(order: keys[0], status: .unknown, error: .init(code: "TIMEOUT", message: "m")),
-            Outcome(order: keys[1], status: .pending, result: ["checkoutUrl": "u"]),
-            Outcome(order: keys[2], status: .succeeded, result: [:]),
-            review(keys[3]),
-        ], at: 2000)
-        try results([
-            Outcome(order: keys[0], status: .pending, result: ["checkoutUrl": "u"]),
-            // Pending again, unknown while pending, a second terminal outcome: the state stays.
-            Outcome(order: keys[1], status: .pending, result: ["checkoutUrl": "u"]),
-            Outcome(order: keys[1], status: .unknown, error: .init(code: "TIMEOUT", message: "m")),
-            Outcome(order: keys[2], status: .failed, error: .init(code: "X", message: "m")),
-            Outcome(order: keys[4], status: .failed, error: .init(code: "X", message: "m")),
-            review(keys[1]),
-            // An order the store never took.
-            Outcome(order: try sale("count-unknown"), status: .succeeded, result: [:]),
-        ], at: 3000)
+        try results(
+            [
+                Outcome(order: keys[0], status: .unknown, error: .init(code: "TIMEOUT", message: "m")),
+                Outcome(order: keys[1], status: .pending, result: ["checkoutUrl": "u"]),
+                Outcome(order: keys[2], status: .succeeded, result: [:]),
+                review(keys[3]),
+            ], at: 2000)
+        try results(
+            [
+                Outcome(order: keys[0], status: .pending, result: ["checkoutUrl": "u"]),
+                // Pending again, unknown while pending, a second terminal outcome: the state stays.
+                Outcome(order: keys[1], status: .pending, result: ["checkoutUrl": "u"]),
+                Outcome(order: keys[1], status: .unknown, error: .init(code: "TIMEOUT", message: "m")),
+                Outcome(order: keys[2], status: .failed, error: .init(code: "X", message: "m")),
+                Outcome(order: keys[4], status: .failed, error: .init(code: "X", message: "m")),
+                review(keys[1]),
+                // An order the store never took.
+                Outcome(order: try sale("count-unknown"), status: .succeeded, result: [:]),
+            ], at: 3000)
         #expect(try core.store.counts() == [.open: 1, .pending: 1, .review: 2])
         #expect(try LedgerStore(path: path).counts() == core.store.counts())
         try results([review(keys[0]), Outcome(order: keys[3], status: .succeeded, result: [:])], at: 4000)
@@ -118,7 +123,11 @@ struct RetentionTests {
         #expect(try reopened.store.counts() == [.open: 2])
         let schema = try Self.schemaNames(on: path)
         #expect(Set(["orders_in_flight", "orders_held", "orders_pending", "orders_in_review"]).isSubset(of: schema))
-        #expect(schema.isDisjoint(with: ["orders_redelivery", "orders_lease", "orders_leased", "orders_async", "state_counts", "orders_count_insert", "orders_count_update", "orders_count_delete"]))
+        #expect(
+            schema.isDisjoint(with: [
+                "orders_redelivery", "orders_lease", "orders_leased", "orders_async", "state_counts", "orders_count_insert", "orders_count_update",
+                "orders_count_delete",
+            ]))
         #expect(schema.isDisjoint(with: ["orders_ended_on_insert", "orders_ended_on_update", "outcome_log_at"]))
         // The rejection ended "now" as far as retention knows: nothing older is compacted early.
         #expect(try reopened.store.transaction { try reopened.store.forgetOrders(endedBefore: before - 1, limit: 10) } == 0)
@@ -146,7 +155,9 @@ struct RetentionTests {
         _ = try core.intake([Array(phonePeOrder.utf8)], now: 1000)
         _ = try core.submitted(Outcome(order: phonepe, status: .pending, result: ["authRequestId": .string(reference)]), now: 2000)
         let done = Outcome(order: phonepe, status: .succeeded, result: ["state": "COMPLETED"])
-        #expect(core.handle(.settle(phonepe.key, event: "phonepe|AR1|COMPLETED", outcome: done), now: 3000).0 == .settled(applied: true, duplicate: false))
+        #expect(
+            core.handle(.settle(phonepe.key, event: "phonepe|AR1|COMPLETED", outcome: done), now: 3000).0 == .settled(applied: true, duplicate: false)
+        )
         #expect(try store.lookup(provider: .phonepe, ref: reference, merchant: phonepe.merchant) != nil)
         // Still open: never compacted, however old.
         _ = try core.intake([Array(vivaOrder.utf8)], now: 1000)
@@ -195,7 +206,8 @@ struct RetentionTests {
     @Test func aStoreWhoseTriggersSetTheEndTimeLosesThemOnOpening() async throws {
         let path = TestStores.path()
         _ = try LedgerStore(path: path)
-        // As the stores of 2026-11 left them: the end time set by triggers, on SQLite's clock.
+        // As stores of an earlier release left them: the end time set by triggers, on SQLite's
+        // clock.
         let now = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
         try Self.execute(
             """

@@ -8,8 +8,8 @@ import Testing
 
 @testable import LedgerStage
 
-/// New stores key orders by (order_id, merchant) and references by (ref, provider); stores
-/// created before keep (merchant, order_id) and (provider, ref). Both must serve every order's
+/// New stores key orders by (order_id, merchant) and references by (ref, provider); stores created
+/// by earlier releases keep (merchant, order_id) and (provider, ref). Both must serve every order's
 /// whole life the same way.
 @Suite("Ledger store: either key order")
 struct StoreKeyOrderTests {
@@ -21,7 +21,10 @@ struct StoreKeyOrderTests {
     /// The key columns of `table`, in key order.
     static func keyColumns(_ table: String, on path: String) throws -> [String] {
         var db: OpaquePointer?, statement: OpaquePointer?
-        defer { sqlite3_finalize(statement); sqlite3_close(db) }
+        defer {
+            sqlite3_finalize(statement)
+            sqlite3_close(db)
+        }
         guard sqlite3_open(path, &db) == SQLITE_OK,
             sqlite3_prepare_v2(db, "SELECT name FROM pragma_table_info('\(table)') WHERE pk > 0 ORDER BY pk", -1, &statement, nil) == SQLITE_OK
         else { throw HarnessError("sql failed: \(String(cString: sqlite3_errmsg(db)))") }
@@ -67,7 +70,9 @@ struct StoreKeyOrderTests {
         #expect(dispatched.count == count)
         #expect(try core.intake(Array(frames.prefix(10)), now: 1100).isEmpty)
         // The same orderId under two merchants is two orders, each answered with its own outcome.
-        let rejections = [Array(rejectedOrder("key-order-7", merchant: #""m-a""#).utf8), Array(rejectedOrder("key-order-7", merchant: #""m-b""#).utf8)]
+        let rejections = [
+            Array(rejectedOrder("key-order-7", merchant: #""m-a""#).utf8), Array(rejectedOrder("key-order-7", merchant: #""m-b""#).utf8),
+        ]
         _ = try core.intake(rejections, now: 1200)
         let replayed = try core.intake(rejections, now: 1300).compactMap { effect -> Outcome? in
             guard case .emit(let bytes) = effect else { return nil }
@@ -77,7 +82,9 @@ struct StoreKeyOrderTests {
 
         let orders = try ids.map { id in try order(phonePeAuthInit(id, authRequestId: "AR\(id.split(separator: "-").last!)")) }
         #expect(core.handle(.claim(orders.map { core.lease($0.key) }), now: 1500).0 == .claimed(Array(repeating: true, count: count)))
-        let pending = orders.map { Outcome(order: $0, status: .pending, result: ["authRequestId": .string("AR\($0.orderId.split(separator: "-").last!)")]) }
+        let pending = orders.map {
+            Outcome(order: $0, status: .pending, result: ["authRequestId": .string("AR\($0.orderId.split(separator: "-").last!)")])
+        }
         _ = try core.results(pending.map { core.frame($0) }, now: 2000)
         #expect(try store.counts() == [.pending: count])
         for order in orders {
@@ -89,7 +96,9 @@ struct StoreKeyOrderTests {
         // Half of them settled by their callbacks; the rest stay pending.
         for order in orders.prefix(count / 2) {
             let done = Outcome(order: order, status: .succeeded, result: ["state": "COMPLETED"])
-            #expect(core.handle(.settle(order.key, event: "phonepe|\(order.orderId)|COMPLETED", outcome: done), now: 3000).0 == .settled(applied: true, duplicate: false))
+            #expect(
+                core.handle(.settle(order.key, event: "phonepe|\(order.orderId)|COMPLETED", outcome: done), now: 3000).0
+                    == .settled(applied: true, duplicate: false))
         }
         #expect(try store.counts() == [.pending: count - count / 2])
         let repeated = try core.intake([frames[ids.firstIndex(of: orders[0].orderId)!]], now: 4000)

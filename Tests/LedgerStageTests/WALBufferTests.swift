@@ -29,7 +29,9 @@ struct WALBufferTests {
         deinit { sqlite3_close(db) }
 
         func execute(_ sql: String) throws {
-            guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else { throw HarnessError("\(sql.prefix(60)): \(String(cString: sqlite3_errmsg(db)))") }
+            guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else {
+                throw HarnessError("\(sql.prefix(60)): \(String(cString: sqlite3_errmsg(db)))")
+            }
         }
 
         func integer(_ sql: String) throws -> Int64 {
@@ -51,7 +53,8 @@ struct WALBufferTests {
 
     /// `rows` rows of `bytes` random bytes each, as hex, in one transaction.
     static func insert(_ c: Connection, rows: Int, bytes: Int) throws {
-        try c.execute("""
+        try c.execute(
+            """
             BEGIN IMMEDIATE;
             INSERT INTO t(b) SELECT hex(randomblob(\(bytes))) FROM
               (WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < \(rows)) SELECT x FROM n);
@@ -105,7 +108,8 @@ struct WALBufferTests {
         // A small page cache, so the transaction spills frames into the WAL before it ends.
         try writer.execute("PRAGMA cache_size=16; CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT NOT NULL)")
         try Self.insert(writer, rows: 10, bytes: 100)
-        try writer.execute("""
+        try writer.execute(
+            """
             BEGIN IMMEDIATE;
             INSERT INTO t(b) SELECT hex(randomblob(2000)) FROM
               (WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 300) SELECT x FROM n);

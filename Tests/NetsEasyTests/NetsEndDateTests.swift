@@ -38,8 +38,8 @@ import Testing
         #expect(NetsEndDate(iso8601: input) == nil)
     }
 
-    /// The seed's formatter builds the sign from `seconds / 3600`: -03:30 and -09:30 survive
-    /// that, -00:30 does not. All three come out right here.
+    /// The formatter of Nets' iOS sample builds the sign from `seconds / 3600`: -03:30 and -09:30
+    /// survive that, -00:30 does not. All three come out right here.
     @Test(arguments: [
         (Int64(1_893_456_000), -210, "2029-12-31T20:30:00-03:30"),
         (Int64(0), -570, "1969-12-31T14:30:00-09:30"),

@@ -20,7 +20,9 @@ enum Fixtures {
         return Order(orderId: orderId, merchant: merchant, operation: .createSubscription, amount: amount, currency: currency, params: p)
     }
 
-    static func chargeOrder(orderId: String = "ord-000200", subscriptionId: JSONValue = "d079718b-ff63-45dd-947b-4950c023750f", extra: [String: JSONValue] = [:]) -> Order {
+    static func chargeOrder(
+        orderId: String = "ord-000200", subscriptionId: JSONValue = "d079718b-ff63-45dd-947b-4950c023750f", extra: [String: JSONValue] = [:]
+    ) -> Order {
         var p: [String: JSONValue] = ["subscriptionId": subscriptionId, "reference": "charge-1"]
         for (k, v) in extra { p[k] = v }
         return Order(orderId: orderId, operation: .chargeSubscription, amount: 1050, currency: "SEK", params: p)

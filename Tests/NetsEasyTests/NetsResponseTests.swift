@@ -3,10 +3,16 @@ import PaypipeCore
 import Testing
 
 @Suite struct NetsResponseTests {
-    var create: HTTPRequestSpec { get throws { try NetsPayments.createSubscription(Fixtures.createOrder(), config: Fixtures.config, now: Fixtures.now) } }
+    var create: HTTPRequestSpec {
+        get throws { try NetsPayments.createSubscription(Fixtures.createOrder(), config: Fixtures.config, now: Fixtures.now) }
+    }
     var charge: HTTPRequestSpec { get throws { try NetsPayments.chargeSubscription(Fixtures.chargeOrder(), config: Fixtures.config) } }
-    var fetchPayment: HTTPRequestSpec { get throws { try NetsPayments.getSubscription(Fixtures.getOrder(paymentId: "025400006091b1ef6937598058c4e487"), config: Fixtures.config) } }
-    var fetchSubscription: HTTPRequestSpec { get throws { try NetsPayments.fetchSubscription(subscriptionId: "d079718bff6345dd947b4950c023750f", config: Fixtures.config) } }
+    var fetchPayment: HTTPRequestSpec {
+        get throws { try NetsPayments.getSubscription(Fixtures.getOrder(paymentId: "025400006091b1ef6937598058c4e487"), config: Fixtures.config) }
+    }
+    var fetchSubscription: HTTPRequestSpec {
+        get throws { try NetsPayments.fetchSubscription(subscriptionId: "d079718bff6345dd947b4950c023750f", config: Fixtures.config) }
+    }
 
     @Test func recognisesItsOwnRequests() throws {
         #expect(NetsRequestKind(try create) == .createPayment)
@@ -19,11 +25,18 @@ import Testing
     }
 
     @Test func createdIsPendingWithTheHostedPage() throws {
-        let response = Fixtures.response(201, #"{"paymentId":"025400006091b1ef6937598058c4e487","hostedPaymentPageUrl":"https://test.checkout.dibspayment.eu/hostedpaymentpage/?checkoutKey=abc&pid=025400006091b1ef6937598058c4e487"}"#)
-        #expect(NetsPayments.handle(response, to: try create) == .finish(.pending([
-            "paymentId": "025400006091b1ef6937598058c4e487",
-            "hostedPaymentPageUrl": "https://test.checkout.dibspayment.eu/hostedpaymentpage/?checkoutKey=abc&pid=025400006091b1ef6937598058c4e487",
-        ])))
+        let response = Fixtures.response(
+            201,
+            #"{"paymentId":"025400006091b1ef6937598058c4e487","hostedPaymentPageUrl":"https://test.checkout.dibspayment.eu/hostedpaymentpage/?checkoutKey=abc&pid=025400006091b1ef6937598058c4e487"}"#
+        )
+        #expect(
+            NetsPayments.handle(response, to: try create)
+                == .finish(
+                    .pending([
+                        "paymentId": "025400006091b1ef6937598058c4e487",
+                        "hostedPaymentPageUrl":
+                            "https://test.checkout.dibspayment.eu/hostedpaymentpage/?checkoutKey=abc&pid=025400006091b1ef6937598058c4e487",
+                    ])))
     }
 
     @Test(arguments: ["", "<html>oops</html>", #"{"paymentId":"a/b","hostedPaymentPageUrl":"https://x"}"#, #"{"paymentId":"abc"}"#, "[1,2]"])
@@ -39,7 +52,8 @@ import Testing
     }
 
     @Test func validationErrorsAreFailedWithTheirMessages() throws {
-        let response = Fixtures.response(400, #"{"errors":{"subscription.endDate":["'End Date' must be in the future."],"order.amount":["too small","really"]}}"#)
+        let response = Fixtures.response(
+            400, #"{"errors":{"subscription.endDate":["'End Date' must be in the future."],"order.amount":["too small","really"]}}"#)
         guard case .finish(.failed(let code, let message)) = NetsPayments.handle(response, to: try create) else {
             Issue.record("expected failed")
             return
@@ -60,7 +74,9 @@ import Testing
 
     @Test func paymentRequiredCarriesNetsMessage() throws {
         let response = Fixtures.response(402, #"{"message":"Card declined","code":"1001","source":"Issuer"}"#)
-        #expect(NetsPayments.classifyCharge(response) == .failed(code: "NETS_DECLINED", message: "Nets declined: Card declined, code 1001, source Issuer"))
+        #expect(
+            NetsPayments.classifyCharge(response) == .failed(code: "NETS_DECLINED", message: "Nets declined: Card declined, code 1001, source Issuer")
+        )
         guard case .failed("NETS_DECLINED", _) = NetsPayments.classifyCharge(Fixtures.response(402, "not json")) else {
             Issue.record("a non-JSON 402 must still fail cleanly")
             return
@@ -70,24 +86,50 @@ import Testing
     @Test(arguments: [500, 502, 503, 504, 408, 409])
     func serverErrorsMayHaveTakenEffectOnWritesButRetryReads(status: Int) throws {
         let response = Fixtures.response(status, "<html><body>Bad gateway</body></html>")
-        guard case .finish(.unknown) = NetsPayments.handle(response, to: try create) else { Issue.record("create \(status)"); return }
-        guard case .finish(.unknown) = NetsPayments.handle(response, to: try charge) else { Issue.record("charge \(status)"); return }
+        guard case .finish(.unknown) = NetsPayments.handle(response, to: try create) else {
+            Issue.record("create \(status)")
+            return
+        }
+        guard case .finish(.unknown) = NetsPayments.handle(response, to: try charge) else {
+            Issue.record("charge \(status)")
+            return
+        }
         if status != 409 {
-            guard case .finish(.retry) = NetsPayments.handle(response, to: try fetchPayment) else { Issue.record("get \(status)"); return }
-            guard case .finish(.retry) = NetsPayments.handle(response, to: try fetchSubscription) else { Issue.record("get sub \(status)"); return }
+            guard case .finish(.retry) = NetsPayments.handle(response, to: try fetchPayment) else {
+                Issue.record("get \(status)")
+                return
+            }
+            guard case .finish(.retry) = NetsPayments.handle(response, to: try fetchSubscription) else {
+                Issue.record("get sub \(status)")
+                return
+            }
         }
     }
 
     @Test func throttlingIsRetriedAndNotFoundFails() throws {
-        guard case .retry = NetsPayments.classifyCharge(HTTPResponseSpec(status: 429)) else { Issue.record("429"); return }
-        #expect(NetsPayments.handle(HTTPResponseSpec(status: 404), to: try fetchPayment) == .finish(.failed(code: "NETS_NOT_FOUND", message: "Nets does not know this payment")))
-        guard case .failed("NETS_FORBIDDEN", _) = NetsPayments.classifyCreate(HTTPResponseSpec(status: 403)) else { Issue.record("403"); return }
-        guard case .failed("NETS_HTTP_422", _) = NetsPayments.classifyCreate(Fixtures.response(422, "{}")) else { Issue.record("422"); return }
+        guard case .retry = NetsPayments.classifyCharge(HTTPResponseSpec(status: 429)) else {
+            Issue.record("429")
+            return
+        }
+        #expect(
+            NetsPayments.handle(HTTPResponseSpec(status: 404), to: try fetchPayment)
+                == .finish(.failed(code: "NETS_NOT_FOUND", message: "Nets does not know this payment")))
+        guard case .failed("NETS_FORBIDDEN", _) = NetsPayments.classifyCreate(HTTPResponseSpec(status: 403)) else {
+            Issue.record("403")
+            return
+        }
+        guard case .failed("NETS_HTTP_422", _) = NetsPayments.classifyCreate(Fixtures.response(422, "{}")) else {
+            Issue.record("422")
+            return
+        }
     }
 
     @Test func paymentLookupLeadsToTheSubscriptionWithTheSameHeaders() throws {
         let first = try fetchPayment
-        let response = Fixtures.response(200, #"{"payment":{"paymentId":"025400006091b1ef6937598058c4e487","created":"2019-08-12T11:20:23.6025+00:00","subscription":{"id":"d079718bff6345dd947b4950c023750f"}}}"#)
+        let response = Fixtures.response(
+            200,
+            #"{"payment":{"paymentId":"025400006091b1ef6937598058c4e487","created":"2019-08-12T11:20:23.6025+00:00","subscription":{"id":"d079718bff6345dd947b4950c023750f"}}}"#
+        )
         guard case .send(let second) = NetsPayments.handle(response, to: first) else {
             Issue.record("expected a second request")
             return
@@ -114,18 +156,27 @@ import Testing
     }
 
     @Test func subscriptionDetailsSucceedWithMaskedCardOnly() throws {
-        let body = #"{"subscriptionId":"d079718bff6345dd947b4950c023750f","frequency":0,"interval":30,"endDate":"2029-07-18T00:00:00+01:00","paymentDetails":{"paymentType":"CARD","paymentMethod":"Visa","cardDetails":{"maskedPan":"492500******0004","expiryDate":"1230"}},"extra":"ignored"}"#
-        #expect(NetsPayments.handle(Fixtures.response(200, body), to: try fetchSubscription) == .finish(.succeeded([
-            "subscriptionId": "d079718bff6345dd947b4950c023750f", "frequency": 0, "interval": 30, "endDate": "2029-07-18T00:00:00+01:00",
-            "paymentDetails": ["paymentType": "CARD", "paymentMethod": "Visa", "cardDetails": ["maskedPan": "492500******0004", "expiryDate": "1230"]],
-        ])))
+        let body =
+            #"{"subscriptionId":"d079718bff6345dd947b4950c023750f","frequency":0,"interval":30,"endDate":"2029-07-18T00:00:00+01:00","paymentDetails":{"paymentType":"CARD","paymentMethod":"Visa","cardDetails":{"maskedPan":"492500******0004","expiryDate":"1230"}},"extra":"ignored"}"#
+        #expect(
+            NetsPayments.handle(Fixtures.response(200, body), to: try fetchSubscription)
+                == .finish(
+                    .succeeded([
+                        "subscriptionId": "d079718bff6345dd947b4950c023750f", "frequency": 0, "interval": 30, "endDate": "2029-07-18T00:00:00+01:00",
+                        "paymentDetails": [
+                            "paymentType": "CARD", "paymentMethod": "Visa", "cardDetails": ["maskedPan": "492500******0004", "expiryDate": "1230"],
+                        ],
+                    ])))
         let unmasked = #"{"subscriptionId":"s1","interval":0,"paymentDetails":{"cardDetails":{"maskedPan":"4925000000000004","expiryDate":"1230"}}}"#
         guard case .succeeded(let result) = NetsPayments.classifySubscription(Fixtures.response(200, unmasked)) else {
             Issue.record("expected succeeded")
             return
         }
         #expect(result["paymentDetails"]?["cardDetails"]?["maskedPan"] == nil)
-        guard case .failed("NETS_INVALID_RESPONSE", _) = NetsPayments.classifySubscription(Fixtures.response(200, #"{"subscriptionId":"s","interval":"30"}"#)) else {
+        guard
+            case .failed("NETS_INVALID_RESPONSE", _) = NetsPayments.classifySubscription(
+                Fixtures.response(200, #"{"subscriptionId":"s","interval":"30"}"#))
+        else {
             Issue.record("a string interval is not a usable response")
             return
         }
@@ -146,7 +197,9 @@ import Testing
             return
         }
         #expect(status.method == .GET && status.body.isEmpty)
-        #expect(status.url == chargeRequest.url + "/status" && status.url.hasSuffix("/v1/subscriptions/d079718b-ff63-45dd-947b-4950c023750f/charges/status"))
+        #expect(
+            status.url == chargeRequest.url + "/status"
+                && status.url.hasSuffix("/v1/subscriptions/d079718b-ff63-45dd-947b-4950c023750f/charges/status"))
         #expect(status.header("Idempotency-Key") == chargeRequest.header("Idempotency-Key"))
         #expect(status.header("Authorization") == chargeRequest.header("Authorization") && status.header("Content-Type") == nil)
         #expect(NetsRequestKind(status) == .chargeStatus)

@@ -26,11 +26,17 @@ import Testing
         #expect(body["order"]?["currency"] == "SEK")
         #expect(body["order"]?["reference"] == "sub-42")
         let items = try #require(body["order"]?["items"]?.arrayValue)
-        #expect(items == [[
-            "reference": "sub-42", "name": "Subscription", "quantity": 1, "unit": "pcs", "unitPrice": 1050,
-            "taxRate": 0, "taxAmount": 0, "grossTotalAmount": 1050, "netTotalAmount": 1050,
-        ]])
-        #expect(body["checkout"] == ["integrationType": "HostedPaymentPage", "returnUrl": "https://app.example/return", "termsUrl": "https://shop.example/terms"])
+        #expect(
+            items == [
+                [
+                    "reference": "sub-42", "name": "Subscription", "quantity": 1, "unit": "pcs", "unitPrice": 1050,
+                    "taxRate": 0, "taxAmount": 0, "grossTotalAmount": 1050, "netTotalAmount": 1050,
+                ]
+            ])
+        #expect(
+            body["checkout"] == [
+                "integrationType": "HostedPaymentPage", "returnUrl": "https://app.example/return", "termsUrl": "https://shop.example/terms",
+            ])
         #expect(body["subscription"] == ["endDate": "2029-07-18T00:00:00+01:00", "interval": 30])
         #expect(body["notifications"] == nil)
     }
@@ -45,10 +51,11 @@ import Testing
         let request = try NetsPayments.createSubscription(
             Fixtures.createOrder(), config: Fixtures.config, now: Fixtures.now, webhookURL: Fixtures.webhookURL)
         let hooks = try #require(try Fixtures.json(request)["notifications"]?["webHooks"]?.arrayValue)
-        #expect(hooks == [
-            ["eventName": "payment.checkout.completed", "url": .string(Fixtures.webhookURL), "authorization": .string(Fixtures.webhookSecret)],
-            ["eventName": "payment.reservation.failed", "url": .string(Fixtures.webhookURL), "authorization": .string(Fixtures.webhookSecret)],
-        ])
+        #expect(
+            hooks == [
+                ["eventName": "payment.checkout.completed", "url": .string(Fixtures.webhookURL), "authorization": .string(Fixtures.webhookSecret)],
+                ["eventName": "payment.reservation.failed", "url": .string(Fixtures.webhookURL), "authorization": .string(Fixtures.webhookSecret)],
+            ])
     }
 
     @Test func sameOrderGivesIdenticalBytesAndKeysDifferPerOrder() throws {
@@ -59,7 +66,9 @@ import Testing
         let otherMerchant = try NetsPayments.createSubscription(Fixtures.createOrder(merchant: "shop2"), config: Fixtures.config, now: Fixtures.now)
         #expect(otherOrder.header("Idempotency-Key") != a.header("Idempotency-Key"))
         #expect(otherMerchant.header("Idempotency-Key") != a.header("Idempotency-Key"))
-        #expect(NetsPayments.idempotencyKey(for: OrderKey(merchant: "a", orderId: "bc")) != NetsPayments.idempotencyKey(for: OrderKey(merchant: "ab", orderId: "c")))
+        #expect(
+            NetsPayments.idempotencyKey(for: OrderKey(merchant: "a", orderId: "bc"))
+                != NetsPayments.idempotencyKey(for: OrderKey(merchant: "ab", orderId: "c")))
     }
 
     @Test func intervalZeroMeansNoFixedInterval() throws {
@@ -76,8 +85,10 @@ import Testing
 
     @Test func givenItemsAreValidatedAndKept() throws {
         let items: JSONValue = [
-            ["reference": "plan", "name": "Plan", "quantity": 2, "unit": "pcs", "unitPrice": 400, "taxRate": 2500, "taxAmount": 200,
-             "grossTotalAmount": 1000, "netTotalAmount": 800],
+            [
+                "reference": "plan", "name": "Plan", "quantity": 2, "unit": "pcs", "unitPrice": 400, "taxRate": 2500, "taxAmount": 200,
+                "grossTotalAmount": 1000, "netTotalAmount": 800,
+            ],
             ["reference": "fee", "name": "Fee", "quantity": 1, "unit": "pcs", "unitPrice": 50, "grossTotalAmount": 50, "netTotalAmount": 50],
         ]
         let request = try NetsPayments.createSubscription(Fixtures.createOrder(merging: ["items": items]), config: Fixtures.config, now: Fixtures.now)
@@ -109,7 +120,10 @@ import Testing
         ("interval fractional", Fixtures.createOrder(merging: ["interval": .fraction(1.5)]), "params.interval", "INVALID_PARAM"),
         ("reference missing", Fixtures.createOrder(removing: ["reference"]), "params.reference", "MISSING_PARAM"),
         ("reference empty", Fixtures.createOrder(merging: ["reference": ""]), "params.reference", "INVALID_PARAM"),
-        ("reference too long", Fixtures.createOrder(merging: ["reference": .string(String(repeating: "r", count: 129))]), "params.reference", "INVALID_PARAM"),
+        (
+            "reference too long", Fixtures.createOrder(merging: ["reference": .string(String(repeating: "r", count: 129))]), "params.reference",
+            "INVALID_PARAM"
+        ),
         ("reference control char", Fixtures.createOrder(merging: ["reference": "a\nb"]), "params.reference", "INVALID_PARAM"),
         ("unknown param", Fixtures.createOrder(merging: ["termUrl": "https://x.example"]), "params.termUrl", "UNKNOWN_FIELD"),
         ("checkoutUrl not a URL", Fixtures.createOrder(merging: ["checkoutUrl": "javascript:alert(1)"]), "params.checkoutUrl", "INVALID_PARAM"),
@@ -118,26 +132,62 @@ import Testing
         ("currency missing", Fixtures.createOrder(currency: nil), "currency", "MISSING_FIELD"),
         ("items not an array", Fixtures.createOrder(merging: ["items": "x"]), "params.items", "INVALID_PARAM"),
         ("items empty", Fixtures.createOrder(merging: ["items": []]), "params.items", "INVALID_PARAM"),
-        ("items sum differs", Fixtures.createOrder(merging: ["items": itemsWith { $0["unitPrice"] = 1000; $0["netTotalAmount"] = 1000; $0["grossTotalAmount"] = 1000 }]), "params.items", "INVALID_PARAM"),
+        (
+            "items sum differs",
+            Fixtures.createOrder(merging: [
+                "items": itemsWith {
+                    $0["unitPrice"] = 1000
+                    $0["netTotalAmount"] = 1000
+                    $0["grossTotalAmount"] = 1000
+                }
+            ]), "params.items", "INVALID_PARAM"
+        ),
         ("item name missing", Fixtures.createOrder(merging: ["items": itemsWith { $0["name"] = nil }]), "params.items[0].name", "MISSING_PARAM"),
-        ("item quantity zero", Fixtures.createOrder(merging: ["items": itemsWith { $0["quantity"] = 0 }]), "params.items[0].quantity", "INVALID_PARAM"),
-        ("item unitPrice fractional", Fixtures.createOrder(merging: ["items": itemsWith { $0["unitPrice"] = .fraction(10.5) }]), "params.items[0].unitPrice", "INVALID_PARAM"),
-        ("item net differs", Fixtures.createOrder(merging: ["items": itemsWith { $0["netTotalAmount"] = 1000 }]), "params.items[0].netTotalAmount", "INVALID_PARAM"),
-        ("item gross differs", Fixtures.createOrder(merging: ["items": itemsWith { $0["taxAmount"] = 5 }]), "params.items[0].grossTotalAmount", "INVALID_PARAM"),
-        ("item tax rate over 100%", Fixtures.createOrder(merging: ["items": itemsWith { $0["taxRate"] = 10_001 }]), "params.items[0].taxRate", "INVALID_PARAM"),
+        (
+            "item quantity zero", Fixtures.createOrder(merging: ["items": itemsWith { $0["quantity"] = 0 }]), "params.items[0].quantity",
+            "INVALID_PARAM"
+        ),
+        (
+            "item unitPrice fractional", Fixtures.createOrder(merging: ["items": itemsWith { $0["unitPrice"] = .fraction(10.5) }]),
+            "params.items[0].unitPrice", "INVALID_PARAM"
+        ),
+        (
+            "item net differs", Fixtures.createOrder(merging: ["items": itemsWith { $0["netTotalAmount"] = 1000 }]), "params.items[0].netTotalAmount",
+            "INVALID_PARAM"
+        ),
+        (
+            "item gross differs", Fixtures.createOrder(merging: ["items": itemsWith { $0["taxAmount"] = 5 }]), "params.items[0].grossTotalAmount",
+            "INVALID_PARAM"
+        ),
+        (
+            "item tax rate over 100%", Fixtures.createOrder(merging: ["items": itemsWith { $0["taxRate"] = 10_001 }]), "params.items[0].taxRate",
+            "INVALID_PARAM"
+        ),
         ("item unknown field", Fixtures.createOrder(merging: ["items": itemsWith { $0["vat"] = 1 }]), "params.items[0].vat", "UNKNOWN_FIELD"),
         ("item not an object", Fixtures.createOrder(merging: ["items": [1]]), "params.items[0]", "INVALID_PARAM"),
-        ("item overflow", Fixtures.createOrder(merging: ["items": itemsWith { $0["quantity"] = 1_000_000; $0["unitPrice"] = .integer(Int64.max / 10) }]), "params.items[0].netTotalAmount", "INVALID_PARAM"),
-        // null is a wrong type, never "absent" (these three passed as absent before).
+        (
+            "item overflow",
+            Fixtures.createOrder(merging: [
+                "items": itemsWith {
+                    $0["quantity"] = 1_000_000
+                    $0["unitPrice"] = .integer(Int64.max / 10)
+                }
+            ]), "params.items[0].netTotalAmount", "INVALID_PARAM"
+        ),
+        // null is a wrong type, never "absent".
         ("checkoutUrl null", Fixtures.createOrder(merging: ["checkoutUrl": .null]), "params.checkoutUrl", "INVALID_PARAM"),
         ("items null", Fixtures.createOrder(merging: ["items": .null]), "params.items", "INVALID_PARAM"),
-        ("item taxRate null", Fixtures.createOrder(merging: ["items": itemsWith { $0["taxRate"] = .null }]), "params.items[0].taxRate", "INVALID_PARAM"),
+        (
+            "item taxRate null", Fixtures.createOrder(merging: ["items": itemsWith { $0["taxRate"] = .null }]), "params.items[0].taxRate",
+            "INVALID_PARAM"
+        ),
         ("reference null", Fixtures.createOrder(merging: ["reference": .null]), "params.reference", "INVALID_PARAM"),
-        // C1 controls count as control characters too (only C0 and DEL did before).
+        // C1 controls count as control characters too, not only C0 and DEL.
         ("reference C1 control char", Fixtures.createOrder(merging: ["reference": "a\u{85}b"]), "params.reference", "INVALID_PARAM"),
     ])
     func rejectsNamingTheField(_ label: String, order: Order, field: String, code: String) throws {
-        let rejection = try #require(Rejection.caught { _ = try NetsPayments.createSubscription(order, config: Fixtures.config, now: Fixtures.now) }, "\(label)")
+        let rejection = try #require(
+            Rejection.caught { _ = try NetsPayments.createSubscription(order, config: Fixtures.config, now: Fixtures.now) }, "\(label)")
         #expect(rejection.field == field, "\(label)")
         #expect(rejection.code.rawValue == code, "\(label)")
         #expect(rejection.message.contains(field), "\(label)")
@@ -147,8 +197,10 @@ import Testing
         func message(_ order: Order) -> String? {
             Rejection.caught { _ = try NetsPayments.createSubscription(order, config: Fixtures.config, now: Fixtures.now) }?.message
         }
-        #expect(message(Fixtures.createOrder(merging: ["termUrl": "https://x.example"]))
-            == "params.termUrl is not a parameter of nets createSubscription (allowed: checkoutUrl, endDate, interval, items, reference, termsUrl)")
+        #expect(
+            message(Fixtures.createOrder(merging: ["termUrl": "https://x.example"]))
+                == "params.termUrl is not a parameter of nets createSubscription (allowed: checkoutUrl, endDate, interval, items, reference, termsUrl)"
+        )
         #expect(message(Fixtures.createOrder(merging: ["reference": ""])) == "params.reference must be 1-128 characters without control characters")
         #expect(message(Fixtures.createOrder(merging: ["interval": "30"])) == "params.interval must be an integer, got a string")
         #expect(message(Fixtures.createOrder(merging: ["checkoutUrl": .null])) == "params.checkoutUrl must be a string, got null")
@@ -159,11 +211,13 @@ import Testing
     /// scalars (fits); 65 of them are 130 scalars (too long, though only 65 characters).
     @Test func referenceLengthCountsUnicodeScalars() throws {
         let fits = String(repeating: "e\u{301}", count: 64)
-        _ = try NetsPayments.createSubscription(Fixtures.createOrder(merging: ["reference": .string(fits)]), config: Fixtures.config, now: Fixtures.now)
+        _ = try NetsPayments.createSubscription(
+            Fixtures.createOrder(merging: ["reference": .string(fits)]), config: Fixtures.config, now: Fixtures.now)
         let tooLong = String(repeating: "e\u{301}", count: 65)
         #expect(tooLong.count == 65)
         let rejection = Rejection.caught {
-            _ = try NetsPayments.createSubscription(Fixtures.createOrder(merging: ["reference": .string(tooLong)]), config: Fixtures.config, now: Fixtures.now)
+            _ = try NetsPayments.createSubscription(
+                Fixtures.createOrder(merging: ["reference": .string(tooLong)]), config: Fixtures.config, now: Fixtures.now)
         }
         #expect(rejection?.field == "params.reference")
     }
@@ -171,21 +225,25 @@ import Testing
     @Test func missingCredentialsAreRejectedWithoutLeakingSecrets() throws {
         var noKey = Fixtures.config
         noKey.secretKey = Secret("")
-        let keyRejection = try #require(Rejection.caught { _ = try NetsPayments.createSubscription(Fixtures.createOrder(), config: noKey, now: Fixtures.now) })
+        let keyRejection = try #require(
+            Rejection.caught { _ = try NetsPayments.createSubscription(Fixtures.createOrder(), config: noKey, now: Fixtures.now) })
         #expect(keyRejection.code == .missingCredentials)
 
         var noWebhookSecret = Fixtures.config
         noWebhookSecret.webhookAuthorization = Secret("")
-        let hookRejection = try #require(Rejection.caught {
-            _ = try NetsPayments.createSubscription(Fixtures.createOrder(), config: noWebhookSecret, now: Fixtures.now, webhookURL: Fixtures.webhookURL)
-        })
+        let hookRejection = try #require(
+            Rejection.caught {
+                _ = try NetsPayments.createSubscription(
+                    Fixtures.createOrder(), config: noWebhookSecret, now: Fixtures.now, webhookURL: Fixtures.webhookURL)
+            })
         #expect(hookRejection.code == .missingCredentials)
         // Without a webhook URL the webhook secret is not needed.
         _ = try NetsPayments.createSubscription(Fixtures.createOrder(), config: noWebhookSecret, now: Fixtures.now)
 
-        let badURL = try #require(Rejection.caught {
-            _ = try NetsPayments.createSubscription(Fixtures.createOrder(), config: Fixtures.config, now: Fixtures.now, webhookURL: "ftp://x")
-        })
+        let badURL = try #require(
+            Rejection.caught {
+                _ = try NetsPayments.createSubscription(Fixtures.createOrder(), config: Fixtures.config, now: Fixtures.now, webhookURL: "ftp://x")
+            })
         #expect(badURL.field == "webhookURL")
         for rejection in [keyRejection, hookRejection, badURL] {
             #expect(!rejection.message.contains(Fixtures.secretKey) && !rejection.message.contains(Fixtures.webhookSecret))
@@ -193,7 +251,8 @@ import Testing
     }
 
     @Test func wrongOperationIsRefused() throws {
-        let rejection = try #require(Rejection.caught { _ = try NetsPayments.createSubscription(Fixtures.chargeOrder(), config: Fixtures.config, now: Fixtures.now) })
+        let rejection = try #require(
+            Rejection.caught { _ = try NetsPayments.createSubscription(Fixtures.chargeOrder(), config: Fixtures.config, now: Fixtures.now) })
         #expect(rejection.field == "operation")
     }
 
@@ -221,7 +280,8 @@ import Testing
         .string(String(repeating: "a", count: 65)), 12345, .null,
     ])
     func urlInjectionInPaymentIdIsRejected(_ paymentId: JSONValue) throws {
-        let rejection = try #require(Rejection.caught { _ = try NetsPayments.getSubscription(Fixtures.getOrder(paymentId: paymentId), config: Fixtures.config) })
+        let rejection = try #require(
+            Rejection.caught { _ = try NetsPayments.getSubscription(Fixtures.getOrder(paymentId: paymentId), config: Fixtures.config) })
         #expect(rejection.field == "params.paymentId")
     }
 
@@ -234,8 +294,12 @@ import Testing
 
     @Test func directBuildersValidateIdsToo() {
         #expect(Rejection.caught { _ = try NetsPayments.fetchPayment(paymentId: "a/b", config: Fixtures.config) }?.field == "params.paymentId")
-        #expect(Rejection.caught { _ = try NetsPayments.fetchSubscription(subscriptionId: "a?b", config: Fixtures.config) }?.field == "params.subscriptionId")
-        #expect((try? NetsPayments.fetchSubscription(subscriptionId: "sub_1-A", config: Fixtures.config))?.url == "https://test.api.dibspayment.eu/v1/subscriptions/sub_1-A")
+        #expect(
+            Rejection.caught { _ = try NetsPayments.fetchSubscription(subscriptionId: "a?b", config: Fixtures.config) }?.field
+                == "params.subscriptionId")
+        #expect(
+            (try? NetsPayments.fetchSubscription(subscriptionId: "sub_1-A", config: Fixtures.config))?.url
+                == "https://test.api.dibspayment.eu/v1/subscriptions/sub_1-A")
     }
 
     @Test func chargeBuildsPostWithOrderOnlyAndIdempotencyKey() throws {
@@ -255,14 +319,21 @@ import Testing
 
     @Test(arguments: [JSONValue.string("sub/../payments"), "sub?x", "sub%20", " sub", ""])
     func chargeRejectsUnsafeSubscriptionIds(_ id: JSONValue) throws {
-        let rejection = try #require(Rejection.caught { _ = try NetsPayments.chargeSubscription(Fixtures.chargeOrder(subscriptionId: id), config: Fixtures.config) })
+        let rejection = try #require(
+            Rejection.caught { _ = try NetsPayments.chargeSubscription(Fixtures.chargeOrder(subscriptionId: id), config: Fixtures.config) })
         #expect(rejection.field == "params.subscriptionId")
     }
 
     @Test func chargeRejectsUnknownParamsAndBadItems() throws {
-        #expect(Rejection.caught { _ = try NetsPayments.chargeSubscription(Fixtures.chargeOrder(extra: ["endDate": "x"]), config: Fixtures.config) }?.field == "params.endDate")
-        let items: JSONValue = [["reference": "r", "name": "n", "quantity": 1, "unit": "pcs", "unitPrice": 1, "grossTotalAmount": 1, "netTotalAmount": 1]]
-        #expect(Rejection.caught { _ = try NetsPayments.chargeSubscription(Fixtures.chargeOrder(extra: ["items": items]), config: Fixtures.config) }?.field == "params.items")
+        #expect(
+            Rejection.caught { _ = try NetsPayments.chargeSubscription(Fixtures.chargeOrder(extra: ["endDate": "x"]), config: Fixtures.config) }?
+                .field == "params.endDate")
+        let items: JSONValue = [
+            ["reference": "r", "name": "n", "quantity": 1, "unit": "pcs", "unitPrice": 1, "grossTotalAmount": 1, "netTotalAmount": 1]
+        ]
+        #expect(
+            Rejection.caught { _ = try NetsPayments.chargeSubscription(Fixtures.chargeOrder(extra: ["items": items]), config: Fixtures.config) }?
+                .field == "params.items")
         var noReference = Fixtures.chargeOrder()
         noReference.params["reference"] = nil
         #expect(Rejection.caught { _ = try NetsPayments.chargeSubscription(noReference, config: Fixtures.config) }?.field == "params.reference")

@@ -61,12 +61,15 @@ struct NetsWebhookRouteTests {
     }
 
     @Test func aCompletedCheckoutSucceedsWithTheSubscriptionNetsShows() async throws {
-        let body = #"{"payment":{"paymentId":"\#(Self.paymentId)","summary":{"reservedAmount":1050},"subscription":{"id":"d079718b-ff63-45dd-947b-4950c023750f"}}}"#
+        let body =
+            #"{"payment":{"paymentId":"\#(Self.paymentId)","summary":{"reservedAmount":1050},"subscription":{"id":"d079718b-ff63-45dd-947b-4950c023750f"}}}"#
         let nets = FakeNetsPayments(.success(Fixtures.response(200, body)))
         let decision = try await deliver(nets: nets).get()
-        #expect(decision.verdict == .succeeded([
-            "paymentId": .string(Self.paymentId), "subscriptionId": "d079718b-ff63-45dd-947b-4950c023750f", "amount": 1050,
-        ]))
+        #expect(
+            decision.verdict
+                == .succeeded([
+                    "paymentId": .string(Self.paymentId), "subscriptionId": "d079718b-ff63-45dd-947b-4950c023750f", "amount": 1050,
+                ]))
         #expect(decision.event == "f1bd7e0a17b0413a8a3d84cc2a1a2a2c")
         #expect(nets.requests.map(\.url) == ["https://test.api.dibspayment.eu/v1/payments/\(Self.paymentId)"])
         #expect(nets.requests.first?.header("Authorization") == Fixtures.secretKey)

@@ -5,17 +5,19 @@ import Testing
 @Suite struct NetsWebhookTests {
     /// Shaped like Nets' documented payment.checkout.completed example.
     static let checkoutCompleted = #"""
-    {"id":"f1bd7e0a17b0413a8a3d84cc2a1a2a2c","merchantId":100017120,"timestamp":"2021-05-04T22:09:08.4342+02:00",
-     "event":"payment.checkout.completed",
-     "data":{"order":{"amount":{"amount":1050,"currency":"SEK"},"reference":"sub-42",
-             "orderItems":[{"reference":"sub-42","name":"Subscription","quantity":1,"unit":"pcs","unitPrice":1050,"taxRate":0,
-                            "taxAmount":0,"netTotalAmount":1050,"grossTotalAmount":1050}]},
-             "consumer":{"ip":"10.230.197.32"},"paymentId":"02a900006091a9a96937598058c4e474"}}
-    """#
+        {"id":"f1bd7e0a17b0413a8a3d84cc2a1a2a2c","merchantId":100017120,"timestamp":"2021-05-04T22:09:08.4342+02:00",
+         "event":"payment.checkout.completed",
+         "data":{"order":{"amount":{"amount":1050,"currency":"SEK"},"reference":"sub-42",
+                 "orderItems":[{"reference":"sub-42","name":"Subscription","quantity":1,"unit":"pcs","unitPrice":1050,"taxRate":0,
+                                "taxAmount":0,"netTotalAmount":1050,"grossTotalAmount":1050}]},
+                 "consumer":{"ip":"10.230.197.32"},"paymentId":"02a900006091a9a96937598058c4e474"}}
+        """#
 
     static var order: Order { Fixtures.createOrder() }
 
-    func verify(_ body: String, authorization: String? = Fixtures.webhookSecret, config: NetsConfig = Fixtures.config) -> Result<NetsWebhookEvent, CallbackRejection> {
+    func verify(
+        _ body: String, authorization: String? = Fixtures.webhookSecret, config: NetsConfig = Fixtures.config
+    ) -> Result<NetsWebhookEvent, CallbackRejection> {
         Result { () throws(CallbackRejection) in try NetsWebhook.verify(authorization: authorization, body: Array(body.utf8), config: config) }
     }
 
@@ -35,7 +37,8 @@ import Testing
         #expect(event.amount == 1050)
         #expect(event.currency == "SEK")
         #expect(event.reference == "sub-42")
-        #expect(NetsWebhook.interpret(event, for: Self.order) == .apply(.succeeded(["paymentId": "02a900006091a9a96937598058c4e474", "amount": 1050])))
+        #expect(
+            NetsWebhook.interpret(event, for: Self.order) == .apply(.succeeded(["paymentId": "02a900006091a9a96937598058c4e474", "amount": 1050])))
     }
 
     @Test(arguments: [
@@ -100,7 +103,9 @@ import Testing
             Issue.record("an empty secret must not match an empty header")
             return
         }
-        #expect(rejection == CallbackRejection(status: 401, code: "WEBHOOK_NOT_CONFIGURED", "no nets webhookAuthorization is configured for this merchant"))
+        #expect(
+            rejection
+                == CallbackRejection(status: 401, code: "WEBHOOK_NOT_CONFIGURED", "no nets webhookAuthorization is configured for this merchant"))
     }
 
     @Test(arguments: [
@@ -123,7 +128,7 @@ import Testing
         #expect(rejection.code.rawValue == code)
     }
 
-    /// Was 413 with code INVALID_JSON: an oversized body is TOO_LARGE for every provider now.
+    /// An oversized body is 413 TOO_LARGE, as for every provider.
     @Test func oversizedBodiesAreTooLarge() {
         let huge = "{\"id\":\"" + String(repeating: "a", count: NetsWebhook.maxBodyBytes) + "\"}"
         guard case .failure(let rejection) = verify(huge) else {
@@ -142,14 +147,18 @@ import Testing
     }
 
     @Test func inconsistentEventsFailTheOrderForReview() throws {
-        let amount = NetsWebhookEvent(id: "e1", event: "payment.checkout.completed", paymentId: "p1", amount: 100, currency: "SEK", reference: "sub-42")
-        #expect(NetsWebhook.interpret(amount, for: Self.order) == .apply(.failed(code: "AMOUNT_MISMATCH", message: "webhook payment.checkout.completed amount 100 != order amount 1050")))
+        let amount = NetsWebhookEvent(
+            id: "e1", event: "payment.checkout.completed", paymentId: "p1", amount: 100, currency: "SEK", reference: "sub-42")
+        #expect(
+            NetsWebhook.interpret(amount, for: Self.order)
+                == .apply(.failed(code: "AMOUNT_MISMATCH", message: "webhook payment.checkout.completed amount 100 != order amount 1050")))
         let currency = NetsWebhookEvent(id: "e1", event: "payment.checkout.completed", paymentId: "p1", amount: 1050, currency: "EUR")
         guard case .apply(.failed("AMOUNT_MISMATCH", _)) = NetsWebhook.interpret(currency, for: Self.order) else {
             Issue.record("currency mismatch")
             return
         }
-        let reference = NetsWebhookEvent(id: "e1", event: "payment.checkout.completed", paymentId: "p1", amount: 1050, currency: "SEK", reference: "other")
+        let reference = NetsWebhookEvent(
+            id: "e1", event: "payment.checkout.completed", paymentId: "p1", amount: 1050, currency: "SEK", reference: "other")
         guard case .apply(.failed("REFERENCE_MISMATCH", _)) = NetsWebhook.interpret(reference, for: Self.order) else {
             Issue.record("reference mismatch")
             return
@@ -162,17 +171,23 @@ import Testing
     }
 
     @Test func reservationFailedFailsTheOrder() {
-        let body = #"{"id":"e9","event":"payment.reservation.failed","timestamp":"2026-11-21T05:00:00.000Z","merchantId":"100017120","data":{"paymentId":"p1","amount":{"amount":1050,"currency":"SEK"},"error":{"code":"99","message":"Auth Failed","source":"Internal"}}}"#
+        let body =
+            #"{"id":"e9","event":"payment.reservation.failed","timestamp":"2026-11-21T05:00:00.000Z","merchantId":"100017120","data":{"paymentId":"p1","amount":{"amount":1050,"currency":"SEK"},"error":{"code":"99","message":"Auth Failed","source":"Internal"}}}"#
         guard case .success(let event) = verify(body) else {
             Issue.record("expected authentic")
             return
         }
         #expect(event.merchantId == "100017120")
         #expect(event.errorMessage == "Auth Failed")
-        #expect(NetsWebhook.interpret(event, for: Self.order) == .apply(.failed(code: "NETS_RESERVATION_FAILED", message: "reservation failed: Auth Failed")))
+        #expect(
+            NetsWebhook.interpret(event, for: Self.order)
+                == .apply(.failed(code: "NETS_RESERVATION_FAILED", message: "reservation failed: Auth Failed")))
     }
 
-    @Test(arguments: ["payment.reservation.created", "payment.reservation.created.v2", "payment.charge.created.v2", "payment.charge.failed", "payment.cancel.created"])
+    @Test(arguments: [
+        "payment.reservation.created", "payment.reservation.created.v2", "payment.charge.created.v2", "payment.charge.failed",
+        "payment.cancel.created",
+    ])
     func otherEventsChangeNothing(_ name: String) throws {
         let body = #"{"id":"e3","event":"\#(name)","data":{"paymentId":"p1","chargeId":"c1","amount":{"amount":1050,"currency":"SEK"}}}"#
         guard case .success(let event) = verify(body) else {

@@ -31,7 +31,9 @@ let sampleEnvironment = [
     "NETS_WEBHOOK_AUTH": "hook-auth", "PHONEPE_SALT": "salt-value", "CLEENG_PASSWORD": "cleeng-pass",
 ]
 
-func sources(_ environment: [String: String] = sampleEnvironment, files: [String: String] = ["/secrets/tp-notify": "notify-pass\n"]) -> PaypipeConfig.Sources {
+func sources(
+    _ environment: [String: String] = sampleEnvironment, files: [String: String] = ["/secrets/tp-notify": "notify-pass\n"]
+) -> PaypipeConfig.Sources {
     PaypipeConfig.Sources(environment: { environment[$0] }, readFile: { files[$0].map { Array($0.utf8) } })
 }
 
@@ -39,7 +41,7 @@ func parse(_ text: String, _ s: PaypipeConfig.Sources = sources()) throws(Config
     try PaypipeConfig.parse(Array(text.utf8), sources: s)
 }
 
-@Suite("Config (PROTOCOL.md §4)")
+@Suite("Config")
 struct ConfigTests {
     @Test func theProtocolExampleLoadsWithIndirection() throws {
         let config = try parse(sampleConfig)
@@ -59,9 +61,14 @@ struct ConfigTests {
         let defaults = try parse(sampleConfig)
         #expect(defaults.timers.pendingResolveAfterMs == 900_000 && defaults.timers.pendingExpireAfterMs == 86_400_000)
         #expect(defaults.merchants["default"]?.nets?.webhookURL == nil)
-        let set = sampleConfig
-            .replacingFirst(#""timers": { "cleengPollIntervalMs": 50 }"#, with: #""timers": { "pendingResolveAfterMs": 1000, "pendingExpireAfterMs": 5000 }"#)
-            .replacingFirst(#""webhookAuthorization": "env:NETS_WEBHOOK_AUTH" }"#, with: #""webhookAuthorization": "env:NETS_WEBHOOK_AUTH", "webhookURL": "https://hooks.example/callbacks/nets" }"#)
+        let set =
+            sampleConfig
+            .replacingFirst(
+                #""timers": { "cleengPollIntervalMs": 50 }"#, with: #""timers": { "pendingResolveAfterMs": 1000, "pendingExpireAfterMs": 5000 }"#
+            )
+            .replacingFirst(
+                #""webhookAuthorization": "env:NETS_WEBHOOK_AUTH" }"#,
+                with: #""webhookAuthorization": "env:NETS_WEBHOOK_AUTH", "webhookURL": "https://hooks.example/callbacks/nets" }"#)
         let config = try parse(set)
         #expect(config.timers.pendingResolveAfterMs == 1000 && config.timers.pendingExpireAfterMs == 5000)
         #expect(config.merchants["default"]?.nets?.webhookURL == "https://hooks.example/callbacks/nets")
@@ -107,13 +114,24 @@ struct ConfigTests {
         (#""jwtIssuer": "jwt.user", "#, #""jwtIssuer": "jwt.user", "typo": 1, "#, "merchants.default.trustpayments.typo: unknown key"),
         (#""jwtIssuer": "jwt.user", "#, "", "merchants.default.trustpayments.jwtIssuer: is required"),
         (#""baseURL": "http://127.0.0.1:9102""#, #""baseURL": "ftp://x""#, "merchants.default.nets.baseURL: must be an http:// or https:// URL"),
-        (#""timers": { "cleengPollIntervalMs": 50 }"#, #""timers": { "cleengPollIntervalMs": -1 }"#, "timers.cleengPollIntervalMs: must be a positive integer"),
+        (
+            #""timers": { "cleengPollIntervalMs": 50 }"#, #""timers": { "cleengPollIntervalMs": -1 }"#,
+            "timers.cleengPollIntervalMs: must be a positive integer"
+        ),
         (#""timers": {"#, #""timerz": {"#, "timerz: unknown key"),
-        (#""timers": { "cleengPollIntervalMs": 50 }"#, #""timers": { "pendingResolveAfterMs": 0 }"#, "timers.pendingResolveAfterMs: must be a positive integer"),
-        (#""timers": { "cleengPollIntervalMs": 50 }"#, #""timers": { "pendingResolveAfterMs": 2000, "pendingExpireAfterMs": 1000 }"#,
-         "timers.pendingExpireAfterMs: must be at least pendingResolveAfterMs"),
-        (#""webhookAuthorization": "env:NETS_WEBHOOK_AUTH" }"#, #""webhookAuthorization": "env:NETS_WEBHOOK_AUTH", "webhookURL": "hooks.example" }"#,
-         "merchants.default.nets.webhookURL: must be an http:// or https:// URL"),
+        (
+            #""timers": { "cleengPollIntervalMs": 50 }"#, #""timers": { "pendingResolveAfterMs": 0 }"#,
+            "timers.pendingResolveAfterMs: must be a positive integer"
+        ),
+        (
+            #""timers": { "cleengPollIntervalMs": 50 }"#, #""timers": { "pendingResolveAfterMs": 2000, "pendingExpireAfterMs": 1000 }"#,
+            "timers.pendingExpireAfterMs: must be at least pendingResolveAfterMs"
+        ),
+        (
+            #""webhookAuthorization": "env:NETS_WEBHOOK_AUTH" }"#,
+            #""webhookAuthorization": "env:NETS_WEBHOOK_AUTH", "webhookURL": "hooks.example" }"#,
+            "merchants.default.nets.webhookURL: must be an http:// or https:// URL"
+        ),
     ])
     func mistakesAreErrorsNamingTheKey(original: String, replacement: String, expected: String) {
         let text = sampleConfig.replacingFirst(original, with: replacement)
@@ -128,14 +146,17 @@ struct ConfigTests {
     static let vivaSection = #""viva": { "merchantKey": "K", "appId": "A", "callback": "cb" }"#
 
     @Test func vivaConfirmationKeysLoad() throws {
-        let text = sampleConfig.replacingFirst(Self.vivaSection, with: #"""
-            "viva": { "merchantKey": "K", "appId": "A", "callback": "cb", "apiURL": "https://demo-api.vivapayments.com/",
-                      "accountsURL": "https://demo-accounts.vivapayments.com", "apiClientId": "id.apps.vivapayments.com",
-                      "apiClientSecret": "env:VIVA_API_SECRET", "isvClientSecret": "file:/secrets/viva-isv" }
-            """#)
+        let text = sampleConfig.replacingFirst(
+            Self.vivaSection,
+            with: #"""
+                "viva": { "merchantKey": "K", "appId": "A", "callback": "cb", "apiURL": "https://demo-api.vivapayments.com/",
+                          "accountsURL": "https://demo-accounts.vivapayments.com", "apiClientId": "id.apps.vivapayments.com",
+                          "apiClientSecret": "env:VIVA_API_SECRET", "isvClientSecret": "file:/secrets/viva-isv" }
+                """#)
         var env = sampleEnvironment
         env["VIVA_API_SECRET"] = "viva-api-secret"
-        let viva = try #require(try parse(text, sources(env, files: ["/secrets/tp-notify": "n", "/secrets/viva-isv": "isv-secret\n"])).merchant("viva-only").viva)
+        let viva = try #require(
+            try parse(text, sources(env, files: ["/secrets/tp-notify": "n", "/secrets/viva-isv": "isv-secret\n"])).merchant("viva-only").viva)
         let api = try #require(viva.api)
         #expect(api.apiURL == "https://demo-api.vivapayments.com")
         #expect(api.accountsURL == "https://demo-accounts.vivapayments.com")
@@ -144,9 +165,16 @@ struct ConfigTests {
         #expect(viva.acceptUnconfirmedCallbacks == false)
 
         // Credentials alone: Viva's live hosts.
-        let live = try #require(try parse(sampleConfig.replacingFirst(Self.vivaSection, with: #""viva": { "merchantKey": "K", "appId": "A", "callback": "cb", "apiClientId": "i", "apiClientSecret": "s" }"#)).merchant("viva-only").viva?.api)
+        let live = try #require(
+            try parse(
+                sampleConfig.replacingFirst(
+                    Self.vivaSection,
+                    with: #""viva": { "merchantKey": "K", "appId": "A", "callback": "cb", "apiClientId": "i", "apiClientSecret": "s" }"#)
+            ).merchant("viva-only").viva?.api)
         #expect(live.apiURL == "https://api.vivapayments.com" && live.accountsURL == "https://accounts.vivapayments.com")
-        let optIn = try parse(sampleConfig.replacingFirst(Self.vivaSection, with: #""viva": { "merchantKey": "K", "appId": "A", "callback": "cb", "acceptUnconfirmedCallbacks": true }"#))
+        let optIn = try parse(
+            sampleConfig.replacingFirst(
+                Self.vivaSection, with: #""viva": { "merchantKey": "K", "appId": "A", "callback": "cb", "acceptUnconfirmedCallbacks": true }"#))
         #expect(try optIn.merchant("viva-only").viva?.acceptUnconfirmedCallbacks == true)
         #expect(try optIn.merchant("viva-only").viva?.api == nil)
     }
@@ -155,11 +183,15 @@ struct ConfigTests {
         (#""apiClientId": "i""#, "merchants.viva-only.viva.apiClientSecret: is required with apiClientId"),
         (#""apiClientSecret": "s""#, "merchants.viva-only.viva.apiClientId: is required with apiClientSecret"),
         (#""apiURL": "https://a.example""#, "merchants.viva-only.viva.apiClientId: is required with apiURL/accountsURL (with apiClientSecret)"),
-        (#""apiClientId": "i", "apiClientSecret": "s", "accountsURL": "ftp://x""#, "merchants.viva-only.viva.accountsURL: must be an http:// or https:// URL"),
+        (
+            #""apiClientId": "i", "apiClientSecret": "s", "accountsURL": "ftp://x""#,
+            "merchants.viva-only.viva.accountsURL: must be an http:// or https:// URL"
+        ),
         (#""acceptUnconfirmedCallbacks": "yes""#, "merchants.viva-only.viva.acceptUnconfirmedCallbacks: must be true or false"),
     ])
     func vivaConfirmationMistakesAreNamed(keys: String, expected: String) {
-        let text = sampleConfig.replacingFirst(Self.vivaSection, with: #""viva": { "merchantKey": "K", "appId": "A", "callback": "cb", "# + keys + " }")
+        let text = sampleConfig.replacingFirst(
+            Self.vivaSection, with: #""viva": { "merchantKey": "K", "appId": "A", "callback": "cb", "# + keys + " }")
         do {
             _ = try parse(text)
             Issue.record("expected \(expected)")
@@ -200,7 +232,9 @@ struct ConfigTests {
     }
 
     @Test func requestDescriptionsRedactCredentials() {
-        let request = HTTPRequestSpec(method: .POST, url: "http://x/v1/payments", headers: [HTTPHeader("Authorization", "raw-key"), HTTPHeader("X-VERIFY", "abc###1"), HTTPHeader("Accept", "json")])
+        let request = HTTPRequestSpec(
+            method: .POST, url: "http://x/v1/payments",
+            headers: [HTTPHeader("Authorization", "raw-key"), HTTPHeader("X-VERIFY", "abc###1"), HTTPHeader("Accept", "json")])
         #expect(!request.description.contains("raw-key"))
         #expect(!request.description.contains("abc###1"))
         #expect(request.description.contains("Accept: json"))

@@ -16,7 +16,8 @@ struct CurveConfigTests {
             return #""\#(role)": { "publicKey": "\#(key)", "secretKey": "file:/keys/\#(role).secret" }"#
         }
         let section = "\"curve\": {" + entries.joined(separator: ", ") + "}"
-        return sampleConfig.replacingOccurrences(of: #""timers": { "cleengPollIntervalMs": 50 }"#, with: #""timers": { "cleengPollIntervalMs": 50 }, "# + section)
+        return sampleConfig.replacingOccurrences(
+            of: #""timers": { "cleengPollIntervalMs": 50 }"#, with: #""timers": { "cleengPollIntervalMs": 50 }, "# + section)
     }
 
     /// A role's key file that others may read is refused: the key is the role's whole authority.
@@ -30,14 +31,17 @@ struct CurveConfigTests {
         #expect(try load(mode: 0o600).secretKey(of: .signer).reveal() == Self.key("s"))
         #expect(try load(mode: 0o400).secretKey(of: .signer).reveal() == Self.key("s"))
         #expect { try load(mode: 0o644).secretKey(of: .signer) } throws: { error in
-            (error as? ConfigError).map { $0.path == "curve.signer.secretKey" && $0.reason.contains("chmod 600") && !$0.reason.contains(Self.key("s")) } == true
+            (error as? ConfigError).map {
+                $0.path == "curve.signer.secretKey" && $0.reason.contains("chmod 600") && !$0.reason.contains(Self.key("s"))
+            } == true
         }
         #expect(throws: ConfigError.self) { try load(mode: 0o640).secretKey(of: .signer) }
     }
 
     /// `curve.upstream`: the upstream clients, each with its own key and, optionally, merchants.
     @Test func upstreamClientsAreListedWithTheirMerchants() throws {
-        let upstream = #", "upstream": [{ "name": "shop-a", "publicKey": "\#(Self.key("A"))", "merchants": ["default"] }, { "name": "all", "publicKey": "\#(Self.key("B"))" }]}"#
+        let upstream =
+            #", "upstream": [{ "name": "shop-a", "publicKey": "\#(Self.key("A"))", "merchants": ["default"] }, { "name": "all", "publicKey": "\#(Self.key("B"))" }]}"#
         let text = Self.config().replacingOccurrences(of: #"secret" }}"#, with: #"secret" }"# + upstream)
         let curve = try #require(try parse(text).curve)
         #expect(curve.upstream.map(\.name) == ["shop-a", "all"])

@@ -7,16 +7,20 @@ import Testing
 @Suite("JSON object writer")
 struct JSONObjectWriterTests {
     static let outcomes: [Outcome] = [
-        Outcome(orderId: "o-1", merchant: "default", provider: "phonepe", operation: "authInit", status: .pending,
-                result: ["redirectURL": "ppe://mandate?x=1", "nested": ["b": 1, "a": [true, .null, .fraction(1.5)]]], attempts: 1,
-                at: "2026-11-24T08:00:00.000Z"),
-        Outcome(orderId: "o-2", merchant: "shop \"2\"", provider: "viva", operation: "sale", status: .rejected,
-                error: .init(code: "INVALID_PARAM", message: "line\nbreak, tab\t, quote \" and \u{01} and é"), attempts: 0,
-                at: "2026-11-24T08:00:00.001Z"),
-        Outcome(orderId: "o-3", merchant: "default", provider: "nets", operation: "createSubscription", status: .unknown,
-                result: [:], error: .init(code: "OUTCOME_UNKNOWN", message: ""), attempts: 3, at: "2026-11-24T08:00:00.002Z"),
-        Outcome(orderId: "o-4", merchant: "default", provider: "cleeng", operation: "appleReceipt", status: .succeeded,
-                attempts: -1, at: ""),
+        Outcome(
+            orderId: "o-1", merchant: "default", provider: "phonepe", operation: "authInit", status: .pending,
+            result: ["redirectURL": "ppe://mandate?x=1", "nested": ["b": 1, "a": [true, .null, .fraction(1.5)]]], attempts: 1,
+            at: "2026-11-24T08:00:00.000Z"),
+        Outcome(
+            orderId: "o-2", merchant: "shop \"2\"", provider: "viva", operation: "sale", status: .rejected,
+            error: .init(code: "INVALID_PARAM", message: "line\nbreak, tab\t, quote \" and \u{01} and é"), attempts: 0,
+            at: "2026-11-24T08:00:00.001Z"),
+        Outcome(
+            orderId: "o-3", merchant: "default", provider: "nets", operation: "createSubscription", status: .unknown,
+            result: [:], error: .init(code: "OUTCOME_UNKNOWN", message: ""), attempts: 3, at: "2026-11-24T08:00:00.002Z"),
+        Outcome(
+            orderId: "o-4", merchant: "default", provider: "cleeng", operation: "appleReceipt", status: .succeeded,
+            attempts: -1, at: ""),
     ]
 
     @Test(arguments: outcomes)
@@ -27,8 +31,9 @@ struct JSONObjectWriterTests {
     }
 
     static let orders: [Order] = [
-        Order(orderId: "ord-1", merchant: "default", operation: .init(.init("phonepe"), "authInit"), amount: 39900, currency: "INR",
-              params: ["merchantUserId": "U1", "subscriptionId": "S\u{00e9}\"1", "deep": ["z": [1, 2], "a": .null]]),
+        Order(
+            orderId: "ord-1", merchant: "default", operation: .init(.init("phonepe"), "authInit"), amount: 39900, currency: "INR",
+            params: ["merchantUserId": "U1", "subscriptionId": "S\u{00e9}\"1", "deep": ["z": [1, 2], "a": .null]]),
         Order(orderId: "ord-2", merchant: "m", operation: .init(.init("nets"), "getSubscription"), amount: nil, currency: nil, params: [:]),
         Order(orderId: "ord-3", merchant: "m", operation: .init(.init("viva"), "sale"), amount: -5, currency: nil, params: ["k": 0]),
     ]

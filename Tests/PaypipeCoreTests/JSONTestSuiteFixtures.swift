@@ -61,7 +61,9 @@ enum JSONTestSuite {
         .accept("y_number_0e+1", #"[0e+1]"#, [.fraction(0.0)]),
         .accept("y_number_0e1", #"[0e1]"#, [.fraction(0.0)]),
         .accept("y_number_after_space", #"[ 4]"#, [4]),
-        .accept("y_number_double_close_to_zero", #"[-0.000000000000000000000000000000000000000000000000000000000000000000000000000001]\#n"#, [.fraction(-1e-78)]),
+        .accept(
+            "y_number_double_close_to_zero", #"[-0.000000000000000000000000000000000000000000000000000000000000000000000000000001]\#n"#,
+            [.fraction(-1e-78)]),
         .accept("y_number_int_with_exp", #"[20e1]"#, [.fraction(200.0)]),
         .accept("y_number_minus_zero", #"[-0]"#, [0]),
         .accept("y_number_negative_int", #"[-123]"#, [-123]),
@@ -87,9 +89,14 @@ enum JSONTestSuite {
         .accept("y_object_empty_key", #"{"":0}"#, ["": 0]),
         .accept("y_object_escaped_null_in_key", #"{"foo\u0000bar": 42}"#, ["foo\u{0}bar": 42]),
         .accept("y_object_extreme_numbers", #"{ "min": -1.0e+28, "max": 1.0e+28 }"#, ["min": .fraction(-1e+28), "max": .fraction(1e+28)]),
-        .accept("y_object_long_strings", #"{"x":[{"id": "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}], "id": "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}"#, ["x": [["id": "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"]], "id": "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"]),
+        .accept(
+            "y_object_long_strings", #"{"x":[{"id": "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}], "id": "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}"#,
+            ["x": [["id": "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"]], "id": "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"]),
         .accept("y_object_simple", #"{"a":[]}"#, ["a": []]),
-        .accept("y_object_string_unicode", #"{"title":"\u041f\u043e\u043b\u0442\u043e\u0440\u0430 \u0417\u0435\u043c\u043b\u0435\u043a\u043e\u043f\u0430" }"#, ["title": "\u{41F}\u{43E}\u{43B}\u{442}\u{43E}\u{440}\u{430} \u{417}\u{435}\u{43C}\u{43B}\u{435}\u{43A}\u{43E}\u{43F}\u{430}"]),
+        .accept(
+            "y_object_string_unicode",
+            #"{"title":"\u041f\u043e\u043b\u0442\u043e\u0440\u0430 \u0417\u0435\u043c\u043b\u0435\u043a\u043e\u043f\u0430" }"#,
+            ["title": "\u{41F}\u{43E}\u{43B}\u{442}\u{43E}\u{440}\u{430} \u{417}\u{435}\u{43C}\u{43B}\u{435}\u{43A}\u{43E}\u{43F}\u{430}"]),
         .accept("y_object_with_newlines", #"{\#n"a": "b"\#n}"#, ["a": "b"]),
         .accept("y_string_1_2_3_bytes_UTF-8_sequences", #"["\u0060\u012a\u12AB"]"#, ["`\u{12A}\u{12AB}"]),
         .accept("y_string_accepted_surrogate_pair", #"["\uD801\udc37"]"#, ["\u{10437}"]),
@@ -348,8 +355,9 @@ enum JSONTestSuite {
         // still parses.
         .accept("i_number_too_big_neg_int", #"[-123123123123123123123123123123]"#, [.fraction(-1.2312312312312312e+29)]),
         .accept("i_number_too_big_pos_int", #"[100000000000000000000]"#, [.fraction(1e+20)]),
-        .accept("i_number_very_big_negative_int", #"[-237462374673276894279832749832423479823246327846]"#,
-                [.fraction(-2.374623746732769e+47)]),
+        .accept(
+            "i_number_very_big_negative_int", #"[-237462374673276894279832749832423479823246327846]"#,
+            [.fraction(-2.374623746732769e+47)]),
 
         // Underflow: rounds to zero as IEEE 754 does. Still a fraction, so no integer field takes it,
         // and it serializes and re-parses to the same value.
@@ -358,7 +366,10 @@ enum JSONTestSuite {
 
         // Overflow: the value would be ±infinity, which JSON cannot express (it would serialize as
         // null), so the number is refused instead of silently changed.
-        .reject("i_number_huge_exp", #"[0.4e00669999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999969999999006]"#),
+        .reject(
+            "i_number_huge_exp",
+            #"[0.4e00669999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999999969999999006]"#
+        ),
         .reject("i_number_neg_int_huge_exp", #"[-1e+9999]"#),
         .reject("i_number_pos_double_huge_exp", #"[1.5e+9999]"#),
         .reject("i_number_real_neg_overflow", #"[-123123e100000]"#),

@@ -1,5 +1,5 @@
-import Foundation
 import Connectors
+import Foundation
 import PaypipeCore
 import Testing
 
@@ -10,7 +10,8 @@ func rejection(_ json: String) -> Rejection? {
     return nil
 }
 
-let validSale = #"{"v":1,"orderId":"ord-000123","merchant":"default","provider":"viva","operation":"sale","amount":1050,"currency":"GBP","params":{}}"#
+let validSale =
+    #"{"v":1,"orderId":"ord-000123","merchant":"default","provider":"viva","operation":"sale","amount":1050,"currency":"GBP","params":{}}"#
 
 /// An order with one top-level field replaced (or removed when `value` is nil).
 func order(with key: String, _ value: String?) -> String {
@@ -26,7 +27,7 @@ func order(with key: String, _ value: String?) -> String {
     return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
 }
 
-@Suite("Order decoding (PROTOCOL.md §1)")
+@Suite("Order decoding")
 struct OrderDecodingTests {
     @Test func aValidOrderDecodes() throws {
         guard case .order(let order) = decode(validSale) else {
@@ -128,23 +129,36 @@ struct OrderDecodingTests {
         for frame in frames {
             let decoded = decode(frame)
             guard case .object(let object)? = try? JSONValue.parse(frame) else {
-                guard case .dropped = decoded else { Issue.record("\(frame) was not dropped"); continue }
+                guard case .dropped = decoded else {
+                    Issue.record("\(frame) was not dropped")
+                    continue
+                }
                 continue
             }
             do {
                 #expect(decoded == .order(try Order(validating: object, catalog: testCatalog)), "\(frame)")
             } catch {
-                guard case .rejected(let rejection, _) = decoded else { Issue.record("\(frame) was not rejected"); continue }
+                guard case .rejected(let rejection, _) = decoded else {
+                    Issue.record("\(frame) was not rejected")
+                    continue
+                }
                 #expect(rejection == error, "\(frame)")
             }
         }
         // Orders taken whole by the direct reading, each the order the full parse gives.
-        #expect(decode(frames[1]) == .order(Order(orderId: "o-2", operation: Operation(Provider("viva"), "sale"), amount: 1050, currency: "GBP",
-            params: ["b": [1, ["c": .null]], "a": "\u{E9}"])))
+        #expect(
+            decode(frames[1])
+                == .order(
+                    Order(
+                        orderId: "o-2", operation: Operation(Provider("viva"), "sale"), amount: 1050, currency: "GBP",
+                        params: ["b": [1, ["c": .null]], "a": "\u{E9}"])))
         #expect(decode(frames[3]) == .order(Order(orderId: "o-4", operation: Operation(Provider("viva"), "sale"), amount: 1, currency: "EUR")))
         // A repeated field is refused, spelled the same or escaped.
         for frame in frames[8...9] {
-            guard case .dropped(let rejection) = decode(frame) else { Issue.record("\(frame) was not dropped"); continue }
+            guard case .dropped(let rejection) = decode(frame) else {
+                Issue.record("\(frame) was not dropped")
+                continue
+            }
             #expect(rejection.message.contains("duplicate key \"v\""))
         }
     }
@@ -183,7 +197,9 @@ struct OrderDecodingTests {
 
     @Test func framesThatAreNotJSONObjectsAreDroppedWithTheirReason() {
         let tooLarge = "{\"pad\":\"" + String(repeating: "x", count: Order.maxFrameBytes) + "\"}"
-        #expect(Order.decode(json: tooLarge, catalog: testCatalog) == .dropped(Rejection(.frameTooLarge, field: "frame", "frame of \(tooLarge.utf8.count) bytes exceeds the 65536-byte limit")))
+        #expect(
+            Order.decode(json: tooLarge, catalog: testCatalog)
+                == .dropped(Rejection(.frameTooLarge, field: "frame", "frame of \(tooLarge.utf8.count) bytes exceeds the 65536-byte limit")))
         if case .dropped(let r) = Order.decode(frame: [0x7B, 0x22, 0xFF, 0xFE, 0x22, 0x3A, 0x31, 0x7D], catalog: testCatalog) {
             #expect(r.code == .invalidUTF8)
         } else {
@@ -197,7 +213,11 @@ struct OrderDecodingTests {
             #expect([Rejection.Code.malformedJSON, .notAnObject].contains(r.code), "\(bad)")
         }
         let overlong: [UInt8] = Array(#"{"a":""#.utf8) + [0xC0, 0xAF] + Array(#""}"#.utf8)
-        if case .dropped(let r) = Order.decode(frame: overlong, catalog: testCatalog) { #expect(r.code == .invalidUTF8) } else { Issue.record("overlong UTF-8") }
+        if case .dropped(let r) = Order.decode(frame: overlong, catalog: testCatalog) {
+            #expect(r.code == .invalidUTF8)
+        } else {
+            Issue.record("overlong UTF-8")
+        }
     }
 
     @Test func hostileIdentityFieldsAreTruncatedInOutcomes() {
@@ -210,7 +230,7 @@ struct OrderDecodingTests {
     }
 }
 
-@Suite("Outcome encoding (PROTOCOL.md §2)")
+@Suite("Outcome encoding")
 struct OutcomeTests {
     @Test func roundTripAndStableBytes() throws {
         let outcome = Outcome(
@@ -228,7 +248,8 @@ struct OutcomeTests {
     /// Every field an outcome needs is checked and named when missing or of the wrong kind;
     /// members it does not know (the ledger's `seq`) are passed over.
     @Test func parsingNamesTheFieldThatIsMissingOrInvalid() throws {
-        let valid = #"{"at":"2026-11-21T05:00:00.123Z","attempts":1,"merchant":"default","operation":"sale","orderId":"o-1","provider":"viva","seq":7,"status":"pending","v":1}"#
+        let valid =
+            #"{"at":"2026-11-21T05:00:00.123Z","attempts":1,"merchant":"default","operation":"sale","orderId":"o-1","provider":"viva","seq":7,"status":"pending","v":1}"#
         let parsed = try Outcome.parse(Array(valid.utf8))
         #expect(parsed.orderId == "o-1" && parsed.status == .pending && parsed.result == nil && parsed.error == nil)
         func field(_ replacing: String, _ with: String) -> String? {
@@ -258,8 +279,10 @@ struct OutcomeTests {
         for (replacing, with) in [(#""v":1"#, #""\u0076":1"#), (#""seq":7"#, #""s\u00e9q":7"#), (#""seq":7"#, #""later":[{"a":1}]"#)] {
             #expect(try Outcome.parse(Array(valid.replacingOccurrences(of: replacing, with: with).utf8)) == parsed)
         }
-        for (replacing, with) in [(#""v":1"#, #""v":1,"v":1"#), (#""v":1"#, #""v":1,"\u0076":1"#), (#""seq":7"#, #""seq":7,"seq":8"#),
-            (#""seq":7"#, #""x":1,"x":2"#)] {
+        for (replacing, with) in [
+            (#""v":1"#, #""v":1,"v":1"#), (#""v":1"#, #""v":1,"\u0076":1"#), (#""seq":7"#, #""seq":7,"seq":8"#),
+            (#""seq":7"#, #""x":1,"x":2"#),
+        ] {
             #expect(throws: JSONParseError.self) { try Outcome.parse(Array(valid.replacingOccurrences(of: replacing, with: with).utf8)) }
         }
     }
@@ -307,5 +330,5 @@ struct JSONValueTests {
     }
 }
 
-/// The providers and operations of PROTOCOL.md §1, as the standard connectors declare them.
+/// The providers and operations of the contract, as the standard connectors declare them.
 let testCatalog = OrderCatalog(StandardConnectors.all.flatMap { $0.operations })

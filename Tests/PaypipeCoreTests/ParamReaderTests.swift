@@ -88,22 +88,27 @@ import Testing
         #expect(rejection { _ = try reader(["reference": "e\u{301}"]).string("reference", length: 1...1) } != nil)
         let tooLong = rejection { _ = try reader(["reference": .string(String(repeating: "r", count: 129))]).string("reference", length: 1...128) }
         #expect(tooLong == Rejection(.invalidParam, field: "params.reference", "params.reference must be 1-128 characters"))
-        #expect(rejection { _ = try reader(["reference": ""]).string("reference", length: 1...128) }?.message
-            == "params.reference must be 1-128 characters")
-        #expect(rejection { _ = try reader(["reference": ""]).string("reference", length: 2...Int.max) }?.message
-            == "params.reference must be at least 2 characters")
+        #expect(
+            rejection { _ = try reader(["reference": ""]).string("reference", length: 1...128) }?.message
+                == "params.reference must be 1-128 characters")
+        #expect(
+            rejection { _ = try reader(["reference": ""]).string("reference", length: 2...Int.max) }?.message
+                == "params.reference must be at least 2 characters")
         #expect(try reader(["reference": ""]).string("reference") == "")
     }
 
     @Test func charsetsStateTheWholeRule() throws {
         #expect(try reader(["reference": "Ab_9-z"]).string("reference", length: 1...64, charset: .identifier) == "Ab_9-z")
         for bad in ["a/b", "a b", "ü", "a.b"] {
-            #expect(rejection { _ = try reader(["reference": .string(bad)]).string("reference", length: 1...64, charset: .identifier) }?.message
-                == "params.reference must be 1-64 characters of [A-Za-z0-9_-]")
+            #expect(
+                rejection { _ = try reader(["reference": .string(bad)]).string("reference", length: 1...64, charset: .identifier) }?.message
+                    == "params.reference must be 1-64 characters of [A-Za-z0-9_-]")
         }
         for control in ["a\nb", "a\u{7F}", "a\u{85}b", "\u{0}"] {
-            #expect(rejection { _ = try reader(["reference": .string(control)]).string("reference", length: 1...9, charset: .noControlCharacters) }?.message
-                == "params.reference must be 1-9 characters without control characters")
+            #expect(
+                rejection { _ = try reader(["reference": .string(control)]).string("reference", length: 1...9, charset: .noControlCharacters) }?
+                    .message
+                    == "params.reference must be 1-9 characters without control characters")
         }
         #expect(try reader(["reference": "Café 😀"]).string("reference", length: 1...9, charset: .noControlCharacters) == "Café 😀")
         let offer = ParamReader.Charset.asciiAlphanumeric(plus: "._:-")
@@ -133,10 +138,12 @@ import Testing
 
     @Test func providerRulesReadTheSameWay() throws {
         let params = try reader(["url": "ftp://x"])
-        #expect(params.invalid("url", "must be an absolute http(s) URL")
-            == Rejection(.invalidParam, field: "params.url", "params.url must be an absolute http(s) URL"))
+        #expect(
+            params.invalid("url", "must be an absolute http(s) URL")
+                == Rejection(.invalidParam, field: "params.url", "params.url must be an absolute http(s) URL"))
         #expect(params.missing("url") == Rejection.missingParam("url"))
-        #expect(params.wrongType("url", expected: "an integer or a string of digits", got: .null).message
-            == "params.url must be an integer or a string of digits, got null")
+        #expect(
+            params.wrongType("url", expected: "an integer or a string of digits", got: .null).message
+                == "params.url must be an integer or a string of digits, got null")
     }
 }

@@ -69,14 +69,16 @@ import Testing
         var silent = PollSchedule(startedAt: t0, policy: policy)
         _ = silent.tick(at: t0 + 60_000)
         guard case .emit(.failed("ACCESS_NOT_GRANTED", _)) = silent.tick(at: t0 + 65_001) else {
-            Issue.record("a lost poll must not hold the receipt forever"); return
+            Issue.record("a lost poll must not hold the receipt forever")
+            return
         }
     }
 
     @Test func noPollAfterTheDeadline() {
         var poller = PollSchedule(startedAt: t0, policy: policy)
         guard case .emit(.failed("ACCESS_NOT_GRANTED", _)) = poller.tick(at: t0 + 60_001) else {
-            Issue.record("expected expiry"); return
+            Issue.record("expected expiry")
+            return
         }
         #expect(poller.pollsSent == 0)
     }

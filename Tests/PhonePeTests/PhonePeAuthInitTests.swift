@@ -1,6 +1,7 @@
 import Foundation
 import PaypipeCore
 import Testing
+
 @testable import PhonePe
 
 @Suite struct PhonePeAuthInitParamsTests {
@@ -39,8 +40,9 @@ import Testing
     }
 
     @Test func takesAnExplicitAuthRequestIdAndRejectsUnsafeOnes() throws {
-        #expect(try PhonePeAuthInitParams(order: Fixtures.orderWith(["authRequestId": "D2500CEFBBE481095A43D6D5B7A787F"])).authRequestId
-            == "D2500CEFBBE481095A43D6D5B7A787F")
+        #expect(
+            try PhonePeAuthInitParams(order: Fixtures.orderWith(["authRequestId": "D2500CEFBBE481095A43D6D5B7A787F"])).authRequestId
+                == "D2500CEFBBE481095A43D6D5B7A787F")
         for bad: JSONValue in ["../x", "a b", "", .string(String(repeating: "A", count: 36)), 12345] {
             #expect(rejection(Fixtures.orderWith(["authRequestId": bad]))?.field == "params.authRequestId")
         }
@@ -64,7 +66,9 @@ import Testing
         // Params the signer refuses do not change the id (no request under it ever leaves).
         let refused = Fixtures.orderWith(["merchantUserId": "../x"])
         #expect(rejection(refused)?.field == "params.merchantUserId")
-        #expect(PhonePeAuthInitParams.authRequestId(of: refused) == PhonePeAuthInitParams.defaultAuthRequestId(merchant: "default", orderId: "ord-000123"))
+        #expect(
+            PhonePeAuthInitParams.authRequestId(of: refused) == PhonePeAuthInitParams.defaultAuthRequestId(merchant: "default", orderId: "ord-000123")
+        )
     }
 
     @Test func requiresMerchantUserIdAndSubscriptionId() {
@@ -79,7 +83,8 @@ import Testing
         #expect(rejection(Fixtures.orderWith(["merchantUserId": .string(String(repeating: "u", count: 37))]))?.field == "params.merchantUserId")
         #expect(rejection(Fixtures.orderWith(["subscriptionId": 42]))?.field == "params.subscriptionId")
         #expect(rejection(Fixtures.orderWith(["subscriptionId": "OMS/../admin"]))?.field == "params.subscriptionId")
-        #expect(rejection(Fixtures.orderWith(["subscriptionId": "OMS?x=1"]))?.message == "params.subscriptionId must be 1-64 characters of [A-Za-z0-9_-]")
+        #expect(
+            rejection(Fixtures.orderWith(["subscriptionId": "OMS?x=1"]))?.message == "params.subscriptionId must be 1-64 characters of [A-Za-z0-9_-]")
         #expect(rejection(Fixtures.orderWith(["authRequestId": .null]))?.message == "params.authRequestId must be a string, got null")
     }
 
@@ -87,7 +92,7 @@ import Testing
         #expect(try PhonePeAuthInitParams(order: Fixtures.orderWith(["authWorkflowType": "PENNY_DROP"])).authWorkflowType == .pennyDrop)
         #expect(rejection(Fixtures.orderWith(["authWorkflowType": "penny_drop"]))?.field == "params.authWorkflowType")
         #expect(rejection(Fixtures.orderWith(["authWorkflowType": true]))?.field == "params.authWorkflowType")
-        // A wrong type names the types (was: must be "TRANSACTION" or "PENNY_DROP"); null is a wrong type, not the default.
+        // A wrong type names the types; null is a wrong type, not the default.
         #expect(rejection(Fixtures.orderWith(["authWorkflowType": true]))?.message == "params.authWorkflowType must be a string, got a boolean")
         #expect(rejection(Fixtures.orderWith(["authWorkflowType": .null]))?.message == "params.authWorkflowType must be a string, got null")
     }
@@ -96,16 +101,21 @@ import Testing
         #expect(rejection(Fixtures.orderWith(["merchantCallBackScheme": "my.app+v2"])) == nil)
         #expect(rejection(Fixtures.orderWith(["merchantCallBackScheme": "1app"]))?.field == "params.merchantCallBackScheme")
         #expect(rejection(Fixtures.orderWith(["merchantCallBackScheme": "app://x"]))?.field == "params.merchantCallBackScheme")
-        #expect(rejection(Fixtures.orderWith(["merchantCallBackScheme": .string(String(repeating: "a", count: 65))]))?.message
-            == "params.merchantCallBackScheme must be 1-64 characters")
-        #expect(rejection(Fixtures.orderWith(["merchantCallBackScheme": .null]))?.message == "params.merchantCallBackScheme must be a string, got null")
+        #expect(
+            rejection(Fixtures.orderWith(["merchantCallBackScheme": .string(String(repeating: "a", count: 65))]))?.message
+                == "params.merchantCallBackScheme must be 1-64 characters")
+        #expect(
+            rejection(Fixtures.orderWith(["merchantCallBackScheme": .null]))?.message == "params.merchantCallBackScheme must be a string, got null")
     }
 
     @Test func rejectsUnknownParamsByName() {
         let r = rejection(Fixtures.orderWith(["authWorkflowtype": "PENNY_DROP"]))
         #expect(r?.code == .unknownField)
         #expect(r?.field == "params.authWorkflowtype")
-        #expect(r?.message == "params.authWorkflowtype is not a parameter of phonepe authInit (allowed: authRequestId, authWorkflowType, merchantCallBackScheme, merchantUserId, subscriptionId)")
+        #expect(
+            r?.message
+                == "params.authWorkflowtype is not a parameter of phonepe authInit (allowed: authRequestId, authWorkflowType, merchantCallBackScheme, merchantUserId, subscriptionId)"
+        )
     }
 
     @Test func transactionNeedsAPositiveINRAmount() {
@@ -142,12 +152,13 @@ import Testing
         #expect(request.header("X-VERIFY") == Digest.sha256Hex(b64 + "/v3/recurring/auth/init" + Fixtures.salt) + "###1")
 
         let payload = try #require(Fixtures.decodedPayload(request))
-        #expect(payload == [
-            "merchantId": "MERCHANTUAT", "merchantUserId": "5330F4FB-C66C-4646-8691-11544B580547",
-            "subscriptionId": "OMS2301191527473651197003", "authRequestId": .string(built.authRequestId),
-            "amount": 39900, "paymentScope": "PHONEPE",
-            "deviceContext": ["deviceOS": "IOS", "merchantCallBackScheme": "iOSIntentIntegration"],
-        ])
+        #expect(
+            payload == [
+                "merchantId": "MERCHANTUAT", "merchantUserId": "5330F4FB-C66C-4646-8691-11544B580547",
+                "subscriptionId": "OMS2301191527473651197003", "authRequestId": .string(built.authRequestId),
+                "amount": 39900, "paymentScope": "PHONEPE",
+                "deviceContext": ["deviceOS": "IOS", "merchantCallBackScheme": "iOSIntentIntegration"],
+            ])
     }
 
     /// The payload is written member by member; its bytes must be canonical JSON (keys sorted,
@@ -175,19 +186,26 @@ import Testing
         #expect(payload["deviceContext"] == ["deviceOS": "IOS", "merchantCallBackScheme": .string(Fixtures.callbackScheme)])
     }
 
-    /// Seed 002 marks deviceContext.merchantCallBackScheme mandatory: the order's own, else the
-    /// merchant's phonepe.callbackScheme, else the order is rejected naming the field.
+    /// PhonePe's auth/init request table marks deviceContext.merchantCallBackScheme mandatory: the
+    /// order's own, else the merchant's phonepe.callbackScheme, else the order is rejected naming
+    /// the field.
     @Test func alwaysSendsACallBackScheme() throws {
         func scheme(_ order: Order, _ config: PhonePeConfig) throws -> JSONValue? {
-            try #require(Fixtures.decodedPayload(try PhonePeAuthInit(order: order, config: config).request))["deviceContext"]?["merchantCallBackScheme"]
+            try #require(Fixtures.decodedPayload(try PhonePeAuthInit(order: order, config: config).request))["deviceContext"]?[
+                "merchantCallBackScheme"]
         }
         #expect(try scheme(Fixtures.order(), Fixtures.config(callbackScheme: "merchantapp")) == "merchantapp")
-        #expect(try scheme(Fixtures.orderWith(["merchantCallBackScheme": "ordered.app"]), Fixtures.config(callbackScheme: "merchantapp")) == "ordered.app")
-        #expect(try PhonePeAuthInit(order: Fixtures.order(), config: Fixtures.config(callbackScheme: "merchantapp")).params.merchantCallBackScheme == "merchantapp")
+        #expect(
+            try scheme(Fixtures.orderWith(["merchantCallBackScheme": "ordered.app"]), Fixtures.config(callbackScheme: "merchantapp")) == "ordered.app"
+        )
+        #expect(
+            try PhonePeAuthInit(order: Fixtures.order(), config: Fixtures.config(callbackScheme: "merchantapp")).params.merchantCallBackScheme
+                == "merchantapp")
 
         for workflow in ["TRANSACTION", "PENNY_DROP"] {
             do {
-                _ = try PhonePeAuthInit(order: Fixtures.orderWith(["authWorkflowType": .string(workflow)]), config: Fixtures.config(callbackScheme: nil))
+                _ = try PhonePeAuthInit(
+                    order: Fixtures.orderWith(["authWorkflowType": .string(workflow)]), config: Fixtures.config(callbackScheme: nil))
                 Issue.record("an order with no scheme anywhere must be rejected")
             } catch {
                 #expect(error.code == .missingParam)
@@ -215,12 +233,19 @@ import Testing
             #expect(error.field == "params.merchantCallBackScheme")
         }
         // A status check sends no auth/init, so it needs no scheme.
-        guard case .request(let status)? = try connector.signStatusCheck(Fixtures.order(), pending: [:], purpose: .statusCheck, nowSeconds: 1_700_000_000) else {
-            Issue.record("a status check is a request"); return
+        guard
+            case .request(let status)? = try connector.signStatusCheck(
+                Fixtures.order(), pending: [:], purpose: .statusCheck, nowSeconds: 1_700_000_000)
+        else {
+            Issue.record("a status check is a request")
+            return
         }
         #expect(status.request.method == .GET)
         #expect(status.request == status.resolve)
-        #expect(status.request == (try PhonePeAuthStatus.request(order: Fixtures.order(), config: Fixtures.config(), checksum: PhonePeChecksum(config: Fixtures.config()))))
+        #expect(
+            status.request
+                == (try PhonePeAuthStatus.request(
+                    order: Fixtures.order(), config: Fixtures.config(), checksum: PhonePeChecksum(config: Fixtures.config()))))
     }
 
     /// The connector checks each merchant's settings once, when it is built: every order still
@@ -235,7 +260,8 @@ import Testing
         ])
         let connector = await PhonePeConnector(config: config)
         func signed(_ merchant: String) throws(Rejection) -> SignedRequest<PhonePeConnector.Context> {
-            guard case .request(let signed) = try connector.sign(Fixtures.order(merchant: merchant), purpose: .submit, nowSeconds: 1_700_000_000) else {
+            guard case .request(let signed) = try connector.sign(Fixtures.order(merchant: merchant), purpose: .submit, nowSeconds: 1_700_000_000)
+            else {
                 throw Rejection(.missingField, field: "test", "not a request")
             }
             return signed
@@ -283,8 +309,10 @@ import Testing
         #expect(built.statusRequest.url == "http://127.0.0.1:9103" + path)
         #expect(built.statusRequest.header("X-VERIFY") == Digest.sha256Hex(path + Fixtures.salt) + "###1")
         #expect(built.statusRequest.header("X-MERCHANT-ID") == nil)
-        #expect(try PhonePeAuthStatus.request(order: Fixtures.orderWith(["authRequestId": "TX123456789"]), config: config,
-            checksum: PhonePeChecksum(config: config)) == built.statusRequest)
+        #expect(
+            try PhonePeAuthStatus.request(
+                order: Fixtures.orderWith(["authRequestId": "TX123456789"]), config: config,
+                checksum: PhonePeChecksum(config: config)) == built.statusRequest)
     }
 
     @Test func rejectsUnusableConfigWithoutRevealingTheSalt() {
@@ -313,10 +341,10 @@ import Testing
         #expect(!"\(Fixtures.config())".contains(Fixtures.salt))
     }
 
-    /// The seed's request samples are documentation only: they decode to text with U+00A0
+    /// PhonePe's auth/init request samples are documentation only: they decode to text with U+00A0
     /// (no-break space) indentation, which strict JSON rejects. With those turned into plain
     /// spaces they show the field names and nesting this module sends. The PENNY_DROP sample is
-    /// the very same string and so carries `amount`, contradicting the seed's own table.
+    /// the very same string and so carries `amount`, contradicting its own table.
     @Test func seedRequestSamplesAreDocumentationOnly() throws {
         let data = try #require(Data(base64Encoded: Fixtures.seedRequestSample))
         let text = String(decoding: data, as: UTF8.self)
@@ -332,7 +360,8 @@ import Testing
         #expect(cleaned["deviceContext"]?["merchantCallBackScheme"] == "iOSIntentIntegration")
         #expect(Fixtures.seedPennyDropRequestSample == Fixtures.seedRequestSample)
 
-        // Our payload for the same values uses exactly the seed's names for every field we send.
+        // Our payload for the same values uses exactly the documented names for every field we
+        // send.
         let order = Fixtures.orderWith([
             "merchantUserId": "5330F4FB-C66C-4646-8691-11544B580547", "authRequestId": "D2500CEFBBE481095A43D6D5B7A787F",
             "merchantCallBackScheme": "iOSIntentIntegration",

@@ -1,6 +1,7 @@
 import Foundation
 import PaypipeCore
 import Testing
+
 @testable import PhonePe
 
 @Suite struct PhonePeCallbackTests {
@@ -34,21 +35,27 @@ import Testing
         #expect(callback.authRequestId == "TX123456789")
         #expect(callback.success == true)
         #expect(callback.message == "Your subscription is active.")
-        #expect(callback.state.transaction == PhonePeTransactionDetails(
-            providerReferenceId: "P1806151323093900554957", amount: 39900, state: "COMPLETED", payResponseCode: "SUCCESS",
-            paymentModes: [PhonePePaymentMode(mode: "ACCOUNT", amount: 39900, utr: "816626521616")]))
+        #expect(
+            callback.state.transaction
+                == PhonePeTransactionDetails(
+                    providerReferenceId: "P1806151323093900554957", amount: 39900, state: "COMPLETED", payResponseCode: "SUCCESS",
+                    paymentModes: [PhonePePaymentMode(mode: "ACCOUNT", amount: 39900, utr: "816626521616")]))
         #expect(callback.state.subscription == PhonePeSubscriptionDetails(subscriptionId: "OMS2006110139450123456789", state: "ACTIVE"))
 
         let effect = callback.effect(order: Fixtures.seedCallbackOrder(), merchantId: "MID12345")
-        guard case .verdict(.succeeded(let result)) = effect else { Issue.record("expected succeeded, got \(effect)"); return }
+        guard case .verdict(.succeeded(let result)) = effect else {
+            Issue.record("expected succeeded, got \(effect)")
+            return
+        }
         #expect(result["providerReferenceId"] == "P1806151323093900554957")
         #expect(result["authRequestId"] == "TX123456789")
     }
 
     @Test func seedFailedCallbackFails() throws {
         let callback = try authenticate(Fixtures.seedFailedCallbackBody)
-        #expect(callback.effect(order: Fixtures.seedCallbackOrder(), merchantId: "MID12345")
-            == .verdict(.failed(code: "AUTHORIZATION_FAILED", message: "PhonePe auth failed (transaction FAILED, subscription FAILED)")))
+        #expect(
+            callback.effect(order: Fixtures.seedCallbackOrder(), merchantId: "MID12345")
+                == .verdict(.failed(code: "AUTHORIZATION_FAILED", message: "PhonePe auth failed (transaction FAILED, subscription FAILED)")))
     }
 
     @Test func dedupeKeySeparatesStatesAndRepeatsForRedelivery() throws {
@@ -61,19 +68,23 @@ import Testing
 
     @Test func amountMustEqualTheOrdersForTransaction() throws {
         let callback = try authenticate(Fixtures.seedActiveCallbackBody)
-        guard case .verdict(.failed(let code, let message)) = callback.effect(order: Fixtures.seedCallbackOrder(amount: 50000), merchantId: "MID12345") else {
-            Issue.record("expected a failed verdict"); return
+        guard
+            case .verdict(.failed(let code, let message)) = callback.effect(order: Fixtures.seedCallbackOrder(amount: 50000), merchantId: "MID12345")
+        else {
+            Issue.record("expected a failed verdict")
+            return
         }
         #expect(code == "AMOUNT_MISMATCH")
         #expect(message.contains("39900") && message.contains("50000"))
         guard case .verdict(.succeeded) = callback.effect(order: Fixtures.seedCallbackOrder(workflow: "PENNY_DROP"), merchantId: "MID12345") else {
-            Issue.record("PENNY_DROP orders carry no amount to compare"); return
+            Issue.record("PENNY_DROP orders carry no amount to compare")
+            return
         }
     }
 
     @Test func referencesMustMatch() throws {
         let callback = try authenticate(Fixtures.seedActiveCallbackBody)
-        #expect(callback.effect(order: Fixtures.seedCallbackOrder(), merchantId: "MERCHANTUAT") .verdictCode == "REFERENCE_MISMATCH")
+        #expect(callback.effect(order: Fixtures.seedCallbackOrder(), merchantId: "MERCHANTUAT").verdictCode == "REFERENCE_MISMATCH")
         let otherRequest = Fixtures.order(params: ["merchantUserId": "U1", "subscriptionId": "OMS2006110139450123456789", "authRequestId": "TX0"])
         #expect(callback.effect(order: otherRequest, merchantId: "MID12345").verdictCode == "REFERENCE_MISMATCH")
     }
@@ -85,7 +96,8 @@ import Testing
         #expect(error(bytes, "")?.code == "MISSING_CHECKSUM")
         #expect(error(bytes, String(xVerify.dropLast()) + "2")?.code == "BAD_CHECKSUM")
         #expect(error(bytes, xVerify.uppercased()) == nil)
-        let other = PhonePeChecksum(saltKey: Secret("wrong-salt"), saltIndex: "1").xVerify(callbackResponse: Fixtures.responseField(Fixtures.seedActiveCallbackBody))
+        let other = PhonePeChecksum(saltKey: Secret("wrong-salt"), saltIndex: "1").xVerify(
+            callbackResponse: Fixtures.responseField(Fixtures.seedActiveCallbackBody))
         let refused = try #require(error(bytes, other))
         #expect(refused.code == "BAD_CHECKSUM")
         #expect(refused.status == 401)
@@ -105,27 +117,40 @@ import Testing
         #expect(reason(#"{"response":"!!!not base64"}"#) == "MALFORMED")
         #expect(reason(body(decoded: "{\u{00A0}\"data\": {}}")) == "MALFORMED")
         #expect(reason(body(decoded: #"{"success":true,"data":{"callbackType":"AUTH","merchantId":"MID12345"}}"#)) == "MALFORMED")
-        #expect(reason(body(decoded: #"{"data":{"callbackType":"AUTH","merchantId":"MID12345","authRequestId":"TX1","transactionDetails":{"amount":"39900"}}}"#)) == "MALFORMED")
-        #expect(reason(body(decoded: #"{"data":{"callbackType":"AUTH","merchantId":"MID12345","authRequestId":"TX1","transactionDetails":{"amount":399.0}}}"#)) == "MALFORMED")
+        #expect(
+            reason(
+                body(
+                    decoded:
+                        #"{"data":{"callbackType":"AUTH","merchantId":"MID12345","authRequestId":"TX1","transactionDetails":{"amount":"39900"}}}"#))
+                == "MALFORMED")
+        #expect(
+            reason(
+                body(
+                    decoded: #"{"data":{"callbackType":"AUTH","merchantId":"MID12345","authRequestId":"TX1","transactionDetails":{"amount":399.0}}}"#)
+            ) == "MALFORMED")
         #expect(reason(body(decoded: #"{"data":{"callbackType":"AUTH","merchantId":"MID12345","authRequestId":"TX1"}}"#)) == nil)
         let huge = "{\"response\":\"" + String(repeating: "A", count: 70_000) + "\"}"
         #expect(error(Array(huge.utf8), "x")?.code == "TOO_LARGE")
     }
 
     @Test func unknownFieldsAreIgnored() throws {
-        let json = #"{"success":true,"code":"SUCCESS","extra":{"a":[1,2]},"data":{"callbackType":"AUTH","merchantId":"MID12345","authRequestId":"TX123456789","newField":"x","transactionDetails":{"amount":39900,"state":"COMPLETED","bank":"HDFC"},"subscriptionDetails":{"subscriptionId":"OMS2006110139450123456789","state":"ACTIVE","frequency":"MONTHLY"}}}"#
+        let json =
+            #"{"success":true,"code":"SUCCESS","extra":{"a":[1,2]},"data":{"callbackType":"AUTH","merchantId":"MID12345","authRequestId":"TX123456789","newField":"x","transactionDetails":{"amount":39900,"state":"COMPLETED","bank":"HDFC"},"subscriptionDetails":{"subscriptionId":"OMS2006110139450123456789","state":"ACTIVE","frequency":"MONTHLY"}}}"#
         let callback = try authenticate(body(decoded: json))
         guard case .verdict(.succeeded) = callback.effect(order: Fixtures.seedCallbackOrder(), merchantId: "MID12345") else {
-            Issue.record("unknown fields must not change the verdict"); return
+            Issue.record("unknown fields must not change the verdict")
+            return
         }
     }
 
     @Test func otherCallbackTypesDoNotDecideTheOrder() throws {
-        let json = #"{"success":true,"code":"SUCCESS","data":{"callbackType":"DEBIT","merchantId":"MID12345","authRequestId":"TX123456789","transactionDetails":{"amount":1,"state":"FAILED"}}}"#
+        let json =
+            #"{"success":true,"code":"SUCCESS","data":{"callbackType":"DEBIT","merchantId":"MID12345","authRequestId":"TX123456789","transactionDetails":{"amount":1,"state":"FAILED"}}}"#
         let callback = try authenticate(body(decoded: json))
         #expect(callback.callbackType == .debit)
         guard case .ignored = callback.effect(order: Fixtures.seedCallbackOrder(), merchantId: "MID12345") else {
-            Issue.record("a DEBIT callback must be ignored for an authInit order"); return
+            Issue.record("a DEBIT callback must be ignored for an authInit order")
+            return
         }
     }
 
@@ -144,9 +169,11 @@ import Testing
         let connector = await PhonePeConnector(config: config)
         let order = Fixtures.seedCallbackOrder()
         for (type, label) in [("NOTIFY", "recorded_notify"), ("DEBIT", "recorded_debit")] {
-            let json = #"{"success":true,"code":"SUCCESS","data":{"callbackType":"\#(type)","merchantId":"MID12345","authRequestId":"TX123456789","transactionDetails":{"amount":39900,"state":"COMPLETED"}}}"#
+            let json =
+                #"{"success":true,"code":"SUCCESS","data":{"callbackType":"\#(type)","merchantId":"MID12345","authRequestId":"TX123456789","transactionDetails":{"amount":39900,"state":"COMPLETED"}}}"#
             let (bytes, xVerify) = signed(body(decoded: json))
-            let decision = try await connector.callback(CallbackRequest(headers: [HTTPHeader("X-VERIFY", xVerify)], body: bytes), orders: OneOrder(stored: order))
+            let decision = try await connector.callback(
+                CallbackRequest(headers: [HTTPHeader("X-VERIFY", xVerify)], body: bytes), orders: OneOrder(stored: order))
             #expect(decision.verdict == nil, "\(type)")
             #expect(decision.event == "TX123456789|\(type)|COMPLETED|-")
             #expect(decision.recordedAs == label)
@@ -159,7 +186,9 @@ import Testing
         #expect(envelope.claimedAuthRequestId == "TX123456789")
         #expect(envelope.claimedMerchantId == "MID12345")
         #expect(try envelope.authenticate(xVerify: xVerify, checksum: checksum) == (try authenticate(Fixtures.seedActiveCallbackBody)))
-        #expect(throws: CallbackRejection.self) { try envelope.authenticate(xVerify: xVerify, checksum: PhonePeChecksum(saltKey: Secret("x"), saltIndex: "1")) }
+        #expect(throws: CallbackRejection.self) {
+            try envelope.authenticate(xVerify: xVerify, checksum: PhonePeChecksum(saltKey: Secret("x"), saltIndex: "1"))
+        }
     }
 }
 

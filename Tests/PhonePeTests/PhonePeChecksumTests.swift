@@ -1,6 +1,7 @@
 import Foundation
 import PaypipeCore
 import Testing
+
 @testable import PhonePe
 
 @Suite struct PhonePeChecksumTests {

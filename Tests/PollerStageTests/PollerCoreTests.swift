@@ -169,7 +169,9 @@ struct PollDriverTests {
             emit: { result in ended.withLock { $0.append(result.outcome) } },
             sent: { _ in sent.add(1, ordering: .relaxed) })
         for n in 0..<10 {
-            driver.add(try order(cleengOrderJSON.replacingOccurrences(of: "cl-1", with: "cl-\(n)")), pendingSince: milliseconds() - 120_000, ticket: testTicket)
+            driver.add(
+                try order(cleengOrderJSON.replacingOccurrences(of: "cl-1", with: "cl-\(n)")), pendingSince: milliseconds() - 120_000,
+                ticket: testTicket)
         }
         let giveUp = ContinuousClock.now + .seconds(30)
         while ended.withLock({ $0.count }) < 10, ContinuousClock.now < giveUp { try await Task.sleep(for: .milliseconds(10)) }

@@ -67,9 +67,10 @@ import Testing
 
     @Test func aMalformedAccessRequestGetsError16() async throws {
         try await withSandbox { sandbox in
-            let response = try await sandbox.send(HTTPRequestSpec(
-                method: .POST, url: "http://127.0.0.1:\(sandbox.port)/cleeng/3.0/json-rpc",
-                body: Array(#"{"method":"getAccessStatus","params":{"offerId":"E1"},"jsonrpc":"2.0","id":3}"#.utf8)))
+            let response = try await sandbox.send(
+                HTTPRequestSpec(
+                    method: .POST, url: "http://127.0.0.1:\(sandbox.port)/cleeng/3.0/json-rpc",
+                    body: Array(#"{"method":"getAccessStatus","params":{"offerId":"E1"},"jsonrpc":"2.0","id":3}"#.utf8)))
             #expect(CleengAccessStatusCall.classify(response) == .fatalError(code: 16, message: "Invalid arguments: customerToken is required"))
         }
     }
@@ -84,7 +85,8 @@ extension CleengSandboxTests {
         #expect(check.response.status == 200)
         #expect(check.receipt?.transactionId == "1000000123456789")
         guard case .pending = CleengReceiptResponse.classify(check.response, offerId: "E123123123_US", transactionId: "1000000123456789") else {
-            Issue.record("the sandbox's acceptance must classify as pending"); return
+            Issue.record("the sandbox's acceptance must classify as pending")
+            return
         }
     }
 
@@ -100,7 +102,10 @@ extension CleengSandboxTests {
     @Test(arguments: ["customerToken", "offerId", "receiptData", "transactionId"])
     func refusesBodiesMissingAField(_ field: String) throws {
         var request = try CleengReceipt.request(order: CleengFixtures.receiptOrder(), config: CleengFixtures.config)
-        guard case .object(var body) = try JSONValue.parse(request.body) else { Issue.record("body"); return }
+        guard case .object(var body) = try JSONValue.parse(request.body) else {
+            Issue.record("body")
+            return
+        }
         body[field] = nil
         request.body = Array(JSONValue.object(body).serialized.utf8)
         let check = CleengSandbox.verifyReceiptRequest(request, username: "publisher", password: Secret("s3cr3t-pa55"))
@@ -110,18 +115,22 @@ extension CleengSandboxTests {
     }
 
     @Test func accessStatusRoundTrip() throws {
-        let request = try CleengAccessStatusCall.request(order: CleengFixtures.receiptOrder(["ipAddress": "2001:db8::1"]), config: CleengFixtures.config, requestId: 9)
+        let request = try CleengAccessStatusCall.request(
+            order: CleengFixtures.receiptOrder(["ipAddress": "2001:db8::1"]), config: CleengFixtures.config, requestId: 9)
         let query = try CleengSandbox.parseAccessStatusRequest(request.body).get()
-        #expect(query.id == 9 && query.customerToken == CleengFixtures.seedToken && query.offerId == "E123123123_US" && query.ipAddress == "2001:db8::1")
+        #expect(
+            query.id == 9 && query.customerToken == CleengFixtures.seedToken && query.offerId == "E123123123_US" && query.ipAddress == "2001:db8::1")
 
         let granted = CleengSandbox.accessStatusResponse(id: query.id, grant: CleengAccessGrant(grantType: "purchase", expiresAt: 1_800_000_000))
-        #expect(CleengAccessStatusCall.classify(granted, expectedId: 9)
-            == .granted(CleengAccessGrant(grantType: "purchase", expiresAt: 1_800_000_000, purchasedDirectly: true)))
+        #expect(
+            CleengAccessStatusCall.classify(granted, expectedId: 9)
+                == .granted(CleengAccessGrant(grantType: "purchase", expiresAt: 1_800_000_000, purchasedDirectly: true)))
         #expect(CleengAccessStatusCall.classify(CleengSandbox.accessStatusResponse(id: 9, grant: nil), expectedId: 9) == .notGranted)
         let error = CleengSandbox.accessStatusError(id: 9, code: 1, message: CleengSandbox.standardMessage(for: 1))
         #expect(CleengAccessStatusCall.classify(error, expectedId: 9) == .fatalError(code: 1, message: "Invalid customer token"))
         guard case .transient = CleengAccessStatusCall.classify(CleengSandbox.accessStatusError(id: 9, code: 14, message: "IP limit reached")) else {
-            Issue.record("14 keeps polling"); return
+            Issue.record("14 keeps polling")
+            return
         }
     }
 

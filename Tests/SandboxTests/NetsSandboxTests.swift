@@ -114,7 +114,8 @@ extension NetsSandboxTests {
 
     /// Creates the fixture's subscription payment (registering the fixture's webhook); its paymentId.
     static func createPayment(in sandbox: inout NetsSandbox) throws -> String {
-        let create = try NetsPayments.createSubscription(NetsFixtures.createOrder(), config: NetsFixtures.config, now: NetsFixtures.now, webhookURL: NetsFixtures.webhookURL)
+        let create = try NetsPayments.createSubscription(
+            NetsFixtures.createOrder(), config: NetsFixtures.config, now: NetsFixtures.now, webhookURL: NetsFixtures.webhookURL)
         let answer = NetsPayments.classifyCreate(sandbox.handle(create, now: NetsFixtures.now))
         let created: [String: JSONValue]? = if case .pending(let result) = answer { result } else { nil }
         return try #require(created?["paymentId"]?.stringValue, "create failed: \(answer)")
@@ -134,7 +135,8 @@ extension NetsSandboxTests {
 
     @Test func createIsAcceptedAndReplaysGiveTheFirstAnswer() throws {
         var sandbox = Self.sandbox()
-        let request = try NetsPayments.createSubscription(NetsFixtures.createOrder(), config: NetsFixtures.config, now: NetsFixtures.now, webhookURL: NetsFixtures.webhookURL)
+        let request = try NetsPayments.createSubscription(
+            NetsFixtures.createOrder(), config: NetsFixtures.config, now: NetsFixtures.now, webhookURL: NetsFixtures.webhookURL)
         let first = sandbox.handle(request, now: NetsFixtures.now)
         #expect(first.status == 201)
         guard case .pending(let result) = NetsPayments.classifyCreate(first) else {
@@ -146,7 +148,9 @@ extension NetsSandboxTests {
         #expect(replay == first)
         #expect(sandbox.payments.count == 1)
 
-        let second = sandbox.handle(try NetsPayments.createSubscription(NetsFixtures.createOrder(orderId: "ord-2"), config: NetsFixtures.config, now: NetsFixtures.now), now: NetsFixtures.now)
+        let second = sandbox.handle(
+            try NetsPayments.createSubscription(NetsFixtures.createOrder(orderId: "ord-2"), config: NetsFixtures.config, now: NetsFixtures.now),
+            now: NetsFixtures.now)
         #expect(second.status == 201 && second.body != first.body)
     }
 
@@ -154,7 +158,8 @@ extension NetsSandboxTests {
         var sandbox = Self.sandbox()
         var config = NetsFixtures.config
         config.secretKey = Secret("another-key")
-        let response = sandbox.handle(try NetsPayments.createSubscription(NetsFixtures.createOrder(), config: config, now: NetsFixtures.now), now: NetsFixtures.now)
+        let response = sandbox.handle(
+            try NetsPayments.createSubscription(NetsFixtures.createOrder(), config: config, now: NetsFixtures.now), now: NetsFixtures.now)
         #expect(response.status == 401)
         #expect(response.body.isEmpty)
         var bearer = try NetsPayments.createSubscription(NetsFixtures.createOrder(), config: NetsFixtures.config, now: NetsFixtures.now)
@@ -174,11 +179,17 @@ extension NetsSandboxTests {
 
         var longKey = request
         longKey.headers = longKey.headers.map { $0.name == "Idempotency-Key" ? HTTPHeader("Idempotency-Key", String(repeating: "k", count: 65)) : $0 }
-        #expect(Self.errorFields(try #require(NetsSandbox.check(longKey, secretKey: Secret(NetsFixtures.secretKey), now: NetsFixtures.now))) == ["Idempotency-Key"])
+        #expect(
+            Self.errorFields(try #require(NetsSandbox.check(longKey, secretKey: Secret(NetsFixtures.secretKey), now: NetsFixtures.now))) == [
+                "Idempotency-Key"
+            ])
 
         var noKey = request
         noKey.headers.removeAll { $0.name == "Idempotency-Key" }
-        #expect(Self.errorFields(try #require(NetsSandbox.check(noKey, secretKey: Secret(NetsFixtures.secretKey), now: NetsFixtures.now))) == ["Idempotency-Key"])
+        #expect(
+            Self.errorFields(try #require(NetsSandbox.check(noKey, secretKey: Secret(NetsFixtures.secretKey), now: NetsFixtures.now))) == [
+                "Idempotency-Key"
+            ])
 
         var textBody = request
         textBody.headers = textBody.headers.map { $0.name == "Content-Type" ? HTTPHeader("Content-Type", "text/plain") : $0 }
@@ -226,7 +237,8 @@ extension NetsSandboxTests {
 
         // Before the customer completes the page there is no subscription yet.
         let lookup = try NetsPayments.sign(NetsFixtures.getOrder(paymentId: .string(paymentId)), config: NetsFixtures.config, now: NetsFixtures.now)
-        guard case .finish(.failed("NETS_SUBSCRIPTION_NOT_FOUND", _)) = NetsPayments.handle(sandbox.handle(lookup, now: NetsFixtures.now), to: lookup) else {
+        guard case .finish(.failed("NETS_SUBSCRIPTION_NOT_FOUND", _)) = NetsPayments.handle(sandbox.handle(lookup, now: NetsFixtures.now), to: lookup)
+        else {
             Issue.record("expected no subscription yet")
             return
         }
@@ -240,7 +252,8 @@ extension NetsSandboxTests {
             return
         }
         #expect(event.paymentId == paymentId)
-        #expect(NetsWebhook.interpret(event, for: NetsFixtures.createOrder()) == .apply(.succeeded(["paymentId": .string(paymentId), "amount": 1050])))
+        #expect(
+            NetsWebhook.interpret(event, for: NetsFixtures.createOrder()) == .apply(.succeeded(["paymentId": .string(paymentId), "amount": 1050])))
         #expect(sandbox.completeCheckout(paymentId: paymentId, timestampMilliseconds: 0).first?.body.count ?? 0 > 0)  // redelivery
         #expect(sandbox.subscriptions.count == 1)
 
@@ -257,7 +270,8 @@ extension NetsSandboxTests {
         #expect(details["interval"] == 30)
         #expect(details["endDate"] == "2029-07-18T00:00:00+01:00")
 
-        let charge = try NetsPayments.chargeSubscription(NetsFixtures.chargeOrder(subscriptionId: .string(subscriptionId)), config: NetsFixtures.config)
+        let charge = try NetsPayments.chargeSubscription(
+            NetsFixtures.chargeOrder(subscriptionId: .string(subscriptionId)), config: NetsFixtures.config)
         let charged = sandbox.handle(charge, now: NetsFixtures.now)
         guard case .succeeded(let ids) = NetsPayments.classifyCharge(charged) else {
             Issue.record("expected a charge")
@@ -273,7 +287,8 @@ extension NetsSandboxTests {
         }
         #expect(Self.errorFields(sandbox.handle(reused, now: NetsFixtures.now)) == ["Idempotency-Key"])
 
-        let expired = try NetsPayments.chargeSubscription(NetsFixtures.chargeOrder(orderId: "ord-late", subscriptionId: .string(subscriptionId)), config: NetsFixtures.config)
+        let expired = try NetsPayments.chargeSubscription(
+            NetsFixtures.chargeOrder(orderId: "ord-late", subscriptionId: .string(subscriptionId)), config: NetsFixtures.config)
         #expect(Self.errorFields(sandbox.handle(expired, now: NetsFixtures.now + 10 * 365 * 86_400)) == ["subscriptionId"])
     }
 
@@ -351,7 +366,8 @@ extension NetsSandboxTests {
     @Test func aPaymentWithoutRegisteredWebhooksGetsNoneAndGetPaymentTellsItsState() throws {
         var sandbox = Self.sandbox()
         func create(_ orderId: String) throws -> String? {
-            let request = try NetsPayments.createSubscription(NetsFixtures.createOrder(orderId: orderId), config: NetsFixtures.config, now: NetsFixtures.now)
+            let request = try NetsPayments.createSubscription(
+                NetsFixtures.createOrder(orderId: orderId), config: NetsFixtures.config, now: NetsFixtures.now)
             guard case .pending(let created) = NetsPayments.classifyCreate(sandbox.handle(request, now: NetsFixtures.now)) else { return nil }
             return created["paymentId"]?.stringValue
         }

@@ -170,7 +170,8 @@ extension PhonePeSandboxTests {
         #expect(mandate.merchantCallBackScheme == "iOSIntentIntegration")
 
         guard case .pending(let result) = PhonePeAuthInit.classify(reply.response, authRequestId: built.authRequestId) else {
-            Issue.record("the sandbox's success must classify as pending"); return
+            Issue.record("the sandbox's success must classify as pending")
+            return
         }
         let url = try #require(result["redirectURL"]?.stringValue)
         #expect(url.hasPrefix("ppe://mandate?pn=MERCHANTUAT&pa=merchantuat@ybl&tid=YBL"))
@@ -207,14 +208,17 @@ extension PhonePeSandboxTests {
         noCallback.headers.removeAll { $0.name == "X-CALLBACK-URL" }
         #expect(sandbox.handleAuthInit(noCallback).response.status == 400)
 
-        // Seed 002: deviceContext.merchantCallBackScheme is mandatory; correctly signed without it, still refused.
+        // PhonePe's auth/init request table: deviceContext.merchantCallBackScheme is mandatory;
+        // correctly signed without it, still refused.
         var withoutScheme = try #require(PhonePeFixtures.decodedPayload(good))
         withoutScheme["deviceContext"] = ["deviceOS": "IOS"]
         let schemelessBase64 = Data(JSONValue.object(withoutScheme).serialized.utf8).base64EncodedString()
         var schemeless = good
         schemeless.body = Array("{\"request\":\"\(schemelessBase64)\"}".utf8)
         schemeless.headers = good.headers.map {
-            $0.name == "X-VERIFY" ? HTTPHeader("X-VERIFY", PhonePeChecksum(config: config).xVerify(payloadBase64: schemelessBase64, apiPath: PhonePeRules.authInitPath)) : $0
+            $0.name == "X-VERIFY"
+                ? HTTPHeader("X-VERIFY", PhonePeChecksum(config: config).xVerify(payloadBase64: schemelessBase64, apiPath: PhonePeRules.authInitPath))
+                : $0
         }
         let refusedSchemeless = sandbox.handleAuthInit(schemeless).response
         #expect(refusedSchemeless.status == 400)
@@ -243,7 +247,10 @@ extension PhonePeSandboxTests {
         #expect(try verdict("SBX_NOT_FOUND_1").1.mandate == nil)
 
         let (ise, reply) = try verdict("SBX_ISE_1")
-        guard case .unknown = ise else { Issue.record("INTERNAL_SERVER_ERROR must be unknown"); return }
+        guard case .unknown = ise else {
+            Issue.record("INTERNAL_SERVER_ERROR must be unknown")
+            return
+        }
         #expect(reply.response.status == 500)
         #expect(reply.mandate?.scheduledOutcome == .completed)
         #expect(try verdict("SBX_DECLINE_1").1.mandate?.scheduledOutcome == .failed)
@@ -259,7 +266,8 @@ extension PhonePeSandboxTests {
         #expect(completed.request.header("X-VERIFY") == completed.xVerify)
         let callback = try PhonePeCallback.authenticate(body: completed.body, xVerify: completed.xVerify, checksum: checksum)
         guard case .verdict(.succeeded) = callback.effect(order: order, merchantId: config.merchantId) else {
-            Issue.record("a genuine COMPLETED callback must succeed"); return
+            Issue.record("a genuine COMPLETED callback must succeed")
+            return
         }
 
         let failed = sandbox.callback(for: mandate, outcome: .failed)
@@ -290,7 +298,8 @@ extension PhonePeSandboxTests {
         let callback = try PhonePeCallback.authenticate(body: genuine.body, xVerify: genuine.xVerify, checksum: PhonePeChecksum(config: config))
         #expect(callback.state.transaction == nil)
         guard case .verdict(.succeeded) = callback.effect(order: order, merchantId: config.merchantId) else {
-            Issue.record("an ACTIVE PENNY_DROP mandate must succeed"); return
+            Issue.record("an ACTIVE PENNY_DROP mandate must succeed")
+            return
         }
     }
 
@@ -302,22 +311,35 @@ extension PhonePeSandboxTests {
         #expect(sandbox.verifyAuthStatus(built.statusRequest) == .valid(authRequestId: built.authRequestId))
         var forged = built.statusRequest
         forged.headers = [HTTPHeader("X-VERIFY", Digest.sha256Hex("x") + "###1")]
-        guard case .rejected(let refusal) = sandbox.verifyAuthStatus(forged) else { Issue.record("forged status call accepted"); return }
+        guard case .rejected(let refusal) = sandbox.verifyAuthStatus(forged) else {
+            Issue.record("forged status call accepted")
+            return
+        }
         #expect(refusal.status == 401)
         var otherPath = built.statusRequest
         otherPath.url = "http://127.0.0.1:9103/v3/recurring/auth/status/MERCHANTUAT/../x"
-        guard case .rejected = sandbox.verifyAuthStatus(otherPath) else { Issue.record("bad path accepted"); return }
+        guard case .rejected = sandbox.verifyAuthStatus(otherPath) else {
+            Issue.record("bad path accepted")
+            return
+        }
 
         let merchantId = config.merchantId
-        #expect(PhonePeAuthStatus.classify(sandbox.authStatusResponse(for: mandate, outcome: .pending), order: order, merchantId: merchantId)
-            == .pending(["authRequestId": .string(built.authRequestId), "subscriptionState": "CREATED"]))
-        guard case .succeeded = PhonePeAuthStatus.classify(sandbox.authStatusResponse(for: mandate, outcome: .completed), order: order, merchantId: merchantId) else {
-            Issue.record("completed status must succeed"); return
+        #expect(
+            PhonePeAuthStatus.classify(sandbox.authStatusResponse(for: mandate, outcome: .pending), order: order, merchantId: merchantId)
+                == .pending(["authRequestId": .string(built.authRequestId), "subscriptionState": "CREATED"]))
+        guard
+            case .succeeded = PhonePeAuthStatus.classify(
+                sandbox.authStatusResponse(for: mandate, outcome: .completed), order: order, merchantId: merchantId)
+        else {
+            Issue.record("completed status must succeed")
+            return
         }
-        #expect(PhonePeAuthStatus.classify(sandbox.authStatusResponse(for: mandate, outcome: .failed), order: order, merchantId: merchantId)
-            .failureCode == "AUTHORIZATION_FAILED")
-        #expect(PhonePeAuthStatus.classify(sandbox.authStatusNotFound(authRequestId: built.authRequestId), order: order, merchantId: merchantId)
-            .failureCode == "AUTH_REQUEST_NOT_FOUND")
+        #expect(
+            PhonePeAuthStatus.classify(sandbox.authStatusResponse(for: mandate, outcome: .failed), order: order, merchantId: merchantId)
+                .failureCode == "AUTHORIZATION_FAILED")
+        #expect(
+            PhonePeAuthStatus.classify(sandbox.authStatusNotFound(authRequestId: built.authRequestId), order: order, merchantId: merchantId)
+                .failureCode == "AUTH_REQUEST_NOT_FOUND")
     }
 
     @Test func neverPrintsOrReflectsTheSalt() {

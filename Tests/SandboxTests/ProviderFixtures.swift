@@ -7,7 +7,7 @@ import TrustPayments
 import Viva
 
 // The provider fixtures the emulator tests need, copied from the provider test targets (which
-// no longer see the emulators) so those targets stay free of any Sandbox dependency.
+// do not see the emulators) so those targets stay free of any Sandbox dependency.
 
 enum PhonePeFixtures {
     static let salt = "099eb0cd-02cf-4e2a-8aca-3e6c6aff0399"
@@ -58,7 +58,9 @@ enum NetsFixtures {
         return Order(orderId: orderId, merchant: merchant, operation: .createSubscription, amount: amount, currency: currency, params: p)
     }
 
-    static func chargeOrder(orderId: String = "ord-000200", subscriptionId: JSONValue = "d079718b-ff63-45dd-947b-4950c023750f", extra: [String: JSONValue] = [:]) -> Order {
+    static func chargeOrder(
+        orderId: String = "ord-000200", subscriptionId: JSONValue = "d079718b-ff63-45dd-947b-4950c023750f", extra: [String: JSONValue] = [:]
+    ) -> Order {
         var p: [String: JSONValue] = ["subscriptionId": subscriptionId, "reference": "charge-1"]
         for (k, v) in extra { p[k] = v }
         return Order(orderId: orderId, operation: .chargeSubscription, amount: 1050, currency: "SEK", params: p)
@@ -77,7 +79,7 @@ enum TPFixtures {
         jwtSecret: Secret(jwtSecret), webservicesUser: "ws@example.com", webservicesPassword: Secret("ws-password"),
         notificationPassword: Secret("PASSWORD"))
 
-    /// 2019-09-05T16:40:32Z, the seed example's `iat`.
+    /// 2019-09-05T16:40:32Z, the `iat` of Trust Payments' example.
     static let seedIssuedAt: Int64 = 1_567_701_632
 
     static func order(
@@ -97,7 +99,8 @@ enum TPFixtures {
 
 enum CleengFixtures {
     static let seedToken = "ZAP8dgKPIEgBulSZZBdyv1O0wzg1pucyHf8gUGg2X6ZhdRaH"
-    static let receiptBytes: [UInt8] = Array("{\"signature\":\"AApUcmVjZWlwdA==\",\"purchase-info\":\"ewoJInByb2R1Y3QtaWQiID0gIkUxMjMxMjMxMjNfVVMiOwp9\"}".utf8)
+    static let receiptBytes: [UInt8] = Array(
+        "{\"signature\":\"AApUcmVjZWlwdA==\",\"purchase-info\":\"ewoJInByb2R1Y3QtaWQiID0gIkUxMjMxMjMxMjNfVVMiOwp9\"}".utf8)
     static let receiptBase64 = Data(receiptBytes).base64EncodedString()
 
     static let config = CleengConfig(

@@ -4,8 +4,8 @@ import Testing
 @testable import Sandbox
 
 /// The emulators compute every signed or derived value with the sandbox's own code, never the
-/// client's. These tests pin that code to the published truth: PROVIDERS.md's test vectors and
-/// RFC examples where one is published, otherwise values worked out from PROVIDERS.md's formula
+/// client's. These tests pin that code to the published truth: the providers' test vectors and
+/// RFC examples where one is published, otherwise values worked out from the providers' formulas
 /// with `sha256sum` (noted at each literal), so neither our client nor our sandbox wrote them.
 @Suite struct PublishedVectorTests {
     // MARK: PhonePe X-VERIFY
@@ -14,9 +14,10 @@ import Testing
     var phonePe: PhonePeSandbox { PhonePeSandbox(merchantId: "MERCHANTUAT", saltKey: Secret(Self.salt), saltIndex: "1") }
 
     @Test func phonePeChecksumMatchesTheDocumentedVector() {
-        // PROVIDERS.md (PhonePe's public docs, /v3/service/auth/access).
+        // PhonePe's public documentation (/v3/service/auth/access).
         let sandbox = PhonePeSandbox(merchantId: "M", saltKey: Secret("6b451f58-d565-4890-836f-6fb1gjt84d97"), saltIndex: "1")
-        let message = "ewoJImdyYW50VG9rZW4iOiAiR1JUOTc5YTYzZjQ4ZjIxYjZmMWRiN2JhOTNiYjRhMGZiMjk3NWQ0OWFmYmMyY2QxMDdkYTBmYWMxZGQ1N2RlN2ZiNCIKfQ=="
+        let message =
+            "ewoJImdyYW50VG9rZW4iOiAiR1JUOTc5YTYzZjQ4ZjIxYjZmMWRiN2JhOTNiYjRhMGZiMjk3NWQ0OWFmYmMyY2QxMDdkYTBmYWMxZGQ1N2RlN2ZiNCIKfQ=="
             + "/v3/service/auth/access"
         let digest = "5de0e70cf2b78f3923ca108e583e6a80fabe910efd1726570b3e5cb2040df7d2"
         #expect(sandbox.checksum(for: message) == digest + "###1")
@@ -31,7 +32,7 @@ import Testing
     }
 
     @Test func phonePeAuthInitChecksumIsVerifiedByTheFormula() {
-        // The seed's request sample (its payload is not valid JSON: see PROVIDERS.md), so an
+        // PhonePe's auth/init request sample (its payload is not valid JSON), so an
         // accepted checksum shows as a 400 for the payload and a refused one as a 401.
         // printf '%s' "$sample/v3/recurring/auth/init$salt" | sha256sum
         let sample =
@@ -43,7 +44,8 @@ import Testing
                 HTTPHeader("Content-Type", "application/json"), HTTPHeader("X-CALLBACK-URL", "https://merchant.example/cb"),
                 HTTPHeader("X-VERIFY", xVerify),
             ]
-            return phonePe.handleAuthInit(path: "/v3/recurring/auth/init", headers: headers, body: Array("{\"request\":\"\(sample)\"}".utf8)).response.status
+            return phonePe.handleAuthInit(path: "/v3/recurring/auth/init", headers: headers, body: Array("{\"request\":\"\(sample)\"}".utf8)).response
+                .status
         }
         #expect(status(xVerify) == 400)
         #expect(status(xVerify.uppercased()) == 400)
@@ -57,13 +59,14 @@ import Testing
         #expect(phonePe.checksum(for: path) == xVerify)
         #expect(phonePe.verifyAuthStatus(path: path, headers: [HTTPHeader("X-VERIFY", xVerify)]) == .valid(authRequestId: "TX123456789"))
         guard case .rejected(let refusal) = phonePe.verifyAuthStatus(path: path, headers: [HTTPHeader("X-VERIFY", "0" + xVerify.dropFirst())]) else {
-            Issue.record("a wrong status checksum was accepted"); return
+            Issue.record("a wrong status checksum was accepted")
+            return
         }
         #expect(refusal.status == 401)
     }
 
     @Test func phonePeCallbacksAreSignedByTheFormula() throws {
-        // The seed's ACTIVE callback `response`: printf '%s' "$response$salt" | sha256sum
+        // PhonePe's documented ACTIVE callback `response`: printf '%s' "$response$salt" | sha256sum
         let seedResponse =
             "ewogICJzdWNjZXNzIjogdHJ1ZSwKICAiY29kZSI6ICJTVUNDRVNTIiwKICAibWVzc2FnZSI6ICJZb3VyIHN1YnNjcmlwdGlvbiBpcyBhY3RpdmUuIiwKICAiZGF0YSI6IHsKICAgICJjYWxsYmFja1R5cGUiOiAiQVVUSCIsCiAgICAibWVyY2hhbnRJZCI6ICJNSUQxMjM0NSIsCiAgICAiYXV0aFJlcXVlc3RJZCI6ICJUWDEyMzQ1Njc4OSIsCiAgICAidHJhbnNhY3Rpb25EZXRhaWxzIjogewogICAgICAicHJvdmlkZXJSZWZlcmVuY2VJZCI6ICJQMTgwNjE1MTMyMzA5MzkwMDU1NDk1NyIsCiAgICAgICJhbW91bnQiOiAzOTkwMCwKICAgICAgInN0YXRlIjogIkNPTVBMRVRFRCIsCiAgICAgICJwYXlSZXNwb25zZUNvZGUiOiAiU1VDQ0VTUyIsCiAgICAgICJwYXltZW50TW9kZXMiOiBbCiAgICAgICAgewogICAgICAgICAgIm1vZGUiOiAiQUNDT1VOVCIsCiAgICAgICAgICAiYW1vdW50IjogMzk5MDAsCiAgICAgICAgICAidXRyIjogIjgxNjYyNjUyMTYxNiIKICAgICAgICB9CiAgICAgIF0KICAgIH0sCiAgICAic3Vic2NyaXB0aW9uRGV0YWlscyI6IHsKICAgICAgInN1YnNjcmlwdGlvbklkIjogIk9NUzIwMDYxMTAxMzk0NTAxMjM0NTY3ODkiLAogICAgICAic3RhdGUiOiAiQUNUSVZFIgogICAgfQogIH0KfQ=="
         #expect(phonePe.checksum(for: seedResponse) == "3270270623213fef3f03f2b213db0099008349c1ab94c90e5e3b78bc13e67fa0###1")
@@ -95,11 +98,14 @@ import Testing
         let shuffled: [TPSandboxNotification.Field] =
             Self.notificationVector.reversed() + [("notificationreference", "N-77"), ("maskedpan", ""), ("responsesitesecurity", "x")]
         #expect(TPSandboxNotification.responseSiteSecurity(fields: shuffled, password: password) == Self.notificationVectorSignature)
-        #expect(TPSandboxNotification.responseSiteSecurity(fields: Self.notificationVector, password: Secret("PASSWORD2")) != Self.notificationVectorSignature)
+        #expect(
+            TPSandboxNotification.responseSiteSecurity(fields: Self.notificationVector, password: Secret("PASSWORD2"))
+                != Self.notificationVectorSignature)
 
         let body = String(decoding: TPSandboxNotification.formBody(fields: Self.notificationVector, password: password), as: UTF8.self)
-        #expect(body == "errorcode=0&orderreference=Order&paymenttypedescription=VISA&requestreference=RR555&settlestatus=0"
-            + "&sitereference=test_site12345&transactionreference=2-44-66&responsesitesecurity=" + Self.notificationVectorSignature)
+        #expect(
+            body == "errorcode=0&orderreference=Order&paymenttypedescription=VISA&requestreference=RR555&settlestatus=0"
+                + "&sitereference=test_site12345&transactionreference=2-44-66&responsesitesecurity=" + Self.notificationVectorSignature)
         #expect(TPSandboxNotification.percentEncoded("ord 1&2=3/é~") == "ord%201%262%3D3%2F%C3%A9~")
     }
 
@@ -108,7 +114,8 @@ import Testing
     static let rfcClaims = Array("{\"iss\":\"joe\",\r\n \"exp\":1300819380,\r\n \"http://example.com/is_root\":true}".utf8)
     static let rfcKey: [UInt8] = hexBytes(
         "0323354b2b0fa5bc837e0665777ba68f5ab328e6f054c928a90f84b2d2502ebfd3fb5a92d20647ef968ab4c377623d223d2e2172052e4f08c0cd9af567d080a3")
-    static let rfcToken = "eyJ0eXAiOiJKV1QiLA0KICJhbGciOiJIUzI1NiJ9"
+    static let rfcToken =
+        "eyJ0eXAiOiJKV1QiLA0KICJhbGciOiJIUzI1NiJ9"
         + ".eyJpc3MiOiJqb2UiLA0KICJleHAiOjEzMDA4MTkzODAsDQogImh0dHA6Ly9leGFtcGxlLmNvbS9pc19yb290Ijp0cnVlfQ"
         + ".dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
 
@@ -142,11 +149,15 @@ import Testing
             TPSandboxJWT.sign(header: Array(header.utf8), claims: Self.rfcClaims, key: Self.rfcKey)
         }
         let unsigned = SandboxCrypto.base64URLEncode(Array(#"{"alg":"none"}"#.utf8)) + "." + SandboxCrypto.base64URLEncode(Self.rfcClaims) + "."
-        #expect(throws: TPSandboxJWT.Refusal(reason: "alg \"none\" is not allowed; only HS256")) { try TPSandboxJWT.verifiedClaims(unsigned, key: Self.rfcKey) }
+        #expect(throws: TPSandboxJWT.Refusal(reason: "alg \"none\" is not allowed; only HS256")) {
+            try TPSandboxJWT.verifiedClaims(unsigned, key: Self.rfcKey)
+        }
         #expect(throws: TPSandboxJWT.Refusal(reason: "alg \"HS384\" is not allowed; only HS256")) {
             try TPSandboxJWT.verifiedClaims(token(#"{"alg":"HS384","typ":"JWT"}"#), key: Self.rfcKey)
         }
-        #expect(throws: TPSandboxJWT.Refusal(reason: "the JWT header has no alg")) { try TPSandboxJWT.verifiedClaims(token(#"{"typ":"JWT"}"#), key: Self.rfcKey) }
+        #expect(throws: TPSandboxJWT.Refusal(reason: "the JWT header has no alg")) {
+            try TPSandboxJWT.verifiedClaims(token(#"{"typ":"JWT"}"#), key: Self.rfcKey)
+        }
         #expect(throws: TPSandboxJWT.Refusal(reason: "the JWT header typ is not JWT")) {
             try TPSandboxJWT.verifiedClaims(token(#"{"alg":"HS256","typ":"JOSE+JSON"}"#), key: Self.rfcKey)
         }
@@ -184,7 +195,7 @@ import Testing
     // MARK: Nets
 
     @Test func netsAuthorizationIsTheRawSecretKey() {
-        // PROVIDERS.md: `Authorization: <secret key>` (raw key, no scheme).
+        // Nets Easy's payment API reference: `Authorization: <secret key>` (raw key, no scheme).
         let key = Secret(NetsFixtures.secretKey)
         #expect(NetsSandbox.isSecretKey(NetsFixtures.secretKey, key))
         #expect(!NetsSandbox.isSecretKey("Bearer " + NetsFixtures.secretKey, key))
@@ -193,7 +204,8 @@ import Testing
         #expect(!NetsSandbox.isSecretKey(NetsFixtures.secretKey.uppercased(), key))
 
         let twice = HTTPRequestSpec(
-            method: .GET, url: "/v1/payments/abc", headers: [HTTPHeader("Authorization", NetsFixtures.secretKey), HTTPHeader("authorization", NetsFixtures.secretKey)])
+            method: .GET, url: "/v1/payments/abc",
+            headers: [HTTPHeader("Authorization", NetsFixtures.secretKey), HTTPHeader("authorization", NetsFixtures.secretKey)])
         #expect(NetsSandbox.check(twice, secretKey: key, now: 0)?.status == 401)
         let once = HTTPRequestSpec(method: .GET, url: "/v1/payments/abc", headers: [HTTPHeader("Authorization", NetsFixtures.secretKey)])
         #expect(NetsSandbox.check(once, secretKey: key, now: 0) == nil)
@@ -203,7 +215,8 @@ import Testing
     }
 
     @Test func netsWebhooksCarryTheRegisteredAuthorizationVerbatim() {
-        let content = NetsWebhookContent(kind: .checkoutCompleted, eventId: "e1", paymentId: "p1", amount: 1050, currency: "SEK", timestampMilliseconds: 0)
+        let content = NetsWebhookContent(
+            kind: .checkoutCompleted, eventId: "e1", paymentId: "p1", amount: 1050, currency: "SEK", timestampMilliseconds: 0)
         #expect(NetsSandbox.webhookDelivery(content, authorization: "registered value 1").authorization == "registered value 1")
         #expect(NetsSandbox.webhookDelivery(content, config: NetsFixtures.config).authorization == NetsFixtures.webhookSecret)
         #expect(NetsSandbox.webhookDelivery(content, config: NetsFixtures.config, tampering: .authorization("guess")).authorization == "guess")
@@ -232,7 +245,8 @@ import Testing
     @Test func sha256AndHMACMatchPublishedVectors() {
         // FIPS 180-2 "abc"; RFC 4231 test case 2.
         #expect(SandboxCrypto.sha256Hex(Array("abc".utf8)) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
-        #expect(SandboxCrypto.hex(SandboxCrypto.hmacSHA256(key: Array("Jefe".utf8), message: Array("what do ya want for nothing?".utf8)))
-            == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
+        #expect(
+            SandboxCrypto.hex(SandboxCrypto.hmacSHA256(key: Array("Jefe".utf8), message: Array("what do ya want for nothing?".utf8)))
+                == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
     }
 }

@@ -10,10 +10,10 @@ import PaypipeCore
 import PhonePe
 import Synchronization
 import Testing
-
-@testable import Sandbox
 import TrustPayments
 import Viva
+
+@testable import Sandbox
 
 enum Fixtures {
     static let tpJWTSecret = "3-0123456789abcdef0123456789abcdef-jwt-secret"
@@ -147,9 +147,10 @@ final class Receiver: Sendable {
             var request = request
             let body = try await request.collectBody(upTo: 1 << 20)
             let count = receiver.received.withLock { list in
-                list.append(Received(
-                    path: request.uri.path, headers: request.headers.map { HTTPHeader($0.name.rawName, $0.value) },
-                    body: Array(body.readableBytesView)))
+                list.append(
+                    Received(
+                        path: request.uri.path, headers: request.headers.map { HTTPHeader($0.name.rawName, $0.value) },
+                        body: Array(body.readableBytesView)))
                 return list.count
             }
             return Response(status: count <= receiver.failFirst ? .serviceUnavailable : .ok)

@@ -125,15 +125,17 @@ import Viva
             let viva = try #require(try Fixtures.merchant(sandbox.config).viva)
             let order = Order(orderId: "viva-1", operation: .sale, amount: 1200, currency: "EUR", params: [:])
             let url = try VivaSale.url(order: order, config: viva)
-            let response = try await sandbox.send(HTTPRequestSpec(
-                method: .POST, url: "http://127.0.0.1:\(sandbox.port)/viva/sale",
-                body: Array(JSONValue.object(["uri": .string(url)]).serialized.utf8)))
+            let response = try await sandbox.send(
+                HTTPRequestSpec(
+                    method: .POST, url: "http://127.0.0.1:\(sandbox.port)/viva/sale",
+                    body: Array(JSONValue.object(["uri": .string(url)]).serialized.utf8)))
             #expect(response.status == 200)
             let callback = try VivaSaleCallback(uri: try #require(try JSONValue.parse(response.body)["callback"]?.stringValue))
             #expect(callback.status == .success)
             #expect(callback.amount == 1200)
-            let bad = try await sandbox.send(HTTPRequestSpec(
-                method: .POST, url: "http://127.0.0.1:\(sandbox.port)/viva/sale", body: Array(#"{"uri":"https://example.com"}"#.utf8)))
+            let bad = try await sandbox.send(
+                HTTPRequestSpec(
+                    method: .POST, url: "http://127.0.0.1:\(sandbox.port)/viva/sale", body: Array(#"{"uri":"https://example.com"}"#.utf8)))
             #expect(bad.status == 400)
         }
     }

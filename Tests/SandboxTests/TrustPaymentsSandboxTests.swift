@@ -84,9 +84,10 @@ import TrustPayments
             #expect(TPWebServices.classifyOrderQuery(before, for: query, expected: expected).kind == "pending")
 
             let jwt = try TPJWTSigner(config: config).sign(order: order, issuedAt: Timestamp.nowMilliseconds() / 1000)
-            let payment = try await sandbox.send(HTTPRequestSpec(
-                method: .POST, url: "http://127.0.0.1:\(sandbox.port)/trustpayments/sdk/payment",
-                headers: [HTTPHeader("Content-Type", "application/json")], body: Array(JSONValue.object(["jwt": .string(jwt)]).serialized.utf8)))
+            let payment = try await sandbox.send(
+                HTTPRequestSpec(
+                    method: .POST, url: "http://127.0.0.1:\(sandbox.port)/trustpayments/sdk/payment",
+                    headers: [HTTPHeader("Content-Type", "application/json")], body: Array(JSONValue.object(["jwt": .string(jwt)]).serialized.utf8)))
             #expect(payment.status == 200)
             let document = try JSONValue.parse(payment.body)
             #expect(document["jwt"]?.stringValue?.split(separator: ".").count == 3)
@@ -105,9 +106,10 @@ import TrustPayments
                 orderId: "tp-sdk-2", operation: .subscriptionJwt, amount: 1050, currency: "GBP",
                 params: ["subscriptionType": "RECURRING", "unit": "MONTH", "frequency": 1, "number": 1, "finalNumber": 12])
             let jwt = try TPJWTSigner(config: config).sign(order: order, issuedAt: Timestamp.nowMilliseconds() / 1000)
-            let payment = try await sandbox.send(HTTPRequestSpec(
-                method: .POST, url: "http://127.0.0.1:\(sandbox.port)/trustpayments/sdk/payment",
-                body: Array(JSONValue.object(["jwt": .string(jwt)]).serialized.utf8)))
+            let payment = try await sandbox.send(
+                HTTPRequestSpec(
+                    method: .POST, url: "http://127.0.0.1:\(sandbox.port)/trustpayments/sdk/payment",
+                    body: Array(JSONValue.object(["jwt": .string(jwt)]).serialized.utf8)))
             #expect(payment.status == 400)
             #expect(try await sandbox.ledgerDocument()["effects"] == .object([:]))
         }
@@ -121,7 +123,9 @@ extension TrustPaymentsSandboxTests {
 
     func update(_ amount: Int64) throws -> TPWebServicesRequest {
         try TPWebServices.request(
-            for: Order(orderId: "upd-\(amount)", operation: .transactionUpdate, params: ["transactionReference": "57-9-1", "updates": ["baseamount": .integer(amount)]]),
+            for: Order(
+                orderId: "upd-\(amount)", operation: .transactionUpdate,
+                params: ["transactionReference": "57-9-1", "updates": ["baseamount": .integer(amount)]]),
             config: config)
     }
 
@@ -154,14 +158,19 @@ extension TrustPaymentsSandboxTests {
         var other = config
         other.siteReference = "test_site99999"
         let request = try TPWebServices.request(
-            for: Order(orderId: "u", operation: .transactionUpdate, params: ["transactionReference": "57-9-1", "updates": ["baseamount": 5]]), config: other)
+            for: Order(orderId: "u", operation: .transactionUpdate, params: ["transactionReference": "57-9-1", "updates": ["baseamount": 5]]),
+            config: other)
         #expect({ if case .failed(code: "UNAUTHENTICATED", _) = roundTrip(request).1 { true } else { false } }())
 
         let frozen: JSONValue = [
             "alias": "ws@example.com", "version": "1.00",
-            "request": [["requestreference": "R1", "requesttypedescriptions": ["TRANSACTIONUPDATE"],
-                         "filter": ["sitereference": [["value": "test_site12345"]], "transactionreference": [["value": "1-2-3"]]],
-                         "updates": ["subscriptionnumber": "2"]]],
+            "request": [
+                [
+                    "requestreference": "R1", "requesttypedescriptions": ["TRANSACTIONUPDATE"],
+                    "filter": ["sitereference": [["value": "test_site12345"]], "transactionreference": [["value": "1-2-3"]]],
+                    "updates": ["subscriptionnumber": "2"],
+                ]
+            ],
         ]
         let response = TPSandbox.handleWebServices(body: Array(frozen.serialized.utf8), headers: try update(1).http.headers, config: config)
         let entry = try TPWebServicesResponse(body: response.body).entries.first
@@ -170,7 +179,9 @@ extension TrustPaymentsSandboxTests {
     }
 
     @Test func statefulQueriesAndUnknownReferences() throws {
-        let payment = try TPSandbox.processPayment(jwt: TPJWTSigner(config: config).sign(order: TPFixtures.order(TPFixtures.seedParams), issuedAt: TPFixtures.seedIssuedAt), config: config, now: TPFixtures.seedIssuedAt)
+        let payment = try TPSandbox.processPayment(
+            jwt: TPJWTSigner(config: config).sign(order: TPFixtures.order(TPFixtures.seedParams), issuedAt: TPFixtures.seedIssuedAt), config: config,
+            now: TPFixtures.seedIssuedAt)
         let query = TPWebServices.orderQuery(for: OrderKey(merchant: "default", orderId: "ord-000123"), config: config)
         let response = TPSandbox.handleWebServices(body: query.http.body, headers: query.http.headers, config: config, records: payment.records)
         let expected = TPExpectedOrder(orderId: "ord-000123", siteReference: "test_site12345", amount: 1050, currency: "GBP")
@@ -185,19 +196,27 @@ extension TrustPaymentsSandboxTests {
         let now = TPFixtures.seedIssuedAt + 30
         for (amount, code) in [(1050 as Int64, nil as OutcomeErrorCode?), (70000, "DECLINED"), (60010, "BANK_SYSTEM_ERROR")] {
             let order = TPFixtures.order(TPFixtures.seedParams, amount: amount)
-            let payment = try TPSandbox.processPayment(jwt: try signer.sign(order: order, issuedAt: TPFixtures.seedIssuedAt), config: config, now: now)
+            let payment = try TPSandbox.processPayment(
+                jwt: try signer.sign(order: order, issuedAt: TPFixtures.seedIssuedAt), config: config, now: now)
             let response = try await verifier.verify(payment.responseJWT, now: now, maxAgeSeconds: 3600)
             let verdict = response.verdict(for: TPExpectedOrder(order: order, config: config))
-            let event = try TPNotification.verify(fields: try TPNotification.parseForm(payment.notificationBody), password: config.notificationPassword)
+            let event = try TPNotification.verify(
+                fields: try TPNotification.parseForm(payment.notificationBody), password: config.notificationPassword)
             let notified = event.verdict(for: TPExpectedOrder(order: order, config: config))
             if let code {
                 #expect({ if case .failed(code, _) = verdict { true } else { false } }(), "amount \(amount)")
                 #expect({ if case .failed(code, _)? = notified { true } else { false } }(), "amount \(amount)")
                 #expect(!response.entries.contains { $0["requesttypedescription"] == "SUBSCRIPTION" })
             } else {
-                guard case .succeeded(let result) = verdict else { Issue.record("1050 succeeds"); continue }
+                guard case .succeeded(let result) = verdict else {
+                    Issue.record("1050 succeeds")
+                    continue
+                }
                 #expect(result["subscriptionScheduled"] == true)
-                guard case .succeeded(let notice)? = notified else { Issue.record("notification succeeds"); continue }
+                guard case .succeeded(let notice)? = notified else {
+                    Issue.record("notification succeeds")
+                    continue
+                }
                 #expect(notice["transactionReference"] == result["transactionReference"])
                 #expect(notice["transactionReference"] != nil)
             }

@@ -12,19 +12,26 @@ import Viva
         let approved = VivaSandbox.approved(sale)
         #expect(try VivaSaleCallback(uri: approved.uri) == approved)
         let validation = try VivaSaleCallback.validate(uri: approved.uri, order: order, config: VivaFixtures.config)
-        guard case .succeeded(let result) = validation.verdict else { Issue.record("expected success"); return }
+        guard case .succeeded(let result) = validation.verdict else {
+            Issue.record("expected success")
+            return
+        }
         #expect(result["tipAmount"] == 300 && result["amount"] == 2500 && result["installments"] == 3)
         #expect(VivaSandbox.approved(sale) == approved)
 
         let declined = VivaSandbox.declined(sale, message: "Insufficient funds")
-        guard case .failed("VIVA_SALE_FAILED", _) = try VivaSaleCallback.validate(uri: declined.uri, order: order, config: VivaFixtures.config).verdict else {
-            Issue.record("expected failure"); return
+        guard
+            case .failed("VIVA_SALE_FAILED", _) = try VivaSaleCallback.validate(uri: declined.uri, order: order, config: VivaFixtures.config).verdict
+        else {
+            Issue.record("expected failure")
+            return
         }
     }
 }
 
 @Suite struct VivaSandboxAPITests {
-    static let api = VivaAPICredentials(apiURL: "http://sandbox/viva", accountsURL: "http://sandbox/viva", clientId: "client.apps", clientSecret: Secret("api-secret"))
+    static let api = VivaAPICredentials(
+        apiURL: "http://sandbox/viva", accountsURL: "http://sandbox/viva", clientId: "client.apps", clientSecret: Secret("api-secret"))
     static let config = VivaConfig(merchantKey: "SG23323424EXS3", appId: "com.vivawallet.InterAppDemo", callback: "interapp-callback", api: api)
 
     static func relative(_ request: HTTPRequestSpec) -> HTTPRequestSpec {

@@ -45,8 +45,14 @@ struct SignerCoreTests {
         let signer = SignerCore(registry: await testRegistry(config))
         let cases: [(String, String)] = [
             (#"{"v":1,"orderId":"a","provider":"phonepe","operation":"authInit","amount":1,"currency":"INR","params":{}}"#, "MISSING_PARAM"),
-            (#"{"v":1,"orderId":"b","merchant":"nobody","provider":"viva","operation":"sale","amount":1,"currency":"EUR","params":{}}"#, "UNKNOWN_MERCHANT"),
-            (#"{"v":1,"orderId":"c","merchant":"vivaonly","provider":"nets","operation":"getSubscription","params":{"paymentId":"p"}}"#, "MISSING_CREDENTIALS"),
+            (
+                #"{"v":1,"orderId":"b","merchant":"nobody","provider":"viva","operation":"sale","amount":1,"currency":"EUR","params":{}}"#,
+                "UNKNOWN_MERCHANT"
+            ),
+            (
+                #"{"v":1,"orderId":"c","merchant":"vivaonly","provider":"nets","operation":"getSubscription","params":{"paymentId":"p"}}"#,
+                "MISSING_CREDENTIALS"
+            ),
         ]
         for (json, code) in cases {
             guard case .outcome(let outcome) = signer.sign(try order(json), acceptedAt: 1, nowSeconds: 1_795_237_200) else {
@@ -69,7 +75,9 @@ struct SignerCoreTests {
                 order: order, request: request, resolve: HTTPRequestSpec(method: .GET, url: "http://127.0.0.1:9/s"),
                 context: ["authRequestId": "A1", "n": [1, .null]], purpose: .statusCheck, pending: ["redirectURL": "ppe://x", "k": [:]],
                 acceptedAt: -1, generation: 3),
-            SubmitWork(order: order, request: HTTPRequestSpec(method: .DELETE, url: "http://h/é"), purpose: .expiryCheck, pending: [:], acceptedAt: .max, generation: .min),
+            SubmitWork(
+                order: order, request: HTTPRequestSpec(method: .DELETE, url: "http://h/é"), purpose: .expiryCheck, pending: [:], acceptedAt: .max,
+                generation: .min),
         ]
     }
 
@@ -95,7 +103,8 @@ struct SignerCoreTests {
         let stored = try order(phonePeOrder)
         let pending: [String: JSONValue] = ["authRequestId": "AR1", "redirectURL": "ppe://x"]
         for (purpose, result) in [(DispatchPurpose.submit, nil), (.statusCheck, pending)] as [(DispatchPurpose, [String: JSONValue]?)] {
-            let frame = DispatchFrame.encode(orderJSON: stored.serialized, acceptedAt: 1_795_237_200_000, purpose: purpose, pending: result, generation: 3)
+            let frame = DispatchFrame.encode(
+                orderJSON: stored.serialized, acceptedAt: 1_795_237_200_000, purpose: purpose, pending: result, generation: 3)
             #expect(frame.first == 0x02)
             let expected = try DispatchFrame.decode(frame, catalog: testCatalog)
             #expect(expected.order == stored && expected.acceptedAt == 1_795_237_200_000 && expected.purpose == purpose)
@@ -115,7 +124,9 @@ struct SignerCoreTests {
         let at = try #require(frame.firstRange(of: purpose))
         var bogus = frame
         bogus.replaceSubrange(at, with: Array(repeating: UInt8(ascii: "x"), count: purpose.count))
-        #expect { try DispatchFrame.decode(bogus, catalog: testCatalog) } throws: { ($0 as? EnvelopeError)?.description == "dispatch.purpose is invalid" }
+        #expect { try DispatchFrame.decode(bogus, catalog: testCatalog) } throws: {
+            ($0 as? EnvelopeError)?.description == "dispatch.purpose is invalid"
+        }
         // Unreadable, so not known to be a first submission: nothing is said to have not reached the provider.
         let outcome = try #require(StageResult.unreadableWork(bogus, reason: "dispatch.purpose is invalid")).outcome
         #expect(outcome.orderId == "pp-1" && outcome.status == .unknown && outcome.error?.code == "NEEDS_REVIEW")
@@ -130,7 +141,8 @@ struct SignerCoreTests {
     /// dispatch frame gives them up.
     @Test func theSignerPassesTheDispatchedOrderBytesOn() async throws {
         // Not as the ledger writes it: other key order, spaces, an escaped character.
-        let orderJSON = #"{ "provider":"phonepe", "v":1, "orderId":"pp-\u0031", "operation":"authInit", "amount":39900, "currency":"INR", "params":{"subscriptionId":"SUB-1", "merchantUserId":"U1"} }"#
+        let orderJSON =
+            #"{ "provider":"phonepe", "v":1, "orderId":"pp-\u0031", "operation":"authInit", "amount":39900, "currency":"INR", "params":{"subscriptionId":"SUB-1", "merchantUserId":"U1"} }"#
         let frame = DispatchFrame.encode(orderJSON: orderJSON, acceptedAt: 1_795_237_200_000, generation: 2)
         let bytes = try #require(DispatchFrame.orderJSON(in: frame))
         #expect(Array(bytes) == Array(orderJSON.utf8))
@@ -182,7 +194,9 @@ struct SignerCoreTests {
         let nameAt = try #require(frame.firstRange(of: header))
         var notUTF8 = frame
         notUTF8[nameAt.lowerBound] = 0xFF
-        #expect { try SubmitWork.decode(notUTF8, catalog: testCatalog) } throws: { ($0 as? EnvelopeError)?.description == "work.request.headers is not UTF-8" }
+        #expect { try SubmitWork.decode(notUTF8, catalog: testCatalog) } throws: {
+            ($0 as? EnvelopeError)?.description == "work.request.headers is not UTF-8"
+        }
         // A header count far past what the frame holds.
         let countAt = nameAt.lowerBound - 8
         var huge = frame
@@ -203,7 +217,7 @@ struct SignerCoreTests {
     }
 }
 
-/// The signed work as the JSON frame signers wrote before the binary frame.
+/// The signed work as the JSON frame signers of earlier releases write.
 extension SubmitWork {
     fileprivate var json: JSONValue {
         func encode(_ request: HTTPRequestSpec) -> JSONValue {

@@ -19,7 +19,12 @@ struct SubmissionRunnerTests {
     final class SlowPhonePe: Sendable {
         final class Answering: Sendable {
             private let state = Mutex((now: 0, most: 0))
-            func begin() { state.withLock { $0.now += 1; $0.most = max($0.most, $0.now) } }
+            func begin() {
+                state.withLock {
+                    $0.now += 1
+                    $0.most = max($0.most, $0.now)
+                }
+            }
             func end() { state.withLock { $0.now -= 1 } }
             var most: Int { state.withLock { $0.most } }
         }

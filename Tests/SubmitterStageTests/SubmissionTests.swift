@@ -17,7 +17,10 @@ import TrustPayments
 struct SubmissionTests {
     func phonePeWork() async throws -> (SubmitWork, PhonePeSandbox) {
         let config = try demoConfig()
-        guard case .submit(let work) = SignerCore(registry: await testRegistry(config)).sign(try order(phonePeOrder), acceptedAt: 1, nowSeconds: 1_795_237_200) else {
+        guard
+            case .submit(let work) = SignerCore(registry: await testRegistry(config)).sign(
+                try order(phonePeOrder), acceptedAt: 1, nowSeconds: 1_795_237_200)
+        else {
             throw EnvelopeTestError("no work")
         }
         return (work, PhonePeSandbox(config: config.merchants["default"]!.phonepe!))
@@ -52,7 +55,8 @@ struct SubmissionTests {
         #expect(statusRequest == work.resolve)
         #expect(statusRequest.method == .GET)
         #expect(delay > 0)
-        let mandate = try #require(sandbox.handleAuthInit(path: "/v3/recurring/auth/init", headers: work.request.headers, body: work.request.body).mandate)
+        let mandate = try #require(
+            sandbox.handleAuthInit(path: "/v3/recurring/auth/init", headers: work.request.headers, body: work.request.body).mandate)
         let status = sandbox.authStatusResponse(for: mandate, outcome: .completed)
         guard case .finish(let outcome) = submission.receive(status, jitter: 0) else {
             Issue.record("expected an outcome")
@@ -101,14 +105,23 @@ struct SubmissionTests {
     @Test func trustPaymentsBankErrorIsRetriedAndADeclineFails() async throws {
         let config = try demoConfig()
         let tp = config.merchants["default"]!.trustpayments!
-        let update = #"{"v":1,"orderId":"tu-1","provider":"trustpayments","operation":"transactionUpdate","params":{"transactionReference":"1-2-3","updates":{"baseamount":60010}}}"#
-        guard case .submit(let work) = SignerCore(registry: await testRegistry(config)).sign(try order(update), acceptedAt: 1, nowSeconds: 1_795_237_200) else {
+        let update =
+            #"{"v":1,"orderId":"tu-1","provider":"trustpayments","operation":"transactionUpdate","params":{"transactionReference":"1-2-3","updates":{"baseamount":60010}}}"#
+        guard
+            case .submit(let work) = SignerCore(registry: await testRegistry(config)).sign(
+                try order(update), acceptedAt: 1, nowSeconds: 1_795_237_200)
+        else {
             Issue.record("expected work")
             return
         }
         var submission = Submission(work: work, connector: await connector(for: work))
         guard case .send(let request, _) = submission.start() else { return }
-        let records: [[String: JSONValue]] = [["transactionreference": "1-2-3", "sitereference": "test_site12345", "requesttypedescription": "AUTH", "errorcode": "0", "orderreference": "x"]]
+        let records: [[String: JSONValue]] = [
+            [
+                "transactionreference": "1-2-3", "sitereference": "test_site12345", "requesttypedescription": "AUTH", "errorcode": "0",
+                "orderreference": "x",
+            ]
+        ]
         let response = TPSandbox.handleWebServices(body: request.body, headers: request.headers, config: tp, records: records)
         let action = submission.receive(response, jitter: 0)
         guard case .send(let retried, let delay) = action else {

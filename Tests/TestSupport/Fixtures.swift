@@ -32,11 +32,12 @@ package struct EnvelopeTestError: Error, CustomStringConvertible {
     package init(_ d: String) { description = d }
 }
 
-package let phonePeOrder = #"{"v":1,"orderId":"pp-1","provider":"phonepe","operation":"authInit","amount":39900,"currency":"INR","params":{"merchantUserId":"U1","subscriptionId":"SUB1"}}"#
+package let phonePeOrder =
+    #"{"v":1,"orderId":"pp-1","provider":"phonepe","operation":"authInit","amount":39900,"currency":"INR","params":{"merchantUserId":"U1","subscriptionId":"SUB1"}}"#
 
 package let vivaOrder = #"{"v":1,"orderId":"viva-1","provider":"viva","operation":"sale","amount":1050,"currency":"EUR","params":{}}"#
 
-/// The providers and operations of PROTOCOL.md §1, as the standard connectors declare them.
+/// The providers and operations of the contract, as the standard connectors declare them.
 package let testCatalog = OrderCatalog(StandardConnectors.all.flatMap { $0.operations })
 
 package func testRegistry(_ config: PaypipeConfig? = nil) async -> ConnectorRegistry {
@@ -70,7 +71,8 @@ package func examplesPath() -> String {
     return "examples/orders.jsonl"
 }
 
-package let netsCreateOrder = #"{"v":1,"orderId":"nets-create-1","provider":"nets","operation":"createSubscription","amount":9900,"currency":"SEK","params":{"endDate":"2099-01-01T00:00:00+00:00","interval":30,"reference":"sub-1"}}"#
+package let netsCreateOrder =
+    #"{"v":1,"orderId":"nets-create-1","provider":"nets","operation":"createSubscription","amount":9900,"currency":"SEK","params":{"endDate":"2099-01-01T00:00:00+00:00","interval":30,"reference":"sub-1"}}"#
 
 package func vivaSale(_ orderId: String) -> [UInt8] {
     Array(#"{"v":1,"orderId":"\#(orderId)","provider":"viva","operation":"sale","amount":1050,"currency":"EUR","params":{}}"#.utf8)

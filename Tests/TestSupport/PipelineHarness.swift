@@ -2,9 +2,9 @@ import Connectors
 import Foundation
 import Logging
 import PaypipeCore
+import Sandbox
 import StageRuntime
 import StageWire
-import Sandbox
 import Synchronization
 import ZeroMQ
 
@@ -168,8 +168,13 @@ package final class PipelineHarness: @unchecked Sendable {
     @discardableResult
     package func startSigner(nice: Int = 0) throws -> Process {
         try spawn(
-            "paypipe-signer", ["--config", configPath, "--sign-queue", ledgerEndpoints["signQueue"]!, "--signed-in", ledgerEndpoints["signedIn"]!, "--results", ledgerEndpoints["results"]!],
-            waitForLine: nil, nice: nice).0
+            "paypipe-signer",
+            [
+                "--config", configPath, "--sign-queue", ledgerEndpoints["signQueue"]!, "--signed-in", ledgerEndpoints["signedIn"]!, "--results",
+                ledgerEndpoints["results"]!,
+            ],
+            waitForLine: nil, nice: nice
+        ).0
     }
 
     @discardableResult
@@ -177,19 +182,31 @@ package final class PipelineHarness: @unchecked Sendable {
         let backlogArguments = backlog.map { ["--backlog", String($0)] } ?? []
         return try spawn(
             "paypipe-submitter",
-            ["--config", configPath, "--concurrency", String(concurrency), "--signed-out", ledgerEndpoints["signedOut"]!, "--results", ledgerEndpoints["results"]!,
-             "--ledger-rpc", ledgerEndpoints["ledgerRPC"]!] + backlogArguments,
-            waitForLine: nil, nice: nice).0
+            [
+                "--config", configPath, "--concurrency", String(concurrency), "--signed-out", ledgerEndpoints["signedOut"]!, "--results",
+                ledgerEndpoints["results"]!,
+                "--ledger-rpc", ledgerEndpoints["ledgerRPC"]!,
+            ] + backlogArguments,
+            waitForLine: nil, nice: nice
+        ).0
     }
 
     @discardableResult
     package func startCallbacks() throws -> Process {
-        try spawn("paypipe-callbacks", ["--config", configPath, "--ledger-rpc", ledgerEndpoints["ledgerRPC"]!], waitForLine: "paypipe-callbacks listening").0
+        try spawn(
+            "paypipe-callbacks", ["--config", configPath, "--ledger-rpc", ledgerEndpoints["ledgerRPC"]!], waitForLine: "paypipe-callbacks listening"
+        ).0
     }
 
     @discardableResult
     package func startPoller() throws -> Process {
-        try spawn("paypipe-cleeng-poller", ["--config", configPath, "--poll-queue", ledgerEndpoints["pollQueue"]!, "--results", ledgerEndpoints["results"]!, "--ledger-rpc", ledgerEndpoints["ledgerRPC"]!], waitForLine: nil).0
+        try spawn(
+            "paypipe-cleeng-poller",
+            [
+                "--config", configPath, "--poll-queue", ledgerEndpoints["pollQueue"]!, "--results", ledgerEndpoints["results"]!, "--ledger-rpc",
+                ledgerEndpoints["ledgerRPC"]!,
+            ], waitForLine: nil
+        ).0
     }
 
     /// POSTs to the callback validator; (status, body).
@@ -198,7 +215,8 @@ package final class PipelineHarness: @unchecked Sendable {
     }
 
     package func spawn(_ name: String, _ arguments: [String], waitForLine marker: String?, nice: Int = 0) throws -> (Process, String?) {
-        let ((process, errorFile), line) = try PipelineHarness.spawn(name, arguments, in: directory, index: children.count, waitForLine: marker, nice: nice)
+        let ((process, errorFile), line) = try PipelineHarness.spawn(
+            name, arguments, in: directory, index: children.count, waitForLine: marker, nice: nice)
         children.append(process)
         stderrFiles.append(errorFile)
         return (process, line)
@@ -301,7 +319,8 @@ package struct HarnessError: Error, CustomStringConvertible {
 /// the kernel handed out could be handed out again, e.g. to a ZeroMQ `tcp://127.0.0.1:*` bind in
 /// between.
 package func freeLoopbackPort() throws -> Int {
-    let range = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8))?
+    let range =
+        (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8))?
         .split(whereSeparator: \.isWhitespace).compactMap { Int($0) } ?? []
     let ephemeralStart = range.first ?? 32768
     let candidates = 10_000..<max(10_001, min(ephemeralStart, 65_536))

@@ -12,4 +12,5 @@ import Testing
 @testable import SignerStage
 @testable import SubmitterStage
 
-package let cleengOrderJSON = #"{"v":1,"orderId":"cl-1","provider":"cleeng","operation":"appleReceipt","params":{"customerToken":"tok","offerId":"S1_US","receiptData":"ZGVtbw==","transactionId":"tx1"}}"#
+package let cleengOrderJSON =
+    #"{"v":1,"orderId":"cl-1","provider":"cleeng","operation":"appleReceipt","params":{"customerToken":"tok","offerId":"S1_US","receiptData":"ZGVtbw==","transactionId":"tx1"}}"#

@@ -134,7 +134,8 @@ package final class ScriptedHTTPServer: Sendable {
     }
 
     package static func response(_ status: Int = 200, body: String, headers: [String] = []) -> [UInt8] {
-        let head = (["HTTP/1.1 \(status) OK", "Content-Length: \(body.utf8.count)", "Content-Type: application/json"] + headers).joined(separator: "\r\n")
+        let head = (["HTTP/1.1 \(status) OK", "Content-Length: \(body.utf8.count)", "Content-Type: application/json"] + headers).joined(
+            separator: "\r\n")
         return Array((head + "\r\n\r\n" + body).utf8)
     }
 }

@@ -2,8 +2,8 @@ import Foundation
 
 /// Where the tests' ledger stores go: one directory per test process, removed when the process
 /// exits. A process that died before its exit handler ran leaves its directory behind; the next
-/// run removes it (its pid is gone). Stores used to go straight into the temporary directory, one
-/// set of SQLite files per test, and thousands piled up there.
+/// run removes it (its pid is gone). So the stores of dead runs do not pile up in the temporary
+/// directory.
 package enum TestStores {
     private static let prefix = "paypipe-test-stores-"
 

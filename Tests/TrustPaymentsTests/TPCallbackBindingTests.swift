@@ -4,7 +4,7 @@ import Testing
 
 @testable import TrustPayments
 
-/// Issue 12 / PROTOCOL.md §6: a response JWT or notification is bound to its order and its
+/// A response JWT or notification is bound to its order and its
 /// operation, the SUBSCRIPTION entry must be what was requested, and an undecided verdict
 /// leaves the event key for the final notification.
 @Suite struct TPCallbackBindingTests {
@@ -50,7 +50,9 @@ import Testing
         await TrustPaymentsConnector(config: PaypipeConfig(merchants: ["default": MerchantConfig(TPFixtures.config)]))
     }
 
-    func forward(_ entries: [[String: JSONValue]], orderId: String = "tp-bind-1", stored: [Order] = [order]) async throws(CallbackRejection) -> CallbackDecision {
+    func forward(
+        _ entries: [[String: JSONValue]], orderId: String = "tp-bind-1", stored: [Order] = [order]
+    ) async throws(CallbackRejection) -> CallbackDecision {
         let jwt = TPResponseJWT.build(
             entries: entries, requestReference: "W1", issuedAt: Timestamp.nowMilliseconds() / 1000, secret: Secret(TPFixtures.jwtSecret))
         return try await connector().responseJWT(Array(#"{"orderId":"\#(orderId)","jwt":"\#(jwt)"}"#.utf8), orders: Orders(stored: stored))
@@ -110,7 +112,8 @@ import Testing
         for (field, value) in changes {
             let decision = try await forward(Self.entries(subscription: [field: value]))
             guard case .failed(let code, let message)? = decision.verdict else {
-                Issue.record("\(field) = \(String(describing: value)) must fail the order, got \(TPFixtures.kind(decision.verdict))"); continue
+                Issue.record("\(field) = \(String(describing: value)) must fail the order, got \(TPFixtures.kind(decision.verdict))")
+                continue
             }
             #expect(code == "SUBSCRIPTION_MISMATCH", "\(field)")
             #expect(message.contains(field), "\(message)")
@@ -134,7 +137,8 @@ import Testing
     @Test func anUnscheduledSubscriptionFailsTheOrderWithThePaymentsResult() async throws {
         let decision = try await forward(Self.entries(subscription: ["errorcode": "20018", "errormessage": "Invalid subscription"]))
         guard case .failed(let code, let message)? = decision.verdict else {
-            Issue.record("expected failed, got \(TPFixtures.kind(decision.verdict))"); return
+            Issue.record("expected failed, got \(TPFixtures.kind(decision.verdict))")
+            return
         }
         #expect(code == "SUBSCRIPTION_NOT_SCHEDULED")
         #expect(message.contains("20018"))

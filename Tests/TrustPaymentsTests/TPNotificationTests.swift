@@ -74,12 +74,14 @@ import Testing
         #expect(TPNotification.signature(fields: split(("decision", "7000")), password: password) == captured)
         #expect(verdict(split(("decision", "7000"))) == "UNKNOWN_FIELD")
         #expect(verdict(split(("enrolled", "7000"))) == "INVALID_FIELD")
-        #expect(verdict(decline.map { $0.name == "errorcode" ? ($0.name, "0") : $0.name == "currencyiso3a" ? ($0.name, "GBP7000") : $0 }) == "INVALID_FIELD")
+        #expect(
+            verdict(decline.map { $0.name == "errorcode" ? ($0.name, "0") : $0.name == "currencyiso3a" ? ($0.name, "GBP7000") : $0 })
+                == "INVALID_FIELD")
         // One way to write each number: "00000" is not "0".
         #expect(!TPNotification.number("00", 1...5) && TPNotification.number("0", 1...5) && TPNotification.number("70000", 1...5))
     }
 
-    /// Was 400 MALFORMED; an oversized body is 413 TOO_LARGE for every provider now.
+    /// An oversized body is 413 TOO_LARGE, as for every provider.
     @Test func oversizedNotificationsAreTooLarge() {
         #expect(throws: CallbackRejection.tooLarge("the notification is larger than 64 KiB")) {
             try TPNotification.parseForm(Array(repeating: UInt8(ascii: "a"), count: 64 * 1024 + 1))
@@ -92,12 +94,16 @@ import Testing
         #expect(event.transactionReference == "2-44-66")
         #expect(event.dedupeKey == "2-44-66")
         let expected = TPExpectedOrder(orderId: "Order", siteReference: "test_site12345", amount: 1050, currency: "GBP")
-        guard case .succeeded(let result)? = event.verdict(for: expected) else { Issue.record("expected success"); return }
+        guard case .succeeded(let result)? = event.verdict(for: expected) else {
+            Issue.record("expected success")
+            return
+        }
         #expect(result["transactionReference"] == "2-44-66")
 
         let declinedFields: [TPNotification.Field] = Self.vector.map { $0.name == "errorcode" ? ($0.name, "70000") : $0 }
         let declined = try TPNotification.verify(
-            fields: declinedFields + [("responsesitesecurity", TPNotification.signature(fields: declinedFields, password: password))], password: password)
+            fields: declinedFields + [("responsesitesecurity", TPNotification.signature(fields: declinedFields, password: password))],
+            password: password)
         #expect({ if case .failed(code: "DECLINED", _)? = declined.verdict(for: expected) { true } else { false } }())
 
         let otherOrder = TPExpectedOrder(orderId: "Other", siteReference: "test_site12345", amount: 1050, currency: "GBP")
@@ -105,7 +111,8 @@ import Testing
 
         let subscriptionFields = Self.vector + [("requesttypedescription", "SUBSCRIPTION")]
         let subscription = try TPNotification.verify(
-            fields: subscriptionFields + [("responsesitesecurity", TPNotification.signature(fields: subscriptionFields, password: password))], password: password)
+            fields: subscriptionFields + [("responsesitesecurity", TPNotification.signature(fields: subscriptionFields, password: password))],
+            password: password)
         #expect(subscription.verdict(for: expected) == nil)
     }
 

@@ -43,7 +43,10 @@ import Testing
         let verified = try await verify(token()).get()
         #expect(verified.requestReference == "W23-abc")
         #expect(verified.entries.count == 3)
-        guard case .succeeded(let result) = verified.verdict(for: expected) else { Issue.record("expected success"); return }
+        guard case .succeeded(let result) = verified.verdict(for: expected) else {
+            Issue.record("expected success")
+            return
+        }
         #expect(result["transactionReference"] == "57-9-4")
         #expect(result["subscriptionScheduled"] == true)
         #expect(result["subscriptionTransactionReference"] == "57-9-12")
@@ -81,7 +84,8 @@ import Testing
         #expect(await reason(parts[0] + "." + parts[1] + ".") == "MISSING_SIGNATURE")
         let forgedClaims = TPFixtures.base64URL(Array(#"{"iat":1699999990,"payload":{"response":[{"errorcode":"0","baseamount":"1"}]}}"#.utf8))
         #expect(await reason(parts[0] + "." + forgedClaims + "." + parts[2]) == "BAD_SIGNATURE")
-        let otherSecret = TPResponseJWT.build(entries: Self.successEntries, requestReference: "W", issuedAt: now, secret: Secret("another-secret-another-secret-another-secret"))
+        let otherSecret = TPResponseJWT.build(
+            entries: Self.successEntries, requestReference: "W", issuedAt: now, secret: Secret("another-secret-another-secret-another-secret"))
         #expect(await reason(otherSecret) == "BAD_SIGNATURE")
         var flipped = Array(parts[2])
         flipped[0] = flipped[0] == "A" ? "B" : "A"
@@ -96,7 +100,8 @@ import Testing
         #expect(await reason(token(iat: Int64.min)) == "STALE")
         let missing = TPFixtures.handMadeJWT(header: #"{"alg":"HS256","typ":"JWT"}"#, claims: #"{"payload":{"response":[{"errorcode":"0"}]}}"#)
         #expect(await reason(missing) == "MISSING_IAT")
-        let asString = TPFixtures.handMadeJWT(header: #"{"alg":"HS256","typ":"JWT"}"#, claims: #"{"iat":"1699999990","payload":{"response":[{"errorcode":"0"}]}}"#)
+        let asString = TPFixtures.handMadeJWT(
+            header: #"{"alg":"HS256","typ":"JWT"}"#, claims: #"{"iat":"1699999990","payload":{"response":[{"errorcode":"0"}]}}"#)
         #expect(await reason(asString) == nil)
     }
 
@@ -131,7 +136,9 @@ import Testing
 
         let declined = [Self.entry("THREEDQUERY"), Self.entry("AUTH", "70000")]
         #expect(code(verdict(declined)) == "DECLINED")
-        #expect(code(verdict([Self.entry("THREEDQUERY"), Self.entry("AUTH", "0", ["baseamount": "1051"]), Self.entry("SUBSCRIPTION")])) == "AMOUNT_MISMATCH")
+        #expect(
+            code(verdict([Self.entry("THREEDQUERY"), Self.entry("AUTH", "0", ["baseamount": "1051"]), Self.entry("SUBSCRIPTION")]))
+                == "AMOUNT_MISMATCH")
         #expect(code(verdict([Self.entry("AUTH", "0", ["currencyiso3a": "EUR"])])) == "AMOUNT_MISMATCH")
         #expect(code(verdict([Self.entry("AUTH", "0", ["baseamount": nil])])) == "AMOUNT_MISMATCH")
         #expect(code(verdict([Self.entry("AUTH", "0", ["sitereference": "test_site99999"])])) == "REFERENCE_MISMATCH")
@@ -144,13 +151,19 @@ import Testing
         #expect(code(verdict([Self.entry("THREEDQUERY", "60022")])) == "UNAUTHENTICATED")
 
         guard case .succeeded(let unscheduled) = verdict([Self.entry("AUTH"), Self.entry("SUBSCRIPTION", "20018")]) else {
-            Issue.record("AUTH succeeded"); return
+            Issue.record("AUTH succeeded")
+            return
         }
         #expect(unscheduled["subscriptionScheduled"] == false)
         #expect(unscheduled["subscriptionState"] == "notScheduled")
 
-        guard case .succeeded(let settled) = verdict([Self.entry("AUTH", "0", ["settlestatus": "100"]), Self.entry("SUBSCRIPTION", "0", ["transactionactive": "1"])]) else {
-            Issue.record("expected success"); return
+        guard
+            case .succeeded(let settled) = verdict([
+                Self.entry("AUTH", "0", ["settlestatus": "100"]), Self.entry("SUBSCRIPTION", "0", ["transactionactive": "1"]),
+            ])
+        else {
+            Issue.record("expected success")
+            return
         }
         #expect(settled["settlement"] == "settled")
         #expect(settled["subscriptionState"] == "active")

@@ -8,7 +8,8 @@ import Testing
 
     @Test func seedBeginDateExampleFirstPaymentOnTheEighth() {
         // Submitted 5 January 2018, 1 MONTH, begindate 2018-01-08: first on the 8th, then the 8th of each month.
-        let schedule = TPSchedule(requestDate: date("2018-01-05"), beginDate: date("2018-01-08"), unit: .month, frequency: 1, number: 1, finalNumber: 4)
+        let schedule = TPSchedule(
+            requestDate: date("2018-01-05"), beginDate: date("2018-01-08"), unit: .month, frequency: 1, number: 1, finalNumber: 4)
         #expect(schedule.automatedPaymentDates(limit: 10).map(\.iso8601) == ["2018-01-08", "2018-02-08", "2018-03-08"])
     }
 
@@ -18,7 +19,8 @@ import Testing
     }
 
     @Test func seedTwelvePaymentsInTotalMeansElevenAutomated() {
-        let schedule = TPSchedule(requestDate: date("2019-09-05"), beginDate: date("2020-01-01"), unit: .month, frequency: 1, number: 1, finalNumber: 12)
+        let schedule = TPSchedule(
+            requestDate: date("2019-09-05"), beginDate: date("2020-01-01"), unit: .month, frequency: 1, number: 1, finalNumber: 12)
         #expect(schedule.automatedPaymentCount == 11)
         let dates = schedule.automatedPaymentDates(limit: 100)
         #expect(dates.count == 11)
@@ -27,7 +29,7 @@ import Testing
     }
 
     @Test func resumedSubscriptionCountsFromNumber() {
-        // Seed: resuming after 3 payments with subscriptionnumber 4.
+        // Trust Payments' example: resuming after 3 payments with subscriptionnumber 4.
         let schedule = TPSchedule(requestDate: date("2018-01-05"), beginDate: nil, unit: .month, frequency: 1, number: 4, finalNumber: 12)
         #expect(schedule.automatedPaymentCount == 8)
     }
@@ -59,7 +61,8 @@ import Testing
     }
 
     @Test func freeTrialTakesNoUpFrontPayment() {
-        let schedule = TPSchedule(requestDate: date("2018-01-05"), beginDate: nil, unit: .month, frequency: 1, finalNumber: 12, includesInitialPayment: false)
+        let schedule = TPSchedule(
+            requestDate: date("2018-01-05"), beginDate: nil, unit: .month, frequency: 1, finalNumber: 12, includesInitialPayment: false)
         #expect(schedule.automatedPaymentCount == 12)
     }
 

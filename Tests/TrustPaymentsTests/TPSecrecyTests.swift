@@ -10,10 +10,13 @@ import Testing
         #expect(!"\(verifier)".contains("jwt-secret"))
         #expect(!String(reflecting: verifier).contains("jwt-secret"))
         let request = try TPWebServices.request(
-            for: Order(orderId: "u", operation: .transactionUpdate, params: ["transactionReference": "1-2-3", "updates": ["baseamount": 5]]), config: config)
+            for: Order(orderId: "u", operation: .transactionUpdate, params: ["transactionReference": "1-2-3", "updates": ["baseamount": 5]]),
+            config: config)
         #expect(!"\(request)".contains("Basic"))
         do {
-            _ = try await verifier.verify(TPResponseJWT.build(entries: [["errorcode": "0"]], requestReference: "R", issuedAt: 0, secret: Secret("x")), now: 0, maxAgeSeconds: 60)
+            _ = try await verifier.verify(
+                TPResponseJWT.build(entries: [["errorcode": "0"]], requestReference: "R", issuedAt: 0, secret: Secret("x")), now: 0, maxAgeSeconds: 60
+            )
             Issue.record("a foreign token must not verify")
         } catch {
             #expect(!error.description.contains("jwt-secret"))

@@ -115,9 +115,12 @@ import Testing
     @Test func unknownParamsAreUnknownFields() {
         let bad = rejection(with("begindate", "2020-01-01"))
         #expect(bad?.field == "params.begindate")
-        // Was INVALID_PARAM "… is not a known parameter (expected one of: …)": now the shared vocabulary.
+        // The shared vocabulary: an unknown parameter is UNKNOWN_FIELD.
         #expect(bad?.code == .unknownField)
-        #expect(bad?.message == "params.begindate is not a parameter of trustpayments subscriptionJwt (allowed: beginDate, finalNumber, freeTrial, frequency, number, subscriptionType, transactionActive, unit)")
+        #expect(
+            bad?.message
+                == "params.begindate is not a parameter of trustpayments subscriptionJwt (allowed: beginDate, finalNumber, freeTrial, frequency, number, subscriptionType, transactionActive, unit)"
+        )
     }
 
     @Test func nullIsAWrongTypeNotAnAbsentParam() {

@@ -12,7 +12,7 @@ enum TPFixtures {
         jwtSecret: Secret(jwtSecret), webservicesUser: "ws@example.com", webservicesPassword: Secret("ws-password"),
         notificationPassword: Secret("PASSWORD"))
 
-    /// 2019-09-05T16:40:32Z, the seed example's `iat`.
+    /// 2019-09-05T16:40:32Z, the `iat` of Trust Payments' example.
     static let seedIssuedAt: Int64 = 1_567_701_632
 
     static func order(

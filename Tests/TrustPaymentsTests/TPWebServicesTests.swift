@@ -25,11 +25,13 @@ import Testing
     }
 
     func answer(_ request: TPWebServicesRequest, _ entry: JSONValue, reference: String? = nil) -> HTTPResponseSpec {
-        response(200, ["requestreference": .string(reference ?? request.requestReference), "version": "1.00", "response": [entry], "secrand": "ab12"])
+        response(
+            200, ["requestreference": .string(reference ?? request.requestReference), "version": "1.00", "response": [entry], "secrand": "ab12"])
     }
 
     @Test func updateRequestShape() throws {
-        let request = try TPWebServices.request(for: updateOrder(["baseamount": 999, "subscriptionunit": "month", "transactionactive": 0]), config: config)
+        let request = try TPWebServices.request(
+            for: updateOrder(["baseamount": 999, "subscriptionunit": "month", "transactionactive": 0]), config: config)
         #expect(request.http.method == .POST)
         #expect(request.http.url == "http://127.0.0.1:9101/json/")
         #expect(request.http.header("Content-Type") == "application/json")
@@ -40,12 +42,14 @@ import Testing
         let body = try JSONValue.parse(request.http.body)
         let expected: JSONValue = [
             "alias": "ws@example.com", "version": "1.00",
-            "request": [[
-                "requestreference": .string(request.requestReference),
-                "requesttypedescriptions": ["TRANSACTIONUPDATE"],
-                "filter": ["sitereference": [["value": "test_site12345"]], "transactionreference": [["value": "56-9-123456"]]],
-                "updates": ["baseamount": "999", "subscriptionunit": "MONTH", "transactionactive": "0"],
-            ]],
+            "request": [
+                [
+                    "requestreference": .string(request.requestReference),
+                    "requesttypedescriptions": ["TRANSACTIONUPDATE"],
+                    "filter": ["sitereference": [["value": "test_site12345"]], "transactionreference": [["value": "56-9-123456"]]],
+                    "updates": ["baseamount": "999", "subscriptionunit": "MONTH", "transactionactive": "0"],
+                ]
+            ],
         ]
         #expect(body == expected)
         #expect(TPWebServicesRequest(http: request.http) == request)
@@ -67,10 +71,11 @@ import Testing
         #expect(rejection(updateOrder(["subscriptionbegindate": "2020-01-01"]))?.field == "params.updates.subscriptionbegindate")
         #expect(rejection(updateOrder(["subscriptionnumber": 2]))?.field == "params.updates.subscriptionnumber")
         #expect(rejection(updateOrder(["currencyiso3a": "EUR"]))?.field == "params.updates.currencyiso3a")
-        // Was INVALID_PARAM "… is not an updatable field": an unknown key is UNKNOWN_FIELD everywhere.
+        // An unknown key is UNKNOWN_FIELD, as everywhere.
         #expect(rejection(updateOrder(["currencyiso3a": "EUR"]))?.code == .unknownField)
         #expect(rejection(updateOrder(["subscriptionnumber": 2]))?.code == .invalidParam)
-        #expect(rejection(updateOrder(["baseamount": .null]))?.message == "params.updates.baseamount must be an integer or a string of digits, got null")
+        #expect(
+            rejection(updateOrder(["baseamount": .null]))?.message == "params.updates.baseamount must be an integer or a string of digits, got null")
         #expect(rejection(updateOrder(["baseamount": 0]))?.field == "params.updates.baseamount")
         #expect(rejection(updateOrder(["baseamount": 999]))?.field == nil)
         #expect(rejection(updateOrder(["transactionactive": 2]))?.field == "params.updates.transactionactive")
@@ -99,16 +104,23 @@ import Testing
 
     @Test func classificationTable() throws {
         let update = try TPWebServices.request(for: updateOrder(["baseamount": 999]), config: config)
-        let query = try TPWebServices.request(for: Order(orderId: "q", operation: .transactionQuery, params: ["transactionReference": "1-2-3"]), config: config)
+        let query = try TPWebServices.request(
+            for: Order(orderId: "q", operation: .transactionQuery, params: ["transactionReference": "1-2-3"]), config: config)
         func code(_ errorcode: String, _ request: TPWebServicesRequest) -> ProviderVerdict {
-            TPWebServices.classify(answer(request, ["errorcode": .string(errorcode), "errormessage": "msg", "errordata": ["baseamount"]]), for: request)
+            TPWebServices.classify(
+                answer(request, ["errorcode": .string(errorcode), "errormessage": "msg", "errordata": ["baseamount"]]), for: request)
         }
-        guard case .succeeded(let result) = code("0", update) else { Issue.record("0 must succeed"); return }
+        guard case .succeeded(let result) = code("0", update) else {
+            Issue.record("0 must succeed")
+            return
+        }
         #expect(result["transactionReference"] == "56-9-123456")
         if case .failed(let c, let message) = code("30000", update) {
             #expect(c == "INVALID_FIELD")
             #expect(message.contains("baseamount"))
-        } else { Issue.record("30000 must fail") }
+        } else {
+            Issue.record("30000 must fail")
+        }
         #expect({ if case .retry = code("60010", update) { true } else { false } }())
         #expect({ if case .retry = code("50005", update) { true } else { false } }())
         #expect({ if case .failed(code: "DECLINED", _) = code("70000", update) { true } else { false } }())
@@ -123,7 +135,10 @@ import Testing
         let http500 = HTTPResponseSpec(status: 503, body: [])
         #expect({ if case .unknown = TPWebServices.classify(http500, for: update) { true } else { false } }())
         #expect({ if case .retry = TPWebServices.classify(http500, for: query) { true } else { false } }())
-        #expect({ if case .failed(code: "UNAUTHORIZED", _) = TPWebServices.classify(HTTPResponseSpec(status: 401), for: update) { true } else { false } }())
+        #expect(
+            {
+                if case .failed(code: "UNAUTHORIZED", _) = TPWebServices.classify(HTTPResponseSpec(status: 401), for: update) { true } else { false }
+            }())
         let html = HTTPResponseSpec(status: 200, body: Array("<html>".utf8))
         #expect({ if case .unknown = TPWebServices.classify(html, for: update) { true } else { false } }())
         #expect({ if case .retry = TPWebServices.classify(html, for: query) { true } else { false } }())
@@ -132,16 +147,22 @@ import Testing
     }
 
     @Test func queryResultCarriesRecords() throws {
-        let query = try TPWebServices.request(for: Order(orderId: "q", operation: .transactionQuery, params: ["transactionReference": "1-2-3"]), config: config)
-        let verdict = TPWebServices.classify(answer(query, ["errorcode": "0", "found": "1", "records": [["transactionreference": "1-2-3", "transactionactive": "1"]]]), for: query)
-        guard case .succeeded(let result) = verdict else { Issue.record("expected success"); return }
+        let query = try TPWebServices.request(
+            for: Order(orderId: "q", operation: .transactionQuery, params: ["transactionReference": "1-2-3"]), config: config)
+        let verdict = TPWebServices.classify(
+            answer(query, ["errorcode": "0", "found": "1", "records": [["transactionreference": "1-2-3", "transactionactive": "1"]]]), for: query)
+        guard case .succeeded(let result) = verdict else {
+            Issue.record("expected success")
+            return
+        }
         #expect(result["found"] == 1)
         #expect(result["records"] == [["transactionreference": "1-2-3", "transactionactive": "1"]])
     }
 
     @Test func resolveUnknownUpdate() throws {
         let update = try TPWebServices.request(for: updateOrder(["baseamount": 999]), config: config)
-        let query = TPWebServices.referenceQuery(transactionReference: "56-9-123456", for: OrderKey(merchant: "default", orderId: "upd-1"), config: config)
+        let query = TPWebServices.referenceQuery(
+            transactionReference: "56-9-123456", for: OrderKey(merchant: "default", orderId: "upd-1"), config: config)
         let applied = answer(query, ["errorcode": "0", "found": "1", "records": [["transactionreference": "56-9-123456", "baseamount": "999"]]])
         #expect({ if case .succeeded = TPWebServices.resolveUpdate(queryResponse: applied, query: query, update: update) { true } else { false } }())
         let notApplied = answer(query, ["errorcode": "0", "found": "1", "records": [["transactionreference": "56-9-123456", "baseamount": "1050"]]])
@@ -152,22 +173,42 @@ import Testing
         let key = OrderKey(merchant: "default", orderId: "ord-000123")
         let query = TPWebServices.orderQuery(for: key, config: config)
         let expected = TPExpectedOrder(orderId: "ord-000123", siteReference: "test_site12345", amount: 1050, currency: "GBP")
-        func records(_ list: [JSONValue]) -> HTTPResponseSpec { answer(query, ["errorcode": "0", "found": .string(String(list.count)), "records": .array(list)]) }
+        func records(_ list: [JSONValue]) -> HTTPResponseSpec {
+            answer(query, ["errorcode": "0", "found": .string(String(list.count)), "records": .array(list)])
+        }
         let auth: [String: JSONValue] = [
             "requesttypedescription": "AUTH", "errorcode": "0", "orderreference": "ord-000123", "sitereference": "test_site12345",
             "baseamount": "1050", "currencyiso3a": "GBP", "transactionreference": "57-9-1", "settlestatus": "100",
         ]
         guard case .succeeded(let result) = TPWebServices.classifyOrderQuery(records([.object(auth)]), for: query, expected: expected) else {
-            Issue.record("expected success"); return
+            Issue.record("expected success")
+            return
         }
         #expect(result["transactionReference"] == "57-9-1")
         #expect(result["settlement"] == "settled")
         #expect(TPWebServices.classifyOrderQuery(records([]), for: query, expected: expected) == .pending(["found": 0]))
         var declined = auth
         declined["errorcode"] = "70000"
-        #expect({ if case .failed(code: "DECLINED", _) = TPWebServices.classifyOrderQuery(records([.object(declined)]), for: query, expected: expected) { true } else { false } }())
+        #expect(
+            {
+                if case .failed(code: "DECLINED", _) = TPWebServices.classifyOrderQuery(records([.object(declined)]), for: query, expected: expected)
+                {
+                    true
+                } else {
+                    false
+                }
+            }())
         var other = auth
         other["baseamount"] = "1"
-        #expect({ if case .failed(code: "AMOUNT_MISMATCH", _) = TPWebServices.classifyOrderQuery(records([.object(other)]), for: query, expected: expected) { true } else { false } }())
+        #expect(
+            {
+                if case .failed(code: "AMOUNT_MISMATCH", _) = TPWebServices.classifyOrderQuery(
+                    records([.object(other)]), for: query, expected: expected)
+                {
+                    true
+                } else {
+                    false
+                }
+            }())
     }
 }

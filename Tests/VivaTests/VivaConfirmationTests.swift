@@ -25,7 +25,9 @@ final class FakeVivaAPI: ProviderHTTPTransport {
                 state.tokenRequests.append(request)
                 guard state.tokenStatus == 200 else { return .success(HTTPResponseSpec(status: state.tokenStatus)) }
                 state.issued += 1
-                let body: JSONValue = ["access_token": .string("tok-\(state.issued)"), "expires_in": .integer(state.expiresIn), "token_type": "Bearer"]
+                let body: JSONValue = [
+                    "access_token": .string("tok-\(state.issued)"), "expires_in": .integer(state.expiresIn), "token_type": "Bearer",
+                ]
                 return .success(HTTPResponseSpec(status: 200, body: body.bytes))
             }
             state.transactionRequests.append(request)
@@ -56,10 +58,13 @@ final class CountingLookup: CallbackOrderLookup {
 }
 
 let seedTransactionId = "a78e045c-49c3-4743-9071-f1e0ed71810c"
-let apiCredentials = VivaAPICredentials(apiURL: "http://viva.test/api", accountsURL: "http://viva.test/accounts", clientId: "client.apps", clientSecret: Secret("s3cret-value"))
+let apiCredentials = VivaAPICredentials(
+    apiURL: "http://viva.test/api", accountsURL: "http://viva.test/accounts", clientId: "client.apps", clientSecret: Secret("s3cret-value"))
 let seedCallback = try! VivaSaleCallback(uri: seedApprovedURI)
 
-func transaction(_ statusId: String = "F", amount: JSONValue = .fraction(12.00), merchantTrns: JSONValue = "12345678901234567890123456789012") -> JSONValue {
+func transaction(
+    _ statusId: String = "F", amount: JSONValue = .fraction(12.00), merchantTrns: JSONValue = "12345678901234567890123456789012"
+) -> JSONValue {
     ["statusId": .string(statusId), "amount": amount, "merchantTrns": merchantTrns, "currencyCode": "978"]
 }
 
@@ -69,14 +74,21 @@ func rejectionOf(_ body: () throws -> Void) -> CallbackRejection? {
 }
 
 @Suite struct VivaConfirmationRuleTests {
-    func verdict(_ statusId: String, amount: Int64 = 1200, merchantTrns: String? = "12345678901234567890123456789012", callback: VivaSaleCallback = seedCallback)
+    func verdict(
+        _ statusId: String, amount: Int64 = 1200, merchantTrns: String? = "12345678901234567890123456789012",
+        callback: VivaSaleCallback = seedCallback
+    )
         throws(CallbackRejection) -> ProviderVerdict
     {
-        try VivaConfirmation.verdict(for: VivaTransaction(statusId: statusId, amount: amount, merchantTrns: merchantTrns), callback: callback, order: seedOrder)
+        try VivaConfirmation.verdict(
+            for: VivaTransaction(statusId: statusId, amount: amount, merchantTrns: merchantTrns), callback: callback, order: seedOrder)
     }
 
     @Test func completedWithTheOrdersAmountAndReferenceSucceedsConfirmed() throws {
-        guard case .succeeded(let result) = try verdict("F") else { Issue.record("expected success"); return }
+        guard case .succeeded(let result) = try verdict("F") else {
+            Issue.record("expected success")
+            return
+        }
         #expect(result["confirmed"] == true)
         #expect(result["statusId"] == "F")
         #expect(result["amount"] == 1200)
@@ -87,20 +99,33 @@ func rejectionOf(_ body: () throws -> Void) -> CallbackRejection? {
         // The URI says fail, Viva says completed: money was taken, so the order succeeds.
         var failed = seedCallback
         failed.status = .fail
-        guard case .succeeded(let result) = try verdict("F", callback: failed) else { Issue.record("expected success"); return }
+        guard case .succeeded(let result) = try verdict("F", callback: failed) else {
+            Issue.record("expected success")
+            return
+        }
         #expect(result["status"] == "success")
         // The URI says success, Viva says error or cancelled: the sale failed.
         guard case .failed("VIVA_SALE_FAILED", _) = try verdict("E"), case .failed("VIVA_SALE_FAILED", _) = try verdict("X") else {
-            Issue.record("expected failures"); return
+            Issue.record("expected failures")
+            return
         }
-        guard case .failed("VIVA_REFUNDED", _) = try verdict("R") else { Issue.record("expected refunded"); return }
+        guard case .failed("VIVA_REFUNDED", _) = try verdict("R") else {
+            Issue.record("expected refunded")
+            return
+        }
     }
 
     @Test func aTamperedURIAmountDoesNotMatterButVivasAmountDoes() throws {
         var tampered = seedCallback
         tampered.amount = 1
-        guard case .succeeded = try verdict("F", callback: tampered) else { Issue.record("expected success"); return }
-        guard case .failed("AMOUNT_MISMATCH", let message) = try verdict("F", amount: 1) else { Issue.record("expected mismatch"); return }
+        guard case .succeeded = try verdict("F", callback: tampered) else {
+            Issue.record("expected success")
+            return
+        }
+        guard case .failed("AMOUNT_MISMATCH", let message) = try verdict("F", amount: 1) else {
+            Issue.record("expected mismatch")
+            return
+        }
         #expect(message == "confirmed amount 1 != order amount 1200")
     }
 
@@ -122,7 +147,9 @@ func rejectionOf(_ body: () throws -> Void) -> CallbackRejection? {
         #expect(VivaTransaction.minorUnits(.fraction(-1)) == nil)
         #expect(VivaTransaction.minorUnits(.integer(Int64.max)) == nil)
         #expect(VivaTransaction.minorUnits("15.00") == nil)
-        #expect(VivaTransaction(body: Array(#"{"statusId":"F","amount":15.00,"merchantTrns":"r"}"#.utf8)) == VivaTransaction(statusId: "F", amount: 1500, merchantTrns: "r"))
+        #expect(
+            VivaTransaction(body: Array(#"{"statusId":"F","amount":15.00,"merchantTrns":"r"}"#.utf8))
+                == VivaTransaction(statusId: "F", amount: 1500, merchantTrns: "r"))
         #expect(VivaTransaction(body: Array(#"{"amount":15.00}"#.utf8)) == nil)
         #expect(VivaTransaction(body: Array(#"{"statusId":"F","amount":1,"merchantTrns":5}"#.utf8)) == nil)
     }
@@ -182,16 +209,21 @@ func rejectionOf(_ body: () throws -> Void) -> CallbackRejection? {
 }
 
 @Suite struct VivaForwardedResultTests {
-    static let order = Order(orderId: "ord-viva-1", operation: .sale, amount: 1200, currency: "EUR", params: ["clientTransactionId": "12345678901234567890123456789012", "tipAmount": 200])
+    static let order = Order(
+        orderId: "ord-viva-1", operation: .sale, amount: 1200, currency: "EUR",
+        params: ["clientTransactionId": "12345678901234567890123456789012", "tipAmount": 200])
 
     func connector(_ viva: VivaConfig) async -> VivaConnector {
         await VivaConnector(config: PaypipeConfig(merchants: ["default": MerchantConfig(viva)]))
     }
 
-    func forward(_ connector: VivaConnector, uri: String = seedApprovedURI, api: FakeVivaAPI, lookup: CountingLookup) async -> Result<CallbackDecision, CallbackRejection> {
+    func forward(
+        _ connector: VivaConnector, uri: String = seedApprovedURI, api: FakeVivaAPI, lookup: CountingLookup
+    ) async -> Result<CallbackDecision, CallbackRejection> {
         let body: JSONValue = ["orderId": "ord-viva-1", "uri": .string(uri)]
         do {
-            return .success(try await connector.forwardedResult(body.bytes, context: CallbackContext(orders: lookup, http: api, remoteAddress: "127.0.0.1")))
+            return .success(
+                try await connector.forwardedResult(body.bytes, context: CallbackContext(orders: lookup, http: api, remoteAddress: "127.0.0.1")))
         } catch {
             return .failure(error)
         }
@@ -217,8 +249,11 @@ func rejectionOf(_ body: () throws -> Void) -> CallbackRejection? {
 
         api.state.withLock { $0.transactions[seedTransactionId] = transaction() }
         guard case .success(let decision) = await forward(connector, api: api, lookup: lookup),
-              case .succeeded(let result)? = decision.verdict
-        else { Issue.record("expected a confirmed success"); return }
+            case .succeeded(let result)? = decision.verdict
+        else {
+            Issue.record("expected a confirmed success")
+            return
+        }
         #expect(result["confirmed"] == true)
         #expect(decision.event == "ord-viva-1|\(seedTransactionId)")
     }
@@ -233,7 +268,8 @@ func rejectionOf(_ body: () throws -> Void) -> CallbackRejection? {
 
         let accepting = await connector(VivaConfig(merchantKey: "K", appId: "A", callback: "interapp-callback", acceptUnconfirmedCallbacks: true))
         guard case .success(let decision) = await forward(accepting, api: api, lookup: lookup), case .succeeded(let result)? = decision.verdict else {
-            Issue.record("expected an unconfirmed success"); return
+            Issue.record("expected an unconfirmed success")
+            return
         }
         #expect(result["confirmed"] == false)
         #expect(api.state.withLock { $0.tokenRequests.count + $0.transactionRequests.count } == 0)

@@ -4,8 +4,9 @@ import Testing
 
 @testable import Viva
 
-/// The seed's approved response table, as the app would send it.
-let seedApprovedURI = "interapp-callback://result?status=success&message=Transaction%20successful&action=sale"
+/// The approved response table of Viva's inter-app documentation, as the app would send it.
+let seedApprovedURI =
+    "interapp-callback://result?status=success&message=Transaction%20successful&action=sale"
     + "&clientTransactionId=12345678901234567890123456789012&amount=1200&tipAmount=200&verificationMethod=CONTACTLESS"
     + "&rrn=123456833121&cardType=Debit%20Mastercard&accountNumber=537489******1831&referenceNumber=833121"
     + "&authorisationCode=690882&tid=16016684&orderCode=1091166300000136&shortOrderCode=1091166300&installments=10"
@@ -30,7 +31,10 @@ func uriError(_ uri: String, order: Order = seedOrder) -> CallbackRejection? {
 @Suite struct VivaSaleCallbackTests {
     @Test func seedApprovedResponseSucceeds() throws {
         let validation = try VivaSaleCallback.validate(uri: seedApprovedURI, order: seedOrder, config: vivaConfig)
-        guard case .succeeded(let result) = validation.verdict else { Issue.record("expected success, got \(validation.verdict)"); return }
+        guard case .succeeded(let result) = validation.verdict else {
+            Issue.record("expected success, got \(validation.verdict)")
+            return
+        }
         #expect(result["transactionId"] == "a78e045c-49c3-4743-9071-f1e0ed71810c")
         #expect(result["referenceNumber"] == "833121")
         #expect(result["authorisationCode"] == "690882")
@@ -62,16 +66,25 @@ func uriError(_ uri: String, order: Order = seedOrder) -> CallbackRejection? {
         let amount = try VivaSaleCallback.validate(uri: replacing("amount", with: "100"), order: seedOrder, config: vivaConfig)
         #expect(amount.verdict == .failed(code: "AMOUNT_MISMATCH", message: "callback amount 100 != order amount 1200"))
         let reference = try VivaSaleCallback.validate(uri: replacing("clientTransactionId", with: "other"), order: seedOrder, config: vivaConfig)
-        guard case .failed("REFERENCE_MISMATCH", _) = reference.verdict else { Issue.record("expected REFERENCE_MISMATCH"); return }
+        guard case .failed("REFERENCE_MISMATCH", _) = reference.verdict else {
+            Issue.record("expected REFERENCE_MISMATCH")
+            return
+        }
         // The tip is reported separately, not compared.
         let tip = try VivaSaleCallback.validate(uri: replacing("tipAmount", with: "0"), order: seedOrder, config: vivaConfig)
-        guard case .succeeded = tip.verdict else { Issue.record("tip must not be compared"); return }
+        guard case .succeeded = tip.verdict else {
+            Issue.record("tip must not be compared")
+            return
+        }
     }
 
     @Test func defaultReferenceIsTheOrderId() throws {
         let order = saleOrder()
         let validation = try VivaSaleCallback.validate(uri: replacing("clientTransactionId", with: "ord-viva-1"), order: order, config: vivaConfig)
-        guard case .succeeded = validation.verdict else { Issue.record("expected success"); return }
+        guard case .succeeded = validation.verdict else {
+            Issue.record("expected success")
+            return
+        }
     }
 
     @Test func unmaskedCardNumbersAreRejectedAndNeverEchoed() {
@@ -120,14 +133,16 @@ func uriError(_ uri: String, order: Order = seedOrder) -> CallbackRejection? {
         #expect(uriError(seedApprovedURI, order: order)?.code == "WRONG_CALLBACK_SCHEME")
         let uri = seedApprovedURI.replacingOccurrences(of: "interapp-callback://", with: "my-app://")
         guard case .succeeded = try VivaSaleCallback.validate(uri: uri, order: order, config: vivaConfig).verdict else {
-            Issue.record("expected success"); return
+            Issue.record("expected success")
+            return
         }
     }
 
     @Test func forwardedBody() throws {
         let body: JSONValue = ["orderId": "ord-viva-1", "uri": .string(seedApprovedURI)]
         guard case .succeeded = try VivaSaleCallback.validate(body: body, order: seedOrder, config: vivaConfig).verdict else {
-            Issue.record("expected success"); return
+            Issue.record("expected success")
+            return
         }
         #expect(throws: CallbackRejection.self) { try VivaSaleCallback.validate(body: ["orderId": "x"], order: seedOrder, config: vivaConfig) }
     }

@@ -17,17 +17,22 @@ func rejection(_ body: () throws -> Void) -> Rejection? {
 
 @Suite struct VivaSaleURLTests {
     @Test func seedRequestExample() throws {
-        // Seed: ...&action=sale&amount=1200&tipAmount=200&withInstallments=false&show_receipt=false&show_rating=true
+        // Viva's sample: ...&action=sale&amount=1200&tipAmount=200&withInstallments=false&show_receipt=false&show_rating=true
         let display = VivaSale.DisplayOptions(showReceipt: false, showRating: true, showTransactionResult: true)
-        let url = try VivaSale.url(order: saleOrder(["tipAmount": 200, "clientTransactionId": "12345678901234567890123456789012"]),
-                                   config: vivaConfig, display: display)
-        #expect(url == "vivapayclient://pay/v1?callback=interapp-callback&merchantKey=SG23323424EXS3&appId=com.vivawallet.InterAppDemo"
-            + "&action=sale&clientTransactionId=12345678901234567890123456789012&amount=1200&tipAmount=200&withInstallments=false"
-            + "&show_receipt=false&show_rating=true&show_transaction_result=true&protocol=int_default")
+        let url = try VivaSale.url(
+            order: saleOrder(["tipAmount": 200, "clientTransactionId": "12345678901234567890123456789012"]),
+            config: vivaConfig, display: display)
+        #expect(
+            url == "vivapayclient://pay/v1?callback=interapp-callback&merchantKey=SG23323424EXS3&appId=com.vivawallet.InterAppDemo"
+                + "&action=sale&clientTransactionId=12345678901234567890123456789012&amount=1200&tipAmount=200&withInstallments=false"
+                + "&show_receipt=false&show_rating=true&show_transaction_result=true&protocol=int_default")
     }
 
     @Test func seedExampleParsesLikeTheApp() throws {
-        let sale = try VivaSale(requestURL: "vivapayclient://pay/v1?callback=interapp-callback&merchantKey=SG23323424EXS3&appId=com.vivawallet.InterAppDemo&action=sale&amount=1200&tipAmount=200&withInstallments=false&show_receipt=false&show_rating=true")
+        let sale = try VivaSale(
+            requestURL:
+                "vivapayclient://pay/v1?callback=interapp-callback&merchantKey=SG23323424EXS3&appId=com.vivawallet.InterAppDemo&action=sale&amount=1200&tipAmount=200&withInstallments=false&show_receipt=false&show_rating=true"
+        )
         #expect(sale.amount == 1200 && sale.tipAmount == 200 && sale.preferredInstallments == nil)
         #expect(sale.display == VivaSale.DisplayOptions(showReceipt: false, showRating: true, showTransactionResult: true))
     }
@@ -42,12 +47,16 @@ func rejection(_ body: () throws -> Void) -> Rejection? {
 
     @Test func awkwardValuesAreEncodedAndRoundTrip() throws {
         let awkward = "a b&amount=1+x/y?#ü€😀%"
-        let order = saleOrder(amount: 4999, [
-            "clientTransactionId": .string(awkward), "tipAmount": 0, "installments": ["preferred": 3], "callback": "my.app+cb-1",
-            "isv": ["clientId": "auyf99x03.apps.vivapayments.com", "amount": 10,
+        let order = saleOrder(
+            amount: 4999,
+            [
+                "clientTransactionId": .string(awkward), "tipAmount": 0, "installments": ["preferred": 3], "callback": "my.app+cb-1",
+                "isv": [
+                    "clientId": "auyf99x03.apps.vivapayments.com", "amount": 10,
                     "sourceCode": "Default", "customerTrns": "Café & co = ok", "merchantId": "m 1", "merchantSourceCode": "src",
-                    "clientTransactionId": "isv ref"],
-        ])
+                    "clientTransactionId": "isv ref",
+                ],
+            ])
         let config = VivaConfig(merchantKey: "K&EY=1", appId: "com.example app", callback: "interapp-callback", isvClientSecret: Secret("qw=rt&y 1"))
         let sale = try VivaSale(order: order, config: config)
         let url = sale.url
@@ -73,14 +82,15 @@ func rejection(_ body: () throws -> Void) -> Rejection? {
 
     @Test(arguments: [
         ("tipAmount", JSONValue.integer(1201)), ("tipAmount", .integer(-1)), ("tipAmount", .fraction(2.5)), ("tipAmount", .string("200")),
-        ("clientTransactionId", .string("")), ("clientTransactionId", .string("a\nb")), ("clientTransactionId", .string(String(repeating: "x", count: 65))),
+        ("clientTransactionId", .string("")), ("clientTransactionId", .string("a\nb")),
+        ("clientTransactionId", .string(String(repeating: "x", count: 65))),
         ("clientTransactionId", .integer(5)),
         ("callback", .string("1app")), ("callback", .string("app://x")), ("callback", .string("a b")),
         ("installments", .integer(3)), ("installments.preferred", .integer(37)), ("installments.preferred", .integer(-1)),
         ("installments.preferred", .string("3")),
         ("isv", .string("x")), ("isv.amount", .integer(1201)), ("isv.amount", .integer(-5)), ("isv.clientId", .string("")),
         ("isv.customerTrns", .string("bad\u{7}")),
-        // null is a wrong type, never "absent" (all of these passed as absent, or were "missing", before).
+        // null is a wrong type, never "absent" or "missing".
         ("tipAmount", .null), ("callback", .null), ("clientTransactionId", .null), ("installments", .null), ("isv", .null),
         ("installments.preferred", .null), ("isv.sourceCode", .null), ("isv.merchantId", .null),
     ])
@@ -100,11 +110,12 @@ func rejection(_ body: () throws -> Void) -> Rejection? {
         #expect(error?.message.contains("params.\(field)") == true)
     }
 
-    @Test(arguments: [
-        (["installments": [:]], "params.installments.preferred"),
-        (["isv": ["amount": 10]], "params.isv.clientId"),
-        (["isv": ["clientId": "c"]], "params.isv.amount"),
-    ] as [([String: JSONValue], String)])
+    @Test(
+        arguments: [
+            (["installments": [:]], "params.installments.preferred"),
+            (["isv": ["amount": 10]], "params.isv.clientId"),
+            (["isv": ["clientId": "c"]], "params.isv.amount"),
+        ] as [([String: JSONValue], String)])
     func requiredCompanionsAreNamed(_ params: [String: JSONValue], _ field: String) {
         let error = rejection { _ = try VivaSale(order: saleOrder(params), config: vivaConfig) }
         #expect(error?.code == .missingParam)
@@ -125,20 +136,28 @@ func rejection(_ body: () throws -> Void) -> Rejection? {
         #expect(message(["clientTransactionId": ""]) == "params.clientTransactionId must be 1-64 characters without control characters")
         #expect(message(["tipAmount": "200"]) == "params.tipAmount must be an integer, got a string")
         #expect(message(["installments": ["preferred": .null]]) == "params.installments.preferred must be an integer, got null")
-        #expect(message(["installments": ["preferred": 2, "max": 3]]) == "params.installments.max is not a field of params.installments (allowed: preferred)")
-        #expect(message(["tipamount": 5]) == "params.tipamount is not a parameter of viva sale (allowed: callback, clientTransactionId, installments, isv, tipAmount)")
+        #expect(
+            message(["installments": ["preferred": 2, "max": 3]])
+                == "params.installments.max is not a field of params.installments (allowed: preferred)")
+        #expect(
+            message(["tipamount": 5])
+                == "params.tipamount is not a parameter of viva sale (allowed: callback, clientTransactionId, installments, isv, tipAmount)")
     }
 
     @Test func unknownParamsAndKeysAreRejected() {
         #expect(rejection { _ = try VivaSale(order: saleOrder(["tipamount": 5]), config: vivaConfig) }?.field == "params.tipamount")
-        #expect(rejection { _ = try VivaSale(order: saleOrder(["installments": ["preferred": 2, "max": 3]]), config: vivaConfig) }?.field
-            == "params.installments.max")
-        #expect(rejection { _ = try VivaSale(order: saleOrder(["isv": ["clientId": "c", "amount": 1, "secret": "x"]]), config: vivaConfig) }?.code
-            == .unknownField)
+        #expect(
+            rejection { _ = try VivaSale(order: saleOrder(["installments": ["preferred": 2, "max": 3]]), config: vivaConfig) }?.field
+                == "params.installments.max")
+        #expect(
+            rejection { _ = try VivaSale(order: saleOrder(["isv": ["clientId": "c", "amount": 1, "secret": "x"]]), config: vivaConfig) }?.code
+                == .unknownField)
     }
 
     @Test func isvSecretComesFromTheConfigOnly() {
-        let fromOrder = rejection { _ = try VivaSale(order: saleOrder(["isv": ["clientId": "c", "amount": 1, "clientSecret": "s"]]), config: vivaConfig) }
+        let fromOrder = rejection {
+            _ = try VivaSale(order: saleOrder(["isv": ["clientId": "c", "amount": 1, "clientSecret": "s"]]), config: vivaConfig)
+        }
         #expect(fromOrder?.code == .unknownField)
         #expect(fromOrder?.field == "params.isv.clientSecret")
         #expect(fromOrder?.message.contains("viva.isvClientSecret") == true)
@@ -163,9 +182,18 @@ func rejection(_ body: () throws -> Void) -> Rejection? {
         ("vivapayclient://pay/v1?callback=cb&merchantKey=k&appId=a&action=sale&amount=0", "INVALID_FIELD", "amount"),
         ("vivapayclient://pay/v1?callback=cb&merchantKey=k&appId=a&action=sale&amount=12.00", "INVALID_FIELD", "amount"),
         ("vivapayclient://pay/v1?callback=cb&merchantKey=k&appId=a&action=sale&amount=100&tipAmount=101", "INVALID_FIELD", "tipAmount"),
-        ("vivapayclient://pay/v1?callback=cb&merchantKey=k&appId=a&action=sale&amount=100&withInstallments=true", "MISSING_FIELD", "preferredInstallments"),
-        ("vivapayclient://pay/v1?callback=cb&merchantKey=k&appId=a&action=sale&amount=100&ISV_clientId=c&ISV_amount=1", "MISSING_FIELD", "ISV_clientSecret"),
-        ("vivapayclient://pay/v1?callback=cb&merchantKey=k&appId=a&action=sale&amount=100&ISV_clientId=c&ISV_clientSecret=s", "MISSING_FIELD", "ISV_amount"),
+        (
+            "vivapayclient://pay/v1?callback=cb&merchantKey=k&appId=a&action=sale&amount=100&withInstallments=true", "MISSING_FIELD",
+            "preferredInstallments"
+        ),
+        (
+            "vivapayclient://pay/v1?callback=cb&merchantKey=k&appId=a&action=sale&amount=100&ISV_clientId=c&ISV_amount=1", "MISSING_FIELD",
+            "ISV_clientSecret"
+        ),
+        (
+            "vivapayclient://pay/v1?callback=cb&merchantKey=k&appId=a&action=sale&amount=100&ISV_clientId=c&ISV_clientSecret=s", "MISSING_FIELD",
+            "ISV_amount"
+        ),
         ("vivapayclient://pay/v1?callback=cb&merchantKey=&appId=a&action=sale&amount=100", "MISSING_FIELD", "merchantKey"),
         ("vivapayclient://pay/v1?callback=cb&merchantKey=k&appId=a&action=refund&amount=100", "WRONG_ACTION", "action"),
         ("vivapayclient://pay/v1?callback=cb&merchantKey=k&appId=a&action=sale&amount=100&amount=1", "DUPLICATE_PARAMETER", "amount"),

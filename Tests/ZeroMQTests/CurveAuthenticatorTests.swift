@@ -11,13 +11,14 @@ struct CurveAuthenticatorTests {
     /// round trip can take seconds on a loaded machine), short for one that must be refused.
     /// On a thread of its own, not the cooperative pool: the server's echo task needs a pool
     /// thread, and with this one blocked, other suites' blocking calls could hold the rest for
-    /// longer than the timeout (this test once saw no reply in 15 s in a full parallel run).
+    /// longer than the timeout in a full parallel run.
     static func request(
         _ context: ZMQContext, _ endpoint: String, curve: ZMQCurve?, _ text: String, timeoutMilliseconds: Int32 = 1000
     ) async throws -> ZMQMessage? {
         try await withCheckedThrowingContinuation { continuation in
             Thread.detachNewThread {
-                continuation.resume(with: Result { try blockingRequest(context, endpoint, curve: curve, text, timeoutMilliseconds: timeoutMilliseconds) })
+                continuation.resume(
+                    with: Result { try blockingRequest(context, endpoint, curve: curve, text, timeoutMilliseconds: timeoutMilliseconds) })
             }
         }
     }
@@ -109,14 +110,20 @@ struct CurveAuthenticatorTests {
         let z85 = ZMQCurveKeyPairEncoding.z85(key)
         let policy = ZMQCurveAuthenticator.Policy(users: [z85: "signer"], domains: ["results": ["signer"]])
         func request(domain: String, mechanism: String = "CURVE", credentials: [[UInt8]] = [key]) -> ZMQMessage {
-            ZMQMessage(frames: [Array("1.0".utf8), Array("42".utf8), Array(domain.utf8), Array("127.0.0.1".utf8), [], Array(mechanism.utf8)] + credentials)
+            ZMQMessage(
+                frames: [Array("1.0".utf8), Array("42".utf8), Array(domain.utf8), Array("127.0.0.1".utf8), [], Array(mechanism.utf8)] + credentials)
         }
         let ok = ZMQCurveAuthenticator.reply(to: request(domain: "results"), policy: policy)
         #expect(ok.frames.count == 6)
         #expect(ok.frames.map { String(decoding: $0, as: UTF8.self) } == ["1.0", "42", "200", "OK", "signer", ""])
         #expect(String(decoding: ZMQCurveAuthenticator.reply(to: request(domain: "ledgerRPC"), policy: policy).frames[2], as: UTF8.self) == "400")
-        #expect(String(decoding: ZMQCurveAuthenticator.reply(to: request(domain: "results", mechanism: "NULL", credentials: []), policy: policy).frames[2], as: UTF8.self) == "400")
-        #expect(String(decoding: ZMQCurveAuthenticator.reply(to: ZMQMessage(frames: [Array("2.0".utf8)]), policy: policy).frames[2], as: UTF8.self) == "500")
+        #expect(
+            String(
+                decoding: ZMQCurveAuthenticator.reply(to: request(domain: "results", mechanism: "NULL", credentials: []), policy: policy).frames[2],
+                as: UTF8.self) == "400")
+        #expect(
+            String(decoding: ZMQCurveAuthenticator.reply(to: ZMQMessage(frames: [Array("2.0".utf8)]), policy: policy).frames[2], as: UTF8.self)
+                == "500")
     }
 
     /// A raw TCP proxy between a PUSH client and a PULL server records every byte on the wire: a
@@ -127,8 +134,10 @@ struct CurveAuthenticatorTests {
         let context = try ZMQContext()
         let server = try ZMQCurveKeyPair.generate()
         let client = try ZMQCurveKeyPair.generate()
-        let authenticator = curve
-            ? try ZMQCurveAuthenticator(context: context, policy: .init(users: [client.publicKey: "submitter"], domains: ["signedOut": ["submitter"]]))
+        let authenticator =
+            curve
+            ? try ZMQCurveAuthenticator(
+                context: context, policy: .init(users: [client.publicKey: "submitter"], domains: ["signedOut": ["submitter"]]))
             : nil
         var serverOptions = ZMQSocketOptions()
         var clientOptions = ZMQSocketOptions()

@@ -56,7 +56,7 @@ struct ReceiverTimeoutTests {
         let sender = try ZMQSender(socket: push)
         let total = 3000
         // Generous: what is tested is that nothing is lost, and in a full parallel run other
-        // suites' blocking calls can hold the cooperative pool for seconds (20 s once fell short).
+        // suites' blocking calls can hold the cooperative pool for seconds.
         let clock = ContinuousClock(), deadline = clock.now + .seconds(90)
         // Halfway, the sender waits for a receive to time out, so that timeouts happen between
         // arrivals however loaded the machine is (a busy machine otherwise always has data waiting).

@@ -1,5 +1,5 @@
-import BenchSupport
 import ArgumentParser
+import BenchSupport
 import Dispatch
 import Foundation
 
@@ -47,7 +47,9 @@ struct PaypipeBench: ParsableCommand {
 
     func validate() throws {
         guard orders > 0, (w2Orders ?? 1) > 0, (w3Orders ?? 1) > 0 else { throw ValidationError("order counts must be positive") }
-        guard signers > 0, submitters > 0, concurrency > 0 else { throw ValidationError("--signers, --submitters and --concurrency must be positive") }
+        guard signers > 0, submitters > 0, concurrency > 0 else {
+            throw ValidationError("--signers, --submitters and --concurrency must be positive")
+        }
         guard rate.map({ $0 > 0 }) ?? true, w1Rate > 0 else { throw ValidationError("--rate and --w1-rate must be positive") }
         guard (0...19).contains(workerNice) else { throw ValidationError("--worker-nice must be 0 to 19") }
         guard warmup >= 0, drainTimeout > 0, maxSeconds > 0 else { throw ValidationError("--warmup, --drain-timeout, --max-seconds out of range") }
@@ -56,13 +58,17 @@ struct PaypipeBench: ParsableCommand {
 
     func scaleList() throws -> [Int] {
         let copies = scaleCopies.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
-        guard !copies.isEmpty, copies.allSatisfy({ ($0 ?? 0) > 0 }) else { throw ValidationError("--scale-copies: positive integers, comma separated") }
+        guard !copies.isEmpty, copies.allSatisfy({ ($0 ?? 0) > 0 }) else {
+            throw ValidationError("--scale-copies: positive integers, comma separated")
+        }
         return copies.map { $0! }
     }
 
     func scenarioList() throws -> [ScenarioSpec] {
         var list: [ScenarioSpec] = []
-        func spec(_ name: String, _ workload: Workload, _ series: String, submitters: Int, orders: Int, latency: Int = 0, rate: Double? = rate)
+        func spec(
+            _ name: String, _ workload: Workload, _ series: String, submitters: Int, orders: Int, latency: Int = 0, rate: Double? = rate
+        )
             -> ScenarioSpec
         {
             ScenarioSpec(
@@ -91,7 +97,9 @@ struct PaypipeBench: ParsableCommand {
         installSignalHandlers()
         let specs = try scenarioList()
         let templates = try loadExampleTemplates(path: examples)
-        let binDirectory = binDir ?? URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0])
+        let binDirectory =
+            binDir
+            ?? URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0])
             .deletingLastPathComponent().path
         let stamp = { () -> String in
             let f = DateFormatter()
@@ -112,10 +120,14 @@ struct PaypipeBench: ParsableCommand {
             sandboxArguments: sandboxArgs.split(separator: " ").map(String.init), workerNice: workerNice)
         var results: [ScenarioResult] = []
         for spec in specs {
-            log("[\(spec.name)] \(spec.orders) orders, \(spec.submitters) submitter(s), \(spec.signers) signer(s)\(spec.rate.map { " at \(Int($0)) orders/s" } ?? ", full speed")")
+            log(
+                "[\(spec.name)] \(spec.orders) orders, \(spec.submitters) submitter(s), \(spec.signers) signer(s)\(spec.rate.map { " at \(Int($0)) orders/s" } ?? ", full speed")"
+            )
             let result = runScenario(spec, allTemplates: templates, settings: settings)
             results.append(result)
-            log("[\(spec.name)] \(Int(result.ordersPerSecond)) orders/s, p50 \(result.latency.map { fmt($0.p50Ms) } ?? "-") ms, missing \(result.missing)\(result.error.map { ", error: \($0)" } ?? "")")
+            log(
+                "[\(spec.name)] \(Int(result.ordersPerSecond)) orders/s, p50 \(result.latency.map { fmt($0.p50Ms) } ?? "-") ms, missing \(result.missing)\(result.error.map { ", error: \($0)" } ?? "")"
+            )
         }
 
         let run = RunResult(
@@ -127,7 +139,11 @@ struct PaypipeBench: ParsableCommand {
         print("results: \(outDirectory)/ (results.json, summary.md, throughput.svg, latency.svg)")
         let failed = results.filter { $0.error != nil || $0.missing > 0 }
         if !failed.isEmpty {
-            for r in failed { log("[\(r.spec.name)] FAILED: missing \(r.missing)\(r.missingSample.isEmpty ? "" : " (first: \(r.missingSample.prefix(5).joined(separator: ", ")))")\(r.error.map { "; \($0)" } ?? "")") }
+            for r in failed {
+                log(
+                    "[\(r.spec.name)] FAILED: missing \(r.missing)\(r.missingSample.isEmpty ? "" : " (first: \(r.missingSample.prefix(5).joined(separator: ", ")))")\(r.error.map { "; \($0)" } ?? "")"
+                )
+            }
             throw ExitCode(1)
         }
     }

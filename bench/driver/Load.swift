@@ -4,7 +4,7 @@ import Histogram
 import Synchronization
 import ZeroMQ
 
-/// Outcome statuses of PROTOCOL.md §2, plus anything else.
+/// The contract's outcome statuses, plus anything else.
 let statusNames = ["accepted", "pending", "succeeded", "failed", "rejected", "unknown", "other"]
 
 /// The bookkeeping of one batch of orders (a probe, the warm-up or the measured run). Order
@@ -287,8 +287,9 @@ func appendDecimal(_ value: Int, to buffer: inout [UInt8]) {
         buffer.append(48)
         return
     }
-    var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-        (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+    var digits:
+        (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
     var n = value
     var count = 0
     withUnsafeMutableBytes(of: &digits) { d in

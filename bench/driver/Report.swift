@@ -59,7 +59,8 @@ func summaryTable(_ run: RunResult) -> String {
             "| \(r.spec.name)\(r.error == nil ? "" : " (error)") | \(r.spec.submitters)/\(r.spec.signers) | \(r.orders) | \(fmt(r.ordersPerSecond, 0)) | "
                 + "\(l.map { fmt($0.p50Ms) } ?? "-") | \(l.map { fmt($0.p90Ms) } ?? "-") | \(l.map { fmt($0.p99Ms) } ?? "-") | \(l.map { fmt($0.maxMs) } ?? "-") | "
                 + "\(cpu(r, "ledger")) | \(cpu(r, "signer")) | \(cpu(r, "submitter")) | \(cpu(r, "sandbox")) | \(fmt(r.pipelineCPUSecondsPer1000Orders, 3)) | "
-                + "\(rss(r, "ledger")) | \(rss(r, "signer")) | \(rss(r, "submitter")) | \(rss(r, "sandbox")) | \(r.missing) | \(r.steadyOrdersPerSecond.map { fmt($0, 0) } ?? "-") |")
+                + "\(rss(r, "ledger")) | \(rss(r, "signer")) | \(rss(r, "submitter")) | \(rss(r, "sandbox")) | \(r.missing) | \(r.steadyOrdersPerSecond.map { fmt($0, 0) } ?? "-") |"
+        )
     }
     return lines.joined(separator: "\n")
 }
@@ -80,20 +81,25 @@ func summaryMarkdown(_ run: RunResult) -> String {
 
         """
     text += summaryTable(run) + "\n\n"
-    text += "| scenario | first-outcome statuses | duplicates | window s | send s | driver CPU s | machine busy | other load |\n|---|---|--:|--:|--:|--:|--:|--:|\n"
+    text +=
+        "| scenario | first-outcome statuses | duplicates | window s | send s | driver CPU s | machine busy | other load |\n|---|---|--:|--:|--:|--:|--:|--:|\n"
     for r in run.scenarios {
         let statuses = r.statusCounts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
-        text += "| \(r.spec.name) | \(statuses) | \(r.duplicates) | \(fmt(r.windowSeconds, 2)) | \(fmt(r.sendSeconds, 2)) | \(fmt(r.driverCPUSeconds, 2)) | \(r.machineBusyFraction.map { "\(fmt($0 * 100, 0)) %" } ?? "-") | \(r.otherLoadFraction.map { "\(fmt($0 * 100, 0)) %" } ?? "-") |\n"
+        text +=
+            "| \(r.spec.name) | \(statuses) | \(r.duplicates) | \(fmt(r.windowSeconds, 2)) | \(fmt(r.sendSeconds, 2)) | \(fmt(r.driverCPUSeconds, 2)) | \(r.machineBusyFraction.map { "\(fmt($0 * 100, 0)) %" } ?? "-") | \(r.otherLoadFraction.map { "\(fmt($0 * 100, 0)) %" } ?? "-") |\n"
     }
     for r in run.scenarios where !r.templates.isEmpty {
         text += "\n\(r.spec.name) order types (probe: one order each before the run; those the sandbox refuses are skipped):\n\n"
         for t in r.templates {
-            let counts = r.perTemplateStatusCounts[t.template].map { c in c.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") } ?? ""
+            let counts =
+                r.perTemplateStatusCounts[t.template].map { c in c.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+                } ?? ""
             text += "- `\(t.template)`: " + (t.used ? "used (\(counts))" : "skipped, \(t.reason ?? t.probeStatus)") + "\n"
         }
     }
     for r in run.scenarios where r.error != nil || r.missing > 0 {
-        text += "\n**\(r.spec.name)**: \(r.error ?? "") missing \(r.missing)\(r.missingSample.isEmpty ? "" : ", first: \(r.missingSample.prefix(5).joined(separator: ", "))")\n"
+        text +=
+            "\n**\(r.spec.name)**: \(r.error ?? "") missing \(r.missing)\(r.missingSample.isEmpty ? "" : ", first: \(r.missingSample.prefix(5).joined(separator: ", "))")\n"
     }
     text += "\nCharts: [throughput.svg](throughput.svg), [latency.svg](latency.svg). Every figure: results.json.\n"
     return text

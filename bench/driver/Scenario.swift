@@ -115,7 +115,8 @@ struct ScenarioResult: Codable, Sendable {
     /// Fraction of the whole machine's CPU time that was busy during the measured window.
     var machineBusyFraction: Double?
     /// Machine CPU seconds in the window not used by the pipeline or the driver (other work on a
-    /// shared machine), as a fraction of the machine's capacity: above a few % the run was disturbed.
+    /// shared machine), as a fraction of the machine's capacity: more than a small share means the
+    /// run was disturbed.
     var otherLoadFraction: Double?
     var logDirectory: String
 }
@@ -266,7 +267,8 @@ func runScenario(_ spec: ScenarioSpec, allTemplates: [OrderTemplate], settings: 
         result.latency = LatencyFigures(tally.histogram)
         for (index, child) in children.enumerated() {
             result.processes.append(
-                ProcessFigures(role: child.role, name: child.name, pid: child.pid, cpuSeconds: max(0, after[index] - before[index]), peakRSSKiB: peaks[index]))
+                ProcessFigures(
+                    role: child.role, name: child.name, pid: child.pid, cpuSeconds: max(0, after[index] - before[index]), peakRSSKiB: peaks[index]))
         }
         let perThousand = { (seconds: Double) in settled > 0 ? seconds / Double(settled) * 1000 : 0 }
         for role in roleOrder {

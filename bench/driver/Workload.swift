@@ -64,7 +64,7 @@ func phonePeTemplate(_ templates: [OrderTemplate]) throws -> OrderTemplate {
 /// What one scenario's pipeline listens on besides the ledger: the sandbox and the callback
 /// validator, on free ports picked here. The ledger binds on ports the kernel picks (`*`), read
 /// back from its ready line (`LedgerAddresses`): ports picked here in advance could be taken in
-/// the meantime, as the ledger's own metrics port once was ("Address already in use").
+/// the meantime ("Address already in use").
 struct BenchEndpoints: Codable, Sendable {
     var callbacks: String
     var sandboxPort: Int

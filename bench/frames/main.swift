@@ -1,7 +1,7 @@
 // What each stage spends on one W1 order's frames, outside the sockets and the store: the
 // ledger's intake and result decoding, the signer's dispatch decoding and signing, the
 // submitter's work decoding, its HTTP exchange's framing (its own, and NIO's HTTP/1.1 codec
-// that it replaced, for comparison) and its outcome. Timings here move with the machine; counted
+// for comparison) and its outcome. Timings here move with the machine; counted
 // instructions do not, so compare builds under callgrind (valgrind 3.19 cannot read the
 // release build's debug info, hence the stripped copy):
 //
@@ -29,7 +29,9 @@ func measure(_ label: String, _ body: (Int) -> Int) {
 }
 
 // The W1 order, as bench/driver sends it (examples/orders.jsonl's PhonePe authInit).
-let intake = Array(#"{"v":1,"orderId":"w1-0000012345","provider":"phonepe","operation":"authInit","amount":39900,"currency":"INR","params":{"merchantUserId":"U123456","subscriptionId":"OMS2006110139450123456789"}}"#.utf8)
+let intake = Array(
+    #"{"v":1,"orderId":"w1-0000012345","provider":"phonepe","operation":"authInit","amount":39900,"currency":"INR","params":{"merchantUserId":"U123456","subscriptionId":"OMS2006110139450123456789"}}"#
+        .utf8)
 let config = try PaypipeConfig.parse(Array(DemoConfig.text(sandboxURL: "http://127.0.0.1:18081").utf8))
 let registry = waitingFor { await StandardConnectors.registry(config: config) }
 let catalog = registry.catalog
@@ -58,7 +60,7 @@ func ledgerDecodesIntake(_ n: Int) -> Int {
     return total
 }
 
-/// The ledger stores the order as upstream sent it (it wrote it anew before 2026-11-25: 8.5k instructions).
+/// The ledger stores the order as upstream sent it, without writing it anew.
 func ledgerKeepsOrder(_ n: Int) -> Int {
     var total = 0
     for _ in 0..<n { total &+= String(decoding: intake, as: UTF8.self).utf8.count }
@@ -102,9 +104,10 @@ func ledgerDecodesResult(_ n: Int) -> Int {
 // The W1 exchange on the wire: the signed request written, and nginx's answer (the echo module
 // answers chunked) read back.
 let target = Target(url: work.request.url)!
-let nginxAnswer = ByteBuffer(string: "HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Tue, 24 Nov 2026 14:37:50 GMT\r\n"
-    + "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n"
-    + "65\r\n{\"success\":true,\"code\":\"SUCCESS\",\"data\":{\"redirectType\":\"INTENT\",\"redirectURL\":\"ppe://mandate?x=1\"}}\n\r\n0\r\n\r\n")
+let nginxAnswer = ByteBuffer(
+    string: "HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Tue, 24 Nov 2026 14:37:50 GMT\r\n"
+        + "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n"
+        + "65\r\n{\"success\":true,\"code\":\"SUCCESS\",\"data\":{\"redirectType\":\"INTENT\",\"redirectURL\":\"ppe://mandate?x=1\"}}\n\r\n0\r\n\r\n")
 
 func submitterFramesExchange(_ n: Int) -> Int {
     var total = 0
@@ -117,7 +120,7 @@ func submitterFramesExchange(_ n: Int) -> Int {
     return total
 }
 
-/// The same exchange through NIO's codec as the client drove it before `HTTP1Wire`: three parts
+/// The same exchange through NIO's codec, as a client without `HTTP1Wire` drives it: three parts
 /// written through the encoder and the header validator, three read from the decoder, headers
 /// copied out.
 let codec = EmbeddedChannel()

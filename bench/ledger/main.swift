@@ -24,12 +24,13 @@ func seconds(_ duration: Duration) -> Double {
 }
 
 func order(_ id: String) -> [UInt8] {
-    Array(#"{"v":1,"orderId":"\#(id)","provider":"phonepe","operation":"authInit","amount":39900,"currency":"INR","params":{"merchantUserId":"U-\#(id)","subscriptionId":"SUB-\#(id)"}}"#.utf8)
+    Array(
+        #"{"v":1,"orderId":"\#(id)","provider":"phonepe","operation":"authInit","amount":39900,"currency":"INR","params":{"merchantUserId":"U-\#(id)","subscriptionId":"SUB-\#(id)"}}"#
+            .utf8)
 }
 
 /// Terminal orders as months of traffic leave them, written straight into the store in one
-/// transaction (the ledger's triggers give them end times, as for real orders; the ledger counts
-/// the orders in flight when it opens the store).
+/// transaction; the ledger counts the orders in flight when it opens the store.
 func prefill(_ path: String, count: Int) throws {
     var db: OpaquePointer?
     defer { sqlite3_close(db) }
@@ -57,7 +58,8 @@ func startLedger(_ store: String, config: String, name: String) throws -> (Child
         role: "ledger", name: name, executable: binaries.appendingPathComponent("paypipe-ledger").path,
         arguments: ["--config", config, "--store", store], environment: childEnvironment(logLevel: "error"), logDirectory: directory.path)
     try waitForMarker(child, "paypipe-ledger ready", timeout: 120)
-    let line = (try String(contentsOfFile: child.stdoutPath, encoding: .utf8)).split(separator: "\n").first { $0.contains("paypipe-ledger ready") } ?? ""
+    let line =
+        (try String(contentsOfFile: child.stdoutPath, encoding: .utf8)).split(separator: "\n").first { $0.contains("paypipe-ledger ready") } ?? ""
     var endpoints: [String: String] = [:]
     for part in line.split(separator: " ").dropFirst(2) {
         let pair = part.split(separator: "=", maxSplits: 1)
@@ -109,16 +111,31 @@ func measure(stored: Int) async throws -> Run {
         let clock = ContinuousClock(), began = clock.now
         try prefill(store, count: stored)
         let filled = clock.now
-        // The fill skipped fsync: its gigabytes of dirty pages go to disk now, not during the
+        // The fill skipped fsync: its dirty pages go to disk now, not during the
         // first fsync of the measured run.
         sync()
-        print(String(format: "pre-filled %d terminal orders in %.1f s, flushed to disk in %.1f s", stored, seconds(filled - began), seconds(clock.now - filled)))
+        print(
+            String(
+                format: "pre-filled %d terminal orders in %.1f s, flushed to disk in %.1f s", stored, seconds(filled - began),
+                seconds(clock.now - filled)))
     }
     let (ledger, endpoints) = try startLedger(store, config: configPath, name: "ledger-\(stored)")
     let context = try ZMQContext()
-    let push = try context.socket(.push, options: { var o = ZMQSocketOptions(); o.sendHighWaterMark = 100_000; return o }())
+    let push = try context.socket(
+        .push,
+        options: {
+            var o = ZMQSocketOptions()
+            o.sendHighWaterMark = 100_000
+            return o
+        }())
     try push.connect(endpoints["intake"]!)
-    let pull = try context.socket(.pull, options: { var o = ZMQSocketOptions(); o.receiveHighWaterMark = 100_000; return o }())
+    let pull = try context.socket(
+        .pull,
+        options: {
+            var o = ZMQSocketOptions()
+            o.receiveHighWaterMark = 100_000
+            return o
+        }())
     try pull.connect(endpoints["signQueue"]!)
     let intake = try ZMQSender(socket: push)
     let signQueue = try ZMQReceiver(socket: pull)
@@ -135,7 +152,9 @@ func measure(stored: Int) async throws -> Run {
 }
 
 do {
-    print("nproc: \(ProcessInfo.processInfo.activeProcessorCount); \(orders) orders (after \(warmup) warm-up orders), intake to dispatch, one paypipe-ledger")
+    print(
+        "nproc: \(ProcessInfo.processInfo.activeProcessorCount); \(orders) orders (after \(warmup) warm-up orders), intake to dispatch, one paypipe-ledger"
+    )
     let empty = try await measure(stored: 0)
     let full = try await measure(stored: history)
     print("")

@@ -71,7 +71,13 @@ func start(_ name: String, _ arguments: [String], waitFor marker: String?) throw
 
 // This process is the ledger: it binds the poll queue, the results and the RPC endpoint.
 let context = try ZMQContext()
-let pollSocket = try context.socket(.push, options: { var o = ZMQSocketOptions(); o.sendHighWaterMark = 200_000; return o }())
+let pollSocket = try context.socket(
+    .push,
+    options: {
+        var o = ZMQSocketOptions()
+        o.sendHighWaterMark = 200_000
+        return o
+    }())
 let pollEndpoint = try pollSocket.bind("tcp://127.0.0.1:*")
 let resultsSocket = try context.socket(.pull)
 let resultsEndpoint = try resultsSocket.bind("tcp://127.0.0.1:*")
@@ -98,10 +104,13 @@ let config = DemoConfig.text(
 try config.write(toFile: configPath, atomically: true, encoding: .utf8)
 do {
     if providerURL == nil {
-        _ = try start("paypipe-sandbox", ["--config", configPath, "--port", String(sandboxPort), "--cleeng-grant-after-ms=-1", "--log-level", "error"], waitFor: "listening")
+        _ = try start(
+            "paypipe-sandbox", ["--config", configPath, "--port", String(sandboxPort), "--cleeng-grant-after-ms=-1", "--log-level", "error"],
+            waitFor: "listening")
     }
     let pollers = try metricsPorts.map { port in
-        try start("paypipe-cleeng-poller", ["--config", configPath, "--metrics", "127.0.0.1:\(port)", "--concurrency", String(concurrency)], waitFor: nil)
+        try start(
+            "paypipe-cleeng-poller", ["--config", configPath, "--metrics", "127.0.0.1:\(port)", "--concurrency", String(concurrency)], waitFor: nil)
     }
     /// Every poller's metrics: counts summed, worst drift the largest.
     func metrics() -> [String] { metricsPorts.map { httpGet(port: $0, path: "/metrics") } }
@@ -111,16 +120,22 @@ do {
     func cpu() -> Double { pollers.reduce(0) { $0 + (cpuSeconds($1.pid) ?? 0) } }
     try await Task.sleep(for: .seconds(1))
 
-    print("nproc: \(ProcessInfo.processInfo.activeProcessorCount); pollers: \(pollerCount); receipts: \(receipts) (\(spread == 1 ? "accepted evenly over one interval" : "all accepted at once")); interval \(intervalMs) ms, give up \(giveUpMs) ms")
+    print(
+        "nproc: \(ProcessInfo.processInfo.activeProcessorCount); pollers: \(pollerCount); receipts: \(receipts) (\(spread == 1 ? "accepted evenly over one interval" : "all accepted at once")); interval \(intervalMs) ms, give up \(giveUpMs) ms"
+    )
     let clock = ContinuousClock(), began = clock.now
     let acceptedAt = Timestamp.nowMilliseconds()
     for n in 0..<receipts {
-        let order = #"{"v":1,"orderId":"pb-\#(n)","merchant":"default","provider":"cleeng","operation":"appleReceipt","params":{"customerToken":"tok-\#(n)","offerId":"S123456789_US","receiptData":"ZGVtbw==","transactionId":"\#(1_000_000_000_000_000 + n)"}}"#
+        let order =
+            #"{"v":1,"orderId":"pb-\#(n)","merchant":"default","provider":"cleeng","operation":"appleReceipt","params":{"customerToken":"tok-\#(n)","offerId":"S123456789_US","receiptData":"ZGVtbw==","transactionId":"\#(1_000_000_000_000_000 + n)"}}"#
         let accepted = acceptedAt + (spread == 1 ? Int64(n) * Int64(intervalMs) / Int64(receipts) : 0)
-        // The ledger's own frame: a hand-written one went stale when dispatches gained a purpose.
+        // The ledger's own frame: a hand-written one would go stale as dispatch frames change.
         try await polls.send(DispatchFrame.encode(orderJSON: order, acceptedAt: accepted))
     }
-    print(String(format: "queued %d receipts in %.2f s", receipts, Double((clock.now - began).components.attoseconds) / 1e18 + Double((clock.now - began).components.seconds)))
+    print(
+        String(
+            format: "queued %d receipts in %.2f s", receipts,
+            Double((clock.now - began).components.attoseconds) / 1e18 + Double((clock.now - began).components.seconds)))
 
     var ended = 0
     var statuses: [String: Int] = [:]
@@ -133,15 +148,19 @@ do {
         for message in batch ?? [] {
             let status = (try? JSONValue.parse(message.body))?["status"]?.stringValue ?? "unreadable"
             statuses[status, default: 0] += 1
-            if status != "failed", statuses[status] == 1 { print("first \(status) outcome: \(String(decoding: message.body.prefix(400), as: UTF8.self))") }
+            if status != "failed", statuses[status] == 1 {
+                print("first \(status) outcome: \(String(decoding: message.body.prefix(400), as: UTF8.self))")
+            }
         }
         if clock.now - lastReport >= .seconds(5) {
             lastReport = clock.now
             let texts = metrics()
-            print(String(format: "t=%5.1f s  polls=%8.0f  holding=%6.0f  ended=%6d  maxDrift=%6.0f ms  rss=%d MiB",
-                         Double((clock.now - began).components.seconds), sum(texts, "paypipe_cleeng_polls_total"),
-                         sum(texts, "paypipe_cleeng_receipts_polling"), ended, worst(texts, "paypipe_cleeng_poll_drift_max_ms"),
-                         peakRSS() / 1024))
+            print(
+                String(
+                    format: "t=%5.1f s  polls=%8.0f  holding=%6.0f  ended=%6d  maxDrift=%6.0f ms  rss=%d MiB",
+                    Double((clock.now - began).components.seconds), sum(texts, "paypipe_cleeng_polls_total"),
+                    sum(texts, "paypipe_cleeng_receipts_polling"), ended, worst(texts, "paypipe_cleeng_poll_drift_max_ms"),
+                    peakRSS() / 1024))
         }
     }
     let elapsed = clock.now - began
@@ -154,12 +173,20 @@ do {
     print("")
     print("| pollers | receipts | ended | polls | polls/s | pollers' peak RSS | worst drift | pollers' CPU | CPU per poll |")
     print("|---|---|---|---|---|---|---|---|---|")
-    print(String(format: "| %d | %d | %d | %.0f | %.0f | %d MiB | %.0f ms | %.1f s | %.0f µs |", pollerCount, receipts, ended, pollCount, pollCount / seconds,
-                 rss / 1024, drift, cpuUsed, 1e6 * cpuUsed / max(pollCount, 1)))
+    print(
+        String(
+            format: "| %d | %d | %d | %.0f | %.0f | %d MiB | %.0f ms | %.1f s | %.0f µs |", pollerCount, receipts, ended, pollCount,
+            pollCount / seconds,
+            rss / 1024, drift, cpuUsed, 1e6 * cpuUsed / max(pollCount, 1)))
     let onTime = sum(texts, #"paypipe_cleeng_poll_drift_seconds_bucket{le="0.1"}"#)
     let late = sum(texts, #"paypipe_cleeng_poll_drift_seconds_bucket{le="1.0"}"#)
-    print(String(format: "polls within 100 ms of their slot: %.2f %%; within 1 s: %.2f %%", 100 * onTime / max(pollCount, 1), 100 * late / max(pollCount, 1)))
-    print("pollers say: \(texts.flatMap { $0.split(separator: "\n").filter { $0.hasPrefix("paypipe_cleeng_outcomes_total") } }.joined(separator: "; "))")
+    print(
+        String(
+            format: "polls within 100 ms of their slot: %.2f %%; within 1 s: %.2f %%", 100 * onTime / max(pollCount, 1),
+            100 * late / max(pollCount, 1)))
+    print(
+        "pollers say: \(texts.flatMap { $0.split(separator: "\n").filter { $0.hasPrefix("paypipe_cleeng_outcomes_total") } }.joined(separator: "; "))"
+    )
     print("outcomes by status: \(statuses.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))")
     if ended < receipts { print("MISSING: \(receipts - ended) receipts did not end") }
     // Every receipt must be polled to its deadline: anything but `failed` means the bench measured nothing.

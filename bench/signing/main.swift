@@ -34,7 +34,10 @@ measure("Trust Payments JWT (order params → validated → signed)") { n in
 }
 
 let checksum = PhonePeChecksum(saltKey: Secret("099eb0cd-02cf-4e2a-8aca-3e6c6aff0399"), saltIndex: "1")
-let payload = Data(#"{"merchantId":"MERCHANTUAT","merchantUserId":"U123","subscriptionId":"OMS2006110139450123456789","authRequestId":"TX123456789","amount":39900,"paymentInstrument":{"type":"UPI_INTENT","targetApp":"com.phonepe.app"},"deviceContext":{"deviceOS":"IOS"}}"#.utf8).base64EncodedString()
+let payload = Data(
+    #"{"merchantId":"MERCHANTUAT","merchantUserId":"U123","subscriptionId":"OMS2006110139450123456789","authRequestId":"TX123456789","amount":39900,"paymentInstrument":{"type":"UPI_INTENT","targetApp":"com.phonepe.app"},"deviceContext":{"deviceOS":"IOS"}}"#
+        .utf8
+).base64EncodedString()
 measure("PhonePe X-VERIFY (auth/init payload)") { n in
     var total = 0
     for _ in 0..<n { total &+= checksum.xVerify(payloadBase64: payload, apiPath: "/v3/recurring/auth/init").utf8.count }

@@ -88,5 +88,6 @@ for run in 0..<runs {
     guard emitted == orders else { throw BenchError("run \(run): \(emitted) outcomes for \(orders) orders") }
     best = min(best, seconds)
 }
-print("store: \(orders) W1 orders admitted, claimed and ended, \(batch) per batch, one transaction per pass: "
-    + "\(Int((best / Double(orders) * 1e9).rounded())) ns per order (best of \(runs))")
+print(
+    "store: \(orders) W1 orders admitted, claimed and ended, \(batch) per batch, one transaction per pass: "
+        + "\(Int((best / Double(orders) * 1e9).rounded())) ns per order (best of \(runs))")

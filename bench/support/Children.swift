@@ -1,8 +1,9 @@
+import Foundation
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
-import Synchronization
 
 /// Monotonic clock in nanoseconds (CLOCK_MONOTONIC).
 public func monotonicNanoseconds() -> UInt64 {
@@ -109,14 +110,18 @@ public func spawnChild(
     role: String, name: String, executable: String, arguments: [String], environment: [String: String], logDirectory: String,
     nice: Int = 0
 ) throws -> Child {
-    guard FileManager.default.isExecutableFile(atPath: executable) else { throw BenchError("no executable at \(executable) (build first, or pass --bin-dir)") }
+    guard FileManager.default.isExecutableFile(atPath: executable) else {
+        throw BenchError("no executable at \(executable) (build first, or pass --bin-dir)")
+    }
     let stdoutPath = "\(logDirectory)/\(name).out"
     let stderrPath = "\(logDirectory)/\(name).err"
     var argv = [executable] + arguments
     var program = executable
     if nice > 0 {
         program = "/usr/bin/nice"
-        guard FileManager.default.isExecutableFile(atPath: program) else { throw BenchError("\(program) is missing (coreutils): needed to start \(name) at nice \(nice)") }
+        guard FileManager.default.isExecutableFile(atPath: program) else {
+            throw BenchError("\(program) is missing (coreutils): needed to start \(name) at nice \(nice)")
+        }
         argv = [program, "-n", String(nice)] + argv
     }
     let setpriv = "/usr/bin/setpriv"

@@ -418,7 +418,7 @@ def summarize(runs, workloads, sides):
                               "values": values} if values else None
             summary[workload][side] = entry
         peer = summary[workload]["peer"]
-        # Each side's median over the peer's; `ratio` stays paypipe's, as results.json has always had it.
+        # Each side's median over the peer's; `ratio` stays paypipe's, as in results.json.
         summary[workload]["ratios"] = {side: {key: (summary[workload][side][key]["median"] / peer[key]["median"]
                                                     if summary[workload][side][key] and peer[key] and peer[key]["median"]
                                                     else None)

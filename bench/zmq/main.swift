@@ -162,4 +162,7 @@ for round in 1...rounds {
 }
 let rawMedian = raw.sorted()[raw.count / 2]
 let wrapperMedian = wrapper.sorted()[wrapper.count / 2]
-print(String(format: "median: raw libzmq %.0f msgs/s, paypipe wrapper %.0f msgs/s, wrapper/raw = %.2f", rawMedian, wrapperMedian, wrapperMedian / rawMedian))
+print(
+    String(
+        format: "median: raw libzmq %.0f msgs/s, paypipe wrapper %.0f msgs/s, wrapper/raw = %.2f", rawMedian, wrapperMedian, wrapperMedian / rawMedian
+    ))

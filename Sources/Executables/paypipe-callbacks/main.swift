@@ -7,7 +7,7 @@ import StageRuntime
 struct CallbacksCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "paypipe-callbacks",
-        abstract: "The callback validator: HTTP ingress for provider callbacks (PROTOCOL.md §3), plus /metrics and /healthz on the same address.")
+        abstract: "The callback validator: HTTP ingress for provider callbacks (docs/protocol.md), plus /metrics and /healthz on the same address.")
 
     @OptionGroup var options: StageOptions
     @Option(help: "Override endpoints.callbacks (host:port; port 0: any free port, logged).") var listen: String?

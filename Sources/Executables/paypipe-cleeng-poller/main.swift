@@ -7,7 +7,9 @@ import StageRuntime
 struct PollerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "paypipe-cleeng-poller",
-        abstract: "Polls the pending orders of polled providers (Cleeng getAccessStatus every timers.cleengPollIntervalMs, giving up after timers.cleengGiveUpMs). Holds no secrets.")
+        abstract:
+            "Polls the pending orders of polled providers (Cleeng getAccessStatus every timers.cleengPollIntervalMs, giving up after timers.cleengGiveUpMs). Holds no secrets."
+    )
 
     @OptionGroup var options: StageOptions
     @Option(help: "Polls in flight at once.") var concurrency = 256

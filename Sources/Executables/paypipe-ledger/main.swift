@@ -7,7 +7,8 @@ import StageRuntime
 struct LedgerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "paypipe-ledger",
-        abstract: "Records and deduplicates orders, forwards outcomes upstream, redelivers stalled orders, and binds every stable address of the pipeline.")
+        abstract:
+            "Records and deduplicates orders, forwards outcomes upstream, redelivers stalled orders, and binds every stable address of the pipeline.")
 
     @OptionGroup var options: StageOptions
     @Option(help: "SQLite file holding the order ledger.") var store = "paypipe-ledger.sqlite"

@@ -1,6 +1,6 @@
 import ArgumentParser
-import Foundation
 import Connectors
+import Foundation
 import Logging
 import PaypipeCore
 import Sandbox
@@ -45,13 +45,19 @@ struct SandboxCommand: AsyncParsableCommand {
     @Option(name: .customLong("cleeng-grant-after-ms"), help: "Time after a Cleeng receipt until access is granted (-1 = never).")
     var cleengGrantAfterMilliseconds = 10000
 
-    @Option(name: .customLong("cleeng-grant-on-poll"), help: "Grant Cleeng access from this getAccessStatus call on, per customer (overrides --cleeng-grant-after-ms).")
+    @Option(
+        name: .customLong("cleeng-grant-on-poll"),
+        help: "Grant Cleeng access from this getAccessStatus call on, per customer (overrides --cleeng-grant-after-ms).")
     var cleengGrantOnPoll: Int?
 
-    @Option(name: .customLong("nets-webhook-variant"), help: "How the Nets checkout webhooks a payment registered are made: genuine, wrong-authorization or wrong-amount.")
+    @Option(
+        name: .customLong("nets-webhook-variant"),
+        help: "How the Nets checkout webhooks a payment registered are made: genuine, wrong-authorization or wrong-amount.")
     var netsWebhookVariant: String = "genuine"
 
-    @Option(name: .customLong("nets-complete-checkout-after-ms"), help: "Time after a Nets create until the customer completes the hosted page (-1 = never).")
+    @Option(
+        name: .customLong("nets-complete-checkout-after-ms"),
+        help: "Time after a Nets create until the customer completes the hosted page (-1 = never).")
     var netsCompleteCheckoutAfterMilliseconds = 2000
 
     @Option(
@@ -99,7 +105,8 @@ struct SandboxCommand: AsyncParsableCommand {
             phonePeCallbackVariant: phonePeCallbackVariant.sandboxVariant,
             cleengGrantAfterMilliseconds: cleengGrantAfterMilliseconds < 0 ? nil : cleengGrantAfterMilliseconds,
             cleengGrantOnPoll: cleengGrantOnPoll,
-            netsWebhookVariant: NetsWebhookVariant(rawValue: netsWebhookVariant) ?? { Self.fail("--nets-webhook-variant must be genuine, wrong-authorization or wrong-amount") }(),
+            netsWebhookVariant: NetsWebhookVariant(rawValue: netsWebhookVariant)
+                ?? { Self.fail("--nets-webhook-variant must be genuine, wrong-authorization or wrong-amount") }(),
             netsCompleteCheckoutAfterMilliseconds: netsCompleteCheckoutAfterMilliseconds < 0 ? nil : netsCompleteCheckoutAfterMilliseconds,
             providerOptions: Dictionary(
                 providerOptions.map { option in

@@ -1,6 +1,6 @@
 import ArgumentParser
-import FoundationEssentials
 import Connectors
+import FoundationEssentials
 import PaypipeCore
 import StageRuntime
 import ZeroMQ
@@ -32,7 +32,9 @@ struct KeysCommand: ParsableCommand {
                 """)
 
         @Option(help: "Directory for the key files (created if missing).") var dir = "curve-keys"
-        @Option(help: "Directory the config names for the secret files, e.g. /run/secrets when they are mounted there; default: --dir as an absolute path.")
+        @Option(
+            help:
+                "Directory the config names for the secret files, e.g. /run/secrets when they are mounted there; default: --dir as an absolute path.")
         var secretsPath: String?
         @Option(help: "An upstream order system to make a client key pair for (repeatable).") var upstream: [String] = []
         @Flag(help: "Replace key files that already exist.") var force = false

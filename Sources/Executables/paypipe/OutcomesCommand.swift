@@ -1,13 +1,14 @@
 import ArgumentParser
-import FoundationEssentials
-#if canImport(Glibc)
-import Glibc
-#endif
 import Connectors
+import FoundationEssentials
 import PaypipeCore
 import StageRuntime
 import StageWire
 import ZeroMQ
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `paypipe outcomes`: reads the ledger's outcome log by seq (docs/protocol.md). It asks the
 /// replay endpoint only, never the live outcomes PUSH, so it takes nothing away from upstream.

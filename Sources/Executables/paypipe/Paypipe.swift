@@ -1,8 +1,8 @@
 import ArgumentParser
-import Foundation
-import StageRuntime
 import Connectors
+import Foundation
 import PaypipeCore
+import StageRuntime
 import Synchronization
 import UnixSignals
 import ZeroMQ

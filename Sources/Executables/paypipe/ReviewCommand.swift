@@ -1,12 +1,13 @@
 import ArgumentParser
+import Connectors
 import FoundationEssentials
+import HTTPTransport
+import PaypipeCore
+import StageRuntime
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import HTTPTransport
-import Connectors
-import PaypipeCore
-import StageRuntime
 
 /// `paypipe review`: lists the orders in review (`unknown` NEEDS_REVIEW: resolution ran out, or
 /// the dispatch cap was reached) from the ledger's `GET /review`, one outcome per line.
@@ -36,7 +37,8 @@ struct ReviewCommand: AsyncParsableCommand {
         case .success(let response) where response.status == 200:
             StageProcess.writeAll(Array(response.body), to: STDOUT_FILENO)
         case .success(let response):
-            StageProcess.fail("the ledger at \(address) answered HTTP \(response.status): \(String(decoding: response.body.prefix(200), as: UTF8.self))")
+            StageProcess.fail(
+                "the ledger at \(address) answered HTTP \(response.status): \(String(decoding: response.body.prefix(200), as: UTF8.self))")
         case .failure(let failure):
             StageProcess.fail("the ledger at \(address) did not answer: \(failure.reason)")
         }

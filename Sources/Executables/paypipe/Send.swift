@@ -1,8 +1,8 @@
 import ArgumentParser
-import Foundation
-import StageRuntime
 import Connectors
+import Foundation
 import PaypipeCore
+import StageRuntime
 import Synchronization
 import UnixSignals
 import ZeroMQ
@@ -108,10 +108,15 @@ struct Send: AsyncParsableCommand {
 
         let settled = counts.filter { $0.key != "no outcome" }.values.reduce(0, +)
         if sent < total || report.undelivered > 0 {
-            FileHandle.standardError.write(Data("paypipe send: only \(sent - report.undelivered) of \(total) frame(s) reached \(intakeEndpoint); is the pipeline up (paypipe up)?\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "paypipe send: only \(sent - report.undelivered) of \(total) frame(s) reached \(intakeEndpoint); is the pipeline up (paypipe up)?\n"
+                        .utf8))
         }
         print("---")
-        print("sent \(total) frame(s), \(expected.count) order(s) with an orderId; \(settled) settled in \(String(format: "%.2f", elapsed)) s (\(String(format: "%.1f", Double(settled) / max(elapsed, 0.001))) orders/s)")
+        print(
+            "sent \(total) frame(s), \(expected.count) order(s) with an orderId; \(settled) settled in \(String(format: "%.2f", elapsed)) s (\(String(format: "%.1f", Double(settled) / max(elapsed, 0.001))) orders/s)"
+        )
         for (status, n) in counts.sorted(by: { $0.key < $1.key }) where n > 0 { print("  \(status): \(n)") }
         if settled == 0 && expected.count > 0 { throw ExitCode(2) }
         if counts["no outcome", default: 0] > 0 { throw ExitCode(2) }

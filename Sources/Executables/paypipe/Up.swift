@@ -1,8 +1,8 @@
 import ArgumentParser
-import Foundation
-import StageRuntime
 import Connectors
+import Foundation
 import PaypipeCore
+import StageRuntime
 import Synchronization
 import UnixSignals
 import ZeroMQ
@@ -12,7 +12,7 @@ struct Up: AsyncParsableCommand {
         abstract: "Start a whole pipeline on this machine as child processes; Ctrl-C stops them all.",
         discussion: "Without --config it writes a demo config under --state-dir and starts the provider sandbox too.")
 
-    @Option(help: "Config file (PROTOCOL.md §4). Without it: a demo config against the sandbox.") var config: String?
+    @Option(help: "Config file (docs/configuration.md). Without it: a demo config against the sandbox.") var config: String?
     @Flag(help: "Also start the provider sandbox (implied without --config).") var sandbox = false
     @Option(help: "Signer copies.") var signers = 1
     @Option(help: "Submitter copies.") var submitters = 1
@@ -20,9 +20,12 @@ struct Up: AsyncParsableCommand {
     @Option(help: "Directory for the demo config and the ledger database.") var stateDir = ".paypipe"
     @Option(help: "Sandbox port (demo config).") var sandboxPort = 9100
     @Option(help: "Extra arguments for the sandbox, e.g. \"--latency-ms 50\".") var sandboxArgs = ""
-    @Option(help: ArgumentHelp(
-        "How far below the ledger's the priority of every other stage is, as a nice increment (0-19; 0: all equal).",
-        discussion: "The ledger is the one stage that does not scale out: when the cores are busy, the stages waiting on it run faster if it goes first."))
+    @Option(
+        help: ArgumentHelp(
+            "How far below the ledger's the priority of every other stage is, as a nice increment (0-19; 0: all equal).",
+            discussion:
+                "The ledger is the one stage that does not scale out: when the cores are busy, the stages waiting on it run faster if it goes first.")
+    )
     var workerNice: Int32 = 5
     // Hidden: the tests start stand-in children and need a short start-up bound.
     @Option(help: ArgumentHelp("Directory of the stage executables (default: next to paypipe).", visibility: .hidden))
@@ -75,7 +78,8 @@ struct Up: AsyncParsableCommand {
             }
             try await supervisor.start("paypipe-callbacks", ["--config", path], waitFor: "paypipe-callbacks listening", nice: workerNice)
             try await supervisor.start("paypipe-cleeng-poller", ["--config", path], waitFor: nil, nice: workerNice)
-            StageProcess.printLine("""
+            StageProcess.printLine(
+                """
                 paypipe is up (\(signers) signer(s), \(submitters) submitter(s), callbacks on \(loaded.endpoints.callbacks), 1 cleeng poller\(config == nil || sandbox ? ", sandbox on :\(sandboxPort)" : "")).
                   orders in:    PUSH to  \(loaded.endpoints.intake)
                   outcomes out: PULL from \(loaded.endpoints.outcomes)
@@ -142,14 +146,16 @@ final class Supervisor: @unchecked Sendable {
         case .ready:
             return
         case .timedOut:
-            stopAll(reason: "\(name) did not start", exitCode: 1,
-                    announce: "\(name) (pid \(pid)) did not print \"\(marker)\" within \(String(format: "%g", startTimeoutSeconds)) s")
+            stopAll(
+                reason: "\(name) did not start", exitCode: 1,
+                announce: "\(name) (pid \(pid)) did not print \"\(marker)\" within \(String(format: "%g", startTimeoutSeconds)) s")
         case .ended:
             // Usually the child exited: give its exit status a moment to be the reason reported.
             for _ in 0..<50 where process.isRunning { try? await Task.sleep(for: .milliseconds(20)) }
             try? await Task.sleep(for: .milliseconds(100))
-            stopAll(reason: "\(name) did not start", exitCode: 1,
-                    announce: "\(name) (pid \(pid)) closed its output without printing \"\(marker)\"")
+            stopAll(
+                reason: "\(name) did not start", exitCode: 1,
+                announce: "\(name) (pid \(pid)) closed its output without printing \"\(marker)\"")
         }
         throw NotStarted()
     }
@@ -174,8 +180,9 @@ final class Supervisor: @unchecked Sendable {
     }
 
     private func exited(_ name: String, _ process: Process) {
-        stopAll(reason: "\(name) exited", exitCode: 1,
-                announce: "\(name) (pid \(process.processIdentifier)) exited with status \(process.terminationStatus)")
+        stopAll(
+            reason: "\(name) exited", exitCode: 1,
+            announce: "\(name) (pid \(process.processIdentifier)) exited with status \(process.terminationStatus)")
     }
 
     /// Starts stopping every child; only the first call counts. `announce` (why, when it is not

@@ -1,12 +1,13 @@
+import Connectors
+import PaypipeCore
+import StageRuntime
+import ZeroMQ
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Connectors
-import PaypipeCore
-import StageRuntime
-import ZeroMQ
 
 /// An upstream client's CURVE key pair, as `paypipe keys generate --upstream NAME` writes it
 /// (`<path>.public`, `<path>.secret`), for the operator's own `paypipe send` and `paypipe
@@ -26,7 +27,8 @@ struct UpstreamKey: Sendable {
         }
         var status = stat()
         if stat(path + ".secret", &status) == 0, UInt32(status.st_mode) & 0o077 != 0 {
-            throw ConfigError(path: path + ".secret", reason: "is readable by others (mode \(String(UInt32(status.st_mode) & 0o777, radix: 8))): chmod 600 it")
+            throw ConfigError(
+                path: path + ".secret", reason: "is readable by others (mode \(String(UInt32(status.st_mode) & 0o777, radix: 8))): chmod 600 it")
         }
         return UpstreamKey(publicKey: try read(path + ".public"), secretKey: try read(path + ".secret"))
     }

@@ -1,6 +1,7 @@
 import PaypipeCore
 
-/// One getAccessStatus answer, read the way the poller needs it (PROVIDERS.md "Cleeng").
+/// One getAccessStatus answer, read the way the poller needs it (Cleeng's JSON-RPC API
+/// documentation).
 public enum CleengAccessStatus: Sendable, Equatable {
     /// Access granted: terminal success.
     case granted(CleengAccessGrant)
@@ -61,8 +62,9 @@ public enum CleengAccessStatusCall {
     /// `POST {apiURL}` `{"method":"getAccessStatus","params":{customerToken, offerId, ipAddress?},"jsonrpc":"2.0","id":n}`.
     /// The call needs no publisher credentials: the customer token is the authorisation.
     public static func request(receipt: CleengReceipt, config: CleengConfig, requestId: Int) -> HTTPRequestSpec {
-        request(customerToken: receipt.customerToken, offerId: receipt.offerId, ipAddress: receipt.ipAddress,
-                apiURL: config.apiURL, requestId: requestId)
+        request(
+            customerToken: receipt.customerToken, offerId: receipt.offerId, ipAddress: receipt.ipAddress,
+            apiURL: config.apiURL, requestId: requestId)
     }
 
     /// The same, straight from the `appleReceipt` order (the poller holds the order, not the receipt).
@@ -119,9 +121,10 @@ public enum CleengAccessStatusCall {
         case .string(let text)?: expiresAt = Int64(text)
         default: expiresAt = nil
         }
-        return .granted(CleengAccessGrant(
-            grantType: result["grantType"]?.stringValue, expiresAt: expiresAt,
-            purchasedDirectly: result["purchasedDirectly"]?.boolValue))
+        return .granted(
+            CleengAccessGrant(
+                grantType: result["grantType"]?.stringValue, expiresAt: expiresAt,
+                purchasedDirectly: result["purchasedDirectly"]?.boolValue))
     }
 
     /// A request that never produced a response: keep polling.

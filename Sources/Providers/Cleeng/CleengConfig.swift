@@ -19,7 +19,8 @@ extension CleengConfig: MerchantSection {
     public static let provider = Provider.cleeng
 
     public init(_ r: inout ConfigReader) throws(ConfigError) {
-        self.init(receiptURL: try r.url("receiptURL"), apiURL: try r.url("apiURL"), username: try r.string("username"), password: try r.secret("password"))
+        self.init(
+            receiptURL: try r.url("receiptURL"), apiURL: try r.url("apiURL"), username: try r.string("username"), password: try r.secret("password"))
     }
 
     public static func demo(_ environment: DemoEnvironment) -> JSONValue {

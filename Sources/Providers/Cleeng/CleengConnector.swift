@@ -26,8 +26,9 @@ public struct CleengConnector: ProviderConnector {
 
     public func read(_ response: HTTPResponseSpec, to current: HTTPRequestSpec, in exchange: Exchange<NoContext>) -> ProviderReading {
         let params = exchange.order.params
-        return .verdict(CleengReceiptResponse.classify(
-            response, offerId: params["offerId"]?.stringValue ?? "", transactionId: params["transactionId"]?.stringValue ?? ""))
+        return .verdict(
+            CleengReceiptResponse.classify(
+                response, offerId: params["offerId"]?.stringValue ?? "", transactionId: params["transactionId"]?.stringValue ?? ""))
     }
 
     public func readFailure(_ failure: TransportFailure, of current: HTTPRequestSpec, in exchange: Exchange<NoContext>) -> ProviderVerdict {

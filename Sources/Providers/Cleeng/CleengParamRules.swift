@@ -1,9 +1,10 @@
+import PaypipeCore
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import PaypipeCore
 
 /// Cleeng's value rules on top of the shared `ParamReader`. Messages name the field and the
 /// rule, never the value (receipts and customer tokens must not leak into outcomes or logs).

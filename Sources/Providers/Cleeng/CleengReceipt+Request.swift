@@ -2,8 +2,9 @@ import PaypipeCore
 
 extension CleengReceipt {
     /// The signer's work for `appleReceipt`: `POST {receiptURL}` with HTTP Basic auth and the JSON
-    /// body `{customerToken, offerId, receiptData, transactionId}` (seed 003). `ipAddress` is not part
-    /// of the receipt call; it only travels with getAccessStatus.
+    /// body `{customerToken, offerId, receiptData, transactionId}` (Cleeng's Apple receipt
+    /// documentation). `ipAddress` is not part of the receipt call; it only travels with
+    /// getAccessStatus.
     public static func request(order: Order, config: CleengConfig) throws(Rejection) -> HTTPRequestSpec {
         try CleengReceipt(order: order).request(config: config)
     }

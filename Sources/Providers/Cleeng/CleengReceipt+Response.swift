@@ -27,8 +27,9 @@ public enum CleengReceiptResponse {
                 "receiptAccepted": true, "offerId": .string(offerId), "transactionId": .string(transactionId),
             ])
         case 401, 403:
-            return .failed(code: .cleengUnauthorized,
-                           message: "cleeng receipt endpoint refused the credentials (HTTP \(response.status))")
+            return .failed(
+                code: .cleengUnauthorized,
+                message: "cleeng receipt endpoint refused the credentials (HTTP \(response.status))")
         case 400:
             return .failed(code: .cleengBadRequest, message: "cleeng receipt endpoint rejected the request (HTTP 400)")
         case 404:
@@ -38,8 +39,9 @@ public enum CleengReceiptResponse {
         case 500...599:
             return .retry(reason: "cleeng receipt endpoint answered HTTP \(response.status)")
         default:
-            return .failed(code: .cleengUnexpectedStatus,
-                           message: "cleeng receipt endpoint answered unexpected HTTP \(response.status)")
+            return .failed(
+                code: .cleengUnexpectedStatus,
+                message: "cleeng receipt endpoint answered unexpected HTTP \(response.status)")
         }
     }
 

@@ -1,6 +1,6 @@
 import PaypipeCore
 
-/// The `appleReceipt` order's params (PROTOCOL.md §1), validated: what the receipt POST carries
+/// The `appleReceipt` order's params, validated: what the receipt POST carries
 /// and what every getAccessStatus poll needs.
 ///
 /// `receiptData` is card-adjacent customer data and `customerToken` is a bearer credential of the
@@ -15,7 +15,7 @@ public struct CleengReceipt: Sendable, Equatable, CustomStringConvertible, Custo
     public let ipAddress: String?
 
     /// Limits chosen to stay well inside the 64 KiB order frame while admitting JWT-style customer
-    /// tokens and every App Store receipt an app sends (receipts are typically 5–15 KiB).
+    /// tokens and every App Store receipt an app sends.
     public enum Limits {
         public static let customerTokenMaxLength = 4096
         public static let offerIdMaxLength = 64
@@ -36,8 +36,9 @@ public struct CleengReceipt: Sendable, Equatable, CustomStringConvertible, Custo
     /// Reads and validates the params of a cleeng `appleReceipt` order.
     public init(order: Order) throws(Rejection) {
         guard order.operation == .appleReceipt else {
-            throw Rejection(.unknownOperation, field: "operation",
-                            "operation \(order.operation.rawValue) is not handled by the Cleeng receipt signer (expected appleReceipt)")
+            throw Rejection(
+                .unknownOperation, field: "operation",
+                "operation \(order.operation.rawValue) is not handled by the Cleeng receipt signer (expected appleReceipt)")
         }
         try self.init(params: ParamReader(order.params, allowed: CleengReceipt.knownParams, operation: "cleeng appleReceipt"))
     }

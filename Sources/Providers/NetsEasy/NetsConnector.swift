@@ -61,7 +61,9 @@ public struct NetsConnector: ProviderConnector {
     /// completed meanwhile, it succeeds; still open, it cannot be closed, and goes to review.
     func readPendingCreate(_ response: HTTPResponseSpec, to current: HTTPRequestSpec, in exchange: Exchange<NoContext>) -> ProviderReading {
         if NetsRequestKind(current) == .terminatePayment {
-            guard let again = NetsPayments.paymentRequest(following: current) else { return .verdict(.unknown(reason: "cannot read the payment again")) }
+            guard let again = NetsPayments.paymentRequest(following: current) else {
+                return .verdict(.unknown(reason: "cannot read the payment again"))
+            }
             return .followUp(again)
         }
         let verdict = NetsPendingCreate.read(response, paymentId: NetsPendingCreate.paymentId(of: current))
@@ -111,9 +113,11 @@ public struct NetsConnector: ProviderConnector {
     }
 
     public var callbackRoutes: [CallbackRoute] {
-        [CallbackRoute(path: "/callbacks/nets", label: "nets", headers: ["Authorization"]) { request, context throws(CallbackRejection) in
-            try await webhook(request, context: context)
-        }]
+        [
+            CallbackRoute(path: "/callbacks/nets", label: "nets", headers: ["Authorization"]) { request, context throws(CallbackRejection) in
+                try await webhook(request, context: context)
+            }
+        ]
     }
 
     /// The merchant is the one whose webhook secret the Authorization equals (constant time);
@@ -126,7 +130,7 @@ public struct NetsConnector: ProviderConnector {
             do {
                 authentic = (name, try NetsWebhook.verify(headers: request.headers, body: request.body, config: nets))
                 break
-            } catch where error.isForged {
+            } catch  where error.isForged {
                 // Another merchant's secret may still match; the most telling refusal is kept.
                 if rejection.code == .webhookNotConfigured || error.code != .webhookNotConfigured { rejection = error }
             }
@@ -144,9 +148,12 @@ public struct NetsConnector: ProviderConnector {
 
     /// The completed checkout's subscription, read from Nets (the webhook does not carry it);
     /// until Nets shows it the delivery is refused 503, and Nets delivers it again.
-    func subscription(of paymentId: String, merchant: String, http: any ProviderHTTPTransport) async throws(CallbackRejection) -> [String: JSONValue] {
+    func subscription(of paymentId: String, merchant: String, http: any ProviderHTTPTransport) async throws(CallbackRejection) -> [String: JSONValue]
+    {
         let unavailable = { (detail: String) in
-            CallbackRejection(status: 503, code: .netsUnavailable, "could not read the subscription of payment \(paymentId) from Nets: \(detail); deliver again later")
+            CallbackRejection(
+                status: 503, code: .netsUnavailable,
+                "could not read the subscription of payment \(paymentId) from Nets: \(detail); deliver again later")
         }
         let request: HTTPRequestSpec
         do {

@@ -1,13 +1,13 @@
 import PaypipeCore
 
 /// A subscription end date as Nets wants it on the wire: `yyyy-MM-dd'T'HH:mm:ss±hh:mm`,
-/// e.g. `2019-07-18T00:00:00+01:00` (seed 001).
+/// e.g. `2019-07-18T00:00:00+01:00` (Nets Easy's subscription documentation).
 ///
-/// The local wall time and the offset are kept exactly as given, so the merchant's
-/// "end of day in my timezone" survives. Formatting is done by hand: the seed's
-/// `DateFormatter` extension computes the sign from `seconds / 3600`, which is 0 for offsets
-/// between -01:00 and 00:00 (so -00:30 comes out as "+00:30") and it drops sub-minute
-/// offsets; here the sign comes from the offset itself.
+/// The local wall time and the offset are kept exactly as given, so the merchant's "end of day in
+/// my timezone" survives. Formatting is done by hand: the `DateFormatter` extension of Nets' iOS
+/// sample computes the sign from `seconds / 3600`, which is 0 for offsets between -01:00 and 00:00
+/// (so -00:30 comes out as "+00:30") and it drops sub-minute offsets; here the sign comes from the
+/// offset itself.
 public struct NetsEndDate: Sendable, Hashable, CustomStringConvertible {
     public let date: CivilDate
     public let hour: Int
@@ -152,7 +152,7 @@ public struct NetsEndDate: Sendable, Hashable, CustomStringConvertible {
         return parsed.formatted == text
     }
 
-    /// Nets refuses an end date that is not in the future (PROVIDERS.md); the instant is
+    /// Nets refuses an end date that is not in the future; the instant is
     /// compared, not the wall time, so 10:00+02:00 and 08:00Z are the same moment.
     public func isAfter(epochSeconds now: Int64) -> Bool { epochSeconds > now }
 

@@ -61,11 +61,14 @@ extension NetsPayments {
 
             let (expectedNet, netOverflow) = unitPrice.multipliedReportingOverflow(by: quantity)
             guard !netOverflow, netTotal == expectedNet else {
-                throw item.invalid("netTotalAmount", "must equal unitPrice × quantity (\(netOverflow ? "overflow" : String(expectedNet))), got \(netTotal)")
+                throw item.invalid(
+                    "netTotalAmount", "must equal unitPrice × quantity (\(netOverflow ? "overflow" : String(expectedNet))), got \(netTotal)")
             }
             let (expectedGross, grossOverflow) = netTotal.addingReportingOverflow(taxAmount)
             guard !grossOverflow, grossTotal == expectedGross else {
-                throw item.invalid("grossTotalAmount", "must equal netTotalAmount + taxAmount (\(grossOverflow ? "overflow" : String(expectedGross))), got \(grossTotal)")
+                throw item.invalid(
+                    "grossTotalAmount",
+                    "must equal netTotalAmount + taxAmount (\(grossOverflow ? "overflow" : String(expectedGross))), got \(grossTotal)")
             }
             let (sum, sumOverflow) = total.addingReportingOverflow(grossTotal)
             guard !sumOverflow else {

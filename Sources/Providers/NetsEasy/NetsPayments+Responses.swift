@@ -101,7 +101,10 @@ extension NetsPayments {
     /// module built) into a verdict, or into the next request of getSubscription.
     public static func handle(_ response: HTTPResponseSpec, to request: HTTPRequestSpec) -> NetsNextAction {
         guard let kind = NetsRequestKind(request) else {
-            return .finish(.failed(code: .netsUnknownRequest, message: "the request is not one this module builds: \(request.method.rawValue) \(pathOnly(request.url))"))
+            return .finish(
+                .failed(
+                    code: .netsUnknownRequest,
+                    message: "the request is not one this module builds: \(request.method.rawValue) \(pathOnly(request.url))"))
         }
         switch kind {
         case .createPayment: return .finish(classifyCreate(response))
@@ -130,7 +133,10 @@ extension NetsPayments {
             let paymentId = body["paymentId"]?.stringValue, NetsIdentifiers.isSafeId(paymentId),
             let pageURL = body["hostedPaymentPageUrl"]?.stringValue, NetsParams.isHTTPURL(pageURL)
         else {
-            return .unknown(reason: "Nets answered \(response.status) without a usable paymentId and hostedPaymentPageUrl; the payment may exist: replay with the same Idempotency-Key")
+            return .unknown(
+                reason:
+                    "Nets answered \(response.status) without a usable paymentId and hostedPaymentPageUrl; the payment may exist: replay with the same Idempotency-Key"
+            )
         }
         return .pending(["paymentId": .string(paymentId), "hostedPaymentPageUrl": .string(pageURL)])
     }
@@ -142,7 +148,9 @@ extension NetsPayments {
             let paymentId = body["paymentId"]?.stringValue, !paymentId.isEmpty, paymentId.utf8.count <= 128,
             let chargeId = body["chargeId"]?.stringValue, !chargeId.isEmpty, chargeId.utf8.count <= 128
         else {
-            return .unknown(reason: "Nets answered \(response.status) without paymentId and chargeId; the charge may exist: read its status by its Idempotency-Key")
+            return .unknown(
+                reason:
+                    "Nets answered \(response.status) without paymentId and chargeId; the charge may exist: read its status by its Idempotency-Key")
         }
         return .succeeded(["paymentId": .string(paymentId), "chargeId": .string(chargeId)])
     }
@@ -159,7 +167,10 @@ extension NetsPayments {
         case 200...299: break
         case 404:
             guard !keyMayBeForgotten else {
-                return .unknown(reason: "Nets finds no charge by this Idempotency-Key, but the order is older than Nets can be trusted to remember it (timers.netsIdempotencyKeyLifetimeMs)")
+                return .unknown(
+                    reason:
+                        "Nets finds no charge by this Idempotency-Key, but the order is older than Nets can be trusted to remember it (timers.netsIdempotencyKeyLifetimeMs)"
+                )
             }
             return .neverSeen(reason: "Nets finds no charge by this Idempotency-Key")
         default: return .unknown(reason: "Nets answered \(response.status) to the charge status read")
@@ -184,7 +195,11 @@ extension NetsPayments {
             return .failure(NetsVerdictError(.failed(code: .netsInvalidResponse, message: "Nets payment response has no payment object")))
         }
         guard let subscription = payment["subscription"], subscription != .null else {
-            return .failure(NetsVerdictError(.failed(code: .netsSubscriptionNotFound, message: "the payment has no subscription (checkout not completed, or not a subscription payment)")))
+            return .failure(
+                NetsVerdictError(
+                    .failed(
+                        code: .netsSubscriptionNotFound,
+                        message: "the payment has no subscription (checkout not completed, or not a subscription payment)")))
         }
         guard let id = subscription["id"]?.stringValue, NetsIdentifiers.isSafeId(id) else {
             return .failure(NetsVerdictError(.failed(code: .netsInvalidResponse, message: "payment.subscription.id is missing or not a safe id")))
@@ -253,7 +268,8 @@ extension NetsPayments {
             if let message = body?["message"]?.stringValue { parts.append(message) }
             if let code = body?["code"] { parts.append("code \(code.stringValue ?? code.serialized)") }
             if let source = body?["source"]?.stringValue { parts.append("source \(source)") }
-            return .failed(code: .netsDeclined, message: clip("Nets declined: " + (parts.isEmpty ? "payment required" : parts.joined(separator: ", "))))
+            return .failed(
+                code: .netsDeclined, message: clip("Nets declined: " + (parts.isEmpty ? "payment required" : parts.joined(separator: ", "))))
         case 403:
             return .failed(code: .netsForbidden, message: "Nets refused access to this resource")
         case 404:

@@ -1,13 +1,15 @@
 import PaypipeCore
 
-/// Nets Easy (Nexi Checkout) subscriptions, seed 001: request building (signer), response
+/// Nets Easy (Nexi Checkout) subscriptions: request building (signer), response
 /// classification (submitter) and the unknown-outcome resolution rule.
 public enum NetsPayments {
-    /// Required by the seed on the create call ("critical to identify the platform"); sent on
-    /// every call, as the seed's sample app does.
+    /// Required by Nets Easy's subscription documentation on the create call ("critical to
+    /// identify the platform"); sent on every call, as its sample app does.
     public static let commercePlatformTag = "iOSSDK"
     /// The webhooks registered with each subscription payment: the two that end the order.
-    public static let registeredWebhookEvents = [NetsWebhookEvent.Kind.checkoutCompleted.eventName, NetsWebhookEvent.Kind.reservationFailed.eventName]
+    public static let registeredWebhookEvents = [
+        NetsWebhookEvent.Kind.checkoutCompleted.eventName, NetsWebhookEvent.Kind.reservationFailed.eventName,
+    ]
 
     public static let createSubscriptionParams = ["endDate", "interval", "reference", "items", "checkoutUrl", "termsUrl"]
     public static let getSubscriptionParams = ["paymentId"]
@@ -51,7 +53,7 @@ public enum NetsPayments {
         let termsURL = try params.netsOptionalURL("termsUrl")
         let orderBody = try orderBody(order, params: params, reference: reference, defaultItemName: "Subscription")
 
-        // The seed's iOS SDK opens Nets' hosted payment page and watches for the return URL.
+        // Nets' iOS SDK opens the hosted payment page and watches for the return URL.
         var checkout: [String: JSONValue] = ["integrationType": "HostedPaymentPage"]
         if let checkoutURL { checkout["returnUrl"] = .string(checkoutURL) }
         if let termsURL { checkout["termsUrl"] = .string(termsURL) }
@@ -70,9 +72,10 @@ public enum NetsPayments {
             }
             let authorization = JSONValue.string(config.webhookAuthorization.reveal())
             body["notifications"] = [
-                "webHooks": .array(registeredWebhookEvents.map { event in
-                    ["eventName": .string(event), "url": .string(webhookURL), "authorization": authorization]
-                })
+                "webHooks": .array(
+                    registeredWebhookEvents.map { event in
+                        ["eventName": .string(event), "url": .string(webhookURL), "authorization": authorization]
+                    })
             ]
         }
         return try post(
@@ -141,7 +144,7 @@ public enum NetsPayments {
         guard !config.secretKey.isEmpty else {
             throw Rejection(.missingCredentials, field: "secretKey", "nets secretKey is not configured for this merchant")
         }
-        // Nets takes the raw secret key, no "Bearer"/"Token" scheme (PROVIDERS.md).
+        // Nets takes the raw secret key, no "Bearer"/"Token" scheme.
         return [HTTPHeader("Authorization", config.secretKey.reveal()), HTTPHeader("commercePlatformTag", commercePlatformTag)]
     }
 

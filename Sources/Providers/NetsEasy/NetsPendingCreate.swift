@@ -1,6 +1,6 @@
 import PaypipeCore
 
-/// A created subscription payment that is still `pending` (PROTOCOL.md §6): resolved with
+/// A created subscription payment that is still `pending`: resolved with
 /// `GET /v1/payments/{paymentId}` when no webhook came, and read the same way when the
 /// checkout-completed webhook arrives, so the `succeeded` outcome carries the `subscriptionId`.
 public enum NetsPendingCreate {
@@ -11,8 +11,9 @@ public enum NetsPendingCreate {
         return try NetsPayments.fetchPayment(paymentId: paymentId, config: config)
     }
 
-    /// PROVIDERS.md: completed when `payment.subscription.id` is present (or money was reserved
-    /// or charged); `payment.terminated` means the customer abandoned it; neither: still open.
+    /// Nets Easy's payment API reference: completed when `payment.subscription.id` is present (or
+    /// money was reserved or charged); `payment.terminated` means the customer abandoned it;
+    /// neither: still open.
     /// - subscription id → `succeeded` {paymentId, subscriptionId, amount?};
     /// - money reserved or charged but no subscription id → `unknown` (money moved; a person or
     ///   a later check decides);

@@ -55,7 +55,9 @@ public enum NetsWebhook {
         guard let root = try? JSONValue.parse(body), root.objectValue != nil else {
             throw .malformed("body is not a JSON object", code: .invalidJSON)
         }
-        guard let id = root["id"]?.stringValue, (1...128).contains(id.unicodeScalars.count) else { throw invalid("id must be a string of 1-128 characters") }
+        guard let id = root["id"]?.stringValue, (1...128).contains(id.unicodeScalars.count) else {
+            throw invalid("id must be a string of 1-128 characters")
+        }
         guard let event = root["event"]?.stringValue, (1...128).contains(event.unicodeScalars.count) else {
             throw invalid("event must be a string of 1-128 characters")
         }
@@ -103,7 +105,10 @@ public enum NetsWebhook {
             return .apply(.failed(code: .amountMismatch, message: "webhook \(event.event) currency \(currency) != order currency \(expected)"))
         }
         if let reference = event.reference, let expected = order.params["reference"]?.stringValue, reference != expected {
-            return .apply(.failed(code: .referenceMismatch, message: NetsPayments.clip("webhook \(event.event) reference \"\(reference.prefix(128))\" != order reference \"\(expected)\"")))
+            return .apply(
+                .failed(
+                    code: .referenceMismatch,
+                    message: NetsPayments.clip("webhook \(event.event) reference \"\(reference.prefix(128))\" != order reference \"\(expected)\"")))
         }
         switch event.kind {
         case .checkoutCompleted:
@@ -111,7 +116,8 @@ public enum NetsWebhook {
             if let amount = event.amount { result["amount"] = .integer(amount) }
             return .apply(.succeeded(result))
         case .reservationFailed:
-            return .apply(.failed(code: .netsReservationFailed, message: event.errorMessage.map { "reservation failed: \($0)" } ?? "reservation failed"))
+            return .apply(
+                .failed(code: .netsReservationFailed, message: event.errorMessage.map { "reservation failed: \($0)" } ?? "reservation failed"))
         case .reservationCreated, .chargeCreated, .chargeFailed, .other:
             return .noChange(reason: "\(event.event) is informational for nets \(order.operation.rawValue)")
         }

@@ -35,10 +35,11 @@ extension PhonePeAuthInit {
         switch code {
         case "SUCCESS":
             guard (200..<300).contains(status), envelope.success == true else {
-                return .unknown(reason: "PhonePe answered code SUCCESS with HTTP \(status) and success \(envelope.success.map(String.init) ?? "absent")")
+                return .unknown(
+                    reason: "PhonePe answered code SUCCESS with HTTP \(status) and success \(envelope.success.map(String.init) ?? "absent")")
             }
             let data = envelope.data ?? [:]
-            // The seed's field table says `redirectUrl`; its sample (and PROVIDERS.md) say `redirectURL`.
+            // PhonePe's auth/init field table says `redirectUrl`; its sample says `redirectURL`.
             guard let url = (data["redirectURL"] ?? data["redirectUrl"])?.stringValue, isUsableRedirect(url) else {
                 return .unknown(reason: "PhonePe answered SUCCESS without a usable redirectURL")
             }

@@ -1,8 +1,9 @@
 import PaypipeCore
 
-/// A signed `POST /v3/recurring/auth/init` (seed 002) and, built with it, the signed auth-status
-/// request that resolves its outcome later. The signer makes both because only it holds the
-/// salt; the status request has no timestamp, so it stays valid for as long as it is needed.
+/// A signed `POST /v3/recurring/auth/init` (PhonePe's recurring auth/init documentation) and, built
+/// with it, the signed auth-status request that resolves its outcome later. The signer makes both
+/// because only it holds the salt; the status request has no timestamp, so it stays valid for as
+/// long as it is needed.
 public struct PhonePeAuthInit: Sendable, Equatable {
     public let params: PhonePeAuthInitParams
     public let merchantId: String
@@ -38,25 +39,30 @@ public struct PhonePeAuthInit: Sendable, Equatable {
     }
 
     /// The merchant's `phonepe.callbackScheme`, for an order that names no
-    /// `deviceContext.merchantCallBackScheme` (mandatory in seed 002's request table; PROTOCOL.md
-    /// §6). `init(order:merchant:)` takes the order's own first.
+    /// `deviceContext.merchantCallBackScheme` (mandatory in PhonePe's auth/init request
+    /// table). `init(order:merchant:)` takes the order's own first.
     static func configuredCallBackScheme(_ config: PhonePeConfig) throws(Rejection) -> String {
         guard let configured = config.callbackScheme else {
-            throw Rejection(.missingParam, field: "params.merchantCallBackScheme",
-                "params.merchantCallBackScheme is required when the merchant config sets no phonepe.callbackScheme (seed 002: deviceContext.merchantCallBackScheme is mandatory)")
+            throw Rejection(
+                .missingParam, field: "params.merchantCallBackScheme",
+                "params.merchantCallBackScheme is required when the merchant config sets no phonepe.callbackScheme (PhonePe makes deviceContext.merchantCallBackScheme mandatory)"
+            )
         }
         guard PhonePeRules.isURLScheme(configured) else {
-            throw Rejection(.phonePeInvalidConfig, field: "phonepe.callbackScheme",
-                "phonepe.callbackScheme must be a URL scheme: a letter, then letters, digits, '+', '-' or '.', at most \(PhonePeRules.callBackSchemeMaxLength) characters")
+            throw Rejection(
+                .phonePeInvalidConfig, field: "phonepe.callbackScheme",
+                "phonepe.callbackScheme must be a URL scheme: a letter, then letters, digits, '+', '-' or '.', at most \(PhonePeRules.callBackSchemeMaxLength) characters"
+            )
         }
         return configured
     }
 
-    /// The JSON that is base64-encoded into `{"request": ...}`, per the seed's request-parameter
-    /// table. The seed's sample also carries `message` and `deviceContext.isPPAppPresent`, which
-    /// its table does not define and the server cannot know; they are left out. Written member
-    /// by member in key order, the canonical form: building a `JSONValue` object and sorting its
-    /// keys cost more than the rest of signing but the hashes.
+    /// The JSON that is base64-encoded into `{"request": ...}`, per PhonePe's auth/init
+    /// request-parameter table. Its sample also carries `message` and
+    /// `deviceContext.isPPAppPresent`, which its table does not define and the server cannot know;
+    /// they are left out. Written member by member in key order, the canonical form: building a
+    /// `JSONValue` object and sorting its keys would cost more than the rest of signing but the
+    /// hashes.
     static func payload(_ params: PhonePeAuthInitParams, merchantId: String) -> [UInt8] {
         var writer = JSONObjectWriter(capacity: 384)
         if params.authWorkflowType == .transaction, let amount = params.amount { writer.integer("amount", amount) }

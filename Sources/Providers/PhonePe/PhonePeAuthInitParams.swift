@@ -2,13 +2,14 @@ import Crypto
 import PaypipeCore
 
 /// How the mandate is authorised: with a first debit of `amount` (TRANSACTION) or without one
-/// (PENNY_DROP), in which case the payload must not carry `amount` (seed).
+/// (PENNY_DROP), in which case the payload must not carry `amount` (PhonePe's auth/init
+/// documentation).
 public enum PhonePeAuthWorkflowType: String, Sendable, CaseIterable, Equatable {
     case transaction = "TRANSACTION"
     case pennyDrop = "PENNY_DROP"
 }
 
-/// The `authInit` order's params (PROTOCOL.md §1), validated.
+/// The `authInit` order's params, validated.
 public struct PhonePeAuthInitParams: Sendable, Equatable {
     public var merchantUserId: String
     public var subscriptionId: String
@@ -76,19 +77,22 @@ public struct PhonePeAuthInitParams: Sendable, Equatable {
                 throw Rejection(.amountNotPositive, field: "amount", "amount must be greater than 0, got \(amount)")
             }
             guard order.currency == PhonePeRules.currency else {
-                throw Rejection(.invalidCurrency, field: "currency",
-                    "currency must be \(PhonePeRules.currency) for phonepe (amount is in paise), got \(order.currency.map { String($0.prefix(8)) } ?? "none")")
+                throw Rejection(
+                    .invalidCurrency, field: "currency",
+                    "currency must be \(PhonePeRules.currency) for phonepe (amount is in paise), got \(order.currency.map { String($0.prefix(8)) } ?? "none")"
+                )
             }
             self.amount = amount
         case .pennyDrop:
-            // PROTOCOL.md §1: amount is optional here and, when present, ignored; the seed forbids sending it.
+            // The contract makes amount optional here and ignores it when present; PhonePe's
+            // auth/init documentation forbids sending it.
             amount = nil
         }
     }
 
     /// The `authRequestId` that `init(order:)` gives `order`, read alone: the ledger indexes it
     /// for every order at intake, before the signer checks the rest of the params (checking
-    /// them all there too was most of the ledger's intake work for a W1 order after decoding).
+    /// them all there too would repeat the signer's work in the ledger).
     /// Nil when the order's own `authRequestId` is not one.
     public static func authRequestId(of order: Order) -> String? {
         guard order.operation == .authInit else { return nil }
@@ -101,7 +105,7 @@ public struct PhonePeAuthInitParams: Sendable, Equatable {
     /// SHA-256 over (merchant, orderId), so a replayed order reuses the same id at PhonePe.
     /// orderId cannot contain a newline, so the last newline separates the two unambiguously.
     public static func defaultAuthRequestId(merchant: String, orderId: String) -> String {
-        // Bytes appended directly: an interpolated String cost as much as the hash.
+        // Bytes appended directly: an interpolated String would cost as much as the hash.
         let prefix: StaticString = "paypipe/phonepe/authRequestId\n"
         var input: [UInt8] = []
         input.reserveCapacity(prefix.utf8CodeUnitCount + merchant.utf8.count + 1 + orderId.utf8.count)

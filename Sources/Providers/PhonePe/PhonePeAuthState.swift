@@ -79,9 +79,10 @@ public struct PhonePeAuthState: Sendable, Equatable {
                 for (index, element) in array.enumerated() {
                     let path = "data.transactionDetails.paymentModes[\(index)]"
                     guard let mode = element.objectValue else { throw PhonePeFieldError(field: path, expected: "an object") }
-                    modes.append(PhonePePaymentMode(
-                        mode: try Self.string(mode, "mode", in: path), amount: try Self.integer(mode, "amount", in: path),
-                        utr: try Self.string(mode, "utr", in: path)))
+                    modes.append(
+                        PhonePePaymentMode(
+                            mode: try Self.string(mode, "mode", in: path), amount: try Self.integer(mode, "amount", in: path),
+                            utr: try Self.string(mode, "utr", in: path)))
                 }
             }
             let path = "data.transactionDetails"

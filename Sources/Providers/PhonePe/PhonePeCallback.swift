@@ -37,7 +37,7 @@ public struct PhonePeCallbackEnvelope: Sendable, Equatable {
     }
 }
 
-/// An authenticated S2S callback (seed 002, "S2S Callback").
+/// An authenticated S2S callback (PhonePe's recurring documentation, "S2S Callback").
 public struct PhonePeCallback: Sendable, Equatable {
     public let responseBase64: String
     public let success: Bool?
@@ -56,7 +56,9 @@ public struct PhonePeCallback: Sendable, Equatable {
 
     /// One step for a validator that already knows the merchant: the checksum is checked
     /// before anything is decoded, so forged bodies cost one SHA-256.
-    public static func authenticate(body: some Collection<UInt8>, xVerify: String?, checksum: PhonePeChecksum) throws(CallbackRejection) -> PhonePeCallback {
+    public static func authenticate(
+        body: some Collection<UInt8>, xVerify: String?, checksum: PhonePeChecksum
+    ) throws(CallbackRejection) -> PhonePeCallback {
         let response = try responseField(body)
         try checkChecksum(xVerify, response: response, checksum: checksum)
         return try PhonePeCallback(responseBase64: response)

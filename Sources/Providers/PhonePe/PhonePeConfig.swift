@@ -7,7 +7,8 @@ public struct PhonePeConfig: Sendable {
     public var saltKey: Secret
     public var saltIndex: String
     public var callbackURL: String
-    /// `deviceContext.merchantCallBackScheme` for orders that name none (seed 002 makes it mandatory).
+    /// `deviceContext.merchantCallBackScheme` for orders that name none (PhonePe's auth/init
+    /// request table makes it mandatory).
     public var callbackScheme: String?
 
     public init(baseURL: String, merchantId: String, saltKey: Secret, saltIndex: String, callbackURL: String, callbackScheme: String? = nil) {

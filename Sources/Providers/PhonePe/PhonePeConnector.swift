@@ -14,10 +14,13 @@ public struct PhonePeConnector: ProviderConnector {
     public static let provider = Provider.phonepe
     public static let settingsSection: any MerchantSection.Type = PhonePeConfig.self
     public static let operations = [
-        // PENNY_DROP authorises without a first debit, so it carries no amount (seed 002).
-        OperationSpec(.authInit, movesMoney: { params in
-            (params["authWorkflowType"]?.stringValue ?? PhonePeAuthWorkflowType.transaction.rawValue) == PhonePeAuthWorkflowType.transaction.rawValue
-        })
+        // PENNY_DROP authorises without a first debit, so it carries no amount.
+        OperationSpec(
+            .authInit,
+            movesMoney: { params in
+                (params["authWorkflowType"]?.stringValue ?? PhonePeAuthWorkflowType.transaction.rawValue)
+                    == PhonePeAuthWorkflowType.transaction.rawValue
+            })
     ]
 
     /// What reading auth/init and auth status answers needs beyond the order.
@@ -102,9 +105,11 @@ public struct PhonePeConnector: ProviderConnector {
     // MARK: - Callbacks
 
     public var callbackRoutes: [CallbackRoute] {
-        [CallbackRoute(path: "/callbacks/phonepe", label: "phonepe", headers: ["X-VERIFY"]) { request, orders throws(CallbackRejection) in
-            try await callback(request, orders: orders)
-        }]
+        [
+            CallbackRoute(path: "/callbacks/phonepe", label: "phonepe", headers: ["X-VERIFY"]) { request, orders throws(CallbackRejection) in
+                try await callback(request, orders: orders)
+            }
+        ]
     }
 
     /// The checksum with the salt of the merchant the body names, then the order by
@@ -125,7 +130,8 @@ public struct PhonePeConnector: ProviderConnector {
         guard let (merchant, merchantId, callback) = authenticated else { throw lastError }
         let order = try await orders.order(reference: callback.authRequestId, provider: .phonepe, merchant: merchant)
         switch callback.effect(order: order, merchantId: merchantId) {
-        case .ignored: return CallbackDecision(order: order, event: callback.dedupeKey, verdict: nil, recordedAs: Self.recordedLabel(callback.callbackType))
+        case .ignored:
+            return CallbackDecision(order: order, event: callback.dedupeKey, verdict: nil, recordedAs: Self.recordedLabel(callback.callbackType))
         case .verdict(let verdict): return CallbackDecision(order: order, event: callback.dedupeKey, verdict: verdict)
         }
     }

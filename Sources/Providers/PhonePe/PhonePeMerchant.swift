@@ -2,7 +2,7 @@ import PaypipeCore
 
 /// One merchant's PhonePe settings, checked once when the connector is built. Each order then
 /// costs one lookup: copying the merchant's config and checking its URLs and ids on every
-/// order was a tenth of signing a W1 order (`paypipe-frames-bench`). A bad setting still
+/// order would add to every signature. A bad setting still
 /// rejects each order that needs it, with the same rejection naming the setting.
 public struct PhonePeMerchant: Sendable {
     public let config: PhonePeConfig

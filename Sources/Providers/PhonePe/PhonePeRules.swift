@@ -1,25 +1,26 @@
 import PaypipeCore
 
-/// Every PhonePe-specific constant and limit in one place. The seed gives field names but no
-/// lengths or character sets; the limits below follow PhonePe's public references for
-/// merchant-generated ids (letters, digits, `_` and `-`; transaction ids up to 35 characters) and
-/// accommodate the seed's own examples. Items marked (unconfirmed) are this module's choices.
+/// Every PhonePe-specific constant and limit in one place. PhonePe's recurring documentation gives
+/// field names but no lengths or character sets; the limits below follow PhonePe's public
+/// references for merchant-generated ids (letters, digits, `_` and `-`; transaction ids up to 35
+/// characters) and accommodate that documentation's own examples. Items marked (unconfirmed) are
+/// this module's choices.
 public enum PhonePeRules {
     public static let authInitPath = "/v3/recurring/auth/init"
     public static let authStatusPathPrefix = "/v3/recurring/auth/status/"
 
     /// `authRequestId`: merchant's unique transaction id; it also appears in the status URL path.
     public static let authRequestIdMaxLength = 35
-    /// `merchantUserId`: the seed's example is a 36-character UUID.
+    /// `merchantUserId`: PhonePe's example is a 36-character UUID.
     public static let merchantUserIdMaxLength = 36
-    /// `subscriptionId`: PhonePe-issued (seed: 25 characters). (unconfirmed upper bound)
+    /// `subscriptionId`: PhonePe-issued (25 characters in the examples). (unconfirmed upper bound)
     public static let subscriptionIdMaxLength = 64
     /// `merchantId`: PhonePe-issued MID, part of the status URL path. (unconfirmed upper bound)
     public static let merchantIdMaxLength = 64
     /// `merchantCallBackScheme`: an iOS URL scheme (RFC 3986 scheme syntax). (unconfirmed upper bound)
     public static let callBackSchemeMaxLength = 64
 
-    /// The only `paymentScope` the iOS intent flow uses (seed: "Default: PHONEPE").
+    /// The only `paymentScope` the iOS intent flow uses (documented as "Default: PHONEPE").
     public static let paymentScope = "PHONEPE"
     public static let deviceOS = "IOS"
     /// PhonePe settles in Indian rupees; `amount` is in paise.
@@ -75,7 +76,8 @@ extension PhonePeConfig {
             throw Rejection(.phonePeInvalidConfig, field: "phonepe.baseURL", "phonepe.baseURL must be an absolute http(s) URL without spaces")
         }
         guard PhonePeRules.isIdentifier(merchantId, maxLength: PhonePeRules.merchantIdMaxLength) else {
-            throw Rejection(.phonePeInvalidConfig, field: "phonepe.merchantId",
+            throw Rejection(
+                .phonePeInvalidConfig, field: "phonepe.merchantId",
                 "phonepe.merchantId must be 1-\(PhonePeRules.merchantIdMaxLength) characters of [A-Za-z0-9_-]")
         }
         guard !saltKey.isEmpty else {
@@ -85,7 +87,8 @@ extension PhonePeConfig {
             throw Rejection(.phonePeInvalidConfig, field: "phonepe.saltIndex", "phonepe.saltIndex must be 1-8 digits")
         }
         guard PhonePeRules.isHTTPURL(callbackURL) else {
-            throw Rejection(.phonePeInvalidConfig, field: "phonepe.callbackURL",
+            throw Rejection(
+                .phonePeInvalidConfig, field: "phonepe.callbackURL",
                 "phonepe.callbackURL must be an absolute http(s) URL without spaces")
         }
         var base = baseURL

@@ -5,7 +5,7 @@ import PaypipeCore
 extension ParamReader {
     /// A non-negative integer given as a JSON integer or as a string of ASCII digits (Trust
     /// Payments itself writes numbers as strings), at most `maxDigits` digits long as the
-    /// seed's `Numeric(n)` formats require.
+    /// `Numeric(n)` formats of Trust Payments' field table require.
     func tpNumeric(_ name: String, maxDigits: Int) throws(Rejection) -> Int64 {
         switch try value(name) {
         case .integer(let number):
@@ -34,7 +34,7 @@ extension ParamReader {
         return value
     }
 
-    /// DAY or MONTH; lower case is accepted and written in capitals, as the seed requires.
+    /// DAY or MONTH; lower case is accepted and written in capitals, as Trust Payments requires.
     func tpUnit(_ name: String) throws(Rejection) -> TPSubscriptionUnit {
         let text = try string(name)
         guard let unit = TPSubscriptionUnit(rawValue: text) ?? TPSubscriptionUnit(rawValue: text.uppercased()) else {
@@ -49,7 +49,7 @@ extension ParamReader {
         return frequency
     }
 
-    /// "0" schedules payments indefinitely (seed: subscriptionfinalnumber).
+    /// "0" schedules payments indefinitely (Trust Payments' subscriptionfinalnumber).
     func tpFinalNumber(_ name: String) throws(Rejection) -> Int64 {
         try tpNumeric(name, maxDigits: 5)
     }

@@ -1,6 +1,7 @@
 import PaypipeCore
 
-/// Trust Payments' `errorcode` values and what each means for the pipeline (PROVIDERS.md):
+/// Trust Payments' `errorcode` values and what each means for the pipeline (from its error
+/// code documentation):
 /// the one table the submitter's retry / query / fail decision comes from.
 public enum TPErrorCode {
     public static let ok = "0"

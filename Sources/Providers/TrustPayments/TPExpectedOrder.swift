@@ -1,8 +1,8 @@
 import PaypipeCore
 
-/// What a callback about an order must agree with (PROTOCOL.md §3): the merchant's site, the
+/// What a callback about an order must agree with: the merchant's site, the
 /// order's reference, for money-moving orders its amount and currency, and for a
-/// `subscriptionJwt` order the subscription it asked for (PROTOCOL.md §6).
+/// `subscriptionJwt` order the subscription it asked for.
 public struct TPExpectedOrder: Sendable, Equatable {
     public var orderId: String
     public var siteReference: String
@@ -35,7 +35,8 @@ public struct TPExpectedOrder: Sendable, Equatable {
         guard order.operation == .subscriptionJwt else {
             throw CallbackRejection(
                 status: 409, code: .operationMismatch,
-                "order \(order.orderId) is a \(order.operation.rawValue.prefix(32)) order; only subscriptionJwt orders are settled by a response JWT or notification")
+                "order \(order.orderId) is a \(order.operation.rawValue.prefix(32)) order; only subscriptionJwt orders are settled by a response JWT or notification"
+            )
         }
         let expected = TPExpectedOrder(order: order, config: config)
         guard expected.subscription != nil else {
@@ -45,7 +46,7 @@ public struct TPExpectedOrder: Sendable, Equatable {
         return expected
     }
 
-    /// Binds a response JWT to this order (PROTOCOL.md §6): the payment entry (AUTH or
+    /// Binds a response JWT to this order: the payment entry (AUTH or
     /// ACCOUNTCHECK; the first entry when the sequence stopped before it) must carry
     /// `orderreference` equal to the orderId, and no entry may name another order. Otherwise the
     /// JWT is refused, so an authentic JWT for another order with the same amount can neither
@@ -119,7 +120,7 @@ public struct TPExpectedOrder: Sendable, Equatable {
         return nil
     }
 
-    /// Why a SUBSCRIPTION entry does not reflect what was requested (seed 000: "The
+    /// Why a SUBSCRIPTION entry does not reflect what was requested (Trust Payments: "The
     /// subscription-specific fields … should reflect the values submitted in the request"), or nil.
     /// Compared: frequency, unit, final number, amount, and the begin date when one was sent.
     /// `requireFields`: an absent field is a mismatch too (response JWTs echo them all).

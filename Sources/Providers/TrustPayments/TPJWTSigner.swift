@@ -1,10 +1,11 @@
 import Crypto
 import PaypipeCore
 
-/// Signs the Mobile SDK JWT (seed 000, "Update the JWT") for a subscription with immediate
-/// payment. Create it once per merchant (the HMAC key schedule and every constant fragment of
-/// the token are computed here) and call `sign` per order: the JSON is written in a fixed field
-/// order straight into bytes, so one signature costs one HMAC-SHA256 and two base64url passes.
+/// Signs the Mobile SDK JWT (Trust Payments' Mobile SDK documentation, "Update the JWT") for a
+/// subscription with immediate payment. Create it once per merchant (the HMAC key schedule and
+/// every constant fragment of the token are computed here) and call `sign` per order: the JSON is
+/// written in a fixed field order straight into bytes, so one signature costs one HMAC-SHA256 and
+/// two base64url passes.
 public struct TPJWTSigner: Sendable, CustomStringConvertible, CustomReflectable {
     /// base64url(`{"alg":"HS256","typ":"JWT"}`) followed by the period.
     static let encodedHeader: [UInt8] = Base64.encode(Array(#"{"alg":"HS256","typ":"JWT"}"#.utf8), .url) + [UInt8(ascii: ".")]
@@ -81,7 +82,8 @@ public struct TPJWTSigner: Sendable, CustomStringConvertible, CustomReflectable 
         if request.freeTrial {
             json.append(contentsOf: #","credentialsonfile":"1","requesttypedescriptions":["ACCOUNTCHECK","SUBSCRIPTION"],"subscriptiontype":""#.utf8)
         } else {
-            json.append(contentsOf: #","credentialsonfile":"1","requesttypedescriptions":["THREEDQUERY","AUTH","SUBSCRIPTION"],"subscriptiontype":""#.utf8)
+            json.append(
+                contentsOf: #","credentialsonfile":"1","requesttypedescriptions":["THREEDQUERY","AUTH","SUBSCRIPTION"],"subscriptiontype":""#.utf8)
         }
         json.append(contentsOf: request.type.rawValue.utf8)
         json.append(contentsOf: #"","subscriptionunit":""#.utf8)

@@ -1,7 +1,7 @@
 import PaypipeCore
 
-/// Trust Payments URL notifications (PROVIDERS.md): a form POST whose `responsesitesecurity`
-/// is hex SHA-256 over the values of every other received field (except
+/// Trust Payments URL notifications (its URL notification documentation): a form POST whose
+/// `responsesitesecurity` is hex SHA-256 over the values of every other received field (except
 /// `notificationreference`), blank values omitted, ordered by field name (ASCII), concatenated,
 /// with the agreed notification password appended.
 public enum TPNotification {
@@ -12,7 +12,8 @@ public enum TPNotification {
 
     /// The `responsesitesecurity` value for these fields (what Trust Payments computes).
     public static func signature(fields: [Field], password: Secret) -> String {
-        let signed = fields
+        let signed =
+            fields
             .filter { !unsignedFields.contains($0.name) && !$0.value.isEmpty }
             .sorted { Array($0.name.utf8).lexicographicallyPrecedes(Array($1.name.utf8)) }
         var material: [UInt8] = []

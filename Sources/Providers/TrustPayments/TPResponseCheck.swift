@@ -1,9 +1,10 @@
 import PaypipeCore
 
-/// Interprets the entries of an authentic response (JWT or query record) against the order
-/// they claim to answer. Seed 000, "Handling the response": AUTH errorcode "0" means the first
-/// payment's funds are reserved; the SUBSCRIPTION is scheduled iff its errorcode is "0"; its
-/// `transactionactive` stays "2" (pending) until the AUTH settles (`settlestatus` "100").
+/// Interprets the entries of an authentic response (JWT or query record) against the order they
+/// claim to answer. Trust Payments' Mobile SDK subscription documentation, "Handling the response":
+/// AUTH errorcode "0" means the first payment's funds are reserved; the SUBSCRIPTION is scheduled
+/// iff its errorcode is "0"; its `transactionactive` stays "2" (pending) until the AUTH settles
+/// (`settlestatus` "100").
 public enum TPResponseCheck {
     /// `settlestatus` values as Trust Payments documents them.
     public static func settlement(_ settlestatus: String?) -> String {
@@ -55,14 +56,15 @@ public enum TPResponseCheck {
     }
 
     /// As `evaluate`, and when `expected.subscription` is known, the SUBSCRIPTION entry must say
-    /// the subscription was scheduled as requested (PROTOCOL.md §6): its errorcode not "0" →
+    /// the subscription was scheduled as requested: its errorcode not "0" →
     /// `SUBSCRIPTION_NOT_SCHEDULED`; its fields differing from the request (or, with
     /// `requireStatedFields`, the entry or a field missing) → `SUBSCRIPTION_MISMATCH`. Both are
     /// `failed` with the payment's `result`, because the first payment was taken.
     public static func read(
         _ entries: [[String: JSONValue]], expected: TPExpectedOrder, requireStatedFields: Bool = true
     ) -> Reading {
-        let payment = entries.first { $0["requesttypedescription"]?.stringValue == "AUTH" }
+        let payment =
+            entries.first { $0["requesttypedescription"]?.stringValue == "AUTH" }
             ?? entries.first { $0["requesttypedescription"]?.stringValue == "ACCOUNTCHECK" }
         let subscription = entries.first { $0["requesttypedescription"]?.stringValue == "SUBSCRIPTION" }
 
@@ -103,9 +105,11 @@ public enum TPResponseCheck {
             if let active { result["transactionActive"] = .string(active) }
             result["subscriptionState"] = .string(scheduled ? subscriptionState(active) : "notScheduled")
             if expected.subscription != nil {
-                // Seed 000: "Any other errorcode values indicate that the subscription has not been scheduled".
+                // Trust Payments: "Any other errorcode values indicate that the subscription has
+                // not been scheduled".
                 guard scheduled else {
-                    let message = "SUBSCRIPTION errorcode \(errorcode.isEmpty ? "missing" : String(errorcode.prefix(16)))\(TPWebServices.messageSuffix(subscription)); the first payment was taken"
+                    let message =
+                        "SUBSCRIPTION errorcode \(errorcode.isEmpty ? "missing" : String(errorcode.prefix(16)))\(TPWebServices.messageSuffix(subscription)); the first payment was taken"
                     return Reading(.failed(code: .subscriptionNotScheduled, message: message), failureResult: result)
                 }
                 if let mismatch = expected.subscriptionMismatch(in: subscription, requireFields: requireStatedFields) {

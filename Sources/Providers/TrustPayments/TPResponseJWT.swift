@@ -2,7 +2,8 @@ import Crypto
 import JWTKit
 import PaypipeCore
 
-/// A response JWT (seed 000, "Handling the response") whose signature and age were checked.
+/// A response JWT (Trust Payments' Mobile SDK subscription documentation, "Handling the response")
+/// whose signature and age were checked.
 public struct TPResponseJWT: Sendable, Equatable {
     public var issuedAt: Int64
     public var requestReference: String?
@@ -114,7 +115,7 @@ public struct TPResponseJWTVerifier: Sendable, CustomStringConvertible, CustomRe
     }
 
     /// Checks a response JWT: HS256 only, valid signature, `iat` present, not older than
-    /// `maxAgeSeconds` (PROTOCOL.md `timers.tpResponseMaxAgeS`) and not more than
+    /// `maxAgeSeconds` (`timers.tpResponseMaxAgeS`) and not more than
     /// `allowedClockSkewSeconds` ahead of `now` (seconds since the epoch).
     public func verify(
         _ token: String, now: Int64, maxAgeSeconds: Int64, allowedClockSkewSeconds: Int64 = 60
@@ -145,7 +146,7 @@ public struct TPResponseJWTVerifier: Sendable, CustomStringConvertible, CustomRe
         let issuedAt: Int64
         switch claims["iat"] {
         case .integer(let seconds)?: issuedAt = seconds
-        // The seed's own example writes iat as a string of digits.
+        // Trust Payments' own example writes iat as a string of digits.
         case .string(let text)? where !text.isEmpty && text.utf8.count <= 18 && text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }):
             issuedAt = Int64(text) ?? 0
         case nil: throw .malformed("the JWT has no iat", code: .missingIssuedAt)

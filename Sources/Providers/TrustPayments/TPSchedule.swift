@@ -1,7 +1,7 @@
 import PaypipeCore
 
-/// When the subscription engine will take each automated payment (seed 000, "Start of the
-/// automated payments" and the field table):
+/// When the subscription engine will take each automated payment (Trust Payments' Mobile SDK
+/// subscription documentation, "Start of the automated payments" and the field table):
 /// - the first one on `subscriptionbegindate` when given, else one interval after the request;
 /// - then one every `frequency` `unit`s, each computed from that anchor (the 31st stays the 31st
 ///   where the month has one, instead of drifting to the 28th after February);
@@ -15,8 +15,8 @@ public struct TPSchedule: Sendable, Equatable {
     public var number: Int64
     public var finalNumber: Int64
     /// False for a free trial (ACCOUNTCHECK + SUBSCRIPTION): no payment is taken up front, so
-    /// the first automated payment is number `subscriptionnumber` itself. (unconfirmed: the seed
-    /// only describes the combined AUTH SUBSCRIPTION case.)
+    /// the first automated payment is number `subscriptionnumber` itself. (unconfirmed: Trust
+    /// Payments' documentation only describes the combined AUTH SUBSCRIPTION case.)
     public var includesInitialPayment: Bool
 
     /// Dates beyond this year are not produced (a Numeric(11) frequency in days could reach them).

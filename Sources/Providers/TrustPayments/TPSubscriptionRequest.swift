@@ -56,10 +56,10 @@ public struct TPSubscriptionRequest: Sendable, Equatable {
         "subscriptionType", "unit", "frequency", "finalNumber", "number", "beginDate", "transactionActive", "freeTrial",
     ]
 
-    /// Reads and validates a `subscriptionJwt` order (PROTOCOL.md §1, seed 000's field table).
-    /// `issuedAt` (seconds since the epoch) dates the request, so that a begin date in the past
-    /// can be refused: the seed says the engine "will catch up with missed payments", so a past
-    /// date would charge the customer several times at once.
+    /// Reads and validates a `subscriptionJwt` order (the field table of Trust Payments' Mobile SDK
+    /// subscription documentation). `issuedAt` (seconds since the epoch) dates the request, so that
+    /// a begin date in the past can be refused: Trust Payments says the engine "will catch up with
+    /// missed payments", so a past date would charge the customer several times at once.
     public init(order: Order, issuedAt: Int64) throws(Rejection) {
         guard order.operation == .subscriptionJwt else {
             throw Rejection(.unknownOperation, field: "operation", "operation \(order.operation.rawValue) is not subscriptionJwt")

@@ -1,15 +1,17 @@
 import PaypipeCore
 
-/// Trust Payments' server-side JSON API (PROVIDERS.md): `POST {baseURL}/json/`, HTTP Basic
-/// auth with the web services user, envelope `{"alias","version":"1.00","request":[{…}]}`.
+/// Trust Payments' server-side JSON API (its webservices API documentation):
+/// `POST {baseURL}/json/`, HTTP Basic auth with the web services user, envelope
+/// `{"alias","version":"1.00","request":[{…}]}`.
 public enum TPWebServices {
     public static let version = "1.00"
 
-    /// Update keys the API accepts for a subscription (PROTOCOL.md §1).
+    /// Update keys the API accepts for a subscription.
     public static let updatableFields: Set<String> = [
         "baseamount", "subscriptionfinalnumber", "transactionactive", "subscriptionfrequency", "subscriptionunit",
     ]
-    /// Keys the seed says cannot be changed once the subscription exists.
+    /// Keys Trust Payments' subscription documentation says cannot be changed once the
+    /// subscription exists.
     public static let frozenFields: Set<String> = ["subscriptionbegindate", "subscriptionnumber"]
 
     /// The `requestreference` for an order: alphanumeric, 18 characters, the same for every
@@ -42,8 +44,8 @@ public enum TPWebServices {
     public static func transactionUpdate(order: Order, config: TrustPaymentsConfig) throws(Rejection) -> TPWebServicesRequest {
         let params = try ParamReader(order.params, allowed: ["transactionReference", "updates"], operation: "trustpayments transactionUpdate")
         let reference = try params.tpTransactionReference("transactionReference")
-        // Checked before the unknown-key rule: these are real fields the seed says cannot change,
-        // which deserves that reason rather than "not a field".
+        // Checked before the unknown-key rule: these are real fields Trust Payments says cannot
+        // change, which deserves that reason rather than "not a field".
         if case .object(let raw)? = params.values["updates"], let frozen = raw.keys.filter(frozenFields.contains).min() {
             throw params.invalid("updates.\(frozen)", "cannot be updated on an existing subscription")
         }

@@ -42,7 +42,7 @@ public struct TPWebServicesResponse: Sendable, Equatable {
 }
 
 extension TPWebServices {
-    /// The submitter's reading of a JSON API response (PROVIDERS.md error codes). A query
+    /// The submitter's reading of a JSON API response (Trust Payments' error codes). A query
     /// changes nothing, so wherever an update would be `unknown` (it may have applied), a query
     /// is simply `retry`.
     public static func classify(_ response: HTTPResponseSpec, for request: TPWebServicesRequest) -> ProviderVerdict {

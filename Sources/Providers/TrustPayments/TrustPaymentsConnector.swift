@@ -66,7 +66,8 @@ public struct TrustPaymentsConnector: ProviderConnector {
 
         func query(_ http: HTTPRequestSpec) -> TPWebServicesRequest? {
             queryReference.map {
-                TPWebServicesRequest(kind: .transactionQuery, requestReference: $0, transactionReference: transactionReference, updates: [:], http: http)
+                TPWebServicesRequest(
+                    kind: .transactionQuery, requestReference: $0, transactionReference: transactionReference, updates: [:], http: http)
             }
         }
     }
@@ -77,7 +78,8 @@ public struct TrustPaymentsConnector: ProviderConnector {
 
     public init(config: PaypipeConfig) async {
         self.config = config
-        // The SDK JWT expires before its order's last check (PROTOCOL "Every pending order ends").
+        // The SDK JWT expires before its order's last check (docs/operations.md, "Every pending
+        // order ends").
         let lifetime = TPJWTSigner.lifetimeSeconds(pendingExpireAfterMs: config.timers.pendingExpireAfterMs)
         jwtSigners = config.merchants.compactMapValues { $0.trustpayments.map { TPJWTSigner(config: $0, lifetimeSeconds: lifetime) } }
         var verifiers: [String: TPResponseJWTVerifier] = [:]
@@ -173,7 +175,8 @@ public struct TrustPaymentsConnector: ProviderConnector {
 
     public var callbackRoutes: [CallbackRoute] {
         [
-            CallbackRoute(path: "/callbacks/trustpayments/notification", label: "trustpayments_notification") { request, orders throws(CallbackRejection) in
+            CallbackRoute(path: "/callbacks/trustpayments/notification", label: "trustpayments_notification") {
+                request, orders throws(CallbackRejection) in
                 try await notification(request.body, orders: orders)
             },
             CallbackRoute(path: "/callbacks/trustpayments/jwt", label: "trustpayments_jwt") { request, orders throws(CallbackRejection) in
@@ -214,7 +217,8 @@ public struct TrustPaymentsConnector: ProviderConnector {
         guard let tp = (try? config.merchant(forwarded.merchant))?.trustpayments, let verifier = jwtVerifiers[forwarded.merchant] else {
             throw .unknownMerchant(forwarded.merchant, .trustpayments)
         }
-        let response = try await verifier.verify(forwarded.value, now: Timestamp.nowMilliseconds() / 1000, maxAgeSeconds: config.timers.tpResponseMaxAgeS)
+        let response = try await verifier.verify(
+            forwarded.value, now: Timestamp.nowMilliseconds() / 1000, maxAgeSeconds: config.timers.tpResponseMaxAgeS)
         let order = try await orders.order(forwarded.key, provider: .trustpayments)
         let expected = try TPExpectedOrder.forCallback(order: order, config: tp)
         try expected.checkOrderReference(in: response.entries)

@@ -5,7 +5,7 @@ public struct VivaConfig: Sendable {
     public var merchantKey: String
     public var appId: String
     public var callback: String
-    /// Viva's transactions API, used to confirm forwarded results (PROTOCOL.md §6); nil without
+    /// Viva's transactions API, used to confirm forwarded results; nil without
     /// API credentials.
     public var api: VivaAPICredentials?
     /// The ISV client secret for `ISV_clientSecret` (never taken from an order).

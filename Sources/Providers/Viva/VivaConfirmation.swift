@@ -1,7 +1,7 @@
 import PaypipeCore
 
 /// Viva's record of one transaction, `GET {api}/checkout/v2/transactions/{transactionId}`: only
-/// the fields the confirmation reads (PROVIDERS.md, server-side confirmation).
+/// the fields the confirmation reads (Viva's transactions API documentation).
 public struct VivaTransaction: Sendable, Equatable {
     /// F completed, A in progress, E error, X cancelled, R refunded.
     public var statusId: String
@@ -19,8 +19,8 @@ public struct VivaTransaction: Sendable, Equatable {
     /// Reads a 200 body; nil when it lacks a statusId or an amount that is a whole number of cents.
     public init?(body: [UInt8]) {
         guard case .object(let object)? = try? JSONValue.parse(body),
-              let statusId = object["statusId"]?.stringValue, !statusId.isEmpty,
-              let amount = object["amount"].flatMap(VivaTransaction.minorUnits)
+            let statusId = object["statusId"]?.stringValue, !statusId.isEmpty,
+            let amount = object["amount"].flatMap(VivaTransaction.minorUnits)
         else { return nil }
         let merchantTrns: String?
         switch object["merchantTrns"] {
@@ -48,7 +48,7 @@ public struct VivaTransaction: Sendable, Equatable {
     }
 }
 
-/// The rules that turn Viva's record of a transaction into the order's verdict (PROTOCOL.md §6).
+/// The rules that turn Viva's record of a transaction into the order's verdict.
 /// Viva's record decides, never the forwarded URI: the customer holds the URI and can edit
 /// every field of it, so only its `transactionId` is used, to ask Viva.
 public enum VivaConfirmation {
@@ -91,7 +91,8 @@ public enum VivaConfirmation {
         default:
             throw CallbackRejection(
                 status: 409, code: .notFinal,
-                "Viva has not finished this transaction (statusId \(VivaText.printable(transaction.statusId, limit: 8))); forward the result again later")
+                "Viva has not finished this transaction (statusId \(VivaText.printable(transaction.statusId, limit: 8))); forward the result again later"
+            )
         }
     }
 }
@@ -150,8 +151,8 @@ public actor VivaTransactionsClient {
         }
         guard response.status == 200 else { throw Self.unavailable("the token endpoint answered \(response.status)") }
         guard case .object(let object)? = try? JSONValue.parse(response.body),
-              let token = object["access_token"]?.stringValue, !token.isEmpty,
-              object["token_type"]?.stringValue.map({ $0.lowercased() == "bearer" }) ?? true
+            let token = object["access_token"]?.stringValue, !token.isEmpty,
+            object["token_type"]?.stringValue.map({ $0.lowercased() == "bearer" }) ?? true
         else {
             throw Self.unavailable("the token endpoint answered without a bearer access_token")
         }

@@ -10,7 +10,7 @@ extension Operation {
 
 /// Viva.com Sale requests behind the pipeline's seam: the pipeline builds the
 /// `vivapayclient://pay/v1` URL for the app (no HTTP call) and checks the result the app's
-/// backend forwards, confirming it with Viva's transactions API (PROTOCOL.md §6).
+/// backend forwards, confirming it with Viva's transactions API.
 public struct VivaConnector: ProviderConnector {
     public static let provider = Provider.viva
     public static let settingsSection: any MerchantSection.Type = VivaConfig.self
@@ -51,8 +51,8 @@ public struct VivaConnector: ProviderConnector {
         operation == .sale ? .statusCheck(afterMilliseconds: timers.pendingExpireAfterMs) : nil
     }
 
-    /// The ISV client secret travels in the sale URL (seed 004): the ledger keeps it out of the
-    /// stored outcome and puts it back whenever the outcome is sent or replayed.
+    /// The ISV client secret travels in the sale URL (Viva's inter-app protocol): the ledger keeps
+    /// it out of the stored outcome and puts it back whenever the outcome is sent or replayed.
     public static let outcomeSecretSettings = ["isvClientSecret"]
 
     public func withholdingSecrets(in outcome: Outcome) -> Outcome? {
@@ -68,9 +68,11 @@ public struct VivaConnector: ProviderConnector {
     }
 
     public var callbackRoutes: [CallbackRoute] {
-        [CallbackRoute(path: "/callbacks/viva", label: "viva", rateLimit: Self.callbackRateLimit) { request, context throws(CallbackRejection) in
-            try await forwardedResult(request.body, context: context)
-        }]
+        [
+            CallbackRoute(path: "/callbacks/viva", label: "viva", rateLimit: Self.callbackRateLimit) { request, context throws(CallbackRejection) in
+                try await forwardedResult(request.body, context: context)
+            }
+        ]
     }
 
     /// The result URI forwarded by the app's backend: `{"orderId","uri","merchant"?}`.
@@ -91,7 +93,8 @@ public struct VivaConnector: ProviderConnector {
             guard viva.acceptUnconfirmedCallbacks else {
                 throw CallbackRejection(
                     status: 403, code: .confirmationUnavailable,
-                    "merchant \(forwarded.merchant) has no Viva API credentials to confirm results with, and does not accept unconfirmed ones (viva.acceptUnconfirmedCallbacks)")
+                    "merchant \(forwarded.merchant) has no Viva API credentials to confirm results with, and does not accept unconfirmed ones (viva.acceptUnconfirmedCallbacks)"
+                )
             }
             return try await unconfirmed(callback, forwarded: forwarded, config: viva, orders: context)
         }

@@ -1,8 +1,8 @@
 import PaypipeCore
 
 /// RFC 3986 query handling for Viva's inter-app URIs, both ways: percent-encoding every value on
-/// the way out (the seed's raw concatenation lets a value such as `a&amount=1` inject parameters)
-/// and strict decoding on the way in.
+/// the way out (the raw concatenation of Viva's sample code lets a value such as `a&amount=1`
+/// inject parameters) and strict decoding on the way in.
 public struct VivaQuery: Sendable, Equatable {
     /// Keys and values in URI order, decoded.
     public let items: [(key: String, value: String)]
@@ -91,7 +91,7 @@ public struct VivaQuery: Sendable, Equatable {
             let byte = component[index]
             if byte == UInt8(ascii: "%") {
                 guard index + 2 < component.endIndex,
-                      let high = hexValue(component[index + 1]), let low = hexValue(component[index + 2])
+                    let high = hexValue(component[index + 1]), let low = hexValue(component[index + 2])
                 else {
                     throw .viva(.invalidEncoding, "\(field) has a '%' not followed by two hex digits")
                 }
@@ -160,7 +160,7 @@ public struct VivaURI: Sendable, Equatable {
             throw .viva(.malformedURI, "the URI must not carry a fragment")
         }
         guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")),
-              bytes.count >= colon + 3, bytes[colon + 1] == UInt8(ascii: "/"), bytes[colon + 2] == UInt8(ascii: "/")
+            bytes.count >= colon + 3, bytes[colon + 1] == UInt8(ascii: "/"), bytes[colon + 2] == UInt8(ascii: "/")
         else {
             throw .viva(.malformedURI, "the URI must look like scheme://host?query")
         }
@@ -187,7 +187,7 @@ enum VivaText {
     static func isScheme(_ text: String) -> Bool {
         let bytes = Array(text.utf8)
         guard let first = bytes.first, bytes.count <= 64,
-              (first >= 0x41 && first <= 0x5A) || (first >= 0x61 && first <= 0x7A)
+            (first >= 0x41 && first <= 0x5A) || (first >= 0x61 && first <= 0x7A)
         else { return false }
         return bytes.allSatisfy { byte in
             VivaQuery.isUnreserved(byte) && byte != UInt8(ascii: "_") && byte != UInt8(ascii: "~") || byte == UInt8(ascii: "+")

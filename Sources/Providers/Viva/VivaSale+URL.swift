@@ -12,7 +12,7 @@ extension VivaSale {
     /// The `pending` outcome's result: `{url}` for the app.
     public var pendingResult: [String: JSONValue] { ["url": .string(url)] }
 
-    /// Fields in the seed's table order.
+    /// Fields in the order of Viva's Sale request table.
     public var query: VivaQuery {
         var items: [(key: String, value: String)] = [
             ("callback", callback), ("merchantKey", merchantKey), ("appId", appId), ("action", "sale"),
@@ -56,7 +56,7 @@ extension VivaSale {
     }
 
     /// Reads a sale URL the way the Viva app would (the sandbox's side, and round-trip tests),
-    /// applying the seed's rules: action=sale, amount an integer > 0, tipAmount ≤ amount,
+    /// applying Viva's Sale rules: action=sale, amount an integer > 0, tipAmount ≤ amount,
     /// preferredInstallments with withInstallments=true, ISV_clientId with ISV_amount and ISV_clientSecret.
     public init(requestURL: String) throws(CallbackRejection) {
         let uri = try VivaURI.parse(requestURL)

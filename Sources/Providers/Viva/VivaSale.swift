@@ -1,8 +1,9 @@
 import PaypipeCore
 
-/// A validated Viva Sale request (seed 004): everything the `vivapayclient://pay/v1` URL carries.
+/// A validated Viva Sale request (Viva's Smart Checkout / inter-app documentation): everything the
+/// `vivapayclient://pay/v1` URL carries.
 ///
-/// Order params (PROTOCOL.md §1, operation `sale`; amount is the order's `amount`):
+/// Order params (operation `sale`; amount is the order's `amount`):
 /// - `clientTransactionId?`: string, 1–64 characters, no control characters; default the orderId.
 /// - `tipAmount?`: integer minor units, 0 ≤ tipAmount ≤ amount.
 /// - `installments?`: object `{"preferred": n}` with integer n in 0…36 → `withInstallments=true`,
@@ -13,8 +14,8 @@ import PaypipeCore
 /// - `isv?`: for ISV partners, object `{"clientId", "amount", "sourceCode"?, "merchantId"?,
 ///   "merchantSourceCode"?, "customerTrns"?, "clientTransactionId"?}`; when present, clientId and amount
 ///   are required and 0 ≤ amount ≤ the sale amount. `ISV_clientSecret` comes from the config's
-///   `viva.isvClientSecret` (PROTOCOL.md §6: a secret never travels in an order), which is then
-///   required too (seed: ISV_clientId requires ISV_amount and ISV_clientSecret).
+///   `viva.isvClientSecret` (a secret never travels in an order), which is then
+///   required too (Viva: ISV_clientId requires ISV_amount and ISV_clientSecret).
 /// Read with `ParamReader`'s rules: unknown keys are refused (a typo such as `tipamount` must
 /// not silently drop the tip), `null` is a wrong type rather than "absent", lengths count
 /// Unicode scalars.
@@ -32,8 +33,8 @@ public struct VivaSale: Sendable, Equatable, CustomStringConvertible {
     public var isv: VivaISV?
 
     /// The screens the Viva app shows before returning (`show_receipt`, `show_rating`,
-    /// `show_transaction_result`). Not order params in PROTOCOL.md v1, so the signer chooses them;
-    /// the default follows the seed's sample code (all true).
+    /// `show_transaction_result`). Not order params in the contract, so the signer chooses them;
+    /// the default follows Viva's sample code (all true).
     public struct DisplayOptions: Sendable, Equatable {
         public var showReceipt: Bool
         public var showRating: Bool
@@ -48,7 +49,8 @@ public struct VivaSale: Sendable, Equatable, CustomStringConvertible {
 
     public enum Limits {
         public static let clientTransactionIdMaxLength = 64
-        /// Viva's installment plans top out at 36 (unconfirmed: the seed only says "max allowed").
+        /// Viva's installment plans top out at 36 (unconfirmed: its documentation only says "max
+        /// allowed").
         public static let maxPreferredInstallments: Int64 = 36
         public static let textMaxLength = 256
         public static let customerTrnsMaxLength = 2048
@@ -74,8 +76,9 @@ public struct VivaSale: Sendable, Equatable, CustomStringConvertible {
     /// Reads and validates a viva `sale` order against the merchant's config.
     public init(order: Order, config: VivaConfig, display: DisplayOptions = .seedDefault) throws(Rejection) {
         guard order.operation == .sale else {
-            throw Rejection(.unknownOperation, field: "operation",
-                            "operation \(order.operation.rawValue) is not handled by the Viva signer (expected sale)")
+            throw Rejection(
+                .unknownOperation, field: "operation",
+                "operation \(order.operation.rawValue) is not handled by the Viva signer (expected sale)")
         }
         let params = try ParamReader(order.params, allowed: VivaSale.knownParams, operation: "viva sale")
         guard let amount = order.amount else { throw Rejection(.missingField, field: "amount", "amount is required for viva sale") }
@@ -84,7 +87,8 @@ public struct VivaSale: Sendable, Equatable, CustomStringConvertible {
         try VivaParamRules.requireConfigText(config.merchantKey, "merchantKey")
         try VivaParamRules.requireConfigText(config.appId, "appId")
         guard VivaText.isScheme(config.callback) else {
-            throw Rejection(.missingCredentials, field: "viva.callback", "the configured viva callback must be a URI scheme such as interapp-callback")
+            throw Rejection(
+                .missingCredentials, field: "viva.callback", "the configured viva callback must be a URI scheme such as interapp-callback")
         }
 
         var callback = config.callback
@@ -116,8 +120,9 @@ public struct VivaSale: Sendable, Equatable, CustomStringConvertible {
 
         var isv: VivaISV?
         if params.values["isv"]?.objectValue?["clientSecret"] != nil {
-            throw Rejection(.unknownField, field: "params.isv.clientSecret",
-                            "params.isv.clientSecret is no longer taken from an order: configure the merchant's viva.isvClientSecret")
+            throw Rejection(
+                .unknownField, field: "params.isv.clientSecret",
+                "params.isv.clientSecret is no longer taken from an order: configure the merchant's viva.isvClientSecret")
         }
         if let object = try params.optionalObject("isv", allowed: VivaISV.knownKeys) {
             isv = try VivaISV(object, saleAmount: amount, clientSecret: config.isvClientSecret)
@@ -215,7 +220,8 @@ extension ParamReader {
 enum VivaParamRules {
     static func requireConfigText(_ value: String, _ name: String) throws(Rejection) {
         guard !value.isEmpty, !value.unicodeScalars.contains(where: VivaQuery.isControl) else {
-            throw Rejection(.missingCredentials, field: "viva.\(name)", "the configured viva \(name) must be non-empty text without control characters")
+            throw Rejection(
+                .missingCredentials, field: "viva.\(name)", "the configured viva \(name) must be non-empty text without control characters")
         }
     }
 }

@@ -24,14 +24,20 @@ extension VivaSaleCallback {
         try callback.requireScheme(of: order, config: config)
         let expectedReference = expectedReference(of: order)
         guard callback.clientTransactionId == expectedReference else {
-            return VivaCallbackValidation(callback: callback, verdict: .failed(
-                code: .referenceMismatch,
-                message: "callback clientTransactionId \(VivaText.printable(callback.clientTransactionId, limit: 64)) != order's \(VivaText.printable(expectedReference, limit: 64))"))
+            return VivaCallbackValidation(
+                callback: callback,
+                verdict: .failed(
+                    code: .referenceMismatch,
+                    message:
+                        "callback clientTransactionId \(VivaText.printable(callback.clientTransactionId, limit: 64)) != order's \(VivaText.printable(expectedReference, limit: 64))"
+                ))
         }
         guard let orderAmount = order.amount, callback.amount == orderAmount else {
-            return VivaCallbackValidation(callback: callback, verdict: .failed(
-                code: .amountMismatch,
-                message: "callback amount \(callback.amount) != order amount \(order.amount.map { String($0) } ?? "(none)")"))
+            return VivaCallbackValidation(
+                callback: callback,
+                verdict: .failed(
+                    code: .amountMismatch,
+                    message: "callback amount \(callback.amount) != order amount \(order.amount.map { String($0) } ?? "(none)")"))
         }
         switch callback.status {
         case .success:

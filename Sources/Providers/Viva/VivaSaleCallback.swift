@@ -1,8 +1,8 @@
 import PaypipeCore
 
-/// The Viva app's Sale response, `<callback>://result?status=...` (seed 004), parsed and checked
-/// field by field. Card data: `accountNumber` is only ever held in its masked form
-/// (first 6 and last 4 digits); an unmasked number is refused and never quoted.
+/// The Viva app's Sale response, `<callback>://result?status=...` (Viva's inter-app documentation),
+/// parsed and checked field by field. Card data: `accountNumber` is only ever held in its masked
+/// form (first 6 and last 4 digits); an unmasked number is refused and never quoted.
 public struct VivaSaleCallback: Sendable, Equatable {
     public enum Status: String, Sendable { case success, fail }
 
@@ -56,9 +56,10 @@ public struct VivaSaleCallback: Sendable, Equatable {
         self.transactionId = transactionId
     }
 
-    /// Parses and checks a callback URI on its own (no order involved). Empty values count as absent,
-    /// as the seed says failed results may carry referenceNumber/authorisationCode without values.
-    /// Unknown keys are ignored (the app may add fields); known ones must be well-formed.
+    /// Parses and checks a callback URI on its own (no order involved). Empty values count as
+    /// absent, as Viva's documentation says failed results may carry
+    /// referenceNumber/authorisationCode without values. Unknown keys are ignored (the app may add
+    /// fields); known ones must be well-formed.
     public init(uri uriText: String) throws(CallbackRejection) {
         let uri = try VivaURI.parse(uriText)
         guard uri.host == "result", uri.path.isEmpty || uri.path == "/" else {
@@ -112,7 +113,7 @@ public struct VivaSaleCallback: Sendable, Equatable {
             transactionDate: try checked("transactionDate", "an ISO 8601 date-time") { VivaSaleCallback.isISO8601DateTime($0) },
             transactionId: try checked("transactionId", "a UUID") { VivaSaleCallback.isUUID($0) })
 
-        // The seed's approved response carries these; only failures may lack them.
+        // Viva's documented approved response carries these; only failures may lack them.
         if status == .success {
             for (key, value) in [("transactionId", transactionId), ("referenceNumber", referenceNumber), ("authorisationCode", authorisationCode)]
             where value == nil {
@@ -137,8 +138,8 @@ public struct VivaSaleCallback: Sendable, Equatable {
             throw .viva(.unmaskedPAN, "accountNumber must be masked (first 6 and last 4 digits only)")
         }
         guard (12...19).contains(bytes.count),
-              bytes[0..<6].allSatisfy(isDigit), bytes[(bytes.count - 4)...].allSatisfy(isDigit),
-              bytes[6..<(bytes.count - 4)].allSatisfy({ $0 == UInt8(ascii: "*") })
+            bytes[0..<6].allSatisfy(isDigit), bytes[(bytes.count - 4)...].allSatisfy(isDigit),
+            bytes[6..<(bytes.count - 4)].allSatisfy({ $0 == UInt8(ascii: "*") })
         else {
             throw .viva(.invalidField, "accountNumber must be 6 digits, asterisks, then 4 digits")
         }
@@ -158,12 +159,12 @@ public struct VivaSaleCallback: Sendable, Equatable {
         return true
     }
 
-    /// `YYYY-MM-DDThh:mm:ss[.fraction][Z|±hh:mm]` with a real calendar date (the seed's example has
+    /// `YYYY-MM-DDThh:mm:ss[.fraction][Z|±hh:mm]` with a real calendar date (Viva's example has
     /// seven fraction digits and an offset: `2019-09-13T12:14:19.8703452+03:00`).
     static func isISO8601DateTime(_ text: String) -> Bool {
         let bytes = Array(text.utf8)
         guard bytes.count >= 19, bytes.count <= 40, bytes[10] == UInt8(ascii: "T") || bytes[10] == UInt8(ascii: "t"),
-              CivilDate(iso8601: String(decoding: bytes[0..<10], as: UTF8.self)) != nil
+            CivilDate(iso8601: String(decoding: bytes[0..<10], as: UTF8.self)) != nil
         else { return false }
         func number(_ range: Range<Int>) -> Int? {
             guard range.upperBound <= bytes.count else { return nil }
@@ -175,8 +176,8 @@ public struct VivaSaleCallback: Sendable, Equatable {
             return value
         }
         guard bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"),
-              let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
-              hour < 24, minute < 60, second <= 60
+            let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
+            hour < 24, minute < 60, second <= 60
         else { return false }
         var index = 19
         if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
@@ -188,9 +189,9 @@ public struct VivaSaleCallback: Sendable, Equatable {
         if index == bytes.count { return true }
         if bytes[index] == UInt8(ascii: "Z") || bytes[index] == UInt8(ascii: "z") { return index + 1 == bytes.count }
         guard bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-"), bytes.count == index + 6,
-              bytes[index + 3] == UInt8(ascii: ":"),
-              let offsetHours = number((index + 1)..<(index + 3)), let offsetMinutes = number((index + 4)..<(index + 6)),
-              offsetHours < 24, offsetMinutes < 60
+            bytes[index + 3] == UInt8(ascii: ":"),
+            let offsetHours = number((index + 1)..<(index + 3)), let offsetMinutes = number((index + 4)..<(index + 6)),
+            offsetHours < 24, offsetMinutes < 60
         else { return false }
         return true
     }

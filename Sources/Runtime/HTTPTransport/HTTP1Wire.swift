@@ -2,9 +2,9 @@ import NIOCore
 import PaypipeCore
 
 /// A provider request as the bytes that go on the wire: request line, headers, body, in one
-/// buffer written once. NIO's HTTP/1.1 codec wrote three parts per request and decoded three
-/// per response through the channel pipeline, about a sixth of the submitter's CPU (issue 13's
-/// profile); a provider call needs neither its generality nor its allocations.
+/// buffer written once. NIO's HTTP/1.1 codec would write three parts per request and decode
+/// three per response through the channel pipeline; a provider call needs neither its
+/// generality nor its allocations.
 package struct HTTP1Request: Sendable {
     package var bytes: ByteBuffer
     /// False when the request itself asks to close the connection after the answer.
@@ -26,7 +26,9 @@ package struct HTTP1Request: Sendable {
             guard !name.isEmpty, HTTPBytes.all(header.name, HTTPBytes.isToken) else {
                 throw Invalid(description: "header name \(Self.shown(header.name)) is not an HTTP token")
             }
-            guard HTTPBytes.all(header.value, HTTPBytes.isFieldValue) else { throw Invalid(description: "header \(header.name) has a control character in its value") }
+            guard HTTPBytes.all(header.value, HTTPBytes.isFieldValue) else {
+                throw Invalid(description: "header \(header.name) has a control character in its value")
+            }
             size += header.name.utf8.count + header.value.utf8.count + 4
             if HTTPBytes.equalsIgnoringCase(name, "host") {
                 hasHost = true
@@ -144,7 +146,9 @@ package struct HTTP1ResponseParser {
                     }
                     return complete()
                 case .untilClose:
-                    guard body.count + bytes.readableBytes <= maxBodyBytes else { throw Failure(description: "response body over \(maxBodyBytes) bytes") }
+                    guard body.count + bytes.readableBytes <= maxBodyBytes else {
+                        throw Failure(description: "response body over \(maxBodyBytes) bytes")
+                    }
                     _ = appendBody(upTo: bytes.readableBytes, from: &bytes)
                 }
             }
@@ -246,8 +250,7 @@ package struct HTTP1ResponseParser {
     }
 
     /// What a response head says, read in place line by line: splitting the head into slices
-    /// and mapping them retained and released each line several times, most of the cost of
-    /// reading a provider's answer (callgrind on paypipe-frames-bench).
+    /// and mapping them would retain and release each line several times.
     private struct Head {
         var version = 0, code = 0
         var headers: [HTTPHeader] = []
@@ -392,11 +395,13 @@ enum HTTPBytes {
 
     /// Whether `bytes` spell `lowercase` in any case, compared byte by byte: header names are
     /// checked for every header of every request and response, and a lowercased copy of each
-    /// was an allocation.
+    /// would be an allocation.
     static func equalsIgnoringCase(_ bytes: some Collection<UInt8>, _ lowercase: StaticString) -> Bool {
         guard bytes.count == lowercase.utf8CodeUnitCount else { return false }
         return lowercase.withUTF8Buffer { expected in
-            zip(bytes, expected).allSatisfy { byte, want in byte == want || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") && byte + 32 == want) }
+            zip(bytes, expected).allSatisfy { byte, want in
+                byte == want || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") && byte + 32 == want)
+            }
         }
     }
 

@@ -10,8 +10,8 @@ import Synchronization
 /// A small client that writes and reads HTTP/1.1 itself (`HTTP1Wire.swift`) rather than a
 /// general-purpose one: one request per connection at a time, no redirects, no decompression,
 /// no proxies. That is all a provider
-/// call needs, and the per-request cost of a general client was the largest part of the
-/// submitter's and the poller's CPU (issue 13's profile). How many requests run at once is
+/// call needs, and a general client's per-request cost would be paid on every request the
+/// submitter and the poller send. How many requests run at once is
 /// bounded by the callers (the submitter's and poller's `--concurrency`), so every caller gets
 /// a connection: an idle one of its origin or a new one.
 package final class ProviderHTTPClient: Sendable {
@@ -67,8 +67,8 @@ package final class ProviderHTTPClient: Sendable {
 
     /// The same, calling `completion` once with the result, on the connection's event loop
     /// unless the request fails before it has one. For a caller that handles answers on the
-    /// event loop: the poller, whose per-request hops into Swift concurrency woke a thread per
-    /// poll.
+    /// event loop: the poller, whose per-request hops into Swift concurrency would wake a
+    /// thread per poll.
     package func execute(_ spec: HTTPRequestSpec, completion: @escaping @Sendable (Result<HTTPResponseSpec, TransportFailure>) -> Void) {
         guard let target = Target(url: spec.url) else { return completion(.failure(.notSent("unsupported URL"))) }
         let request: HTTP1Request
@@ -220,8 +220,8 @@ package struct Target: Equatable {
 
     private static let https = Array("https://".utf8), http = Array("http://".utf8)
 
-    /// Scanned as UTF-8 bytes: every delimiter is ASCII, and walking Characters cost about
-    /// 4 % of the poller's CPU (one URL per request).
+    /// Scanned as UTF-8 bytes: every delimiter is ASCII, and walking Characters would
+    /// break graphemes on every URL (one per request).
     package init?(url: String) {
         let bytes = Array(url.utf8)
         let tls: Bool, start: Int
@@ -302,8 +302,8 @@ final class ExchangeHandler: ChannelDuplexHandler {
     private var requestKeepsAlive = true
     /// When the request in flight times out.
     private var deadline: NIODeadline?
-    /// One timer per connection, not per request: scheduling and cancelling a task per request
-    /// cost about 4 % of the poller's CPU. When it fires early (a later request's deadline
+    /// One timer per connection, not per request: no task is scheduled and
+    /// cancelled for every request. When it fires early (a later request's deadline
     /// is further out), it sets itself again for that deadline.
     private var timer: (task: Scheduled<Void>, at: NIODeadline)?
 

@@ -1,7 +1,7 @@
 /// Why a provider callback (a PhonePe S2S callback, a Nets webhook, a Trust Payments
 /// notification or response JWT, a Viva result URI) is refused before it may change an order.
 /// The callback validator answers `status` with `{"error":{"code","message"}}` and counts
-/// `code` in `/metrics` (PROTOCOL.md §3: forged, malformed or stale → 4xx, no order changes).
+/// `code` in `/metrics` (forged, malformed or stale → 4xx, no order changes).
 ///
 /// Messages name the field and the rule; they never carry secrets, signatures, checksums or
 /// card data.

@@ -121,7 +121,7 @@ public struct CallbackRateLimit: Sendable, Equatable {
     }
 }
 
-/// One HTTP route of PROTOCOL.md §3.
+/// One HTTP callback route (docs/protocol.md, "Callbacks in").
 public struct CallbackRoute: Sendable {
     /// e.g. `/callbacks/trustpayments/jwt`.
     public let path: String

@@ -68,7 +68,8 @@ extension PaypipeConfig {
         return try parse(bytes, sources: sources, sections: sections)
     }
 
-    public static func parse(_ bytes: [UInt8], sources: Sources = .process, sections: [any MerchantSection.Type]) throws(ConfigError) -> PaypipeConfig {
+    public static func parse(_ bytes: [UInt8], sources: Sources = .process, sections: [any MerchantSection.Type]) throws(ConfigError) -> PaypipeConfig
+    {
         let document: JSONValue
         do {
             document = try JSONValue.parse(bytes)
@@ -129,7 +130,9 @@ extension PaypipeConfig {
             guard config.timers.leaseMs * 2 > config.timers.httpRequestTimeoutMs * 3 else {
                 throw ConfigError(
                     path: "timers.leaseMs",
-                    reason: "must be more than 1.5 × timers.httpRequestTimeoutMs (\(config.timers.httpRequestTimeoutMs)), so a holder renewing every third of it always has a whole request left")
+                    reason:
+                        "must be more than 1.5 × timers.httpRequestTimeoutMs (\(config.timers.httpRequestTimeoutMs)), so a holder renewing every third of it always has a whole request left"
+                )
             }
             config.timers.leaseMaxMs = try t.positiveInteger("leaseMaxMs") ?? d.leaseMaxMs
             guard config.timers.leaseMaxMs > config.timers.leaseMs else {

@@ -1,4 +1,4 @@
-/// The pipeline's configuration file (PROTOCOL.md §4).
+/// The pipeline's configuration file (docs/configuration.md).
 public struct PaypipeConfig: Sendable {
     public var merchants: [String: MerchantConfig]
     public var endpoints: Endpoints
@@ -17,11 +17,11 @@ public struct PaypipeConfig: Sendable {
     public struct Endpoints: Sendable, Equatable {
         public var intake = "tcp://127.0.0.1:5550"
         public var outcomes = "tcp://127.0.0.1:5559"
-        /// Where upstream asks for outcomes by seq (PROTOCOL.md §6; the ledger binds a ROUTER).
+        /// Where upstream asks for outcomes by seq (the ledger binds a ROUTER).
         public var outcomesReplay = "tcp://127.0.0.1:5558"
         public var callbacks = "127.0.0.1:8080"
         // Internal hops, all bound by paypipe-ledger so that every stage copy only connects
-        // (an addition to PROTOCOL.md §4: optional keys, defaults below).
+        // (optional keys, defaults below).
         /// Orders for the signers (ledger PUSH → signers PULL).
         public var signQueue = "tcp://127.0.0.1:5551"
         /// Signed requests from the signers (signers PUSH → ledger's streamer PULL).
@@ -48,7 +48,7 @@ public struct PaypipeConfig: Sendable {
         public var phonepeCallbackWaitMs: Int64 = 900_000
         public var tpResponseMaxAgeS: Int64 = 3600
         /// A pending order is checked with the provider's status call after this long, and again
-        /// every this long (PROTOCOL.md §6 "Every order ends").
+        /// every this long (docs/operations.md, "Every pending order ends").
         public var pendingResolveAfterMs: Int64 = 900_000
         /// A pending order's check at or after this long is the last: it ends the order.
         public var pendingExpireAfterMs: Int64 = 86_400_000
@@ -68,7 +68,7 @@ public struct PaypipeConfig: Sendable {
         public init() {}
     }
 
-    /// How long stored records are kept (PROTOCOL.md §6).
+    /// How long stored records are kept.
     public struct Retention: Sendable, Equatable {
         /// Logged outcomes older than this many days may be removed from the replay log.
         public var outcomesDays: Int64 = 30
@@ -81,7 +81,7 @@ public struct PaypipeConfig: Sendable {
         public init() {}
     }
 
-    /// The merchant profile for an order, or the rejection PROTOCOL.md prescribes. Byte for
+    /// The merchant profile for an order, or the rejection the contract prescribes. Byte for
     /// byte: `merchants[name]` alone would take "\u{212A}iosk" (Kelvin sign) for "Kiosk", while
     /// the store and every idempotency key tell them apart, so one order could be charged twice.
     public func merchant(_ name: String) throws(Rejection) -> MerchantConfig {

@@ -12,8 +12,8 @@ public enum Digest {
         Array(HMAC<SHA256>.authenticationCode(for: message, using: SymmetricKey(data: key)))
     }
 
-    /// Lowercase hex (or uppercase), written over contiguous bytes: through a generic sequence
-    /// (a digest's prefix), 16 bytes took about 16,000 instructions.
+    /// Lowercase hex (or uppercase), written over contiguous bytes: a generic sequence (a digest's
+    /// prefix) is copied to contiguous storage first rather than walked through its iterator.
     public static func hex(_ bytes: some Sequence<UInt8>, uppercase: Bool = false) -> String {
         if let text = bytes.withContiguousStorageIfAvailable({ hex(UnsafeRawBufferPointer($0), uppercase: uppercase) }) { return text }
         return Array(bytes).withUnsafeBytes { hex($0, uppercase: uppercase) }

@@ -1,6 +1,7 @@
-/// The `curve` config section (PROTOCOL.md §6): CURVE keys for the internal ZeroMQ links. The
-/// ledger's key pair makes it the CURVE server of every internal link; each other role's public
-/// key is on the ledger's allow-list, and each role's process holds its own secret key only.
+/// The `curve` config section (docs/configuration.md, "CURVE keys"): CURVE keys for the
+/// internal ZeroMQ links. The ledger's key pair makes it the CURVE server of every internal
+/// link; each other role's public key is on the ledger's allow-list, and each role's process
+/// holds its own secret key only.
 public struct CurveConfig: Sendable {
     /// Who a key belongs to. The ledger binds; every other role connects to it.
     public enum Role: String, Sendable, CaseIterable, Hashable {
@@ -30,7 +31,7 @@ public struct CurveConfig: Sendable {
 
     let entries: [Role: Entry]
     let sources: PaypipeConfig.Sources
-    /// Empty: intake, outcomes and replay stay plaintext, as PROTOCOL.md §2 has them.
+    /// Empty: intake, outcomes and replay stay plaintext.
     public let upstream: [UpstreamClient]
 
     public func publicKey(of role: Role) -> String { entries[role]!.publicKey }
@@ -113,7 +114,9 @@ public struct CurveConfig: Sendable {
         }
         try reader.finish()
         let keys = entries.values.map(\.publicKey) + upstream.map(\.publicKey)
-        guard Set(keys).count == keys.count else { throw ConfigError(path: "curve", reason: "every role and every upstream client needs its own key pair") }
+        guard Set(keys).count == keys.count else {
+            throw ConfigError(path: "curve", reason: "every role and every upstream client needs its own key pair")
+        }
         return CurveConfig(entries: entries, sources: reader.sources, upstream: upstream)
     }
 }

@@ -1,6 +1,6 @@
 /// Finding where a JSON string stops being plain (a quote, a backslash, a control character,
-/// or, when asked, a byte outside ASCII) eight bytes at a time: byte by byte, the scan was the
-/// largest single cost of parsing and writing the stages' frames.
+/// or, when asked, a byte outside ASCII) eight bytes at a time: the scan runs over every
+/// string byte of every frame the stages parse and write.
 enum JSONPlainRun {
     private static let ones: UInt64 = 0x0101_0101_0101_0101
     private static let highs: UInt64 = 0x8080_8080_8080_8080

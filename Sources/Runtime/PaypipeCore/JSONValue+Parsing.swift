@@ -57,7 +57,7 @@ extension JSONValue {
 extension UnsafeBufferPointer<UInt8> {
     /// Whether these bytes are `name`'s (a `forEachMember` key against a field's name).
     package func spells(_ name: StaticString) -> Bool {
-        // memcmp: the generic `elementsEqual` took about 150 instructions for an 8-byte key.
+        // memcmp: the generic `elementsEqual` would go element by element through an iterator.
         count == name.utf8CodeUnitCount && (count == 0 || memcmp(baseAddress!, name.utf8Start, count) == 0)
     }
 }
@@ -73,8 +73,8 @@ private struct JSONParser {
     var index = 0
     var depth = 0
     /// The members of every object still being parsed, innermost last. An object's dictionary
-    /// is built once its members are known, at its final size: grown member by member, it was
-    /// rehashed at every doubling, which cost more than the rest of the parse.
+    /// is built once its members are known, at its final size: grown member by member, it would
+    /// be rehashed at every doubling.
     var members: [(key: String, value: JSONValue, offset: Int)] = []
 
     init(bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int) {
@@ -110,9 +110,15 @@ private struct JSONParser {
         case UInt8(ascii: "{"): return try parseObject()
         case UInt8(ascii: "["): return try parseArray()
         case UInt8(ascii: "\""): return .string(try parseString())
-        case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
-        case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
-        case UInt8(ascii: "n"): try expectLiteral("null"); return .null
+        case UInt8(ascii: "t"):
+            try expectLiteral("true")
+            return .bool(true)
+        case UInt8(ascii: "f"):
+            try expectLiteral("false")
+            return .bool(false)
+        case UInt8(ascii: "n"):
+            try expectLiteral("null")
+            return .null
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try parseNumber()
         default: throw fail(.syntax, "unexpected character")
         }
@@ -158,8 +164,14 @@ private struct JSONParser {
             members.append((key, value, keyOffset))
             skipWhitespace()
             guard index < bytes.count else { throw fail(.syntax, "unexpected end of input in an object") }
-            if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
-            if bytes[index] == UInt8(ascii: "}") { index += 1; break }
+            if bytes[index] == UInt8(ascii: ",") {
+                index += 1
+                continue
+            }
+            if bytes[index] == UInt8(ascii: "}") {
+                index += 1
+                break
+            }
             throw fail(.syntax, "expected ',' or '}'")
         }
         var object = [String: JSONValue](minimumCapacity: members.count - first)
@@ -197,8 +209,14 @@ private struct JSONParser {
                 guard take(UnsafeBufferPointer(rebasing: bytes[keyStart..<keyEnd]), value) else { return false }
                 skipWhitespace()
                 guard index < bytes.count else { return false }
-                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
-                if bytes[index] == UInt8(ascii: "}") { index += 1; break }
+                if bytes[index] == UInt8(ascii: ",") {
+                    index += 1
+                    continue
+                }
+                if bytes[index] == UInt8(ascii: "}") {
+                    index += 1
+                    break
+                }
                 return false
             }
         }
@@ -222,8 +240,14 @@ private struct JSONParser {
             array.append(try parseValue())
             skipWhitespace()
             guard index < bytes.count else { throw fail(.syntax, "unexpected end of input in an array") }
-            if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
-            if bytes[index] == UInt8(ascii: "]") { index += 1; break }
+            if bytes[index] == UInt8(ascii: ",") {
+                index += 1
+                continue
+            }
+            if bytes[index] == UInt8(ascii: "]") {
+                index += 1
+                break
+            }
             throw fail(.syntax, "expected ',' or ']'")
         }
         depth -= 1
@@ -351,9 +375,15 @@ private struct JSONParser {
         let length: Int
         var value: UInt32
         switch lead {
-        case 0xC2...0xDF: length = 2; value = UInt32(lead & 0x1F)
-        case 0xE0...0xEF: length = 3; value = UInt32(lead & 0x0F)
-        case 0xF0...0xF4: length = 4; value = UInt32(lead & 0x07)
+        case 0xC2...0xDF:
+            length = 2
+            value = UInt32(lead & 0x1F)
+        case 0xE0...0xEF:
+            length = 3
+            value = UInt32(lead & 0x0F)
+        case 0xF0...0xF4:
+            length = 4
+            value = UInt32(lead & 0x07)
         default: throw fail(.invalidUTF8, "invalid UTF-8")
         }
         guard bytes.count - index >= length else { throw fail(.invalidUTF8, "invalid UTF-8") }

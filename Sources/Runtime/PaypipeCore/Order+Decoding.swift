@@ -5,7 +5,7 @@ public enum OrderDecoding: Sendable, Equatable {
     /// what could be read of the order, so upstream can match the outcome to it.
     case rejected(Rejection, identity: OrderIdentity)
     /// Not a JSON object at all (too large, not UTF-8, not JSON): counted and logged
-    /// without its content, no outcome (PROTOCOL.md §1).
+    /// without its content, no outcome.
     case dropped(Rejection)
 }
 
@@ -68,7 +68,7 @@ extension Order {
 
     /// A valid order read with its members going straight into `TopLevelFields`, without the
     /// dictionary of the top-level object: building that (a String and a hash per key) and
-    /// then matching its keys was about a third of decoding a W1 order, and every order is
+    /// then matching its keys would cost more than the rest of the decoding, and every order is
     /// decoded in the ledger and again in the submitter. Nil for anything else (not JSON, a key
     /// that is unknown, repeated or escaped, a rule broken), which the full parse then names.
     private static func decodeWithoutObject(_ frame: some Collection<UInt8>, catalog: OrderCatalog) -> Order? {
@@ -83,7 +83,7 @@ extension Order {
     }
 
     static func validate(_ object: [String: JSONValue], catalog: OrderCatalog) throws(Rejection) -> Order {
-        // One pass over the members, each key matched by comparison: a lookup per field hashed
+        // One pass over the members, each key matched by comparison: a lookup per field would hash
         // the keys again, and every order is validated three times (ledger, signer, submitter).
         var fields = TopLevelFields()
         var unknown: String?
@@ -91,13 +91,15 @@ extension Order {
             if unknown.map({ key < $0 }) ?? true { unknown = key }
         }
         if let unknown {
-            throw Rejection(.unknownField, field: unknown, "\(unknown.prefix(64)) is not an order field (allowed: \(topLevelKeys.sorted().joined(separator: ", ")))")
+            throw Rejection(
+                .unknownField, field: unknown,
+                "\(unknown.prefix(64)) is not an order field (allowed: \(topLevelKeys.sorted().joined(separator: ", ")))")
         }
         return try validated(fields, catalog: catalog)
     }
 
-    /// The rules of PROTOCOL.md §1 over the top-level fields, in the order their rejections are
-    /// checked.
+    /// The rules of docs/protocol.md ("Orders in") over the top-level fields, in the order
+    /// their rejections are checked.
     private static func validated(_ fields: TopLevelFields, catalog: OrderCatalog) throws(Rejection) -> Order {
         guard let version = fields.v else { throw Rejection(.missingField, field: "v", "v is required and must be 1") }
         guard version == .integer(version1) else {
@@ -123,13 +125,15 @@ extension Order {
         }
         let providerName = try requiredString(fields.provider, "provider")
         guard let provider = catalog.provider(named: providerName) else {
-            throw Rejection(.unknownProvider, field: "provider",
+            throw Rejection(
+                .unknownProvider, field: "provider",
                 "provider \"\(providerName.prefix(32))\" is not one of \(catalog.providers.map(\.rawValue).joined(separator: ", "))")
         }
         let operationName = try requiredString(fields.operation, "operation")
         guard let spec = catalog.operation(named: operationName, of: provider) else {
             let allowed = catalog.operations(of: provider).map(\.operation.rawValue).joined(separator: ", ")
-            throw Rejection(.unknownOperation, field: "operation",
+            throw Rejection(
+                .unknownOperation, field: "operation",
                 "operation \"\(operationName.prefix(32))\" is not one of \(provider.rawValue)'s: \(allowed)")
         }
         let operation = spec.operation

@@ -29,9 +29,10 @@ public struct Operation: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// An order as PROTOCOL.md §1 defines it, already validated: a value of this type always
-/// has a supported version, a well-formed orderId, a known provider/operation pair and,
-/// where the operation moves money, a positive integer amount and an alpha-3 currency.
+/// An order as docs/protocol.md ("Orders in") defines it, already validated: a value of this
+/// type always has a supported version, a well-formed orderId, a known provider/operation
+/// pair and, where the operation moves money, a positive integer amount and an alpha-3
+/// currency.
 public struct Order: Sendable, Equatable {
     public static let version: Int64 = 1
     public static let maxFrameBytes = 64 * 1024
@@ -57,7 +58,7 @@ public struct Order: Sendable, Equatable {
         self.params = params
     }
 
-    /// The idempotency key at the edge (DESIGN.md): every provider reference is derived from it.
+    /// The idempotency key at the edge: every provider reference is derived from it.
     public var key: OrderKey { OrderKey(merchant: merchant, orderId: orderId) }
 
     public var json: JSONValue {

@@ -1,5 +1,5 @@
 /// One operation a connector offers, with the contract rule the intake enforces for it
-/// (PROTOCOL.md §1: amount and currency are required where the operation moves money).
+/// (amount and currency are required where the operation moves money).
 public struct OperationSpec: Sendable {
     public let operation: Operation
     /// Whether an order with these params moves money (PhonePe decides by `authWorkflowType`).

@@ -1,4 +1,4 @@
-/// An outcome as PROTOCOL.md §2 defines it.
+/// An outcome as docs/protocol.md ("Outcomes out") defines it.
 public struct Outcome: Sendable, Equatable {
     public enum Status: String, Sendable, CaseIterable {
         case accepted, pending, succeeded, failed, rejected, unknown
@@ -22,7 +22,7 @@ public struct Outcome: Sendable, Equatable {
             self.message = message
         }
 
-        /// PROTOCOL.md §6: money may have moved and nothing more can tell; an operator decides.
+        /// Money may have moved and nothing more can tell; an operator decides.
         /// An `unknown` outcome with this code ends the pipeline's own attempts on the order.
         public static let needsReviewCode = OutcomeErrorCode.needsReview.rawValue
 
@@ -45,7 +45,7 @@ public struct Outcome: Sendable, Equatable {
 
     /// The terminal outcome a correction replaces.
     public struct Supersedes: Sendable, Equatable {
-        /// The replaced outcome's `seq` (nil when it was stored before outcomes had one).
+        /// The replaced outcome's `seq` (nil when the replaced outcome was stored without one).
         public var seq: Int64?
         public var status: Status
         public var code: String?
@@ -72,7 +72,9 @@ public struct Outcome: Sendable, Equatable {
         self.at = at
     }
 
-    public init(order: Order, status: Status, result: [String: JSONValue]? = nil, error: ErrorInfo? = nil, attempts: Int = 1, at: String = Timestamp.now()) {
+    public init(
+        order: Order, status: Status, result: [String: JSONValue]? = nil, error: ErrorInfo? = nil, attempts: Int = 1, at: String = Timestamp.now()
+    ) {
         self.init(
             orderId: order.orderId, merchant: order.merchant, provider: order.provider.rawValue,
             operation: order.operation.rawValue, status: status, result: result, error: error, attempts: attempts, at: at)
@@ -256,7 +258,7 @@ extension Outcome {
         return out + rest
     }
 
-    /// The last word on a pending order whose provider cannot say what became of it (PROTOCOL.md §6).
+    /// The last word on a pending order whose provider cannot say what became of it.
     public static func needsReview(_ order: Order, _ message: String, attempts: Int = 0) -> Outcome {
         Outcome(order: order, status: .unknown, error: .init(code: .needsReview, message: message), attempts: attempts)
     }

@@ -26,7 +26,7 @@ public struct OutcomeErrorCode: RawRepresentable, Hashable, Sendable, Expressibl
 // MARK: - Outcomes the pipeline itself decides
 
 extension OutcomeErrorCode {
-    /// `unknown`: money may have moved and nothing more can tell; an operator decides (PROTOCOL.md §6).
+    /// `unknown`: money may have moved and nothing more can tell; an operator decides.
     public static let needsReview = OutcomeErrorCode(rawValue: "NEEDS_REVIEW")
     /// `unknown`: the provider's answer is not known yet; the ledger redelivers the order, resolved first.
     public static let outcomeUnknown = OutcomeErrorCode(rawValue: "OUTCOME_UNKNOWN")

@@ -3,7 +3,7 @@
 /// connector, and no stage ever branches on the provider.
 ///
 /// - the signer calls `sign`;
-/// - the submitter follows `read`, `readFailure` and `resolution` (DESIGN.md: retry, query or fail),
+/// - the submitter follows `read`, `readFailure` and `resolution` (retry, query or fail),
 ///   and asks `redelivery` before a redelivered order is sent again;
 /// - the callback validator serves `callbackRoutes`;
 /// - the ledger indexes `callbackReferences` and schedules `pendingFollowUp`;
@@ -44,10 +44,10 @@ public protocol ProviderConnector: Sendable {
     /// The request that resolves an unknown outcome, or nil when nothing can resolve it safely.
     func resolution(forUnknown exchange: Exchange<Context>) -> HTTPRequestSpec?
     /// What a redelivered order (its dispatch after the first) takes before anything is sent
-    /// again (PROTOCOL.md §6: resolved first by its deterministic reference).
+    /// again (resolved first by its deterministic reference).
     func redelivery(of exchange: Exchange<Context>) -> Redelivery
 
-    /// The HTTP callbacks this provider sends (PROTOCOL.md §3).
+    /// The HTTP callbacks this provider sends.
     var callbackRoutes: [CallbackRoute] { get }
 
     /// Provider references a callback may name instead of the orderId, known from the order

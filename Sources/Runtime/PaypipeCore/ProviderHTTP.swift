@@ -57,7 +57,7 @@ public struct HTTPResponseSpec: Sendable, Equatable {
 }
 
 /// A provider module's reading of a response: the one classification table per provider
-/// that the submitter obeys (DESIGN.md, "retry, query, or fail").
+/// that the submitter obeys: retry, query, or fail.
 public enum ProviderVerdict: Sendable, Equatable {
     /// Terminal success; `result` goes into the outcome.
     case succeeded([String: JSONValue])
@@ -76,4 +76,3 @@ public enum ProviderVerdict: Sendable, Equatable {
     /// so submitting it is safe. Connectors give it only in that phase.
     case neverSeen(reason: String)
 }
-

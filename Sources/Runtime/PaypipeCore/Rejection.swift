@@ -19,7 +19,7 @@ public struct Rejection: Error, Sendable, Equatable, CustomStringConvertible {
         public init(rawValue: String) { self.rawValue = rawValue }
         public var description: String { rawValue }
 
-        // Frame-level: the frame is dropped and counted; no outcome (PROTOCOL.md §1).
+        // Frame-level: the frame is dropped and counted; no outcome.
         public static let frameTooLarge = Code(rawValue: "FRAME_TOO_LARGE")
         public static let invalidUTF8 = Code(rawValue: "INVALID_UTF8")
         public static let malformedJSON = Code(rawValue: "MALFORMED_JSON")

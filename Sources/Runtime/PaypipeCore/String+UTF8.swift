@@ -1,7 +1,7 @@
 extension String {
     /// Byte-for-byte equality. Swift's own `==` is canonical equivalence ("\u{212A}iosk" ==
     /// "Kiosk"), while the store and every idempotency key tell such spellings apart. Over the
-    /// contiguous bytes: `utf8.elementsEqual` went byte by byte through the view's iterator.
+    /// contiguous bytes: `utf8.elementsEqual` would go byte by byte through the view's iterator.
     package func hasSameUTF8(as other: String) -> Bool {
         let compared = utf8.withContiguousStorageIfAvailable { mine in
             other.utf8.withContiguousStorageIfAvailable { theirs in mine.count == theirs.count && mine.elementsEqual(theirs) }

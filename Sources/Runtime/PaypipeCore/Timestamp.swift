@@ -41,7 +41,7 @@ public enum Timestamp {
             return "\(date.iso8601)T\(pad(secondOfDay / 3600, 2)):\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2)).\(pad(millis, 3))Z"
         }
         // Digits written in place: every outcome is stamped, and the interpolation of padded
-        // parts cost a dozen small strings each time.
+        // parts would build a small string for each part each time.
         return String(unsafeUninitializedCapacity: 24) { out in
             func digits(_ value: Int, _ width: Int, at end: Int) {
                 var value = value

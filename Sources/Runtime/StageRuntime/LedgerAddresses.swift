@@ -20,8 +20,8 @@ package struct LedgerAddresses: Sendable, Equatable {
         let printed = Self.printed(in: readyLine)
         func bound(_ name: String) -> String? { printed[name].flatMap { $0.hasSuffix(":*") ? nil : $0 } }
         guard let intake = bound("intake"), let outcomes = bound("outcomes"), let signQueue = bound("signQueue"),
-              let signedIn = bound("signedIn"), let signedOut = bound("signedOut"), let results = bound("results"),
-              let ledgerRPC = bound("ledgerRPC"), let pollQueue = bound("pollQueue"), let outcomesReplay = bound("outcomesReplay")
+            let signedIn = bound("signedIn"), let signedOut = bound("signedOut"), let results = bound("results"),
+            let ledgerRPC = bound("ledgerRPC"), let pollQueue = bound("pollQueue"), let outcomesReplay = bound("outcomesReplay")
         else { return nil }
         self.init(
             intake: intake, outcomes: outcomes, signQueue: signQueue, signedIn: signedIn, signedOut: signedOut, results: results,

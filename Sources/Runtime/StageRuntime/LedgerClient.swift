@@ -28,7 +28,10 @@ package final class LedgerClient: OrderDirectory {
         func add(_ id: UInt64, _ continuation: CheckedContinuation<[UInt8]?, Never>) { map.withLock { $0[id] = continuation } }
         func resume(_ id: UInt64, with answer: [UInt8]?) { map.withLock { $0.removeValue(forKey: id) }?.resume(returning: answer) }
         func resumeAll() {
-            for continuation in map.withLock({ m in defer { m = [:] }; return Array(m.values) }) { continuation.resume(returning: nil) }
+            for continuation in map.withLock({ m in
+                defer { m = [:] }
+                return Array(m.values)
+            }) { continuation.resume(returning: nil) }
         }
     }
 
@@ -38,10 +41,10 @@ package final class LedgerClient: OrderDirectory {
     private let resendAfterMilliseconds: Int64
     private let reader = Mutex<Task<Void, Never>?>(nil)
 
-    /// The default budget of one call: a supervised ledger restart (about a second) fits in it
-    /// many times over, while a provider's callback still gets its answer (503, so it retries)
-    /// well before the 30 s a webhook sender commonly waits. The providers' documents name no
-    /// callback timeout, so this figure is a choice (README.md, "Store failures and restarts").
+    /// The default budget of one call: a supervised ledger restart fits in it many times over,
+    /// while a provider's callback still gets its answer (503, so it retries) well before the 30 s
+    /// a webhook sender commonly waits. The providers' documents name no callback timeout, so this
+    /// figure is a choice (docs/operations.md, "Store failures and restarts").
     package static let defaultTimeoutMilliseconds: Int64 = 20_000
     /// How often an unanswered request is sent again.
     package static let defaultResendAfterMilliseconds: Int64 = 2000

@@ -2,7 +2,7 @@ import PaypipeCore
 import StageWire
 import ZeroMQ
 
-/// Reads logged outcomes from the ledger's replay endpoint (PROTOCOL.md §6) over a DEALER: one
+/// Reads logged outcomes from the ledger's replay endpoint over a DEALER: one
 /// request at a time. After a timeout a late answer could still arrive, so drop the client and
 /// make a new one.
 package final class OutcomeReplayClient: Sendable {
@@ -19,8 +19,12 @@ package final class OutcomeReplayClient: Sendable {
     }
 
     /// The outcomes with a seq above `since` (at most `limit`, as bytes) and the trailer.
-    package func fetch(since: Int64, limit: Int, timeoutMilliseconds: Int64 = 5000) async throws -> (outcomes: [[UInt8]], trailer: OutcomeReplay.Trailer) {
-        guard duplex.send(ZMQMessage(OutcomeReplay.Request(since: since, limit: limit).bytes)) else { throw Failure(description: "the replay client is closed") }
+    package func fetch(
+        since: Int64, limit: Int, timeoutMilliseconds: Int64 = 5000
+    ) async throws -> (outcomes: [[UInt8]], trailer: OutcomeReplay.Trailer) {
+        guard duplex.send(ZMQMessage(OutcomeReplay.Request(since: since, limit: limit).bytes)) else {
+            throw Failure(description: "the replay client is closed")
+        }
         var outcomes: [[UInt8]] = []
         let clock = ContinuousClock()
         let deadline = clock.now + .milliseconds(timeoutMilliseconds)

@@ -3,7 +3,7 @@ import StageWire
 import ZeroMQ
 
 /// The internal links (every address the ledger binds besides intake and outcomes, which are
-/// upstream's PROTOCOL.md §2 contract) as one stage sees them: with `curve` configured, CURVE
+/// upstream's contract, docs/protocol.md) as one stage sees them: with `curve` configured, CURVE
 /// with the ledger as server and an allow-list of the other roles' keys; without it, plaintext
 /// as in v1. Services change one line per socket: `links.client(options)` when connecting,
 /// `links.server(options, .link)` when binding.
@@ -23,8 +23,8 @@ package struct StageLinks: Sendable {
         .pollQueue: [.poller],
     ]
 
-    /// The sockets upstream order systems use (PROTOCOL.md §2 and §6): CURVE only when the
-    /// config lists upstream clients (`curve.upstream`).
+    /// The sockets upstream order systems use (docs/security.md, "Upstream clients"): CURVE
+    /// only when the config lists upstream clients (`curve.upstream`).
     package enum UpstreamLink: String, Sendable, CaseIterable {
         case intake, outcomes, outcomesReplay
     }
@@ -104,7 +104,8 @@ package struct StageLinks: Sendable {
     /// carry every merchant's.
     package func authenticator(context: ZMQContext) throws(ZMQError) -> ZMQCurveAuthenticator? {
         guard let curve else { return nil }
-        var users = Dictionary(uniqueKeysWithValues: CurveConfig.Role.allCases.filter { $0 != .ledger }.map { (curve.publicKey(of: $0), $0.rawValue) })
+        var users = Dictionary(
+            uniqueKeysWithValues: CurveConfig.Role.allCases.filter { $0 != .ledger }.map { (curve.publicKey(of: $0), $0.rawValue) })
         var domains = Dictionary(uniqueKeysWithValues: StageLinks.admitted.map { ($0.key.rawValue, Set($0.value.map(\.rawValue))) })
         for client in curve.upstream { users[client.publicKey] = client.userId }
         let everyClient = Set(curve.upstream.map(\.userId))
@@ -116,7 +117,9 @@ package struct StageLinks: Sendable {
 
     /// `options` for an upstream client's socket (`paypipe send`, `paypipe outcomes`), with
     /// the client's key pair when the config secures upstream links.
-    package static func upstreamClient(_ options: ZMQSocketOptions, config: PaypipeConfig?, key: (publicKey: String, secretKey: String)?) -> ZMQSocketOptions {
+    package static func upstreamClient(
+        _ options: ZMQSocketOptions, config: PaypipeConfig?, key: (publicKey: String, secretKey: String)?
+    ) -> ZMQSocketOptions {
         guard let key, let curve = config?.curve else { return options }
         var options = options
         options.curve = .client(serverPublicKey: curve.publicKey(of: .ledger), publicKey: key.publicKey, secretKey: key.secretKey)

@@ -32,8 +32,10 @@ package final class StageMetrics: Sendable {
     package func latency(_ name: String, help: String) -> DurationHistogram {
         registry.makeDurationHistogram(
             descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help),
-            buckets: [.milliseconds(1), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
-                      .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10)])
+            buckets: [
+                .milliseconds(1), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
+                .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10),
+            ])
     }
 
     /// The `/metrics` and `/healthz` server, as a `Service` for the stage's `ServiceGroup`.

@@ -1,16 +1,17 @@
 import ArgumentParser
 import FoundationEssentials
-#if canImport(Glibc)
-import Glibc
-#endif
 import Logging
 import PaypipeCore
 import ServiceLifecycle
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The options every stage executable shares: the config, endpoint overrides, the metrics
 /// address and the log level.
 package struct StageOptions: ParsableArguments {
-    @Option(help: "Config file (PROTOCOL.md §4); default $PAYPIPE_CONFIG.") package var config: String?
+    @Option(help: "Config file (docs/configuration.md); default $PAYPIPE_CONFIG.") package var config: String?
     @Option(help: "Log level (trace, debug, info, notice, warning, error, critical); default $PAYPIPE_LOG_LEVEL or info.")
     package var logLevel: String?
     @Option(help: "host:port for GET /metrics and /healthz (port 0: any free port, logged).") package var metrics: String?
@@ -100,8 +101,8 @@ package enum StageProcess {
         writeAll(Array((line + "\n").utf8), to: STDOUT_FILENO)
     }
 
-    /// Writes every byte to a standard stream, unbuffered, as FileHandle did (Foundation's
-    /// FileHandle would load Foundation and ICU into every stage, about 8 MiB of memory each).
+    /// Writes every byte to a standard stream, unbuffered, as FileHandle does (Foundation's
+    /// FileHandle would load Foundation and ICU into every stage).
     package static func writeAll(_ bytes: [UInt8], to descriptor: Int32) {
         bytes.withUnsafeBytes { buffer in
             var offset = 0
@@ -123,10 +124,10 @@ package enum StageProcess {
     /// servers after it, so the servers stop before the stage finishes its in-flight work.
     ///
     /// A service that ends or fails shuts the others down gracefully too. Cancelling them instead
-    /// (ServiceGroup's default) crashed a stage whose `/healthz` or `/metrics` had just accepted
-    /// a connection: NIO traps on a server channel's connection that nobody served
+    /// (ServiceGroup's default) would crash a stage whose `/healthz` or `/metrics` had just
+    /// accepted a connection: NIO traps on a server channel's connection that nobody served
     /// ("Deinited NIOAsyncWriter without calling finish()", apple/swift-nio#3481), so a ledger
-    /// giving up on its store died of SIGILL instead of exiting 75.
+    /// giving up on its store would die of SIGILL instead of exiting 75.
     package static func run(_ services: [any Service], logger: Logger) async {
         let configured = services.map {
             ServiceGroupConfiguration.ServiceConfiguration(

@@ -1,9 +1,10 @@
+import PaypipeCore
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import PaypipeCore
 
 /// Length-prefixed fields for frames that only paypipe's own stages write and read. A frame
 /// starts with a tag byte that JSON text cannot start with, so a reader can tell it from the

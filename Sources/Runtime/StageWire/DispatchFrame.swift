@@ -24,7 +24,7 @@ package struct DispatchFrame: Sendable, Equatable {
     /// token, purpose, the order's JSON, the pending result (a presence byte, then JSON). Up to the
     /// order it is laid out as `SubmitWork.frame`, so a frame either stage cannot read is
     /// answered for its order the same way (`Outcome.unreadableWork`). In JSON, the signer
-    /// built a dictionary of the envelope and another of the order before reading either.
+    /// would build a dictionary of the envelope and another of the order before reading either.
     package static func encode(
         orderJSON: String, acceptedAt: Int64, purpose: DispatchPurpose = .submit, pending: [String: JSONValue]? = nil, generation: Int64 = 1,
         token: UInt64 = 0

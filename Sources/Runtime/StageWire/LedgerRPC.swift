@@ -44,12 +44,13 @@ package enum LedgerRequest: Sendable, Equatable {
         case .claim(let claims):
             [
                 "op": "claim",
-                "claims": .array(claims.map {
-                    [
-                        "merchant": .string($0.key.merchant), "orderId": .string($0.key.orderId), "generation": .integer($0.generation),
-                        "token": .integer(Int64(bitPattern: $0.token)),
-                    ]
-                }),
+                "claims": .array(
+                    claims.map {
+                        [
+                            "merchant": .string($0.key.merchant), "orderId": .string($0.key.orderId), "generation": .integer($0.generation),
+                            "token": .integer(Int64(bitPattern: $0.token)),
+                        ]
+                    }),
             ]
         }
     }
@@ -90,7 +91,8 @@ package enum LedgerRequest: Sendable, Equatable {
                 guard let merchant = item["merchant"]?.stringValue, let orderId = item["orderId"]?.stringValue,
                     let generation = item["generation"]?.integerValue, let token = item["token"]?.integerValue
                 else { throw EnvelopeError("each claim needs merchant, orderId, generation and token") }
-                claims.append(LeaseClaim(key: OrderKey(merchant: merchant, orderId: orderId), generation: generation, token: UInt64(bitPattern: token)))
+                claims.append(
+                    LeaseClaim(key: OrderKey(merchant: merchant, orderId: orderId), generation: generation, token: UInt64(bitPattern: token)))
             }
             return .claim(claims)
         default: throw EnvelopeError("unknown ledger op")
@@ -136,11 +138,13 @@ package enum LedgerReply: Sendable, Equatable {
             guard let merchant = o["merchant"]?.stringValue, let orderId = o["orderId"]?.stringValue,
                 let state = o["state"]?.stringValue.flatMap(OrderState.init(rawValue:))
             else { throw EnvelopeError("ledger lookup reply is incomplete") }
-            return .order(StoredOrder(
-                key: OrderKey(merchant: merchant, orderId: orderId), orderJSON: json, state: state, pendingAt: o["pendingAt"]?.integerValue))
+            return .order(
+                StoredOrder(
+                    key: OrderKey(merchant: merchant, orderId: orderId), orderJSON: json, state: state, pendingAt: o["pendingAt"]?.integerValue))
         case .settle:
             return .settled(
-                applied: o["applied"]?.boolValue ?? false, duplicate: o["duplicate"]?.boolValue ?? false, corrected: o["corrected"]?.boolValue ?? false)
+                applied: o["applied"]?.boolValue ?? false, duplicate: o["duplicate"]?.boolValue ?? false,
+                corrected: o["corrected"]?.boolValue ?? false)
         case .resumePolls: return .resumed(count: Int(o["count"]?.integerValue ?? 0))
         case .claim(let claims):
             guard let granted = o["granted"]?.arrayValue?.map({ $0.boolValue ?? false }), granted.count == claims.count else {

@@ -1,8 +1,8 @@
 import PaypipeCore
 
-/// The replay exchange at `endpoints.outcomesReplay` (PROTOCOL.md §6): upstream sends
-/// `{"since": N, "limit": M}` and gets every logged outcome with a seq above N, in seq order,
-/// then `{"next": K, "more": true|false}`.
+/// The replay exchange at `endpoints.outcomesReplay` (docs/protocol.md, "Sequence and
+/// replay"): upstream sends `{"since": N, "limit": M}` and gets every logged outcome with a seq
+/// above N, in seq order, then `{"next": K, "more": true|false}`.
 package enum OutcomeReplay {
     /// Outcomes per answer when the request names no limit.
     package static let defaultLimit = 100

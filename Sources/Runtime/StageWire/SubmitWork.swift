@@ -50,13 +50,12 @@ package struct SubmitWork: Sendable, Equatable {
     /// token, purpose, the order and the context as JSON, the pending result (a presence byte, then
     /// JSON), the request, the resolving request (a presence byte, then the request). A request
     /// is its method, URL, header count, each header's name and value, and its body as is.
-    /// JSON with Base64 bodies cost the submitter about 60,000 instructions per W1 order to
-    /// parse, most of its decoding.
+    /// JSON with Base64 bodies would make parsing most of the submitter's decoding.
     package var frame: [UInt8] { frame(orderJSON: nil) }
 
     /// The frame with `orderJSON` as the order's JSON when given: the bytes `order` was
     /// decoded from (`DispatchFrame.orderJSON(in:)`), which the signer passes on as they came
-    /// instead of writing the order again (7,400 instructions per W1 order).
+    /// instead of writing the order again.
     package func frame(orderJSON: ArraySlice<UInt8>?) -> [UInt8] {
         var writer = BinaryFrameWriter(tag: SubmitWork.binaryTag, capacity: 768 + request.body.count + (resolve?.body.count ?? 0))
         writer.integer(acceptedAt)
@@ -144,7 +143,7 @@ package struct SubmitWork: Sendable, Equatable {
         return HTTPRequestSpec(method: method, url: url, headers: headers, body: Array(try reader.field("request.body")))
     }
 
-    /// The JSON frame that signers before the binary frame wrote, read so that a fleet upgraded
+    /// The JSON frame that signers of earlier releases write, read so that a fleet upgraded
     /// one stage at a time ends none of its queued work as unreadable.
     static func decodeJSON(_ frame: [UInt8], catalog: OrderCatalog) throws(EnvelopeError) -> SubmitWork {
         guard case .object(let object)? = try? JSONValue.parse(frame) else { throw EnvelopeError("work is not a JSON object") }

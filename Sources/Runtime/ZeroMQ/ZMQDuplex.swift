@@ -1,9 +1,10 @@
+import CZeroMQ
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import CZeroMQ
 
 /// Sends and receives on one socket (ROUTER or DEALER) from one dedicated thread.
 ///

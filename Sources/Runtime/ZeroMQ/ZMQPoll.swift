@@ -1,10 +1,11 @@
+import CZeroMQ
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import CZeroMQ
-import Synchronization
 
 /// What a socket is ready for, or what a thread polling it waits for.
 public struct ZMQPollEvents: OptionSet, Sendable {

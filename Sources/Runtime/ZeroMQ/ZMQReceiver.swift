@@ -1,9 +1,10 @@
+import CZeroMQ
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import CZeroMQ
 
 /// Receives from one socket on a dedicated thread and delivers messages as an `AsyncSequence`.
 ///
@@ -108,14 +109,16 @@ public func startThread(name: String, _ body: @escaping @Sendable () -> Void) {
     }
     let box = Unmanaged.passRetained(Box(body, name)).toOpaque()
     var thread = pthread_t()
-    let result = pthread_create(&thread, nil, { raw in
-        let box = Unmanaged<AnyObject>.fromOpaque(raw!).takeRetainedValue()
-        if let box = box as? Box {
-            nameThisThread(box.name)
-            box.body()
-        }
-        return nil
-    }, box)
+    let result = pthread_create(
+        &thread, nil,
+        { raw in
+            let box = Unmanaged<AnyObject>.fromOpaque(raw!).takeRetainedValue()
+            if let box = box as? Box {
+                nameThisThread(box.name)
+                box.body()
+            }
+            return nil
+        }, box)
     precondition(result == 0, "pthread_create failed: \(result)")
     pthread_detach(thread)
 }

@@ -1,9 +1,10 @@
+import CZeroMQ
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import CZeroMQ
 
 /// Sends on one socket from a dedicated thread, fed by async callers.
 ///

@@ -1,4 +1,4 @@
-/// Socket options with explicit defaults (DESIGN.md "ZeroMQ is a transport, not a queue").
+/// Socket options with explicit defaults: ZeroMQ is a transport, not a queue.
 public struct ZMQSocketOptions: Sendable, Equatable {
     /// Messages queued per peer before a send blocks (backpressure). libzmq's default.
     public var sendHighWaterMark: Int32 = 1000

@@ -103,9 +103,11 @@ public enum CleengSandbox {
 
     /// `{"result":null,"error":{"code","message"},...}`, answered with HTTP 200 as JSON-RPC does.
     public static func accessStatusError(id: JSONValue, code: Int64, message: String) -> HTTPResponseSpec {
-        jsonResponse(200, [
-            "result": .null, "error": ["code": .integer(code), "message": .string(message)], "id": id, "jsonrpc": "2.0",
-        ])
+        jsonResponse(
+            200,
+            [
+                "result": .null, "error": ["code": .integer(code), "message": .string(message)], "id": id, "jsonrpc": "2.0",
+            ])
     }
 
     /// Cleeng's wording for its documented error codes.
@@ -120,7 +122,8 @@ public enum CleengSandbox {
     }
 
     static func jsonResponse(_ status: Int, _ body: JSONValue, headers: [HTTPHeader] = []) -> HTTPResponseSpec {
-        HTTPResponseSpec(status: status, headers: [HTTPHeader("Content-Type", "application/json")] + headers,
-                         body: body.bytes)
+        HTTPResponseSpec(
+            status: status, headers: [HTTPHeader("Content-Type", "application/json")] + headers,
+            body: body.bytes)
     }
 }

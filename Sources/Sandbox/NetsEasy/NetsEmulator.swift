@@ -1,5 +1,5 @@
-import PaypipeCore
 import NetsEasy
+import PaypipeCore
 import Synchronization
 
 /// Nets Easy under `/nets`: `POST /v1/payments`, `GET /v1/payments/{id}`,

@@ -52,8 +52,9 @@ extension NetsSandbox {
         return errors.isEmpty ? nil : errors.response
     }
 
-    /// PROVIDERS.md: `Authorization: <secret key>`, the raw key with no scheme. A plain string
-    /// comparison of the sandbox's own, in constant time; no client code decides what passes.
+    /// Nets Easy's payment API reference: `Authorization: <secret key>`, the raw key with no
+    /// scheme. A plain string comparison of the sandbox's own, in constant time; no client code
+    /// decides what passes.
     static func isSecretKey(_ authorization: String, _ secretKey: Secret) -> Bool {
         SandboxCrypto.constantTimeEquals(Array(authorization.utf8), secretKey.utf8)
     }

@@ -60,11 +60,12 @@ public struct NetsSandbox: Sendable {
     public mutating func handle(_ request: HTTPRequestSpec, now: Int64) -> HTTPResponseSpec {
         if let refusal = NetsSandbox.check(request, secretKey: secretKey, now: now) { return refusal }
         guard let kind = NetsRequestKind(request) else { return HTTPResponseSpec(status: 404) }
-        let trailing = switch kind {
-        case .chargeSubscription, .terminatePayment: 1
-        case .chargeStatus: 2
-        default: 0
-        }
+        let trailing =
+            switch kind {
+            case .chargeSubscription, .terminatePayment: 1
+            case .chargeStatus: 2
+            default: 0
+            }
         let id = NetsRequestKind.pathSegments(request.url).dropLast(trailing).last.map(String.init) ?? ""
         switch kind {
         case .fetchPayment: return paymentResponse(id)
@@ -106,10 +107,12 @@ public struct NetsSandbox: Sendable {
             endEpochSeconds: NetsEndDate(iso8601: endDate)?.epochSeconds ?? 0,
             interval: body["subscription"]?["interval"]?.integerValue ?? 0, createdEpochSeconds: now, webhooks: hooks)
         let checkoutKey = NetsSandbox.derivedId("checkout", paymentId)
-        return NetsSandbox.json(201, [
-            "paymentId": .string(paymentId),
-            "hostedPaymentPageUrl": .string("\(hostedPageBaseURL)/hostedpaymentpage/?checkoutKey=\(checkoutKey)&pid=\(paymentId)"),
-        ])
+        return NetsSandbox.json(
+            201,
+            [
+                "paymentId": .string(paymentId),
+                "hostedPaymentPageUrl": .string("\(hostedPageBaseURL)/hostedpaymentpage/?checkoutKey=\(checkoutKey)&pid=\(paymentId)"),
+            ])
     }
 
     mutating func charge(_ body: JSONValue, subscriptionId: String, key: String, now: Int64) -> HTTPResponseSpec {
@@ -167,14 +170,16 @@ public struct NetsSandbox: Sendable {
         guard let paymentId = subscriptions[subscriptionId], let payment = payments[paymentId] else {
             return HTTPResponseSpec(status: 404)
         }
-        return NetsSandbox.json(200, [
-            "subscriptionId": .string(subscriptionId), "frequency": 0, "interval": .integer(payment.interval),
-            "endDate": .string(payment.endDate),
-            "paymentDetails": [
-                "paymentType": "CARD", "paymentMethod": "Visa",
-                "cardDetails": ["maskedPan": "492500******0004", "expiryDate": "1230"],
-            ],
-        ])
+        return NetsSandbox.json(
+            200,
+            [
+                "subscriptionId": .string(subscriptionId), "frequency": 0, "interval": .integer(payment.interval),
+                "endDate": .string(payment.endDate),
+                "paymentDetails": [
+                    "paymentType": "CARD", "paymentMethod": "Visa",
+                    "cardDetails": ["maskedPan": "492500******0004", "expiryDate": "1230"],
+                ],
+            ])
     }
 
     /// The customer completed the hosted page: the subscription now exists, and the

@@ -14,7 +14,7 @@ final class PhonePeEmulator: ProviderEmulator {
     static let provider = Provider.phonepe
 
     /// Only the mandate is kept (not the answer): the answer is a function of the mandate, so
-    /// a benchmark's million mandates cost a few hundred bytes each.
+    /// a benchmark's mandates cost only what each mandate holds.
     struct Record: Sendable {
         var mandate: PhonePeSandboxMandate
         var acceptedAt: ContinuousClock.Instant

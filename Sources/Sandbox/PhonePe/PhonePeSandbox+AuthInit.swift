@@ -39,7 +39,8 @@ extension PhonePeSandbox {
         }
         let data: JSONValue = ["redirectType": "INTENT", "redirectURL": .string(redirectURL(for: mandate))]
         return PhonePeSandboxAuthInitReply(
-            response: Self.envelope(status: 200, success: true, code: "SUCCESS", message: "Your request has been successfully completed.", data: data),
+            response: Self.envelope(
+                status: 200, success: true, code: "SUCCESS", message: "Your request has been successfully completed.", data: data),
             mandate: mandate)
     }
 
@@ -89,15 +90,19 @@ extension PhonePeSandbox {
         }
         let merchantId: String, merchantUserId: String, subscriptionId: String, authRequestId: String
         switch (requiredString("merchantId"), requiredString("merchantUserId"), requiredString("subscriptionId"), requiredString("authRequestId")) {
-        case (.success(let a), .success(let b), .success(let c), .success(let d)): (merchantId, merchantUserId, subscriptionId, authRequestId) = (a, b, c, d)
+        case (.success(let a), .success(let b), .success(let c), .success(let d)):
+            (merchantId, merchantUserId, subscriptionId, authRequestId) = (a, b, c, d)
         case (.failure(let e), _, _, _), (_, .failure(let e), _, _), (_, _, .failure(let e), _), (_, _, _, .failure(let e)): return .failure(e)
         }
         guard merchantId == self.merchantId else {
             return .failure(Refusal(response: Self.refusal(401, "AUTHORIZATION_FAILED", "merchantId does not match the checksum's key")))
         }
         guard PhonePeRules.isIdentifier(authRequestId, maxLength: PhonePeRules.authRequestIdMaxLength) else {
-            return .failure(Refusal(response: Self.refusal(400, "INVALID_TRANSACTION_ID",
-                "authRequestId must be 1-\(PhonePeRules.authRequestIdMaxLength) characters of [A-Za-z0-9_-]")))
+            return .failure(
+                Refusal(
+                    response: Self.refusal(
+                        400, "INVALID_TRANSACTION_ID",
+                        "authRequestId must be 1-\(PhonePeRules.authRequestIdMaxLength) characters of [A-Za-z0-9_-]")))
         }
         guard PhonePeRules.isIdentifier(merchantUserId, maxLength: PhonePeRules.merchantUserIdMaxLength) else {
             return .failure(.badRequest("merchantUserId must be 1-\(PhonePeRules.merchantUserIdMaxLength) characters of [A-Za-z0-9_-]"))
@@ -114,7 +119,7 @@ extension PhonePeSandbox {
         guard device["deviceOS"] == .string(PhonePeRules.deviceOS) else {
             return .failure(.badRequest("deviceContext.deviceOS must be IOS"))
         }
-        // Seed 002's request table marks it mandatory ("Yes").
+        // PhonePe's recurring auth/init request table marks it mandatory ("Yes").
         guard let value = device["merchantCallBackScheme"] else {
             return .failure(.badRequest("deviceContext.merchantCallBackScheme is mandatory"))
         }
@@ -137,14 +142,15 @@ extension PhonePeSandbox {
             amount = paise
         }
 
-        return .success(PhonePeSandboxMandate(
-            merchantId: merchantId, merchantUserId: merchantUserId, subscriptionId: subscriptionId, authRequestId: authRequestId,
-            amount: amount, callbackURL: callbackURL, merchantCallBackScheme: scheme,
-            scenario: PhonePeSandboxScenario(subscriptionId: subscriptionId)))
+        return .success(
+            PhonePeSandboxMandate(
+                merchantId: merchantId, merchantUserId: merchantUserId, subscriptionId: subscriptionId, authRequestId: authRequestId,
+                amount: amount, callbackURL: callbackURL, merchantCallBackScheme: scheme,
+                scenario: PhonePeSandboxScenario(subscriptionId: subscriptionId)))
     }
 
-    /// A UPI-mandate intent in the shape of the seed's sample. A PENNY_DROP mandate shows the
-    /// ₹1.00 verification debit.
+    /// A UPI-mandate intent in the shape of PhonePe's auth/init sample. A PENNY_DROP mandate shows
+    /// the ₹1.00 verification debit.
     public func redirectURL(for mandate: PhonePeSandboxMandate) -> String {
         let rupees = Self.rupees(mandate.amount ?? 100)
         let fields: [(String, String)] = [

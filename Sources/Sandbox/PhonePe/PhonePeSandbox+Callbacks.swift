@@ -24,9 +24,9 @@ public struct PhonePeSandboxCallback: Sendable, Equatable {
 }
 
 extension PhonePeSandbox {
-    /// The AUTH callback PhonePe sends when the mandate reaches `outcome`, shaped like the seed's
-    /// examples. A PENNY_DROP mandate has no auth debit, so it carries no transactionDetails
-    /// (except for `.wrongAmount`, which has to carry an amount to be wrong).
+    /// The AUTH callback PhonePe sends when the mandate reaches `outcome`, shaped like PhonePe's
+    /// S2S callback examples. A PENNY_DROP mandate has no auth debit, so it carries no
+    /// transactionDetails (except for `.wrongAmount`, which has to carry an amount to be wrong).
     public func callback(
         for mandate: PhonePeSandboxMandate, outcome: PhonePeSandboxAuthOutcome, variant: PhonePeSandboxCallbackVariant = .genuine
     ) -> PhonePeSandboxCallback {
@@ -46,8 +46,8 @@ extension PhonePeSandbox {
         return PhonePeSandboxCallback(url: mandate.callbackURL, body: Array("{\"response\":\"\(response)\"}".utf8), xVerify: xVerify)
     }
 
-    /// `data` of a callback or a status response for this mandate in this state (seed / PhonePe
-    /// auth-status reference: CREATED without transactionDetails while pending).
+    /// `data` of a callback or a status response for this mandate in this state (PhonePe's S2S
+    /// callback and auth-status documentation: CREATED without transactionDetails while pending).
     func authData(for mandate: PhonePeSandboxMandate, outcome: PhonePeSandboxAuthOutcome, amount: Int64?) -> [String: JSONValue] {
         var data: [String: JSONValue] = [
             "merchantId": .string(mandate.merchantId), "authRequestId": .string(mandate.authRequestId),

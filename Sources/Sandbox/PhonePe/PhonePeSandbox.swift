@@ -6,7 +6,7 @@ import PhonePe
 /// incoming requests the way PhonePe does and builds realistic responses and S2S callbacks.
 /// Pure: the sandbox stage owns the HTTP server, the mandate store and the clock.
 public struct PhonePeSandbox: Sendable {
-    /// PROVIDERS.md's paths, kept apart from the client's constants: both go into X-VERIFY.
+    /// PhonePe's documented paths, kept apart from the client's constants: both go into X-VERIFY.
     public static let authInitPath = "/v3/recurring/auth/init"
     public static let authStatusPathPrefix = "/v3/recurring/auth/status/"
 
@@ -56,7 +56,8 @@ public struct PhonePeSandboxMandate: Sendable, Equatable {
 
     public var workflow: PhonePeAuthWorkflowType { amount == nil ? .pennyDrop : .transaction }
 
-    /// PhonePe's reference for the auth debit: "P" + 22 digits (seed), derived from the ids.
+    /// PhonePe's reference for the auth debit: "P" + 22 digits (as in PhonePe's samples), derived
+    /// from the ids.
     public var providerReferenceId: String {
         let digest = SHA256.hash(data: Array("\(merchantId)/\(authRequestId)".utf8))
         var digits = "P"

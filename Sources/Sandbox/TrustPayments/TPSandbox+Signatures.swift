@@ -43,15 +43,17 @@ enum TPSandboxJWT {
 }
 
 /// Trust Payments URL notifications as the gateway sends them, by the sandbox's own code
-/// (not `TPNotification`): PROVIDERS.md's `responsesitesecurity` and the form encoding.
+/// (not `TPNotification`): the `responsesitesecurity` and the form encoding of Trust
+/// Payments' URL notification documentation.
 enum TPSandboxNotification {
     typealias Field = (name: String, value: String)
 
     /// Hex SHA-256 of the values of every field except `notificationreference` and
     /// `responsesitesecurity`, blank ones left out, ordered by field name (ASCII), concatenated,
-    /// with the notification password appended (PROVIDERS.md).
+    /// with the notification password appended.
     static func responseSiteSecurity(fields: [Field], password: Secret) -> String {
-        let signed = fields
+        let signed =
+            fields
             .filter { $0.name != "notificationreference" && $0.name != "responsesitesecurity" && !$0.value.isEmpty }
             .sorted { Array($0.name.utf8).lexicographicallyPrecedes(Array($1.name.utf8)) }
         return SandboxCrypto.sha256Hex(signed.flatMap { Array($0.value.utf8) } + password.utf8)

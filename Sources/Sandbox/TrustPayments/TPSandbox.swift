@@ -2,10 +2,10 @@ import Foundation
 import PaypipeCore
 import TrustPayments
 
-/// The provider side of Trust Payments, for the sandbox emulator: checks incoming requests the
-/// way the gateway would and builds its answers. Pure: state (known transactions) comes in as
-/// values. Test amounts (PROVIDERS.md): `baseamount` 70000 declines (errorcode 70000), 60010
-/// returns a bank system error (60010), anything else (1050...) succeeds.
+/// The provider side of Trust Payments, for the sandbox emulator: checks incoming requests the way
+/// the gateway would and builds its answers. Pure: state (known transactions) comes in as values.
+/// Test amounts (Trust Payments' testing documentation): `baseamount` 70000 declines (errorcode
+/// 70000), 60010 returns a bank system error (60010), anything else (1050...) succeeds.
 public enum TPSandbox {
     public static let declineAmount: Int64 = 70000
     public static let bankErrorAmount: Int64 = 60010
@@ -142,10 +142,12 @@ public enum TPSandbox {
                 filters.allSatisfy { name, values in record[name]?.stringValue.map(values.contains) ?? false }
             }.map(JSONValue.object)
         } else if let reference = criteria["transactionreference"]?.first, criteria.count == 1 {
-            found = [[
-                "transactionreference": .string(reference), "sitereference": .string(config.siteReference),
-                "requesttypedescription": "SUBSCRIPTION", "errorcode": "0", "settlestatus": "0", "transactionactive": "2",
-            ]]
+            found = [
+                [
+                    "transactionreference": .string(reference), "sitereference": .string(config.siteReference),
+                    "requesttypedescription": "SUBSCRIPTION", "errorcode": "0", "settlestatus": "0", "transactionactive": "2",
+                ]
+            ]
         } else {
             found = []
         }
@@ -172,7 +174,7 @@ public enum TPSandbox {
 
     /// Emulates the gateway processing an SDK JWT (what the app would send after the customer
     /// taps "Pay"): the JWT must be HS256 under the merchant's secret, issued by `jwtIssuer`
-    /// for the merchant's site, with the seed's subscription fields. Outcomes follow the test
+    /// for the merchant's site, with the Mobile SDK's subscription fields. Outcomes follow the test
     /// amounts; the AUTH settles immediately only in the sense that `settlestatus` starts at "0".
     public static func processPayment(jwt: String, config: TrustPaymentsConfig, now: Int64) throws(RequestError) -> Payment {
         let claimsBytes: [UInt8]
@@ -195,7 +197,9 @@ public enum TPSandbox {
             return value
         }
         guard try field("sitereference") == config.siteReference else { throw RequestError(reason: "payload.sitereference is not this site") }
-        guard let amount = Int64(try field("baseamount")), amount > 0 else { throw RequestError(reason: "payload.baseamount must be greater than zero") }
+        guard let amount = Int64(try field("baseamount")), amount > 0 else {
+            throw RequestError(reason: "payload.baseamount must be greater than zero")
+        }
         let currency = try field("currencyiso3a")
         let orderReference = try field("orderreference")
         let types = payload["requesttypedescriptions"]?.arrayValue?.compactMap(\.stringValue) ?? []
@@ -203,8 +207,12 @@ public enum TPSandbox {
         guard freeTrial || types == ["THREEDQUERY", "AUTH", "SUBSCRIPTION"] else {
             throw RequestError(reason: "payload.requesttypedescriptions is not a supported subscription sequence")
         }
-        guard ["DAY", "MONTH"].contains(try field("subscriptionunit")) else { throw RequestError(reason: "payload.subscriptionunit must be DAY or MONTH") }
-        guard ["RECURRING", "INSTALLMENT"].contains(try field("subscriptiontype")) else { throw RequestError(reason: "payload.subscriptiontype is invalid") }
+        guard ["DAY", "MONTH"].contains(try field("subscriptionunit")) else {
+            throw RequestError(reason: "payload.subscriptionunit must be DAY or MONTH")
+        }
+        guard ["RECURRING", "INSTALLMENT"].contains(try field("subscriptiontype")) else {
+            throw RequestError(reason: "payload.subscriptiontype is invalid")
+        }
         for name in ["subscriptionfrequency", "subscriptionnumber", "subscriptionfinalnumber"] {
             guard Int64(try field(name)) != nil else { throw RequestError(reason: "payload.\(name) must be numeric") }
         }
@@ -236,7 +244,10 @@ public enum TPSandbox {
         entries.append(payment)
         if payment["errorcode"] == "0" {
             var subscription = entry("SUBSCRIPTION", "0", "Ok")
-            for name in ["subscriptiontype", "subscriptionunit", "subscriptionfrequency", "subscriptionnumber", "subscriptionfinalnumber", "subscriptionbegindate"] {
+            for name in [
+                "subscriptiontype", "subscriptionunit", "subscriptionfrequency", "subscriptionnumber", "subscriptionfinalnumber",
+                "subscriptionbegindate",
+            ] {
                 if let value = payload[name] { subscription[name] = value }
             }
             subscription["transactionactive"] = payload["transactionactive"] ?? "2"
@@ -253,7 +264,10 @@ public enum TPSandbox {
         ]
         let responseJWT = TPSandboxJWT.sign(claims: responseClaims.bytes, key: config.jwtSecret.utf8)
         var notification: [TPSandboxNotification.Field] = []
-        for name in ["baseamount", "currencyiso3a", "errorcode", "orderreference", "paymenttypedescription", "requestreference", "requesttypedescription", "settlestatus", "sitereference", "transactionreference"] {
+        for name in [
+            "baseamount", "currencyiso3a", "errorcode", "orderreference", "paymenttypedescription", "requestreference", "requesttypedescription",
+            "settlestatus", "sitereference", "transactionreference",
+        ] {
             if let value = payment[name]?.stringValue { notification.append((name, value)) }
         }
         notification.append(("notificationreference", "N" + String(Digest.sha256Hex(Array(requestReference.utf8)).prefix(10))))

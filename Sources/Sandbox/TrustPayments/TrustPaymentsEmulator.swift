@@ -115,10 +115,11 @@ final class TrustPaymentsEmulator: ProviderEmulator {
         else { return response }
         let updates = entry["updates"]?.objectValue ?? [:]
         merchant.store.withLock { store in
-            var record = store.records[reference] ?? [
-                "transactionreference": .string(reference), "sitereference": .string(merchant.config.siteReference),
-                "requesttypedescription": "SUBSCRIPTION", "errorcode": "0", "settlestatus": "0", "transactionactive": "2",
-            ]
+            var record =
+                store.records[reference] ?? [
+                    "transactionreference": .string(reference), "sitereference": .string(merchant.config.siteReference),
+                    "requesttypedescription": "SUBSCRIPTION", "errorcode": "0", "settlestatus": "0", "transactionactive": "2",
+                ]
             for (key, value) in updates { record[key] = value }
             store.upsert(record)
         }
@@ -150,9 +151,11 @@ final class TrustPaymentsEmulator: ProviderEmulator {
             let key = payment.records.first?["requestreference"]?.stringValue.map { "trustpayments:" + $0.prefix(128) }
             ledger.received(key)
             if let key { ledger.tookEffect(key) }
-            return SandboxContext.json(200, [
-                "jwt": .string(payment.responseJWT), "notification": .string(String(decoding: payment.notificationBody, as: UTF8.self)),
-            ])
+            return SandboxContext.json(
+                200,
+                [
+                    "jwt": .string(payment.responseJWT), "notification": .string(String(decoding: payment.notificationBody, as: UTF8.self)),
+                ])
         }
         ledger.received(nil)
         return SandboxContext.json(400, ["error": .string(refusal?.reason ?? "no merchant with trustpayments is configured")])

@@ -54,7 +54,8 @@ final class VivaEmulator: ProviderEmulator {
     /// Records a sale as Viva would after the app ran it (also a hook for tests).
     func record(transactionId: String, merchantKey: String, statusId: String, amount: Int64, clientTransactionId: String) {
         state.withLock {
-            $0.transactions[transactionId] = Recorded(merchantKey: merchantKey, statusId: statusId, amount: amount, clientTransactionId: clientTransactionId)
+            $0.transactions[transactionId] = Recorded(
+                merchantKey: merchantKey, statusId: statusId, amount: amount, clientTransactionId: clientTransactionId)
         }
     }
 
@@ -104,10 +105,10 @@ final class VivaEmulator: ProviderEmulator {
             return SandboxContext.json(400, ["error": "unsupported_grant_type"])
         }
         guard let (clientId, secret) = Self.basicCredentials(request.header("Authorization")),
-              let index = merchants.firstIndex(where: { merchant in
-                  guard let api = merchant.config.api else { return false }
-                  return api.clientId == clientId && Self.sameBytes(Array(secret.utf8), Array(api.clientSecret.reveal().utf8))
-              })
+            let index = merchants.firstIndex(where: { merchant in
+                guard let api = merchant.config.api else { return false }
+                return api.clientId == clientId && Self.sameBytes(Array(secret.utf8), Array(api.clientSecret.reveal().utf8))
+            })
         else {
             return SandboxContext.json(401, ["error": "invalid_client"])
         }
@@ -117,10 +118,12 @@ final class VivaEmulator: ProviderEmulator {
             $0.tokens[token] = (index, expires)
             $0.tokensIssued += 1
         }
-        return SandboxContext.json(200, [
-            "access_token": .string(token), "expires_in": .integer(Self.tokenLifetimeSeconds), "token_type": "Bearer",
-            "scope": "urn:viva:payments:core:api:redirectcheckout",
-        ])
+        return SandboxContext.json(
+            200,
+            [
+                "access_token": .string(token), "expires_in": .integer(Self.tokenLifetimeSeconds), "token_type": "Bearer",
+                "scope": "urn:viva:payments:core:api:redirectcheckout",
+            ])
     }
 
     func transaction(_ transactionId: String, _ request: HTTPRequestSpec) -> HTTPResponseSpec {
@@ -133,11 +136,13 @@ final class VivaEmulator: ProviderEmulator {
         guard let recorded, recorded.merchantKey == merchants[grant.merchant].config.merchantKey else {
             return SandboxContext.json(404, ["message": "transaction not found"])
         }
-        return SandboxContext.json(200, [
-            "statusId": .string(recorded.statusId), "amount": .fraction(Double(recorded.amount) / 100),
-            "merchantTrns": .string(recorded.clientTransactionId), "currencyCode": "978", "insDate": "2019-09-13T12:14:19.87+03:00",
-            "orderCode": 1_091_166_300_000_136,
-        ])
+        return SandboxContext.json(
+            200,
+            [
+                "statusId": .string(recorded.statusId), "amount": .fraction(Double(recorded.amount) / 100),
+                "merchantTrns": .string(recorded.clientTransactionId), "currencyCode": "978", "insDate": "2019-09-13T12:14:19.87+03:00",
+                "orderCode": 1_091_166_300_000_136,
+            ])
     }
 
     /// (client id, secret) of an HTTP Basic header, decoded here rather than with the client's code.

@@ -8,7 +8,8 @@ public enum VivaSandbox {
     /// Reads and checks a sale request URL (see `VivaSale.init(requestURL:)`).
     public static func readSale(_ url: String) throws(CallbackRejection) -> VivaSale { try VivaSale(requestURL: url) }
 
-    /// An approved result for `sale`, shaped like the seed's approved response.
+    /// An approved result for `sale`, shaped like the approved response of Viva's inter-app
+    /// documentation.
     public static func approved(
         _ sale: VivaSale, transactionDate: String = "2019-09-13T12:14:19.8703452+03:00",
         cardType: String = "Debit Mastercard", accountNumber: String = "537489******1831"
@@ -25,7 +26,7 @@ public enum VivaSandbox {
             installments: sale.preferredInstallments, transactionDate: transactionDate, transactionId: uuid(from: sale.clientTransactionId))
     }
 
-    /// A failed result: same structure, without referenceNumber and authorisationCode (seed 004).
+    /// A failed result: same structure, without referenceNumber and authorisationCode.
     public static func declined(
         _ sale: VivaSale, message: String = "Transaction declined", transactionDate: String = "2019-09-13T12:14:19.8703452+03:00"
     ) -> VivaSaleCallback {

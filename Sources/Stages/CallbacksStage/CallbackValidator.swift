@@ -34,16 +34,19 @@ package struct CallbackAnswer: Sendable, Equatable {
     }
 }
 
-/// The callback validator's core (PROTOCOL.md §3): every authenticity and consistency check is
-/// the route's connector's; this type finds the orders they ask for and hands an authentic
-/// decision to the ledger, answering 2xx only once the ledger has committed it. It keeps no state.
+/// The callback validator's core (docs/protocol.md, "Callbacks in"): every authenticity and
+/// consistency check is the route's connector's; this type finds the orders they ask for and
+/// hands an authentic decision to the ledger, answering 2xx only once the ledger has committed
+/// it. It keeps no state.
 package struct CallbackValidator: Sendable {
     let directory: any OrderDirectory
     let catalog: OrderCatalog
     let http: any ProviderHTTPTransport
     let limiter: CallbackRateLimiter
 
-    package init(directory: any OrderDirectory, catalog: OrderCatalog, http: any ProviderHTTPTransport, limiter: CallbackRateLimiter = CallbackRateLimiter()) {
+    package init(
+        directory: any OrderDirectory, catalog: OrderCatalog, http: any ProviderHTTPTransport, limiter: CallbackRateLimiter = CallbackRateLimiter()
+    ) {
         self.directory = directory
         self.catalog = catalog
         self.http = http
@@ -81,7 +84,9 @@ package struct CallbackValidator: Sendable {
             return full.utf8.count <= 300 ? full : "\(full.prefix(40))#\(Digest.sha256Hex(Array(full.utf8)))"
         }
         do {
-            guard case .settled(let applied, let duplicate, let corrected) = try await directory.call(.settle(order.key, event: eventKey, outcome: outcome))
+            guard
+                case .settled(let applied, let duplicate, let corrected) = try await directory.call(
+                    .settle(order.key, event: eventKey, outcome: outcome))
             else {
                 return .rejected(.ledgerUnavailable("unexpected answer from the order store; retry later"))
             }

@@ -9,9 +9,9 @@ import StageRuntime
 import StageWire
 import ZeroMQ
 
-/// `paypipe-callbacks`: the HTTP ingress of PROTOCOL.md §3, one route per connector route.
-/// Stateless: orders are read from, and verdicts handed to, the ledger; any number of copies
-/// can run behind a load balancer.
+/// `paypipe-callbacks`: the HTTP ingress of docs/protocol.md ("Callbacks in"), one route per
+/// connector route. Stateless: orders are read from, and verdicts handed to, the ledger; any
+/// number of copies can run behind a load balancer.
 package final class CallbacksService: Service {
     let config: PaypipeConfig
     let registry: ConnectorRegistry
@@ -48,10 +48,17 @@ package final class CallbacksService: Service {
         logger.info("callbacks ready", metadata: ["address": "\(config.endpoints.callbacks)", "ledgerRPC": "\(config.endpoints.ledgerRPC)"])
 
         @Sendable func answer(_ route: String, _ result: CallbackAnswer) -> Response {
-            metrics.counter("paypipe_callbacks_total", [("route", route), ("result", result.result)], help: "Callbacks received, by route and result (a rejection code for 4xx)")
-                .increment()
+            metrics.counter(
+                "paypipe_callbacks_total", [("route", route), ("result", result.result)],
+                help: "Callbacks received, by route and result (a rejection code for 4xx)"
+            )
+            .increment()
             if result.isRejection {
-                logger.warning("callback refused", metadata: ["route": "\(route)", "status": "\(result.status)", "code": "\(result.result)", "reason": "\(result.message.prefix(160))"])
+                logger.warning(
+                    "callback refused",
+                    metadata: [
+                        "route": "\(route)", "status": "\(result.status)", "code": "\(result.result)", "reason": "\(result.message.prefix(160))",
+                    ])
             }
             return Response(
                 status: HTTPResponse.Status(code: result.status), headers: [.contentType: "application/json"],
@@ -60,20 +67,23 @@ package final class CallbacksService: Service {
         let tooLarge = CallbackAnswer.rejected(.tooLarge("the body is larger than 64 KiB"))
         let routes = registry.connectors.flatMap(\.callbackRoutes)
         let onListening = self.onListening
-        let server = try metrics.server(address: config.endpoints.callbacks, logger: logger, limits: limits, routes: { router in
-            for route in routes {
-                let headerNames = route.headers.compactMap { HTTPField.Name($0) }
-                router.post(RouterPath(route.path)) { request, context -> Response in
-                    guard let buffer = try? await request.body.collect(upTo: Order.maxFrameBytes) else { return answer(route.label, tooLarge) }
-                    let headers = headerNames.flatMap { name in request.headers[values: name].map { HTTPHeader(name.canonicalName, $0) } }
-                    let callback = CallbackRequest(headers: headers, body: Array(buffer.readableBytesView))
-                    return answer(route.label, await validator.handle(route, callback, from: context.remoteAddress?.ipAddress))
+        let server = try metrics.server(
+            address: config.endpoints.callbacks, logger: logger, limits: limits,
+            routes: { router in
+                for route in routes {
+                    let headerNames = route.headers.compactMap { HTTPField.Name($0) }
+                    router.post(RouterPath(route.path)) { request, context -> Response in
+                        guard let buffer = try? await request.body.collect(upTo: Order.maxFrameBytes) else { return answer(route.label, tooLarge) }
+                        let headers = headerNames.flatMap { name in request.headers[values: name].map { HTTPHeader(name.canonicalName, $0) } }
+                        let callback = CallbackRequest(headers: headers, body: Array(buffer.readableBytesView))
+                        return answer(route.label, await validator.handle(route, callback, from: context.remoteAddress?.ipAddress))
+                    }
                 }
-            }
-        }, onListening: { port in
-            logger.info("callbacks listening", metadata: ["port": "\(port)"])
-            onListening(port)
-        })
+            },
+            onListening: { port in
+                logger.info("callbacks listening", metadata: ["port": "\(port)"])
+                onListening(port)
+            })
         // The HTTP server is this stage: its own graceful shutdown answers requests in progress first.
         do {
             try await server.run()

@@ -143,7 +143,8 @@ package struct LedgerCore {
                         case .order(let order): order.merchant
                         }
                     if let merchant, !sender.allows(merchant) {
-                        return .dropped(Rejection(.merchantNotAllowed, field: "merchant", "the sender may not send orders for merchant \(merchant.prefix(64))"))
+                        return .dropped(
+                            Rejection(.merchantNotAllowed, field: "merchant", "the sender may not send orders for merchant \(merchant.prefix(64))"))
                     }
                 }
                 switch decoded {
@@ -151,8 +152,7 @@ package struct LedgerCore {
                 case .rejected(let rejection, let identity): return .rejected(rejection, identity: identity)
                 case .order(let order):
                     // Stored and dispatched as upstream sent it: every stage that reads it again
-                    // decodes it to this same order, so writing it anew (8,500 instructions per
-                    // W1 order) bought nothing.
+                    // decodes it to this same order, so writing it anew would buy nothing.
                     return .order(
                         order, json: String(decoding: frame, as: UTF8.self),
                         references: registry.connector(for: order.provider)?.callbackReferences(for: order) ?? [])
@@ -277,7 +277,8 @@ package struct LedgerCore {
                     if case .referenceInUse(let reference) = admission {
                         let rejection = Rejection(
                             .referenceInUse, field: "params",
-                            "the \(order.provider.rawValue) reference \(reference.prefix(64)) is already another order's of merchant \(order.merchant.prefix(64))")
+                            "the \(order.provider.rawValue) reference \(reference.prefix(64)) is already another order's of merchant \(order.merchant.prefix(64))"
+                        )
                         try fileRejection(
                             Outcome.rejected(
                                 rejection,
@@ -317,8 +318,10 @@ package struct LedgerCore {
                     item.outcome, serialized: item.serialized, references: item.references, polled: item.polled, now: now, from: source)
                 if let refusal = recorded.refused {
                     counters.resultsRefused += 1
-                    effects.append(.refuse(
-                        "\(item.outcome.status.rawValue) outcome for \(item.outcome.merchant.prefix(64))/\(item.outcome.orderId.prefix(64)) refused: \(refusal)"))
+                    effects.append(
+                        .refuse(
+                            "\(item.outcome.status.rawValue) outcome for \(item.outcome.merchant.prefix(64))/\(item.outcome.orderId.prefix(64)) refused: \(refusal)"
+                        ))
                 }
                 if let text = recorded.emit {
                     counters.outcomesOut[item.outcome.status.rawValue, default: 0] += 1
@@ -387,7 +390,10 @@ package struct LedgerCore {
                     try store.pendingToDispatch(operation: operation, pendingBefore: .max, dispatchedBefore: .max, now: now, limit: 1_000_000)
                 }
             }
-            return (.resumed(count: pending.count), pending.map { .poll(pollFrame(json: $0.json, pendingAt: $0.pendingAt, key: $0.key, generation: $0.generation)) })
+            return (
+                .resumed(count: pending.count),
+                pending.map { .poll(pollFrame(json: $0.json, pendingAt: $0.pendingAt, key: $0.key, generation: $0.generation)) }
+            )
         }
     }
 
@@ -410,9 +416,10 @@ package struct LedgerCore {
                 dispatchedBefore: cutoff, now: now, limit: limit, maxDispatches: maxDispatches, maxLeaseLife: leaseMaxMilliseconds)
             redelivered += stalled.redispatch.count
             var effects = stalled.redispatch.map {
-                Effect.dispatch(DispatchFrame.encode(
-                    orderJSON: $0.json, acceptedAt: $0.acceptedAt, generation: $0.generation,
-                    token: store.tickets.token(for: $0.key, generation: $0.generation)))
+                Effect.dispatch(
+                    DispatchFrame.encode(
+                        orderJSON: $0.json, acceptedAt: $0.acceptedAt, generation: $0.generation,
+                        token: store.tickets.token(for: $0.key, generation: $0.generation)))
             }
             for order in stalled.exhausted {
                 let outcome = Outcome(
@@ -435,9 +442,10 @@ package struct LedgerCore {
                             operation: operation, pendingBefore: pendingBefore, dispatchedBefore: now - wait, now: now, limit: limit)
                         statusChecks += due.count
                         effects += due.map {
-                            .dispatch(DispatchFrame.encode(
-                                orderJSON: $0.json, acceptedAt: $0.pendingAt, purpose: purpose, pending: $0.result, generation: $0.generation,
-                                token: store.tickets.token(for: $0.key, generation: $0.generation)))
+                            .dispatch(
+                                DispatchFrame.encode(
+                                    orderJSON: $0.json, acceptedAt: $0.pendingAt, purpose: purpose, pending: $0.result, generation: $0.generation,
+                                    token: store.tickets.token(for: $0.key, generation: $0.generation)))
                         }
                     }
                 case .poll(let lostAfter):
@@ -481,7 +489,8 @@ package struct OutcomeRevealer: Sendable {
         // Every outcome upstream gets passes here: the bytes are searched before anything is built.
         guard Self.hasMark(bytes), let outcome = try? Outcome.parse(bytes),
             let connector = registry.connector(for: Provider(outcome.provider)),
-            let revealed = Outcome.revealing(String(decoding: bytes, as: UTF8.self), value: { connector.withheldSecret(named: $0, merchant: outcome.merchant) })
+            let revealed = Outcome.revealing(
+                String(decoding: bytes, as: UTF8.self), value: { connector.withheldSecret(named: $0, merchant: outcome.merchant) })
         else { return bytes }
         return Array(revealed.utf8)
     }

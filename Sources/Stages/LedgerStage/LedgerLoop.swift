@@ -12,9 +12,9 @@ import ZeroMQ
 /// that libzmq will not take yet waits in its socket's outbox, so the thread never blocks on a
 /// peer.
 ///
-/// It replaced a thread per socket, two Swift tasks and an actor around the store: an order
-/// at a low rate then woke the ledger's threads some 25 times, at tens of µs each on a VM,
-/// which was most of its latency.
+/// One thread rather than a thread per socket with tasks and an actor around the store: every
+/// hand-off between threads is a wake-up, and at a low rate those wake-ups would be most of an
+/// order's latency.
 final class LedgerLoop: Sendable {
     struct Sockets: Sendable {
         let intake, results, rpc, replay: ZMQSocket

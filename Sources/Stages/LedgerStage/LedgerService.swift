@@ -77,8 +77,9 @@ package final class LedgerService: MeasuredStage {
 
     package func run() async throws {
         let store = try LedgerStore(path: storePath)
-        let core = Core(core: LedgerCore(
-            store: store, registry: registry, timers: config.timers, redeliverAfterMilliseconds: redeliverAfterMilliseconds))
+        let core = Core(
+            core: LedgerCore(
+                store: store, registry: registry, timers: config.timers, redeliverAfterMilliseconds: redeliverAfterMilliseconds))
         try core.resumeLeases()
         running.withLock { $0 = core }
         defer { running.withLock { $0 = nil } }
@@ -187,7 +188,8 @@ extension LedgerService {
     /// multipart message: the delimiter, then one frame per outcome, then the trailer frame.
     /// `sender`: the outcomes a client limited to some merchants gets are only theirs; `next`
     /// still moves past the others.
-    static func answer(replayRequest frames: [[UInt8]], core: Core, sender: StageLinks.UpstreamSender = .anyMerchant, logger: Logger) -> [ZMQMessage] {
+    static func answer(replayRequest frames: [[UInt8]], core: Core, sender: StageLinks.UpstreamSender = .anyMerchant, logger: Logger) -> [ZMQMessage]
+    {
         let identity: [UInt8], body: [UInt8], envelope: [[UInt8]]?
         switch frames.count {
         case 2: (identity, body, envelope) = (frames[0], frames[1], nil)

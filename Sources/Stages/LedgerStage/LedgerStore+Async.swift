@@ -47,15 +47,20 @@ extension LedgerStore {
             SELECT merchant, order_id, order_json, pending_at, outcome, dispatches FROM orders
             WHERE provider=? AND state='pending' AND pending_at < ? AND operation=? AND dispatched_at < ? LIMIT ?
             """,
-            [.text(operation.provider.rawValue), .integer(pendingBefore), .text(operation.rawValue), .integer(dispatchedBefore), .integer(Int64(limit))])
+            [
+                .text(operation.provider.rawValue), .integer(pendingBefore), .text(operation.rawValue), .integer(dispatchedBefore),
+                .integer(Int64(limit)),
+            ])
         var result: [PendingDispatch] = []
         for row in rows {
             guard let merchant = row[0].text, let orderId = row[1].text, let json = row[2].text, let pendingAt = row[3].integer else { continue }
             try markDispatched(merchant: merchant, orderId: orderId, now: now)
             let outcome = row[4].text.flatMap { try? JSONValue.parse(Array($0.utf8)) }
-            result.append(PendingDispatch(
-                json: json, pendingAt: pendingAt, result: outcome?["result"]?.objectValue ?? [:], key: OrderKey(merchant: merchant, orderId: orderId),
-                generation: (row[5].integer ?? 1) + 1))
+            result.append(
+                PendingDispatch(
+                    json: json, pendingAt: pendingAt, result: outcome?["result"]?.objectValue ?? [:],
+                    key: OrderKey(merchant: merchant, orderId: orderId),
+                    generation: (row[5].integer ?? 1) + 1))
         }
         return result
     }

@@ -7,8 +7,10 @@ extension LedgerStore {
     package func admit(_ order: Order, json: String, references: [String], now: Int64) throws -> Admission {
         try db.query(
             "INSERT OR IGNORE INTO orders(merchant, order_id, order_json, state, accepted_at, dispatched_at, dispatches, provider, operation) VALUES(?,?,?,'open',?,?,1,?,?)",
-            [.text(order.merchant), .text(order.orderId), .text(json), .integer(now), .integer(now),
-             .text(order.provider.rawValue), .text(order.operation.rawValue)])
+            [
+                .text(order.merchant), .text(order.orderId), .text(json), .integer(now), .integer(now),
+                .text(order.provider.rawValue), .text(order.operation.rawValue),
+            ])
         guard db.changes == 1 else { return try existing(merchant: order.merchant, orderId: order.orderId) }
         if let taken = try index(references, provider: order.provider.rawValue, key: order.key) {
             try db.query("DELETE FROM refs WHERE merchant=? AND order_id=?", [.text(order.merchant), .text(order.orderId)])

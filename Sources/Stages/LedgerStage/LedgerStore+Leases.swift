@@ -70,8 +70,10 @@ extension LedgerStore {
                   AND ((claimed_generation = ? AND COALESCE(claimed_at, ?) > ?)
                        OR (claimed_generation IS NULL AND ? <= dispatches AND (? = dispatches OR attempts = 0 OR ? >= 2)))
                 """,
-                [.integer(until), g, g, .integer(now), .integer(now), g, .text(claim.key.merchant), .text(claim.key.orderId),
-                 g, .integer(now), .integer(now - maxLife), g, g, g])
+                [
+                    .integer(until), g, g, .integer(now), .integer(now), g, .text(claim.key.merchant), .text(claim.key.orderId),
+                    g, .integer(now), .integer(now - maxLife), g, g, g,
+                ])
             return db.changes == 1
         }
     }

@@ -7,7 +7,9 @@ extension LedgerStore {
     /// its own gets it replaced the long way.
     package static func withSeq(_ serialized: String, _ seq: Int64) -> String {
         var bytes = Array(serialized.utf8)
-        while let last = bytes.last, last == UInt8(ascii: " ") || last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") || last == UInt8(ascii: "\t") {
+        while let last = bytes.last,
+            last == UInt8(ascii: " ") || last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") || last == UInt8(ascii: "\t")
+        {
             bytes.removeLast()
         }
         let namesSeq = bytes.withUnsafeBufferPointer { b in
@@ -62,15 +64,19 @@ extension LedgerStore {
     ) throws -> Recorded {
         let key = (merchant: SQLiteValue.text(outcome.merchant), orderId: SQLiteValue.text(outcome.orderId))
         let target: State =
-            if outcome.status.isTerminal { .terminal }
-            else if outcome.status == .unknown { outcome.error?.needsReview == true ? .review : .unknown }
-            else { .pending }
+            if outcome.status.isTerminal { .terminal } else if outcome.status == .unknown {
+                outcome.error?.needsReview == true ? .review : .unknown
+            } else { .pending }
         // Nearly every result is a claim holder's for its open order: one statement, guarded by
         // exactly what `ResultAuthority` would check, applies it without reading the row first.
         if case .stage(let role, .submit, let ticket, true) = source, role == nil || role == .submitter, outcome.status != .rejected {
             let stamped = try stamped(serialized)
-            if try moveHeld(key, generation: ticket.generation, provider: outcome.provider, operation: outcome.operation, to: target, outcome: stamped.text, now: now) {
-                return try applied(stamped, outcome, from: .open, to: target, references: references, polled: polled, generation: ticket.generation, now: now)
+            if try moveHeld(
+                key, generation: ticket.generation, provider: outcome.provider, operation: outcome.operation, to: target, outcome: stamped.text,
+                now: now)
+            {
+                return try applied(
+                    stamped, outcome, from: .open, to: target, references: references, polled: polled, generation: ticket.generation, now: now)
             }
         }
         let rows = try db.query(
@@ -144,7 +150,8 @@ extension LedgerStore {
     /// that no money was taken and the callback says money was, the callback's outcome replaces
     /// it, naming what it supersedes, and the order is listed for review; anything else changes
     /// nothing.
-    private func correct(_ key: (merchant: SQLiteValue, orderId: SQLiteValue), stored: String?, with outcome: Outcome, now: Int64) throws -> Recorded {
+    private func correct(_ key: (merchant: SQLiteValue, orderId: SQLiteValue), stored: String?, with outcome: Outcome, now: Int64) throws -> Recorded
+    {
         guard let stored, let previous = try? Outcome.parse(Array(stored.utf8)), previous.toldNoMoneyTaken, outcome.saysMoneyTaken else {
             return Recorded()
         }
@@ -176,7 +183,9 @@ extension LedgerStore {
 
     /// Gives the order `outcome` and moves it from `state` to `target` (a pending order taking
     /// another pending outcome only takes the outcome), if it is still in `state`.
-    private func move(_ key: (merchant: SQLiteValue, orderId: SQLiteValue), from state: State, to target: State, outcome: String, now: Int64) throws -> Bool {
+    private func move(
+        _ key: (merchant: SQLiteValue, orderId: SQLiteValue), from state: State, to target: State, outcome: String, now: Int64
+    ) throws -> Bool {
         let text = SQLiteValue.text(outcome), from = SQLiteValue.text(state.rawValue)
         switch (target, state) {
         case (.terminal, _):
@@ -190,7 +199,9 @@ extension LedgerStore {
                 "UPDATE orders SET state='pending', outcome=?, pending_at=?, dispatched_at=? WHERE merchant=? AND order_id=? AND state=?",
                 [text, .integer(now), .integer(now), key.merchant, key.orderId, from])
         case (.review, _), (.unknown, _), (.open, _):
-            try db.query("UPDATE orders SET state=?, outcome=? WHERE merchant=? AND order_id=? AND state=?", [.text(target.rawValue), text, key.merchant, key.orderId, from])
+            try db.query(
+                "UPDATE orders SET state=?, outcome=? WHERE merchant=? AND order_id=? AND state=?",
+                [.text(target.rawValue), text, key.merchant, key.orderId, from])
         }
         return db.changes == 1
     }

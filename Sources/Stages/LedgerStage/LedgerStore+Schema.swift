@@ -7,18 +7,17 @@ extension LedgerStore {
     func createSchema() throws -> (UInt64, UInt64) {
         // Keys lead with the column that tells rows apart (`order_id`, `ref`). Led by one that
         // nearly every row shares (the merchant, the provider), each comparison in a B-tree seek
-        // ties on it and goes SQLite's slow way for the rest of the key: leading with the id
-        // cut the store's instructions per W1 order by 5.4 % (paypipe-store-bench under
-        // callgrind). Stores created before keep their keys: every statement names both
-        // columns, so either order serves it.
-        try db.execute("""
+        // ties on it and goes SQLite's slow way for the rest of the key. Stores created with the
+        // other key order keep it: every statement names both columns, so either order serves it.
+        try db.execute(
+            """
             CREATE TABLE IF NOT EXISTS orders(
               merchant TEXT NOT NULL, order_id TEXT NOT NULL, order_json TEXT,
               state TEXT NOT NULL, outcome TEXT, accepted_at INTEGER NOT NULL,
               dispatched_at INTEGER NOT NULL, dispatches INTEGER NOT NULL,
               PRIMARY KEY(order_id, merchant)) WITHOUT ROWID
             """)
-        // Added with the callback validator and the Cleeng poller; older ledgers gain the columns.
+        // Columns a store of an earlier release lacks are added.
         let columns = Set(try db.query("PRAGMA table_info(orders)").compactMap { $0[1].text })
         // lease_until: until when a submitter's claim on the order's current dispatch holds.
         // attempts: how many of its dispatches a submitter claimed (took up), the last one being
@@ -34,11 +33,12 @@ extension LedgerStore {
             try db.execute("ALTER TABLE orders ADD COLUMN \(name) \(type)")
         }
         // Partial indexes: an ended order, which in time is nearly every row, is in none of them,
-        // so each state change rewrites a few small, hot index pages. Stores from before had
-        // full indexes over every row. Only a held lease is indexed (`orders_held`): an order
-        // then enters it when claimed and leaves it when it ends, two B-tree writes where
-        // `orders_leased`, which also held every unclaimed order, took four.
-        try db.execute("""
+        // so each state change rewrites a few small, hot index pages. Only a held lease is indexed
+        // (`orders_held`): an order enters it when claimed and leaves it when it ends, and an
+        // unclaimed order costs it no write. The indexes of earlier releases (full ones over
+        // every row, and `orders_leased`, which also held every unclaimed order) are dropped.
+        try db.execute(
+            """
             DROP INDEX IF EXISTS orders_redelivery;
             DROP INDEX IF EXISTS orders_lease;
             DROP INDEX IF EXISTS orders_async;
@@ -51,7 +51,8 @@ extension LedgerStore {
             """)
         // Provider references that callbacks name instead of the orderId (PhonePe authRequestId,
         // Nets paymentId), per merchant: two merchants may use the same reference.
-        try db.execute("""
+        try db.execute(
+            """
             CREATE TABLE IF NOT EXISTS refs(provider TEXT NOT NULL, ref TEXT NOT NULL, merchant TEXT NOT NULL,
               order_id TEXT NOT NULL, PRIMARY KEY(ref, provider, merchant)) WITHOUT ROWID
             """)
@@ -60,22 +61,23 @@ extension LedgerStore {
         try db.execute("CREATE TABLE IF NOT EXISTS meta(name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID")
         let key = try db.transaction { try ticketKey() }
         // Every authentic callback event already handed on: a provider's redelivery changes nothing.
-        try db.execute("""
+        try db.execute(
+            """
             CREATE TABLE IF NOT EXISTS callback_events(event TEXT PRIMARY KEY, merchant TEXT NOT NULL,
               order_id TEXT NOT NULL, at INTEGER NOT NULL) WITHOUT ROWID
             """)
-        // Every outcome emitted, by seq (PROTOCOL.md §6): upstream replays what it missed.
+        // Every outcome emitted, by seq: upstream replays what it missed.
         // AUTOINCREMENT so that a seq is never handed out twice, even after retention emptied the log.
         try db.execute("CREATE TABLE IF NOT EXISTS outcome_log(seq INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, outcome TEXT NOT NULL)")
-        // No index on `at`: retention takes the lowest seqs first (`pruneOutcomes`), so the index
-        // was one more B-tree insert per logged outcome for nothing. Stores from before had it.
+        // No index on `at`: retention takes the lowest seqs first (`pruneOutcomes`), so an index
+        // would be one more B-tree insert per logged outcome for nothing. An existing one goes.
         try db.execute("DROP INDEX IF EXISTS outcome_log_at")
         try db.transaction { try addRetentionAndRunningCounts() }
         return key
     }
 
     /// When terminal orders ended (for retention), and how many orders are in each state (see
-    /// `countRunning`). Stores from before gain the end times: their terminal orders count as
+    /// `countRunning`). A store without end times gains them: its terminal orders count as
     /// ended now, so none is compacted early.
     private func addRetentionAndRunningCounts() throws {
         let columns = Set(try db.query("PRAGMA table_info(orders)").compactMap { $0[1].text })
@@ -84,9 +86,10 @@ extension LedgerStore {
             try db.query("UPDATE orders SET ended_at=? WHERE state='terminal'", [.integer(Timestamp.nowMilliseconds())])
         }
         // The two statements that end an order set its end time themselves (`admitRejection`,
-        // `record`): stores from before had triggers do it, which ran a second update of the
-        // row per order (about a tenth of SQLite's instructions per order, by callgrind).
-        try db.execute("""
+        // `record`): a trigger would run a second update of the row per order, so the triggers
+        // an earlier release created are dropped.
+        try db.execute(
+            """
             DROP TRIGGER IF EXISTS orders_ended_on_insert;
             DROP TRIGGER IF EXISTS orders_ended_on_update;
             CREATE INDEX IF NOT EXISTS orders_to_compact ON orders(ended_at) WHERE order_json IS NOT NULL AND ended_at IS NOT NULL;
@@ -97,12 +100,14 @@ extension LedgerStore {
         try countRunning()
     }
 
-    /// Stores from before keyed references by (ref, provider) alone, so a second merchant's order
-    /// naming the same reference lost its index entry silently.
+    /// A store that keys references by (ref, provider) alone is rekeyed with the merchant: under
+    /// that key a second merchant's order naming the same reference would lose its index entry
+    /// silently.
     private func keyReferencesByMerchant() throws {
         let keyColumns = try db.query("PRAGMA table_info(refs)").filter { ($0[5].integer ?? 0) > 0 }.compactMap { $0[1].text }
         guard !keyColumns.contains("merchant") else { return }
-        try db.execute("""
+        try db.execute(
+            """
             CREATE TABLE refs_by_merchant(provider TEXT NOT NULL, ref TEXT NOT NULL, merchant TEXT NOT NULL,
               order_id TEXT NOT NULL, PRIMARY KEY(ref, provider, merchant)) WITHOUT ROWID;
             INSERT INTO refs_by_merchant(provider, ref, merchant, order_id) SELECT provider, ref, merchant, order_id FROM refs;

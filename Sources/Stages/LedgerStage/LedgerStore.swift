@@ -3,8 +3,7 @@ import PaypipeCore
 import StageRuntime
 import StageWire
 
-/// The durable record of every accepted order (DESIGN.md "a durable record of every accepted
-/// order that has no terminal outcome yet"), in SQLite with WAL. Writes are grouped: one
+/// The durable record of every accepted order, in SQLite with WAL. Writes are grouped: one
 /// transaction (one fsync) per batch of frames, not per order.
 package final class LedgerStore: LedgerStorage {
     let db: SQLiteConnection
@@ -17,9 +16,9 @@ package final class LedgerStore: LedgerStorage {
         try db.execute("PRAGMA synchronous=FULL")
         // Every order's row is written three times within seconds (intake, claim, outcome): a
         // longer WAL copies each hot page into the database once per checkpoint instead of
-        // several times. The page cache stays at SQLite's default 2 MiB: 8 MiB cost the ledger
-        // 7 MiB more at W1's peak and bought nothing, with none or 2,000,000 orders stored
-        // (paypipe-ledger-bench), since the partial indexes hold only the orders in flight.
+        // several times. The page cache stays at SQLite's default 2 MiB: the partial indexes
+        // hold only the orders in flight, so a larger cache would cost memory and buy nothing,
+        // however many orders are stored.
         try db.execute("PRAGMA wal_autocheckpoint=10000")
         try db.execute("PRAGMA cache_size=-2048")
         try db.execute("PRAGMA temp_store=MEMORY")
@@ -29,15 +28,18 @@ package final class LedgerStore: LedgerStorage {
     /// How many orders are in each state but `terminal`: counted once on opening (by the partial
     /// indexes, so ended orders are not scanned), then kept here by the statements that change a
     /// state (`moved`), with no write to the WAL and no trigger per state change; a transaction
-    /// that fails puts them back. Stores from before kept them in a table by triggers; those go.
+    /// that fails puts them back. A store of an earlier release that keeps them in a table by
+    /// triggers loses both.
     func countRunning() throws {
-        try db.execute("""
+        try db.execute(
+            """
             DROP TRIGGER IF EXISTS orders_count_insert;
             DROP TRIGGER IF EXISTS orders_count_update;
             DROP TRIGGER IF EXISTS orders_count_delete;
             DROP TABLE IF EXISTS main.state_counts;
             """)
-        let rows = try db.query("""
+        let rows = try db.query(
+            """
             SELECT state, COUNT(*) FROM orders WHERE state IN ('open','unknown') GROUP BY state
             UNION ALL SELECT 'pending', COUNT(*) FROM orders WHERE state='pending'
             UNION ALL SELECT 'review', COUNT(*) FROM orders WHERE state='review'

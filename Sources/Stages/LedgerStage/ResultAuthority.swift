@@ -68,7 +68,8 @@ package enum ResultAuthority {
         let roles: [CurveConfig.Role] = role.map { [$0] } ?? [.submitter, .signer, .poller]
         guard roles.contains(where: admits) else {
             let who = role.map { "the \($0.rawValue) role" } ?? "an unauthenticated stage"
-            return "\(who) may not give this outcome to an order in state \(order.state.rawValue) in answer to \(answering.rawValue) \(ticket.generation)"
+            return
+                "\(who) may not give this outcome to an order in state \(order.state.rawValue) in answer to \(answering.rawValue) \(ticket.generation)"
         }
         return nil
     }

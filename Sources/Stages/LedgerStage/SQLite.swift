@@ -12,7 +12,7 @@ import Darwin
 final class SQLiteConnection {
     private var db: OpaquePointer?
     /// Prepared statements by their SQL literal's address, so a query does not hash and compare
-    /// its SQL text (a few per cent of the ledger's CPU under load, by a profile).
+    /// its SQL text on every call.
     private var statements: [UnsafeRawPointer: OpaquePointer] = [:]
 
     init(path: String) throws(SQLiteError) {
@@ -82,7 +82,9 @@ final class SQLiteConnection {
                 default:
                     // By byte count, not up to the first NUL.
                     let count = Int(sqlite3_column_bytes(statement, column))
-                    let text = sqlite3_column_text(statement, column).map { String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self) }
+                    let text = sqlite3_column_text(statement, column).map {
+                        String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self)
+                    }
                     row.append(.text(text ?? ""))
                 }
             }
@@ -92,7 +94,7 @@ final class SQLiteConnection {
     }
 
     /// Text bindings are copied here and bound where they lie (SQLITE_STATIC): bound as
-    /// SQLITE_TRANSIENT, SQLite made a copy of its own, and freed it when the bindings were
+    /// SQLITE_TRANSIENT, SQLite would make a copy of its own, and free it when the bindings are
     /// cleared, for every text of every statement. The statement's bindings are cleared
     /// before the next query overwrites this buffer.
     private var textBindings = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)

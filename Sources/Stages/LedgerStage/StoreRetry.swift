@@ -1,11 +1,12 @@
+import Logging
+import StageRuntime
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Logging
-import StageRuntime
-import Synchronization
 
 /// The store failed past every retry: the ledger stops and exits with `exitStatus`, so that its
 /// supervisor restarts it (a locked or full store is often gone by then).
@@ -62,8 +63,11 @@ final class StoreRetry: Sendable {
                 // SQLite's messages name the failure (locked, full, I/O), never a row's contents.
                 guard attempt < policy.attempts else { try giveUp(operation, error) }
                 metrics.setNotReady("the ledger store is failing (\(operation)), retrying: \(error)")
-                logger.warning("a ledger store transaction failed; retrying", metadata: [
-                    "operation": "\(operation)", "attempt": "\(attempt)", "error": "\(error)"])
+                logger.warning(
+                    "a ledger store transaction failed; retrying",
+                    metadata: [
+                        "operation": "\(operation)", "attempt": "\(attempt)", "error": "\(error)",
+                    ])
                 sleepBlocking(delay)
                 delay = min(delay * 2, policy.maxDelay)
             }
@@ -78,8 +82,11 @@ final class StoreRetry: Sendable {
         }
         if first {
             metrics.setNotReady(failure.description)
-            logger.critical("stopping: no more work is taken; exiting for a restart", metadata: [
-                "reason": "\(failure)", "exitStatus": "\(LedgerStoreFailure.status)"])
+            logger.critical(
+                "stopping: no more work is taken; exiting for a restart",
+                metadata: [
+                    "reason": "\(failure)", "exitStatus": "\(LedgerStoreFailure.status)",
+                ])
             sleepBlocking(policy.notReadyBeforeExit)
         }
         throw failure

@@ -39,8 +39,8 @@ package struct PollerCore: Sendable {
     }
 
     let polled: [Provider: Polled]
-    /// Every poll and answer reaches its order by row number, not by hashing its key: the key
-    /// lookups, several per poll, were a noticeable part of the poller's CPU.
+    /// Every poll and answer reaches its order by row number, not by hashing its key: that
+    /// would be several key lookups per poll.
     var table: [Row] = []
     var freeRows: [Int32] = []
     var rowOfOrder: [OrderKey: Int32] = [:]

@@ -69,64 +69,67 @@ package final class PollerService: MeasuredStage {
         // in the ledger, and the next poller to start asks for them and continues on their
         // original deadlines.
         await withGracefulShutdownHandler {
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                // Receipts the ledger already holds as pending (this poller may be a restart).
-                for attempt in 0..<60 where !self.stopped.load(ordering: .relaxed) {
-                    if case .resumed(let count)? = try? await ledger.call(.resumePolls) {
-                        logger.info("asked the ledger for pending receipts", metadata: ["count": "\(count)"])
-                        break
-                    }
-                    try? await Task.sleep(for: .milliseconds(min(5000, 250 << min(attempt, 4))))
-                }
-            }
-            group.addTask {
-                for await result in outcomes {
-                    let outcome = result.outcome
-                    metrics.counter("paypipe_cleeng_outcomes_total", [("status", outcome.status.rawValue)], help: "Receipts ended, by status").increment()
-                    do {
-                        try await results.send(result.frame)
-                    } catch {
-                        // The ledger hands a receipt whose outcome never arrived to the pollers again.
-                        logger.error("could not hand an outcome to the ledger", metadata: ["order": "\(outcome.merchant)/\(outcome.orderId)"])
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    // Receipts the ledger already holds as pending (this poller may be a restart).
+                    for attempt in 0..<60 where !self.stopped.load(ordering: .relaxed) {
+                        if case .resumed(let count)? = try? await ledger.call(.resumePolls) {
+                            logger.info("asked the ledger for pending receipts", metadata: ["count": "\(count)"])
+                            break
+                        }
+                        try? await Task.sleep(for: .milliseconds(min(5000, 250 << min(attempt, 4))))
                     }
                 }
-            }
-            group.addTask {
-                while let batch = try? await receipts.nextBatch() {
-                    for message in batch {
-                        do throws(EnvelopeError) {
-                            let dispatch = try DispatchFrame.decode(message.body, catalog: catalog)
-                            polls.add(dispatch.order, pendingSince: dispatch.acceptedAt, ticket: DispatchTicket(generation: dispatch.generation, token: dispatch.token))
+                group.addTask {
+                    for await result in outcomes {
+                        let outcome = result.outcome
+                        metrics.counter("paypipe_cleeng_outcomes_total", [("status", outcome.status.rawValue)], help: "Receipts ended, by status")
+                            .increment()
+                        do {
+                            try await results.send(result.frame)
                         } catch {
-                            logger.warning("unreadable poll frame", metadata: ["bytes": "\(message.body.count)", "reason": "\(error)"])
-                            if var result = StageResult.unreadableWork(message.body, reason: error.description) {
-                                result.answering = .poll
-                                emit.yield(result)
+                            // The ledger hands a receipt whose outcome never arrived to the pollers again.
+                            logger.error("could not hand an outcome to the ledger", metadata: ["order": "\(outcome.merchant)/\(outcome.orderId)"])
+                        }
+                    }
+                }
+                group.addTask {
+                    while let batch = try? await receipts.nextBatch() {
+                        for message in batch {
+                            do throws(EnvelopeError) {
+                                let dispatch = try DispatchFrame.decode(message.body, catalog: catalog)
+                                polls.add(
+                                    dispatch.order, pendingSince: dispatch.acceptedAt,
+                                    ticket: DispatchTicket(generation: dispatch.generation, token: dispatch.token))
+                            } catch {
+                                logger.warning("unreadable poll frame", metadata: ["bytes": "\(message.body.count)", "reason": "\(error)"])
+                                if var result = StageResult.unreadableWork(message.body, reason: error.description) {
+                                    result.answering = .poll
+                                    emit.yield(result)
+                                }
                             }
                         }
                     }
                 }
-            }
-            group.addTask {
-                // One timer for every receipt: wake often enough that no poll is late by more than a tick.
-                for await _ in ticks(every: .milliseconds(10)) {
-                    if self.stopped.load(ordering: .relaxed) { break }
-                    polls.due()
-                    held.set(Double(polls.count))
-                    maxDrift.set(Double(self.worstDriftMs.load(ordering: .relaxed)))
+                group.addTask {
+                    // One timer for every receipt: wake often enough that no poll is late by more than a tick.
+                    for await _ in ticks(every: .milliseconds(10)) {
+                        if self.stopped.load(ordering: .relaxed) { break }
+                        polls.due()
+                        held.set(Double(polls.count))
+                        maxDrift.set(Double(self.worstDriftMs.load(ordering: .relaxed)))
+                    }
                 }
+                // The resume request and the receive loop; the outcome sender and the timer end only
+                // after `stopped`.
+                await group.next()
+                await group.next()
+                self.stopped.store(true, ordering: .relaxed)
+                // Answers still on their way are recorded; the polls they would start are not sent.
+                await polls.stop(waitingAtMost: .milliseconds(requestTimeoutMs + 1000))
+                emit.finish()
+                await group.waitForAll()
             }
-            // The resume request and the receive loop; the outcome sender and the timer end only
-            // after `stopped`.
-            await group.next()
-            await group.next()
-            self.stopped.store(true, ordering: .relaxed)
-            // Answers still on their way are recorded; the polls they would start are not sent.
-            await polls.stop(waitingAtMost: .milliseconds(requestTimeoutMs + 1000))
-            emit.finish()
-            await group.waitForAll()
-        }
         } onGracefulShutdown: {
             receipts.stop()
         }
@@ -141,7 +144,7 @@ package final class PollerService: MeasuredStage {
 
 /// The pending orders' scheduler and the polls in flight. Answers are handled on the event loop they
 /// arrive on, and the polls they lead to are sent from there: a Swift task per poll, and the
-/// hops into and out of it, had cost a thread wake-up per poll.
+/// hops into and out of it, would cost a thread wake-up per poll.
 final class PollDriver: Sendable {
     struct Poll: Sendable {
         var id: ReceiptID

@@ -39,7 +39,9 @@ package struct SignerCore: Sendable {
             // merchant's settings removed, an end date now past).
             if purpose == .expiryCheck { return .outcome(.needsReview(order, "the status check could not be signed: \(error.message)")) }
             if purpose == .statusCheck { return .nothing }
-            if generation > 1 { return .outcome(.needsReview(order, "redelivered (dispatch \(generation)) and could not be signed again: \(error.message)")) }
+            if generation > 1 {
+                return .outcome(.needsReview(order, "redelivered (dispatch \(generation)) and could not be signed again: \(error.message)"))
+            }
             return .outcome(Outcome(order: order, status: .rejected, error: .init(code: error.code.rawValue, message: error.message), attempts: 0))
         }
     }
@@ -69,9 +71,10 @@ extension ProviderConnector {
         }
         switch signed {
         case .request(let signed):
-            return .submit(SubmitWork(
-                order: order, request: signed.request, resolve: signed.resolve, context: signed.context.json, purpose: purpose,
-                pending: purpose.isStatusCheck ? pending : nil, acceptedAt: acceptedAt, generation: generation, token: token))
+            return .submit(
+                SubmitWork(
+                    order: order, request: signed.request, resolve: signed.resolve, context: signed.context.json, purpose: purpose,
+                    pending: purpose.isStatusCheck ? pending : nil, acceptedAt: acceptedAt, generation: generation, token: token))
         case .outcome(let status, let result):
             return .outcome(Outcome(order: order, status: status, result: result))
         }

@@ -45,15 +45,17 @@ package final class SignerService: MeasuredStage {
     /// Orders each copy holds beyond those in its socket's queue: signed requests are the
     /// bulkiest frames in the pipeline, and the submitters already hold their backlog, so while
     /// this many wait for the streamer the signer stops taking orders, which wait in the ledger.
-    /// (With 4,096, a signer held about 15 MiB more at W1's peak, and would leave all of them to
-    /// redelivery if it died; 256 cost W2 about 5 % of its throughput; 1,024 did not.)
+    /// (Many more would hold memory and leave all of them to redelivery if the signer died; too
+    /// few would cost throughput.)
     static let backlogLimit = 1024
     /// Orders signed per pass before the outboxes are flushed.
     static let batchSize = 64
 
     /// The signer's one thread: polls the work queue, signs, and sends each signed request or
     /// outcome itself, with no hand-off between threads.
-    private func serve(orders: ZMQSocket, signed signedSocket: ZMQSocket, results resultsSocket: ZMQSocket, core: SignerCore, stopping: StopFlag) throws {
+    private func serve(
+        orders: ZMQSocket, signed signedSocket: ZMQSocket, results resultsSocket: ZMQSocket, core: SignerCore, stopping: StopFlag
+    ) throws {
         let counted = { (result: String) in
             self.metrics.counter("paypipe_signer_orders_total", [("result", result)], help: "Orders handled by the signer, by result")
         }

@@ -42,8 +42,8 @@ final class LeaseWindow: Sendable {
     var count: Int { validUntil.withLock { $0.count } }
 }
 
-/// The leases this submitter holds and the claims it waits on (issue 11: leases instead of a
-/// fixed redelivery timer). Work is claimed in one ledger request per batch before anything is
+/// The leases this submitter holds and the claims it waits on, in place of a fixed redelivery
+/// timer. Work is claimed in one ledger request per batch before anything is
 /// sent, and every held lease is renewed while the work waits or runs, so the ledger
 /// redelivers an order only when its holder died.
 ///

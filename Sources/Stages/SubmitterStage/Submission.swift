@@ -24,8 +24,8 @@ package struct SubmissionPolicy: Sendable, Equatable {
 }
 
 /// The submitter's state machine for one signed request: it decides what to send next from each
-/// response or transport failure, following the provider module's verdict table (DESIGN.md:
-/// retry, query, or fail). It never resends a request whose outcome is unknown unless the
+/// response or transport failure, following the provider module's verdict table (retry,
+/// query, or fail). It never resends a request whose outcome is unknown unless the
 /// provider module says that is a safe resolution (Nets' same Idempotency-Key replay); otherwise
 /// it sends the pre-signed status/query request.
 package struct Submission: Sendable {
@@ -61,7 +61,7 @@ package struct Submission: Sendable {
         guard connector.canRead(work) else {
             return .finish(Self.unsent(work, .unreadableWork, "the signed work's \(work.order.provider.rawValue) context is unreadable"))
         }
-        // A redelivery: the first copy may have reached the provider (PROTOCOL.md §6).
+        // A redelivery: the first copy may have reached the provider.
         if work.purpose == .submit, work.generation > 1 {
             switch connector.redelivery(of: work) {
             case .resubmit: break
@@ -72,7 +72,8 @@ package struct Submission: Sendable {
                 resolveAttempts = 1
                 return .send(request, afterMilliseconds: 0)
             case .review:
-                return needsReview("redelivered (dispatch \(work.generation)) and \(work.order.provider.rawValue) cannot tell whether it saw the first copy")
+                return needsReview(
+                    "redelivered (dispatch \(work.generation)) and \(work.order.provider.rawValue) cannot tell whether it saw the first copy")
             }
         }
         attempts = 1
@@ -80,7 +81,8 @@ package struct Submission: Sendable {
     }
 
     package mutating func receive(_ response: HTTPResponseSpec, jitter: Double) -> Action {
-        switch connector.read(response, to: current, work: work, phase: phase, resolvingBeforeResubmit: resolvingBeforeResubmit, followUps: followUps) {
+        switch connector.read(response, to: current, work: work, phase: phase, resolvingBeforeResubmit: resolvingBeforeResubmit, followUps: followUps)
+        {
         case .followUp(let next):
             guard followUps < policy.maxFollowUps else { return unresolved("\(followUps) follow-up requests without a verdict") }
             followUps += 1
@@ -102,10 +104,13 @@ package struct Submission: Sendable {
     private mutating func apply(_ verdict: ProviderVerdict, jitter: Double) -> Action {
         if work.purpose.isStatusCheck, case .pending(let result) = verdict {
             // The provider confirms nothing was taken yet: the order stays pending with the answer
-            // it had, until its last check, which ends it (PROTOCOL.md §6 "Every order ends").
+            // it had, until its last check, which ends it (docs/operations.md, "Every pending
+            // order ends").
             guard work.purpose == .expiryCheck else { return finish(.pending, result: work.pending ?? result) }
-            return finish(.failed, error: .init(
-                code: .expired, message: "still pending at the provider when the order expired; the provider confirms nothing was taken"))
+            return finish(
+                .failed,
+                error: .init(
+                    code: .expired, message: "still pending at the provider when the order expired; the provider confirms nothing was taken"))
         }
         switch verdict {
         case .succeeded(let result): return finish(.succeeded, result: result)

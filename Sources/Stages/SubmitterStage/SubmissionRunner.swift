@@ -7,8 +7,8 @@ import Synchronization
 
 /// Runs claimed submissions, at most `concurrency` at once, on the HTTP client's event loops:
 /// each answer is read where it arrives and the next send leaves from there, so a request costs
-/// no Swift task and no continuation. Hundreds of tasks in flight held 1–5 MiB more of each
-/// submitter's heap at W1's peak (bench/RESULTS.md, "Kept"); the speed was the same either way. Finished
+/// no Swift task and no continuation: a task per request in flight would hold more of the
+/// submitter's heap and buy no speed. Finished
 /// work goes to `onFinish` on the thread it finished on.
 final class SubmissionRunner: Sendable {
     struct Finished: Sendable {
@@ -104,10 +104,11 @@ final class SubmissionRunner: Sendable {
         }
         http.execute(request) { result in
             var submission = submission
-            let action = switch result {
-            case .success(let response): submission.receive(response, jitter: self.jitter.next())
-            case .failure(let failure): submission.fail(failure, jitter: self.jitter.next())
-            }
+            let action =
+                switch result {
+                case .success(let response): submission.receive(response, jitter: self.jitter.next())
+                case .failure(let failure): submission.fail(failure, jitter: self.jitter.next())
+                }
             switch action {
             case .send(let request, let delay): self.send(request, after: delay, submission)
             case .finish(let outcome): if let next = self.end(submission.work, outcome) { self.run(next) }
@@ -131,7 +132,7 @@ final class SubmissionRunner: Sendable {
 }
 
 /// Backoff jitter in 0..<1 for any event loop: SplitMix64 over an atomic counter seeded once.
-/// `Double.random` asked the kernel for randomness (a `getrandom` call) on every answer, though
+/// `Double.random` would ask the kernel for randomness (a `getrandom` call) on every answer, though
 /// only a retry uses its jitter, and a retry's spread needs no secrecy.
 final class Jitter: Sendable {
     private let counter = Atomic<UInt64>(UInt64.random(in: .min ... .max))

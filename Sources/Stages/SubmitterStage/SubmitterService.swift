@@ -88,7 +88,9 @@ package final class SubmitterService: MeasuredStage {
         func dropped(_ reason: String) -> Counter {
             metrics.counter(
                 "paypipe_submitter_work_dropped_total", [("reason", reason)],
-                help: "Work not sent or stopped: its claim was refused (stale: an older dispatch, or the order ended), not answered (unclaimed), or its lease was lost while it ran (lease_lost)")
+                help:
+                    "Work not sent or stopped: its claim was refused (stale: an older dispatch, or the order ended), not answered (unclaimed), or its lease was lost while it ran (lease_lost)"
+            )
         }
         let (stale, unclaimed, leaseLost) = (dropped("stale"), dropped("unclaimed"), dropped("lease_lost"))
         // Looked up once per status: a lookup by labels hashes them under the registry's lock.

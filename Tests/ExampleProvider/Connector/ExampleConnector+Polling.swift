@@ -14,7 +14,8 @@ extension ExampleConnector: PendingPolling {
     }
 
     public func pollingPolicy(timers: PaypipeConfig.Timers) -> PollingPolicy {
-        PollingPolicy(intervalMs: Self.pollIntervalMs, deadlineMs: Self.giveUpMs, giveUpCode: .exampleNotDecided, giveUpReason: "the charge was not decided")!
+        PollingPolicy(
+            intervalMs: Self.pollIntervalMs, deadlineMs: Self.giveUpMs, giveUpCode: .exampleNotDecided, giveUpReason: "the charge was not decided")!
     }
 
     public func pollTarget(for order: Order) throws(Rejection) -> PollTarget {

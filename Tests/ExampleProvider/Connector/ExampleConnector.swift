@@ -32,7 +32,9 @@ public struct ExampleConnector: ProviderConnector {
     public func sign(_ order: Order, purpose: DispatchPurpose, nowSeconds: Int64) throws(Rejection) -> Signed<NoContext> {
         let settings = try config.merchant(order.merchant).require(\.example, .example)
         guard let note = order.params["note"] else { throw .missingParam("note") }
-        guard case .string(let text) = note, text.unicodeScalars.count <= 64 else { throw .invalidParam("note", "must be a string of at most 64 characters") }
+        guard case .string(let text) = note, text.unicodeScalars.count <= 64 else {
+            throw .invalidParam("note", "must be a string of at most 64 characters")
+        }
         if let unknown = order.params.keys.first(where: { $0 != "note" }) {
             throw Rejection(.unknownField, field: "params.\(unknown)", "params.\(unknown) is not a param of example charge (allowed: note)")
         }
@@ -71,9 +73,12 @@ public struct ExampleConnector: ProviderConnector {
     }
 
     public var callbackRoutes: [CallbackRoute] {
-        [CallbackRoute(path: "/callbacks/example", label: "example", headers: ["X-Example-Signature"]) { request, orders throws(CallbackRejection) in
-            try await webhook(request, orders: orders)
-        }]
+        [
+            CallbackRoute(path: "/callbacks/example", label: "example", headers: ["X-Example-Signature"]) {
+                request, orders throws(CallbackRejection) in
+                try await webhook(request, orders: orders)
+            }
+        ]
     }
 
     func webhook(_ request: CallbackRequest, orders: any CallbackOrderLookup) async throws(CallbackRejection) -> CallbackDecision {
