@@ -73,14 +73,18 @@ package final class PipelineHarness: @unchecked Sendable {
         guard let bound = port.withLock({ $0 }) else { throw HarnessError("sandbox did not start") }
         sandboxPort = bound
 
-        // Every stable address on an ephemeral port: a fixed port could reach a leftover process.
-        let any = "tcp://127.0.0.1:*"
+        // Every stable address on a random free port below the ephemeral range, not on a fixed
+        // one (a leftover process could hold it) nor on one the kernel picks: a restarted ledger
+        // binds its ports again, and meanwhile a stage reconnecting to a port in the ephemeral
+        // range can be given that very port as its own end (a TCP self-connect), which the
+        // ledger then cannot bind.
+        var endpoints = ["ledgerMetrics": "127.0.0.1:0"]
+        for name in ["intake", "outcomes", "signQueue", "signedIn", "signedOut", "results", "ledgerRPC", "pollQueue", "outcomesReplay"] {
+            endpoints[name] = "tcp://127.0.0.1:\(try freeLoopbackPort())"
+        }
         var text = DemoConfig.text(
             sandboxURL: try await providerFront?("http://127.0.0.1:\(bound)") ?? "http://127.0.0.1:\(bound)", callbacks: callbacks,
-            endpoints: [
-                "intake": any, "outcomes": any, "signQueue": any, "signedIn": any, "signedOut": any, "results": any,
-                "ledgerRPC": any, "pollQueue": any, "outcomesReplay": any, "ledgerMetrics": "127.0.0.1:0",
-            ],
+            endpoints: endpoints,
             timers: timers, extraMerchants: extraMerchants, leavingOut: leavingOut)
         if curve, case .object(var document) = try JSONValue.parse(Array(text.utf8)) {
             var section: [String: JSONValue] = [:]
@@ -317,7 +321,8 @@ package struct HarnessError: Error, CustomStringConvertible {
 /// A loopback port nothing listens on right now, for an address that must be known before the
 /// process that binds it starts. It is taken below the kernel's ephemeral range, because a port
 /// the kernel handed out could be handed out again, e.g. to a ZeroMQ `tcp://127.0.0.1:*` bind in
-/// between.
+/// between. No port is handed out twice in one test process, so harnesses starting side by side
+/// never pick the same one before either binds it.
 package func freeLoopbackPort() throws -> Int {
     let range =
         (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8))?
@@ -326,10 +331,13 @@ package func freeLoopbackPort() throws -> Int {
     let candidates = 10_000..<max(10_001, min(ephemeralStart, 65_536))
     for _ in 0..<200 {
         let port = Int.random(in: candidates)
+        guard handedOutPorts.withLock({ $0.insert(port).inserted }) else { continue }
         if try loopbackPortIsFree(port) { return port }
     }
     throw HarnessError("no free loopback port below \(ephemeralStart) after 200 tries")
 }
+
+private let handedOutPorts = Mutex<Set<Int>>([])
 
 private func loopbackPortIsFree(_ port: Int) throws -> Bool {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
