@@ -102,6 +102,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // C libraries, in Sources/CLibraries.
@@ -152,7 +153,8 @@ let package = Package(
                 "LedgerStage",
                 [
                     "CSQLite", "SQLiteWALBuffer", .product(name: "Hummingbird", package: "hummingbird"),
-                    .product(name: "NIOCore", package: "swift-nio"),
+                    .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                    .product(name: "NIOSSL", package: "swift-nio-ssl"), .product(name: "PostgresNIO", package: "postgres-nio"),
                 ]),
             stage("SignerStage"),
             stage("SubmitterStage", ["HTTPTransport", .product(name: "NIOCore", package: "swift-nio")]),

@@ -31,7 +31,8 @@ struct ExampleStagesCommand: AsyncParsableCommand {
         let metrics = options.metrics ?? "127.0.0.1:0"
         switch role {
         case "ledger":
-            let ledger = LedgerService(config: config, registry: registry, storePath: store, logger: logger) { bound in
+            let ledger = LedgerService(config: config, registry: registry, store: try StoreSettings.parse(commandLine: store), logger: logger) {
+                bound in
                 StageProcess.printLine(bound.readyLine)
             }
             await StageProcess.run(stage: ledger, metricsAddress: metrics, role: role, logger: logger)

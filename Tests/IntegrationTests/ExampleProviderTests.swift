@@ -55,7 +55,7 @@ struct ExampleConnectorTests {
         var children: [Process] = []
         defer { for child in children.reversed() where child.isRunning { kill(child.processIdentifier, SIGKILL) } }
         let ((ledger, _), ready) = try PipelineHarness.spawn(
-            stages, ["ledger", "--config", configPath, "--store", directory.appendingPathComponent("ledger.sqlite").path],
+            stages, ["ledger", "--config", configPath, "--store", TestStores.ledgerArgument(directory: directory)],
             in: directory, index: 0, waitForLine: LedgerAddresses.readyMarker)
         children.append(ledger)
         let endpoints = LedgerAddresses.printed(in: ready ?? "")

@@ -7,25 +7,40 @@ import StageWire
 import TestSupport
 import Testing
 
-/// Another connection to the ledger's store, from this test process, holding its write lock
-/// (`BEGIN EXCLUSIVE`) until `release()`: the ledger's transactions then fail with SQLITE_BUSY.
-final class StoreLock {
-    private var db: OpaquePointer?
+@testable import LedgerStage
 
-    init(path: String) throws {
-        guard sqlite3_open(path, &db) == SQLITE_OK else { throw HarnessError("cannot open \(path)") }
+/// Another connection to the ledger's store, from this test process, holding its write lock
+/// until `release()`: SQLite's `BEGIN EXCLUSIVE`, or PostgreSQL's `LOCK TABLE` on what every
+/// ledger transaction writes. The ledger's transactions then fail once their lock wait ends.
+final class StoreLock {
+    private var sqlite: OpaquePointer?
+    private var postgres: (any StoreDatabase)?
+
+    init(_ h: PipelineHarness) throws {
+        guard TestStores.postgres == nil else {
+            let db = try TestStores.database(directory: h.directory)
+            try db.execute("BEGIN; LOCK TABLE orders, outcome_log IN ACCESS EXCLUSIVE MODE")
+            postgres = db
+            return
+        }
+        let path = h.directory.appendingPathComponent("ledger.sqlite").path
+        guard sqlite3_open(path, &sqlite) == SQLITE_OK else { throw HarnessError("cannot open \(path)") }
         // The ledger may be inside a transaction of its own at this moment.
-        sqlite3_busy_timeout(db, 10_000)
-        guard sqlite3_exec(db, "BEGIN EXCLUSIVE", nil, nil, nil) == SQLITE_OK else {
-            throw HarnessError("cannot lock \(path): \(String(cString: sqlite3_errmsg(db)))")
+        sqlite3_busy_timeout(sqlite, 10_000)
+        guard sqlite3_exec(sqlite, "BEGIN EXCLUSIVE", nil, nil, nil) == SQLITE_OK else {
+            throw HarnessError("cannot lock \(path): \(String(cString: sqlite3_errmsg(sqlite)))")
         }
     }
 
     func release() {
-        guard db != nil else { return }
-        sqlite3_exec(db, "ROLLBACK", nil, nil, nil)
-        sqlite3_close(db)
-        db = nil
+        if let postgres {
+            try? postgres.execute("ROLLBACK")
+            self.postgres = nil
+        }
+        guard sqlite != nil else { return }
+        sqlite3_exec(sqlite, "ROLLBACK", nil, nil, nil)
+        sqlite3_close(sqlite)
+        sqlite = nil
     }
 
     deinit { release() }
@@ -48,8 +63,6 @@ struct StoreFailureTests {
     static func netsLookup(_ id: String) -> String {
         #"{"v":1,"orderId":"\#(id)","provider":"nets","operation":"getSubscription","params":{"paymentId":"0123456789abcdef0123456789abcdef"}}"#
     }
-
-    static func storePath(_ h: PipelineHarness) -> String { h.directory.appendingPathComponent("ledger.sqlite").path }
 
     /// The ledger's `/healthz` (status, body), or nil when it does not answer.
     static func health(_ h: PipelineHarness) -> (Int, String)? {
@@ -77,7 +90,7 @@ struct StoreFailureTests {
         try h.startSigner()
         try h.startSubmitter()
         #expect(try await Self.firstHealth(h)?.0 == 200)
-        let lock = try StoreLock(path: Self.storePath(h))
+        let lock = try StoreLock(h)
         var expected = Set<String>()
         for i in 0..<10 {
             try await h.send(Self.netsLookup("locked-get-\(i)"))
@@ -118,7 +131,7 @@ struct StoreFailureTests {
         let ledger = h.ledgerProcess
         let pid = ledger.processIdentifier
         #expect(try await Self.firstHealth(h)?.0 == 200)
-        let lock = try StoreLock(path: Self.storePath(h))
+        let lock = try StoreLock(h)
         defer { lock.release() }
         try await h.send(Self.netsLookup("held-1"))
         let clock = ContinuousClock()
@@ -156,7 +169,7 @@ struct StoreFailureTests {
         let ledger = h.ledgerProcess
         #expect(try await Self.firstHealth(h)?.0 == 200)
         let port = try #require(h.metricsPort(of: ledger))
-        let lock = try StoreLock(path: Self.storePath(h))
+        let lock = try StoreLock(h)
         defer { lock.release() }
         try await h.send(Self.netsLookup("held-2"))
         let pollers = (0..<2).map { _ in

@@ -16,7 +16,7 @@ struct TrustFlowTests {
     /// The ledger's ticket key, read from its store as an attacker who stole the disk could:
     /// enough to forge any ticket, so that only the role and claim rules stop what follows.
     static func tickets(_ h: PipelineHarness) throws -> DispatchTickets {
-        let db = try SQLiteConnection(path: h.directory.appendingPathComponent("ledger.sqlite").path)
+        let db = try TestStores.database(directory: h.directory)
         let text = try #require(try db.query("SELECT value FROM meta WHERE name='ticket_key'").first?[0].text)
         let parts = text.split(separator: ":").compactMap { UInt64($0, radix: 16) }
         return DispatchTickets(key: (parts[0], parts[1]))

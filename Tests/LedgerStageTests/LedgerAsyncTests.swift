@@ -32,7 +32,7 @@ struct LedgerAsyncTests {
         let done = Outcome(order: o, status: .succeeded, result: ["state": "COMPLETED"])
         let (reply, effects) = core.handle(.settle(o.key, event: "phonepe|AR1|COMPLETED", outcome: done), now: 3000)
         #expect(reply == .settled(applied: true, duplicate: false))
-        #expect(effects == [.emit(done.logged(seq: 2))])
+        #expect(effects == [.emit(done.logged(seq: 2, in: core.store))])
         #expect(
             core.handle(.settle(o.key, event: "phonepe|AR1|COMPLETED", outcome: done), now: 3100) == (.settled(applied: false, duplicate: true), []))
         let other = Outcome(order: o, status: .failed, error: .init(code: "X", message: "late"))
@@ -81,7 +81,7 @@ struct LedgerAsyncTests {
         _ = try core.submitted(Outcome(order: o, status: .pending, result: ["authRequestId": "AR1"]), now: 2000)
         let review = Outcome(order: o, status: .unknown, error: .init(code: Outcome.ErrorInfo.needsReviewCode, message: "the provider cannot tell"))
         let emitted = try core.submitted(review, now: 3000)
-        #expect(emitted == [.emit(review.logged(seq: 2))])
+        #expect(emitted == [.emit(review.logged(seq: 2, in: core.store))])
         guard case .order(let stored?) = core.handle(.lookup(o.key), now: 3100).0 else {
             Issue.record("the order is still found")
             return

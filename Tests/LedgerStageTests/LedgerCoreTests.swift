@@ -39,15 +39,15 @@ struct LedgerCoreTests {
         let pending = Outcome(order: o, status: .pending, result: ["redirectURL": "ppe://x"], at: "2026-11-21T05:00:00.000Z")
         let succeeded = Outcome(order: o, status: .succeeded, result: ["state": "COMPLETED"], at: "2026-11-21T05:00:01.000Z")
         let lateFailure = Outcome(order: o, status: .failed, error: .init(code: "X", message: "late"), at: "2026-11-21T05:00:02.000Z")
-        #expect(try core.submitted(pending, now: 1000) == [.emit(pending.logged(seq: 1))])
+        #expect(try core.submitted(pending, now: 1000) == [.emit(pending.logged(seq: 1, in: core.store))])
         // While pending, a repeat gets the pending outcome again (duplicates of non-terminal outcomes are allowed).
-        #expect(try core.intake([Array(phonePeOrder.utf8)], now: 1500) == [.emit(pending.logged(seq: 1))])
-        #expect(try core.submitted(succeeded, now: 1000) == [.emit(succeeded.logged(seq: 2))])
+        #expect(try core.intake([Array(phonePeOrder.utf8)], now: 1500) == [.emit(pending.logged(seq: 1, in: core.store))])
+        #expect(try core.submitted(succeeded, now: 1000) == [.emit(succeeded.logged(seq: 2, in: core.store))])
         #expect(try core.submitted(lateFailure, now: 1000) == [])
         let pendingAfterTerminal = Outcome(order: o, status: .pending, at: "2026-11-21T05:00:03.000Z")
         #expect(try core.submitted(pendingAfterTerminal, now: 1000) == [])
         for _ in 0..<3 {
-            #expect(try core.intake([Array(phonePeOrder.utf8)], now: 3000) == [.emit(succeeded.logged(seq: 2))])
+            #expect(try core.intake([Array(phonePeOrder.utf8)], now: 3000) == [.emit(succeeded.logged(seq: 2, in: core.store))])
         }
     }
 
@@ -89,12 +89,12 @@ struct LedgerCoreTests {
     /// dispatch and a redelivery after reopening the store carry its bytes, which decode to the
     /// order as it was taken in. The same order spelled another way is still the same order.
     @Test func anOrderTravelsAsUpstreamSentIt() async throws {
-        let path = TestStores.path()
+        let path = TestStores.location()
         let sent = #"{ "provider":"viva", "v":1, "orderId":"viva-\u0031", "operation":"sale", "amount":1050, "currency":"EUR", "params":{} }"#
         let expected = try order(vivaOrder)
         var firstDispatch: [UInt8] = []
         do {
-            var core = LedgerCore(store: try LedgerStore(path: path), registry: await testRegistry(), redeliverAfterMilliseconds: 100)
+            var core = LedgerCore(store: try TestStores.open(path), registry: await testRegistry(), redeliverAfterMilliseconds: 100)
             let effects = try core.intake([Array(sent.utf8)], now: 1000)
             guard effects.count == 1, case .dispatch(let frame) = effects[0] else {
                 Issue.record("expected a dispatch, got \(effects)")
@@ -103,7 +103,7 @@ struct LedgerCoreTests {
             firstDispatch = frame
             #expect(try core.intake([Array(vivaOrder.utf8)], now: 1010) == [])
         }
-        var reopened = LedgerCore(store: try LedgerStore(path: path), registry: await testRegistry(), redeliverAfterMilliseconds: 100)
+        var reopened = LedgerCore(store: try TestStores.open(path), registry: await testRegistry(), redeliverAfterMilliseconds: 100)
         let again = try reopened.redeliver(now: 1200)
         guard again.count == 1, case .dispatch(let redelivered) = again[0] else {
             Issue.record("expected a redelivery, got \(again)")
@@ -124,12 +124,12 @@ struct LedgerCoreTests {
     }
 
     @Test func theStoreSurvivesReopening() async throws {
-        let path = TestStores.path()
+        let path = TestStores.location()
         do {
-            var core = LedgerCore(store: try LedgerStore(path: path), registry: await testRegistry())
+            var core = LedgerCore(store: try TestStores.open(path), registry: await testRegistry())
             _ = try core.intake([Array(vivaOrder.utf8)], now: 1000)
         }
-        var reopened = LedgerCore(store: try LedgerStore(path: path), registry: await testRegistry())
+        var reopened = LedgerCore(store: try TestStores.open(path), registry: await testRegistry())
         #expect(try reopened.intake([Array(vivaOrder.utf8)], now: 2000) == [])
     }
 }

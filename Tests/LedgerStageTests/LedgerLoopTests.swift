@@ -78,7 +78,7 @@ final class LoopHarness: Sendable {
     let prefix: String
 
     init(
-        storePath: String = TestStores.path(), limits: LedgerLoop.Limits = LedgerLoop.Limits(), policy: StoreRetry.Policy = StoreRetry.Policy()
+        storePath: String = TestStores.location(), limits: LedgerLoop.Limits = LedgerLoop.Limits(), policy: StoreRetry.Policy = StoreRetry.Policy()
     ) async throws {
         let context = try ZMQContext()
         let prefix = "inproc://ledger-loop-\(UInt64.random(in: 0...UInt64.max))-"
@@ -93,7 +93,7 @@ final class LoopHarness: Sendable {
             return socket
         }
         let registry = await testRegistry()
-        let store = try LedgerStore(path: storePath)
+        let store = try TestStores.open(storePath)
         tickets = store.tickets
         let core = LedgerService.Core(core: LedgerCore(store: store, registry: registry, timers: leaseTimers()))
         let sockets = LedgerLoop.Sockets(

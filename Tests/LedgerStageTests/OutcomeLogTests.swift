@@ -29,14 +29,16 @@ struct OutcomeLogTests {
         let done = Outcome(order: o, status: .succeeded, at: "2026-11-21T05:00:01.000Z")
         _ = core.handle(.claim([core.lease(o.key)]), now: 2000)
         #expect(
-            try core.results([core.frame(pending), core.frame(pending)], now: 2000) == [.emit(pending.logged(seq: 3)), .emit(pending.logged(seq: 4))])
-        #expect(try core.results([core.frame(done)], now: 3000) == [.emit(done.logged(seq: 5))])
+            try core.results([core.frame(pending), core.frame(pending)], now: 2000) == [
+                .emit(pending.logged(seq: 3, in: core.store)), .emit(pending.logged(seq: 4, in: core.store)),
+            ])
+        #expect(try core.results([core.frame(done)], now: 3000) == [.emit(done.logged(seq: 5, in: core.store))])
         // Repeats of a terminal outcome are the identical bytes with the same seq, and log nothing new.
-        #expect(try core.intake([Array(phonePeOrder.utf8)], now: 4000) == [.emit(done.logged(seq: 5))])
+        #expect(try core.intake([Array(phonePeOrder.utf8)], now: 4000) == [.emit(done.logged(seq: 5, in: core.store))])
         #expect(seqs(try core.intake([Array(rejectedOrder("r-1").utf8)], now: 4000)) == [1])
         let all = try core.store.outcomes(after: 0, limit: 100)
         #expect(all.outcomes.map(\.seq) == [1, 2, 3, 4, 5])
-        #expect(all.outcomes.last.map { Array($0.text.utf8) } == done.logged(seq: 5))
+        #expect(all.outcomes.last.map { Array($0.text.utf8) } == done.logged(seq: 5, in: core.store))
         #expect(!all.more)
         let page = try core.store.outcomes(after: 1, limit: 2)
         #expect(page.outcomes.map(\.seq) == [2, 3] && page.more)
@@ -60,12 +62,12 @@ struct OutcomeLogTests {
     }
 
     @Test func outcomesSurviveReopeningTheStore() async throws {
-        let path = TestStores.path()
+        let path = TestStores.location()
         do {
-            var core = LedgerCore(store: try LedgerStore(path: path), registry: await testRegistry())
+            var core = LedgerCore(store: try TestStores.open(path), registry: await testRegistry())
             _ = try core.intake((1...3).map { Array(rejectedOrder("k-\($0)").utf8) }, now: 1000)
         }
-        var reopened = LedgerCore(store: try LedgerStore(path: path), registry: await testRegistry())
+        var reopened = LedgerCore(store: try TestStores.open(path), registry: await testRegistry())
         #expect(try reopened.store.outcomes(after: 0, limit: 10).outcomes.map(\.seq) == [1, 2, 3])
         let next = try reopened.intake([Array(rejectedOrder("k-4").utf8)], now: 2000)
         #expect(seqs(next) == [4])
@@ -176,7 +178,7 @@ struct CanonicalKeyTests {
             Issue.record("expected the stored outcome, got \(again)")
             return
         }
-        #expect(replay == #"{"seq":1}"#)
+        #expect(replay == #"{"epoch":"\#(store.epoch)","seq":1}"#)
     }
 
     /// The texts of one statement share one buffer that grows as needed (SQLiteConnection):
@@ -201,7 +203,7 @@ struct CanonicalKeyTests {
                 Issue.record("text \(n): expected the stored outcome, got \(again)")
                 continue
             }
-            #expect(replay == LedgerStore.withSeq(text, Int64(n + 1)))
+            #expect(replay == LedgerStore.withSeq(text, Int64(n + 1), epoch: store.epoch))
         }
     }
 

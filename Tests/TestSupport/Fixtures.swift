@@ -57,8 +57,7 @@ package func timers(phonepeCallbackWaitMs: Int64) -> PaypipeConfig.Timers {
 }
 
 package func temporaryStore() throws -> LedgerStore {
-    let path = TestStores.path()
-    return try LedgerStore(path: path)
+    try TestStores.open(TestStores.location())
 }
 
 package func examplesPath() -> String {

@@ -9,10 +9,10 @@ import ZeroMQ
 @testable import LedgerStage
 
 extension Outcome {
-    /// The bytes the ledger emits for this outcome once it is logged as `seq`: the stage's own
-    /// bytes with `"seq"` as the last member.
-    package func logged(seq: Int64) -> [UInt8] {
-        Array(bytes.dropLast()) + Array(#","seq":\#(seq)}"#.utf8)
+    /// The bytes the ledger emits for this outcome once `store` logs it as `seq`: the stage's
+    /// own bytes with the store's `"epoch"` and `"seq"` as the last members.
+    package func logged(seq: Int64, in store: LedgerStore) -> [UInt8] {
+        Array(bytes.dropLast()) + Array(#","epoch":"\#(store.epoch)","seq":\#(seq)}"#.utf8)
     }
 }
 

@@ -146,7 +146,7 @@ package final class PipelineHarness: @unchecked Sendable {
 
     package static func ledgerArguments(configPath: String, directory: URL, redeliverAfterMilliseconds: Int64) -> [String] {
         [
-            "--config", configPath, "--store", directory.appendingPathComponent("ledger.sqlite").path,
+            "--config", configPath, "--store", TestStores.ledgerArgument(directory: directory),
             "--redeliver-after-ms", String(redeliverAfterMilliseconds),
         ]
     }

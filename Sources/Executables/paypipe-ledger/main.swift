@@ -1,6 +1,7 @@
 import ArgumentParser
 import Connectors
 import LedgerStage
+import PaypipeCore
 import StageRuntime
 
 @main
@@ -11,17 +12,24 @@ struct LedgerCommand: AsyncParsableCommand {
             "Records and deduplicates orders, forwards outcomes upstream, redelivers stalled orders, and binds every stable address of the pipeline.")
 
     @OptionGroup var options: StageOptions
-    @Option(help: "SQLite file holding the order ledger.") var store = "paypipe-ledger.sqlite"
+    @Option(help: "Where the ledger keeps orders: a SQLite file, or a postgres:// URL (default: the config's store section).")
+    var store: String?
     @Option(help: "Redeliver an order with no terminal or pending outcome after this many ms.") var redeliverAfterMs: Int64 = 60_000
 
     func run() async throws {
         // No secret but what outcomes carry for the app, which the store keeps withheld.
         var config = options.loadConfig(
-            secrets: false, alsoSecrets: Set(StandardConnectors.all.flatMap { $0.outcomeSecretSettings }), connectors: StandardConnectors.all)
+            secrets: false, alsoSecrets: Set(StandardConnectors.all.flatMap { $0.outcomeSecretSettings } + ["store.url", "store.password"]),
+            connectors: StandardConnectors.all)
         if let metrics = options.metrics { config.endpoints.ledgerMetrics = metrics }
         let logger = options.logger("paypipe-ledger")
+        do {
+            if let store { config.store = try StoreSettings.parse(commandLine: store) }
+        } catch {
+            StageProcess.fail("\(error)")
+        }
         let ledger = LedgerService(
-            config: config, registry: await StandardConnectors.registry(config: config), storePath: store,
+            config: config, registry: await StandardConnectors.registry(config: config), store: config.store,
             redeliverAfterMilliseconds: redeliverAfterMs, logger: logger
         ) { bound in
             StageProcess.printLine(bound.readyLine)

@@ -154,6 +154,7 @@ extension PaypipeConfig {
             }
             try r.finish()
         }
+        if var s = try root.optionalObject("store") { config.store = try StoreSettings.parse(&s) }
         try root.finish()
 
         if let v = sources.environment("PAYPIPE_INTAKE"), !v.isEmpty { config.endpoints.intake = v }
@@ -216,7 +217,7 @@ public struct ConfigReader {
     }
 
     public mutating func secret(_ key: String) throws(ConfigError) -> Secret {
-        guard sources.resolveSecrets || sources.secretsResolvedAnyway.contains(key) else {
+        guard sources.resolveSecrets || sources.secretsResolvedAnyway.contains(key) || sources.secretsResolvedAnyway.contains(child(key)) else {
             guard take(key)?.stringValue != nil else { throw ConfigError(path: child(key), reason: "is required") }
             return Secret("")
         }

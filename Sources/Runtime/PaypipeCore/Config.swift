@@ -6,6 +6,8 @@ public struct PaypipeConfig: Sendable {
     /// CURVE on the internal links (nil: plaintext, as in v1).
     public var curve: CurveConfig?
     public var retention = Retention()
+    /// Where the ledger keeps orders and outcomes.
+    public var store = StoreSettings.sqlite(path: StoreSettings.defaultSQLitePath)
 
     public init(merchants: [String: MerchantConfig], endpoints: Endpoints = Endpoints(), timers: Timers = Timers()) {
         self.merchants = merchants

@@ -33,8 +33,14 @@ package final class LedgerService: MeasuredStage {
         func redeliver() throws -> [LedgerCore.Effect] { try locked.withLock { core in try core.redeliver(now: steadyMilliseconds()) } }
         func resumeLeases() throws { try locked.withLock { core in try core.resumeLeases(now: steadyMilliseconds()) } }
         var counters: LedgerCore.Counters { locked.withLock { $0.counters } }
-        func replay(_ request: OutcomeReplay.Request) throws -> (outcomes: [(seq: Int64, text: String)], more: Bool) {
-            try locked.withLock { core in try core.store.outcomes(after: request.since, limit: request.limit) }
+        /// The outcomes upstream asked for, or nil when its `epoch` and `since` name what the store no
+        /// longer holds; with the store's current epoch.
+        func replay(_ request: OutcomeReplay.Request) throws -> (found: (outcomes: [(seq: Int64, text: String)], more: Bool)?, epoch: String) {
+            try locked.withLock { core in
+                let store = core.store
+                if let epoch = request.epoch, try !store.replayContinues(epoch: epoch, after: request.since) { return (nil, store.epoch) }
+                return (try store.outcomes(after: request.since, limit: request.limit), store.epoch)
+            }
         }
         func reviewOutcomes(limit: Int) throws -> [String] { try locked.withLock { core in try core.store.reviewOutcomes(limit: limit) } }
         /// One tick of retention: at most `limit` rows of each kind, in one transaction.
@@ -54,7 +60,7 @@ package final class LedgerService: MeasuredStage {
 
     let config: PaypipeConfig
     let registry: ConnectorRegistry
-    let storePath: String
+    let store: StoreSettings
     let logger: Logger
     let redeliverAfterMilliseconds: Int64
     let onReady: @Sendable (LedgerAddresses) -> Void
@@ -64,19 +70,19 @@ package final class LedgerService: MeasuredStage {
 
     /// `onReady` is called once every socket is bound.
     package init(
-        config: PaypipeConfig, registry: ConnectorRegistry, storePath: String, redeliverAfterMilliseconds: Int64 = 60_000, logger: Logger,
+        config: PaypipeConfig, registry: ConnectorRegistry, store: StoreSettings, redeliverAfterMilliseconds: Int64 = 60_000, logger: Logger,
         onReady: @escaping @Sendable (LedgerAddresses) -> Void = { _ in }
     ) {
         self.config = config
         self.registry = registry
-        self.storePath = storePath
+        self.store = store
         self.redeliverAfterMilliseconds = redeliverAfterMilliseconds
         self.logger = logger
         self.onReady = onReady
     }
 
     package func run() async throws {
-        let store = try LedgerStore(path: storePath)
+        let store = try LedgerStore(self.store, logger: logger)
         let core = Core(
             core: LedgerCore(
                 store: store, registry: registry, timers: config.timers, redeliverAfterMilliseconds: redeliverAfterMilliseconds))
@@ -199,13 +205,16 @@ extension LedgerService {
         var replies: [[UInt8]]
         do {
             let request = try OutcomeReplay.Request.parse(body)
-            let found = try core.replay(request)
+            let (answer, epoch) = try core.replay(request)
+            guard let found = answer else { throw Diverged(reply: OutcomeReplay.divergedReply(request, epoch: epoch)) }
             replies = found.outcomes.compactMap { outcome in
                 let bytes = Array(outcome.text.utf8)
                 guard sender == .anyMerchant || (try? Outcome.parse(bytes)).map({ sender.allows($0.merchant) }) == true else { return nil }
                 return core.revealer?.reveal(bytes) ?? bytes
             }
-            replies.append(OutcomeReplay.Trailer(next: found.outcomes.last?.seq ?? request.since, more: found.more).bytes)
+            replies.append(OutcomeReplay.Trailer(next: found.outcomes.last?.seq ?? request.since, more: found.more, epoch: epoch).bytes)
+        } catch let diverged as Diverged {
+            replies = [diverged.reply]
         } catch let error as EnvelopeError {
             replies = [OutcomeReplay.errorReply(error.description)]
         } catch {
@@ -214,6 +223,10 @@ extension LedgerService {
         }
         if let envelope { return [ZMQMessage(frames: envelope + replies)] }
         return replies.map { ZMQMessage(frames: [identity, $0]) }
+    }
+
+    private struct Diverged: Error {
+        let reply: [UInt8]
     }
 }
 

@@ -6,7 +6,7 @@ extension LedgerStore {
     /// may name it by (indexed now, before any request leaves). Call inside `transaction`.
     package func admit(_ order: Order, json: String, references: [String], now: Int64) throws -> Admission {
         try db.query(
-            "INSERT OR IGNORE INTO orders(merchant, order_id, order_json, state, accepted_at, dispatched_at, dispatches, provider, operation) VALUES(?,?,?,'open',?,?,1,?,?)",
+            "INSERT INTO orders(merchant, order_id, order_json, state, accepted_at, dispatched_at, dispatches, provider, operation) VALUES(?,?,?,'open',?,?,1,?,?) ON CONFLICT DO NOTHING",
             [
                 .text(order.merchant), .text(order.orderId), .text(json), .integer(now), .integer(now),
                 .text(order.provider.rawValue), .text(order.operation.rawValue),
@@ -27,7 +27,7 @@ extension LedgerStore {
     func index(_ references: [String], provider: String, key: OrderKey) throws -> String? {
         for reference in references {
             try db.query(
-                "INSERT OR IGNORE INTO refs(provider, ref, merchant, order_id) VALUES(?,?,?,?)",
+                "INSERT INTO refs(provider, ref, merchant, order_id) VALUES(?,?,?,?) ON CONFLICT DO NOTHING",
                 [.text(provider), .text(reference), .text(key.merchant), .text(key.orderId)])
             guard db.changes == 0 else { continue }
             let owner = try db.query(
@@ -42,7 +42,7 @@ extension LedgerStore {
     package func admitRejection(_ key: OrderKey, outcome: String, now: Int64) throws -> RejectionAdmission {
         let logged = try stamped(outcome)
         try db.query(
-            "INSERT OR IGNORE INTO orders(merchant, order_id, order_json, state, outcome, accepted_at, dispatched_at, dispatches, ended_at) VALUES(?,?,NULL,'terminal',?,?,?,0,?)",
+            "INSERT INTO orders(merchant, order_id, order_json, state, outcome, accepted_at, dispatched_at, dispatches, ended_at) VALUES(?,?,NULL,'terminal',?,?,?,0,?) ON CONFLICT DO NOTHING",
             [.text(key.merchant), .text(key.orderId), .text(logged.text), .integer(now), .integer(now), .integer(now)])
         guard db.changes == 1 else { return .known(try existing(merchant: key.merchant, orderId: key.orderId)) }
         try appendToLog(logged, now: now)

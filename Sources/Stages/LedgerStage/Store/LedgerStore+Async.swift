@@ -25,7 +25,7 @@ extension LedgerStore {
     /// Call inside `transaction`, together with the outcome it leads to.
     package func recordCallbackEvent(_ event: String, for key: OrderKey, now: Int64) throws -> Bool {
         try db.query(
-            "INSERT OR IGNORE INTO callback_events(event, merchant, order_id, at) VALUES(?,?,?,?)",
+            "INSERT INTO callback_events(event, merchant, order_id, at) VALUES(?,?,?,?) ON CONFLICT DO NOTHING",
             [.text(event), .text(key.merchant), .text(key.orderId), .integer(now)])
         return db.changes == 1
     }

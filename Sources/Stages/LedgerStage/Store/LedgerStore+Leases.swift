@@ -61,11 +61,11 @@ extension LedgerStore {
     package func claim(_ claims: [LeaseClaim], until: Int64, now: Int64, maxLife: Int64) throws -> [Bool] {
         try claims.map { claim in
             guard tickets.isValid(claim.ticket, for: claim.key) else { return false }
-            let g = SQLiteValue.integer(claim.generation)
+            let g = StoreValue.integer(claim.generation)
             try db.query(
                 """
-                UPDATE orders SET lease_until=?, attempts=attempts + (claimed_generation IS NOT ?),
-                  claimed_at=CASE WHEN claimed_generation IS ? THEN COALESCE(claimed_at, ?) ELSE ? END, claimed_generation=?
+                UPDATE orders SET lease_until=?, attempts=attempts + CASE WHEN claimed_generation IS NOT DISTINCT FROM ? THEN 0 ELSE 1 END,
+                  claimed_at=CASE WHEN claimed_generation IS NOT DISTINCT FROM ? THEN COALESCE(claimed_at, ?) ELSE ? END, claimed_generation=?
                 WHERE merchant=? AND order_id=? AND state IN ('open','unknown')
                   AND ((claimed_generation = ? AND COALESCE(claimed_at, ?) > ?)
                        OR (claimed_generation IS NULL AND ? <= dispatches AND (? = dispatches OR attempts = 0 OR ? >= 2)))
@@ -93,7 +93,8 @@ extension LedgerStore {
     static let stalledQuery: StaticString = """
         SELECT merchant, order_id, order_json, accepted_at, dispatches, provider, operation, attempts, claimed_at FROM orders
         WHERE state IN ('open','unknown') AND order_json IS NOT NULL AND lease_until IS NULL AND dispatched_at < ?
-          AND dispatched_at < ? - ? * ((1 << MIN(MAX(dispatches - attempts, 1) - 1, 5)) - 1)
+          AND dispatched_at < ? - ? * ((1 << CAST(CASE WHEN dispatches - attempts <= 1 THEN 0 WHEN dispatches - attempts >= 6 THEN 5
+                                                       ELSE dispatches - attempts - 1 END AS INTEGER)) - 1)
         UNION ALL
         SELECT merchant, order_id, order_json, accepted_at, dispatches, provider, operation, attempts, claimed_at FROM orders INDEXED BY orders_held
         WHERE state IN ('open','unknown') AND order_json IS NOT NULL AND lease_until < ?
@@ -103,6 +104,7 @@ extension LedgerStore {
     /// How SQLite runs the statements that look for work by time, by name: each must search
     /// its partial index, never read every order in flight.
     package func queryPlans() throws -> [String: [String]] {
-        ["stalled": try db.queryPlan(Self.stalledQuery), "extendHeldLeases": try db.queryPlan(Self.extendHeldLeasesStatement)]
+        guard let sqlite = db as? SQLiteConnection else { return [:] }
+        return ["stalled": try sqlite.queryPlan(Self.stalledQuery), "extendHeldLeases": try sqlite.queryPlan(Self.extendHeldLeasesStatement)]
     }
 }

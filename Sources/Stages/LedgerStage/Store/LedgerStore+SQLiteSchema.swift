@@ -2,9 +2,10 @@ import PaypipeCore
 import StageWire
 
 extension LedgerStore {
-    /// Opening a store brings its schema up to date, so that a ledger opened on an older store
-    /// keeps its orders. Returns the key of the store's dispatch tickets, which the schema keeps.
-    func createSchema() throws -> (UInt64, UInt64) {
+    /// The SQLite schema as it stood when schema versions began: made anew, or brought up to it
+    /// from any earlier release's store, so that a ledger opened on an older store keeps its
+    /// orders. Every step can run again, so it needs no transaction of its own.
+    func createSQLiteSchemaVersion1() throws {
         // Keys lead with the column that tells rows apart (`order_id`, `ref`). Led by one that
         // nearly every row shares (the merchant, the provider), each comparison in a B-tree seek
         // ties on it and goes SQLite's slow way for the rest of the key. Stores created with the
@@ -57,9 +58,6 @@ extension LedgerStore {
               order_id TEXT NOT NULL, PRIMARY KEY(ref, provider, merchant)) WITHOUT ROWID
             """)
         try db.transaction { try keyReferencesByMerchant() }
-        // What the store keeps about itself: the key of its dispatch tickets.
-        try db.execute("CREATE TABLE IF NOT EXISTS meta(name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID")
-        let key = try db.transaction { try ticketKey() }
         // Every authentic callback event already handed on: a provider's redelivery changes nothing.
         try db.execute(
             """
@@ -72,14 +70,13 @@ extension LedgerStore {
         // No index on `at`: retention takes the lowest seqs first (`pruneOutcomes`), so an index
         // would be one more B-tree insert per logged outcome for nothing. An existing one goes.
         try db.execute("DROP INDEX IF EXISTS outcome_log_at")
-        try db.transaction { try addRetentionAndRunningCounts() }
-        return key
+        try db.transaction { try addRetention() }
     }
 
-    /// When terminal orders ended (for retention), and how many orders are in each state (see
-    /// `countRunning`). A store without end times gains them: its terminal orders count as
-    /// ended now, so none is compacted early.
-    private func addRetentionAndRunningCounts() throws {
+    /// When terminal orders ended (for retention). A store without end times gains them: its
+    /// terminal orders count as ended now, so none is compacted early. The running counts an
+    /// earlier release kept in a table by triggers go (`countRunning` keeps them in memory).
+    private func addRetention() throws {
         let columns = Set(try db.query("PRAGMA table_info(orders)").compactMap { $0[1].text })
         if !columns.contains("ended_at") {
             try db.execute("ALTER TABLE orders ADD COLUMN ended_at INTEGER")
@@ -96,8 +93,11 @@ extension LedgerStore {
             CREATE INDEX IF NOT EXISTS orders_ended ON orders(ended_at) WHERE ended_at IS NOT NULL;
             CREATE INDEX IF NOT EXISTS refs_order ON refs(order_id, merchant);
             CREATE INDEX IF NOT EXISTS callback_events_order ON callback_events(order_id, merchant);
+            DROP TRIGGER IF EXISTS orders_count_insert;
+            DROP TRIGGER IF EXISTS orders_count_update;
+            DROP TRIGGER IF EXISTS orders_count_delete;
+            DROP TABLE IF EXISTS main.state_counts;
             """)
-        try countRunning()
     }
 
     /// A store that keys references by (ref, provider) alone is rekeyed with the merchant: under
@@ -114,18 +114,5 @@ extension LedgerStore {
             DROP TABLE refs;
             ALTER TABLE refs_by_merchant RENAME TO refs;
             """)
-    }
-
-    /// The key of this store's dispatch tickets, made on first use.
-    private func ticketKey() throws -> (UInt64, UInt64) {
-        if let text = try db.query("SELECT value FROM meta WHERE name='ticket_key'").first?[0].text {
-            let parts = text.split(separator: ":").compactMap { UInt64($0, radix: 16) }
-            guard parts.count == 2 else { throw SQLiteError(message: "meta.ticket_key is corrupt") }
-            return (parts[0], parts[1])
-        }
-        let key = DispatchTickets.newKey()
-        try db.query(
-            "INSERT INTO meta(name, value) VALUES('ticket_key', ?)", [.text(String(key.0, radix: 16) + ":" + String(key.1, radix: 16))])
-        return key
     }
 }

@@ -9,20 +9,22 @@ import Darwin
 
 /// A minimal SQLite connection: only what the ledger store needs. Not thread-safe: owned by
 /// one actor.
-final class SQLiteConnection {
+final class SQLiteConnection: StoreDatabase {
+    let dialect = StoreDialect.sqlite
+
     private var db: OpaquePointer?
     /// Prepared statements by their SQL literal's address, so a query does not hash and compare
     /// its SQL text on every call.
     private var statements: [UnsafeRawPointer: OpaquePointer] = [:]
 
-    init(path: String) throws(SQLiteError) {
+    init(path: String) throws(StoreError) {
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         try Self.keepPrivate(path)
-        guard sqlite_wal_buffer_register() == SQLITE_OK else { throw SQLiteError(message: "open \(path): cannot register the WAL buffer") }
+        guard sqlite_wal_buffer_register() == SQLITE_OK else { throw StoreError(message: "open \(path): cannot register the WAL buffer") }
         if sqlite3_open_v2(path, &db, flags, SQLITE_WAL_BUFFER_VFS) != SQLITE_OK {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
             sqlite3_close(db)
-            throw SQLiteError(message: "open \(path): \(message)")
+            throw StoreError(message: "open \(path): \(message)")
         }
         // Short: the ledger retries a failed transaction after a pause (StoreRetry), which keeps
         // the whole wait for a store locked from outside bounded.
@@ -32,15 +34,15 @@ final class SQLiteConnection {
     /// The store holds every order and outcome: it is created readable by its owner only, and an
     /// existing one readable by others is made so. SQLite gives its WAL and shared-memory files
     /// the database file's mode.
-    static func keepPrivate(_ path: String) throws(SQLiteError) {
+    static func keepPrivate(_ path: String) throws(StoreError) {
         guard !path.isEmpty, path != ":memory:", !path.hasPrefix("file:") else { return }
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw SQLiteError(message: "open \(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw StoreError(message: "open \(path): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         var status = stat()
-        guard fstat(fd, &status) == 0 else { throw SQLiteError(message: "stat \(path): \(String(cString: strerror(errno)))") }
+        guard fstat(fd, &status) == 0 else { throw StoreError(message: "stat \(path): \(String(cString: strerror(errno)))") }
         if status.st_mode & 0o077 != 0, fchmod(fd, 0o600) != 0 {
-            throw SQLiteError(message: "chmod \(path) to 0600: \(String(cString: strerror(errno)))")
+            throw StoreError(message: "chmod \(path) to 0600: \(String(cString: strerror(errno)))")
         }
         for suffix in ["-wal", "-shm"] { _ = chmod(path + suffix, 0o600) }
     }
@@ -51,30 +53,33 @@ final class SQLiteConnection {
         textBindings.deallocate()
     }
 
-    func execute(_ sql: String) throws(SQLiteError) {
+    /// Local: one connection for the store's life.
+    func connectIfNeeded() throws(StoreError) -> Bool { false }
+
+    func execute(_ sql: String) throws(StoreError) {
         var error: UnsafeMutablePointer<CChar>?
         if sqlite3_exec(db, sql, nil, nil, &error) != SQLITE_OK {
             let message = error.map { String(cString: $0) } ?? "error"
             sqlite3_free(error)
-            throw SQLiteError(message: message)
+            throw StoreError(message: message)
         }
     }
 
     /// Runs a cached prepared statement with text/integer bindings, returning its rows.
     @discardableResult
-    func query(_ sql: StaticString, _ bindings: [SQLiteValue] = []) throws(SQLiteError) -> [[SQLiteValue]] {
+    func query(_ sql: StaticString, _ bindings: [StoreValue]) throws(StoreError) -> [[StoreValue]] {
         let statement = try prepared(sql)
         defer {
             sqlite3_reset(statement)
             sqlite3_clear_bindings(statement)
         }
         bind(bindings, to: statement)
-        var rows: [[SQLiteValue]] = []
+        var rows: [[StoreValue]] = []
         while true {
             let result = sqlite3_step(statement)
             if result == SQLITE_DONE { break }
-            guard result == SQLITE_ROW else { throw SQLiteError(message: String(cString: sqlite3_errmsg(db))) }
-            var row: [SQLiteValue] = []
+            guard result == SQLITE_ROW else { throw StoreError(message: String(cString: sqlite3_errmsg(db))) }
+            var row: [StoreValue] = []
             for column in 0..<sqlite3_column_count(statement) {
                 switch sqlite3_column_type(statement, column) {
                 case SQLITE_INTEGER: row.append(.integer(sqlite3_column_int64(statement, column)))
@@ -99,7 +104,7 @@ final class SQLiteConnection {
     /// before the next query overwrites this buffer.
     private var textBindings = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 1)
 
-    private func bind(_ bindings: [SQLiteValue], to statement: OpaquePointer) {
+    private func bind(_ bindings: [StoreValue], to statement: OpaquePointer) {
         var total = 0
         for case .text(let s) in bindings { total += s.utf8.count }
         if total > textBindings.count {
@@ -129,10 +134,10 @@ final class SQLiteConnection {
     var changes: Int { Int(sqlite3_changes(db)) }
 
     /// EXPLAIN QUERY PLAN's lines for `sql` ("SEARCH orders USING INDEX ...").
-    func queryPlan(_ sql: StaticString) throws(SQLiteError) -> [String] {
+    func queryPlan(_ sql: StaticString) throws(StoreError) -> [String] {
         var statement: OpaquePointer?
         guard sqlite3_prepare_v2(db, "EXPLAIN QUERY PLAN \(sql)", -1, &statement, nil) == SQLITE_OK, let statement else {
-            throw SQLiteError(message: String(cString: sqlite3_errmsg(db)))
+            throw StoreError(message: String(cString: sqlite3_errmsg(db)))
         }
         defer { sqlite3_finalize(statement) }
         var lines: [String] = []
@@ -142,7 +147,7 @@ final class SQLiteConnection {
         return lines
     }
 
-    private func prepared(_ sql: StaticString) throws(SQLiteError) -> OpaquePointer {
+    private func prepared(_ sql: StaticString) throws(StoreError) -> OpaquePointer {
         precondition(sql.hasPointerRepresentation, "SQL is a string literal")
         let key = UnsafeRawPointer(sql.utf8Start)
         if let statement = statements[key] { return statement }
@@ -151,7 +156,7 @@ final class SQLiteConnection {
             sqlite3_prepare_v2(db, $0, Int32(sql.utf8CodeUnitCount), &statement, nil)
         }
         guard prepared == SQLITE_OK, let statement else {
-            throw SQLiteError(message: String(cString: sqlite3_errmsg(db)))
+            throw StoreError(message: String(cString: sqlite3_errmsg(db)))
         }
         statements[key] = statement
         return statement
@@ -168,20 +173,6 @@ final class SQLiteConnection {
             throw error
         }
     }
-}
-
-enum SQLiteValue: Equatable {
-    case null
-    case integer(Int64)
-    case text(String)
-
-    var text: String? { if case .text(let s) = self { s } else { nil } }
-    var integer: Int64? { if case .integer(let i) = self { i } else { nil } }
-}
-
-struct SQLiteError: Error, CustomStringConvertible {
-    let message: String
-    var description: String { "sqlite: \(message)" }
 }
 
 // SQLITE_STATIC is a macro casting 0 to a destructor pointer; Swift cannot import it.

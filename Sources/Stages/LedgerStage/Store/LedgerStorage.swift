@@ -72,6 +72,13 @@ package protocol LedgerStorage: AnyObject {
     /// place in the log.
     func logOutcome(_ serialized: String, now: Int64) throws -> String
 
+    /// Each opening of the store is an epoch, named by every outcome it logs beside its seq, so
+    /// that upstream can tell a store that went back in time (restored from a copy).
+    var epoch: String { get }
+
+    /// Whether the log still holds everything an upstream saw up to `seq` of `epoch`.
+    func replayContinues(epoch: String, after seq: Int64) throws -> Bool
+
     /// Upstream catches up on what it missed from the log rather than from the live push.
     func outcomes(after since: Int64, limit: Int) throws -> (outcomes: [(seq: Int64, text: String)], more: Bool)
 

@@ -2,35 +2,46 @@ import PaypipeCore
 import StageWire
 
 extension LedgerStore {
-    /// The outcome's text with `"seq"` added. Spliced in before the closing brace, so that the
-    /// stage's bytes are not parsed and written again; an outcome that somehow names a seq of
-    /// its own gets it replaced the long way.
-    package static func withSeq(_ serialized: String, _ seq: Int64) -> String {
+    /// The outcome's text with `"epoch"` (when given) and `"seq"` added. Spliced in before the
+    /// closing brace, so that the stage's bytes are not parsed and written again; an outcome that
+    /// somehow names a seq or an epoch of its own gets them replaced the long way.
+    package static func withSeq(_ serialized: String, _ seq: Int64, epoch: String? = nil) -> String {
         var bytes = Array(serialized.utf8)
         while let last = bytes.last,
             last == UInt8(ascii: " ") || last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") || last == UInt8(ascii: "\t")
         {
             bytes.removeLast()
         }
-        let namesSeq = bytes.withUnsafeBufferPointer { b in
-            let quote = UInt8(ascii: "\""), s = UInt8(ascii: "s"), e = UInt8(ascii: "e"), q = UInt8(ascii: "q")
-            var i = 0
-            while i + 4 < b.count {
-                if b[i] == quote, b[i + 1] == s, b[i + 2] == e, b[i + 3] == q, b[i + 4] == quote { return true }
-                i += 1
-            }
-            return false
-        }
-        guard bytes.count > 2, bytes.first == UInt8(ascii: "{"), bytes.last == UInt8(ascii: "}"), !namesSeq else {
+        guard bytes.count > 2, bytes.first == UInt8(ascii: "{"), bytes.last == UInt8(ascii: "}"), !names(#""seq""#, in: bytes),
+            !names(#""epoch""#, in: bytes)
+        else {
             guard case .object(var object)? = try? JSONValue.parse(Array(serialized.utf8)) else { return serialized }
             object["seq"] = .integer(seq)
+            if let epoch { object["epoch"] = .string(epoch) } else { object["epoch"] = nil }
             return JSONValue.object(object).serialized
         }
         bytes.removeLast()
+        if let epoch {
+            bytes.append(contentsOf: #","epoch":""#.utf8)
+            bytes.append(contentsOf: epoch.utf8)
+            bytes.append(UInt8(ascii: "\""))
+        }
         bytes.append(contentsOf: #","seq":"#.utf8)
         bytes.append(contentsOf: String(seq).utf8)
         bytes.append(UInt8(ascii: "}"))
         return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Whether `key` (with its quotes) occurs anywhere in `bytes`.
+    private static func names(_ key: StaticString, in bytes: [UInt8]) -> Bool {
+        let needle = UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount)
+        return bytes.withUnsafeBufferPointer { b in
+            guard b.count >= needle.count else { return false }
+            for i in 0...(b.count - needle.count) where b[i] == needle[0] {
+                if (1..<needle.count).allSatisfy({ b[i + $0] == needle[$0] }) { return true }
+            }
+            return false
+        }
     }
 
     /// Appends an outcome that belongs to no stored order to the log and returns it with its
@@ -62,7 +73,7 @@ extension LedgerStore {
     package func record(
         _ outcome: Outcome, serialized: String, references: [String], polled: Bool, now: Int64, from source: ResultSource
     ) throws -> Recorded {
-        let key = (merchant: SQLiteValue.text(outcome.merchant), orderId: SQLiteValue.text(outcome.orderId))
+        let key = (merchant: StoreValue.text(outcome.merchant), orderId: StoreValue.text(outcome.orderId))
         let target: State =
             if outcome.status.isTerminal { .terminal } else if outcome.status == .unknown {
                 outcome.error?.needsReview == true ? .review : .unknown
@@ -118,10 +129,10 @@ extension LedgerStore {
 
     /// The holder of an open order's claim gives it an outcome of its own provider and operation.
     private func moveHeld(
-        _ key: (merchant: SQLiteValue, orderId: SQLiteValue), generation: Int64, provider: String, operation: String, to target: State,
+        _ key: (merchant: StoreValue, orderId: StoreValue), generation: Int64, provider: String, operation: String, to target: State,
         outcome: String, now: Int64
     ) throws -> Bool {
-        let holder: [SQLiteValue] = [key.merchant, key.orderId, .integer(generation), .text(provider), .text(operation)]
+        let holder: [StoreValue] = [key.merchant, key.orderId, .integer(generation), .text(provider), .text(operation)]
         switch target {
         case .terminal:
             try db.query(Self.endHeld, [.text(outcome), .integer(now)] + holder)
@@ -150,8 +161,7 @@ extension LedgerStore {
     /// that no money was taken and the callback says money was, the callback's outcome replaces
     /// it, naming what it supersedes, and the order is listed for review; anything else changes
     /// nothing.
-    private func correct(_ key: (merchant: SQLiteValue, orderId: SQLiteValue), stored: String?, with outcome: Outcome, now: Int64) throws -> Recorded
-    {
+    private func correct(_ key: (merchant: StoreValue, orderId: StoreValue), stored: String?, with outcome: Outcome, now: Int64) throws -> Recorded {
         guard let stored, let previous = try? Outcome.parse(Array(stored.utf8)), previous.toldNoMoneyTaken, outcome.saysMoneyTaken else {
             return Recorded()
         }
@@ -184,9 +194,9 @@ extension LedgerStore {
     /// Gives the order `outcome` and moves it from `state` to `target` (a pending order taking
     /// another pending outcome only takes the outcome), if it is still in `state`.
     private func move(
-        _ key: (merchant: SQLiteValue, orderId: SQLiteValue), from state: State, to target: State, outcome: String, now: Int64
+        _ key: (merchant: StoreValue, orderId: StoreValue), from state: State, to target: State, outcome: String, now: Int64
     ) throws -> Bool {
-        let text = SQLiteValue.text(outcome), from = SQLiteValue.text(state.rawValue)
+        let text = StoreValue.text(outcome), from = StoreValue.text(state.rawValue)
         switch (target, state) {
         case (.terminal, _):
             try db.query(

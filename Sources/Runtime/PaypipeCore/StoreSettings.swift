@@ -1,0 +1,157 @@
+/// Where the ledger keeps its orders (docs/configuration.md, "store"): a SQLite file on the
+/// ledger's own disk, the embedded default, or a PostgreSQL database that survives the loss of
+/// any one host running paypipe.
+public enum StoreSettings: Sendable {
+    case sqlite(path: String)
+    case postgres(PostgresSettings)
+
+    public static let defaultSQLitePath = "paypipe-ledger.sqlite"
+
+    /// A command line's `--store`: a `postgres://` URL, or else a SQLite file's path.
+    public static func parse(commandLine value: String) throws(ConfigError) -> StoreSettings {
+        if PostgresSettings.isURL(value) { return .postgres(try PostgresSettings(url: value, at: "--store")) }
+        guard !value.isEmpty else { throw ConfigError(path: "--store", reason: "must not be empty") }
+        return .sqlite(path: value)
+    }
+
+    /// What the configuration's `store` section says. The PostgreSQL URL and password are
+    /// secrets: read only where secrets are (the ledger passes `store.url` and `store.password`).
+    static func parse(_ r: inout ConfigReader) throws(ConfigError) -> StoreSettings {
+        let backend = try r.optionalString("backend") ?? "sqlite"
+        let settings: StoreSettings
+        switch backend {
+        case "sqlite":
+            settings = .sqlite(path: try r.optionalString("path") ?? defaultSQLitePath)
+        case "postgres":
+            let url = try r.secret("url").reveal()
+            var postgres = url.isEmpty ? PostgresSettings() : try PostgresSettings(url: url, at: r.child("url"))
+            if let password = try r.optionalSecret("password"), !password.reveal().isEmpty { postgres.password = password }
+            if let schema = try r.optionalString("schema") { postgres.schema = try PostgresSettings.identifier(schema, at: r.child("schema")) }
+            if let tls = try r.optionalString("tls") {
+                guard let mode = PostgresSettings.TLSMode(rawValue: tls) else {
+                    throw ConfigError(path: r.child("tls"), reason: "must be disable, require or verify-full")
+                }
+                postgres.tls = mode
+            }
+            settings = .postgres(postgres)
+        default:
+            throw ConfigError(path: r.child("backend"), reason: "must be sqlite or postgres")
+        }
+        try r.finish()
+        return settings
+    }
+
+    /// For logs: never the password.
+    public var summary: String {
+        switch self {
+        case .sqlite(let path): "sqlite \(path)"
+        case .postgres(let p): "postgres \(p.summary)"
+        }
+    }
+}
+
+/// A PostgreSQL connection, from a URL in libpq's form:
+/// `postgres://user[:password]@host[:port]/database[?sslmode=…&host=/socket/dir&schema=…]`.
+public struct PostgresSettings: Sendable {
+    public enum TLSMode: String, Sendable, Equatable {
+        case disable
+        /// Encrypted, the server's certificate not checked.
+        case require
+        /// Encrypted, the certificate checked against the system's roots and the host name.
+        case verifyFull = "verify-full"
+    }
+
+    public var host = "127.0.0.1"
+    public var port = 5432
+    /// A directory holding the server's Unix socket (libpq's `host=/dir`), used instead of TCP.
+    public var socketDirectory: String?
+    public var user = "paypipe"
+    public var password: Secret?
+    public var database = "paypipe"
+    /// The schema that holds paypipe's tables, so one database can hold several stores.
+    public var schema = "public"
+    public var tls = TLSMode.disable
+
+    public init() {}
+
+    static func isURL(_ value: String) -> Bool { value.hasPrefix("postgres://") || value.hasPrefix("postgresql://") }
+
+    public init(url: String, at path: String) throws(ConfigError) {
+        guard Self.isURL(url) else { throw ConfigError(path: path, reason: "must be a postgres:// URL") }
+        var rest = Substring(url.drop(while: { $0 != ":" }).dropFirst(3))
+        var query: Substring = ""
+        if let mark = rest.firstIndex(of: "?") {
+            query = rest[rest.index(after: mark)...]
+            rest = rest[..<mark]
+        }
+        var authority = rest
+        if let slash = rest.firstIndex(of: "/") {
+            authority = rest[..<slash]
+            let name = Self.decoded(rest[rest.index(after: slash)...])
+            if !name.isEmpty { database = name }
+        }
+        if let at = authority.lastIndex(of: "@") {
+            let credentials = authority[..<at]
+            authority = authority[authority.index(after: at)...]
+            if let colon = credentials.firstIndex(of: ":") {
+                user = Self.decoded(credentials[..<colon])
+                password = Secret(Self.decoded(credentials[credentials.index(after: colon)...]))
+            } else {
+                user = Self.decoded(credentials)
+            }
+        }
+        if let colon = authority.lastIndex(of: ":") {
+            guard let number = Int(authority[authority.index(after: colon)...]), (1...65535).contains(number) else {
+                throw ConfigError(path: path, reason: "has a port that is not a number from 1 to 65535")
+            }
+            port = number
+            authority = authority[..<colon]
+        }
+        if !authority.isEmpty { host = Self.decoded(authority) }
+        for pair in query.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            let name = String(parts[0]), value = parts.count > 1 ? Self.decoded(parts[1]) : ""
+            switch name {
+            case "sslmode":
+                guard let mode = TLSMode(rawValue: value) else {
+                    throw ConfigError(path: path, reason: "sslmode must be disable, require or verify-full")
+                }
+                tls = mode
+            case "host":
+                guard value.hasPrefix("/") else { throw ConfigError(path: path, reason: "host= in the query must be a socket directory") }
+                socketDirectory = value
+            case "schema": schema = try Self.identifier(value, at: path)
+            default: throw ConfigError(path: path, reason: "\(name.prefix(32)) is not a known URL parameter (sslmode, host, schema)")
+            }
+        }
+        if socketDirectory == nil, host.hasPrefix("/") { socketDirectory = host }
+    }
+
+    /// A schema name goes into SQL as an identifier: letters, digits and underscores only.
+    static func identifier(_ value: String, at path: String) throws(ConfigError) -> String {
+        guard let first = value.utf8.first, !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first), value.utf8.count <= 63,
+            value.utf8.allSatisfy({ $0 == UInt8(ascii: "_") || (0x30...0x39).contains($0) || (0x61...0x7a).contains($0) })
+        else { throw ConfigError(path: path, reason: "must be a lower-case SQL identifier (a-z, 0-9, _), at most 63 characters") }
+        return value
+    }
+
+    private static func decoded(_ text: Substring) -> String {
+        var bytes: [UInt8] = []
+        var utf8 = Array(text.utf8)[...]
+        while let byte = utf8.popFirst() {
+            if byte == UInt8(ascii: "%"), utf8.count >= 2, let value = UInt8(String(decoding: utf8.prefix(2), as: UTF8.self), radix: 16) {
+                bytes.append(value)
+                utf8 = utf8.dropFirst(2)
+            } else {
+                bytes.append(byte)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// For logs and errors: where, never the password.
+    public var summary: String {
+        let place = socketDirectory.map { "socket \($0)" } ?? "\(host):\(port)"
+        return "\(user)@\(place)/\(database) schema \(schema) tls \(tls.rawValue)"
+    }
+}

@@ -1,0 +1,110 @@
+import PaypipeCore
+
+/// One forward step of a store's schema. Steps are never edited once released: a change is a
+/// new step, so that every store, however old, reaches the same schema by the same path.
+struct StoreMigration {
+    let version: Int
+    let apply: (LedgerStore) throws -> Void
+}
+
+extension LedgerStore {
+    /// The steps for this store's database, in order.
+    var migrations: [StoreMigration] {
+        switch db.dialect {
+        case .sqlite:
+            [
+                StoreMigration(version: 1) { try $0.createSQLiteSchemaVersion1() },
+                StoreMigration(version: 2) { try $0.createEpochs(integer: "INTEGER") },
+            ]
+        case .postgres:
+            [
+                StoreMigration(version: 1) { try $0.createPostgresSchemaVersion1() },
+                StoreMigration(version: 2) { try $0.createEpochs(integer: "BIGINT") },
+            ]
+        }
+    }
+
+    /// The schema version this paypipe writes.
+    static let schemaVersion = 2
+
+    /// Brings the schema to `schemaVersion`, recording each step in `meta`; refuses a store
+    /// whose schema is newer than this paypipe knows, which an older ledger would corrupt.
+    /// Ledgers starting together over one PostgreSQL database take turns (an advisory lock).
+    func migrate() throws {
+        try db.execute("CREATE TABLE IF NOT EXISTS meta(name TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        let steps = migrations
+        precondition(steps.last?.version == Self.schemaVersion)
+        for step in steps {
+            let done = try db.transaction { () throws -> Bool in
+                if db.dialect == .postgres { try db.query("SELECT 1 FROM pg_advisory_xact_lock(7027566457)") }
+                let current = try storedSchemaVersion()
+                guard current <= Self.schemaVersion else {
+                    throw StoreError(
+                        message:
+                            "the store's schema is version \(current), newer than this paypipe knows (\(Self.schemaVersion)): run the paypipe release that wrote it, or a later one"
+                    )
+                }
+                guard current < step.version else { return true }
+                // SQLite's first step brings stores of every earlier release up to date in steps
+                // of its own; every other step runs in this transaction.
+                if db.dialect == .postgres || step.version > 1 { try step.apply(self) }
+                return false
+            }
+            guard !done else { continue }
+            if db.dialect == .sqlite, step.version == 1 { try step.apply(self) }
+            _ = try db.transaction {
+                try db.query(
+                    "INSERT INTO meta(name, value) VALUES('schema_version', ?) ON CONFLICT(name) DO UPDATE SET value=excluded.value",
+                    [.text(String(step.version))])
+            }
+        }
+    }
+
+    /// 0 for a store made before schema versions were recorded.
+    func storedSchemaVersion() throws -> Int {
+        guard let text = try db.query("SELECT value FROM meta WHERE name='schema_version'").first?[0].text else { return 0 }
+        guard let version = Int(text) else { throw StoreError(message: "meta.schema_version is not a number") }
+        return version
+    }
+
+    /// The PostgreSQL schema: the tables, keys and partial indexes of SQLite's, and the log's
+    /// counter, which SQLite keeps in `sqlite_sequence`.
+    func createPostgresSchemaVersion1() throws {
+        try db.execute(
+            """
+            CREATE TABLE orders(
+              merchant TEXT NOT NULL, order_id TEXT NOT NULL, order_json TEXT,
+              state TEXT NOT NULL, outcome TEXT, accepted_at BIGINT NOT NULL,
+              dispatched_at BIGINT NOT NULL, dispatches BIGINT NOT NULL,
+              provider TEXT, operation TEXT, pending_at BIGINT, lease_until BIGINT,
+              attempts BIGINT NOT NULL DEFAULT 0, claimed_generation BIGINT, claimed_at BIGINT,
+              corrected_at BIGINT, ended_at BIGINT,
+              PRIMARY KEY(order_id, merchant));
+            CREATE INDEX orders_in_flight ON orders(state, dispatched_at) WHERE state IN ('open','unknown');
+            CREATE INDEX orders_held ON orders(lease_until) WHERE state IN ('open','unknown') AND lease_until IS NOT NULL;
+            CREATE INDEX orders_pending ON orders(provider, operation, pending_at) WHERE state='pending';
+            CREATE INDEX orders_in_review ON orders(state) WHERE state='review';
+            CREATE INDEX orders_corrected ON orders(corrected_at) WHERE corrected_at IS NOT NULL;
+            CREATE INDEX orders_to_compact ON orders(ended_at) WHERE order_json IS NOT NULL AND ended_at IS NOT NULL;
+            CREATE INDEX orders_ended ON orders(ended_at) WHERE ended_at IS NOT NULL;
+            CREATE TABLE refs(provider TEXT NOT NULL, ref TEXT NOT NULL, merchant TEXT NOT NULL,
+              order_id TEXT NOT NULL, PRIMARY KEY(ref, provider, merchant));
+            CREATE INDEX refs_order ON refs(order_id, merchant);
+            CREATE TABLE callback_events(event TEXT PRIMARY KEY, merchant TEXT NOT NULL,
+              order_id TEXT NOT NULL, at BIGINT NOT NULL);
+            CREATE INDEX callback_events_order ON callback_events(order_id, merchant);
+            CREATE TABLE outcome_log(seq BIGINT PRIMARY KEY, at BIGINT NOT NULL, outcome TEXT NOT NULL);
+            CREATE TABLE log_head(one BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (one), last_seq BIGINT NOT NULL);
+            INSERT INTO log_head(last_seq) VALUES(0);
+            """)
+    }
+
+    /// Each opening of the store is an epoch (`openEpoch`).
+    func createEpochs(integer: String) throws {
+        try db.execute(
+            """
+            CREATE TABLE IF NOT EXISTS epochs(epoch TEXT PRIMARY KEY, number \(integer) NOT NULL UNIQUE,
+              opened_after \(integer) NOT NULL, opened_at \(integer) NOT NULL)
+            """)
+    }
+}

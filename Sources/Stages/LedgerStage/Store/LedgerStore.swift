@@ -1,0 +1,163 @@
+import Logging
+import PaypipeCore
+import StageRuntime
+import StageWire
+
+/// The durable record of every accepted order, in SQLite (WAL, on the ledger's own disk) or in
+/// PostgreSQL: the same statements and rules over either database (`StoreDatabase`). Writes are
+/// grouped: one transaction (one commit on disk) per batch of frames, not per order.
+package final class LedgerStore: LedgerStorage {
+    let db: any StoreDatabase
+    /// Checks and issues the tokens of dispatch tickets, under the key this store keeps.
+    package private(set) var tickets = DispatchTickets(key: (0, 0))
+    /// This opening of the store (see `openEpoch`), which every outcome logged from now on names.
+    package internal(set) var epoch = ""
+    /// Holds the SQLite file's single-writer lock while the store is open.
+    private let writerLock: StoreWriterLock?
+
+    /// The SQLite store in the file at `path`, which no other ledger may have open.
+    package convenience init(path: String) throws {
+        let lock = try StoreWriterLock(storePath: path)
+        let db = try SQLiteConnection(path: path)
+        try db.execute("PRAGMA journal_mode=WAL")
+        try db.execute("PRAGMA synchronous=FULL")
+        // Every order's row is written three times within seconds (intake, claim, outcome): a
+        // longer WAL copies each hot page into the database once per checkpoint instead of
+        // several times. The page cache stays at SQLite's default 2 MiB: the partial indexes
+        // hold only the orders in flight, so a larger cache would cost memory and buy nothing,
+        // however many orders are stored.
+        try db.execute("PRAGMA wal_autocheckpoint=10000")
+        try db.execute("PRAGMA cache_size=-2048")
+        try db.execute("PRAGMA temp_store=MEMORY")
+        try self.init(db: db, lock: lock)
+    }
+
+    /// The store in a PostgreSQL database.
+    package convenience init(postgres settings: PostgresSettings, logger: Logger = Logger(label: "paypipe-ledger.store")) throws {
+        try self.init(db: try PostgresDatabase(settings: settings, logger: logger), lock: nil)
+    }
+
+    /// The store `settings` name.
+    package convenience init(_ settings: StoreSettings, logger: Logger = Logger(label: "paypipe-ledger.store")) throws {
+        switch settings {
+        case .sqlite(let path): try self.init(path: path)
+        case .postgres(let postgres): try self.init(postgres: postgres, logger: logger)
+        }
+    }
+
+    private init(db: any StoreDatabase, lock: StoreWriterLock?) throws {
+        self.db = db
+        writerLock = lock
+        try migrate()
+        tickets = DispatchTickets(key: try db.transaction { try ticketKey() })
+        try opened()
+    }
+
+    /// What the store keeps in memory about its database, read anew at each connection.
+    private func opened() throws {
+        try db.transaction {
+            try openEpoch()
+            try countRunning()
+        }
+    }
+
+    /// How many orders are in each state but `terminal`: counted once on opening (by the partial
+    /// indexes, so ended orders are not scanned), then kept here by the statements that change a
+    /// state (`moved`), with no write per state change; a transaction that fails puts them back.
+    func countRunning() throws {
+        let rows = try db.query(
+            """
+            SELECT state, COUNT(*) FROM orders WHERE state IN ('open','unknown') GROUP BY state
+            UNION ALL SELECT 'pending', COUNT(*) FROM orders WHERE state='pending'
+            UNION ALL SELECT 'review', COUNT(*) FROM orders WHERE state='review'
+            """)
+        running = [:]
+        for row in rows {
+            if let state = row[0].text.flatMap(State.init(rawValue:)), let n = row[1].integer { running[state] = Int(n) }
+        }
+    }
+
+    private var running: [State: Int] = [:]
+
+    /// One order changed from `old` (nil: it was not stored) to `new`.
+    func moved(from old: State?, to new: State) {
+        guard old != new else { return }
+        if let old, old != .terminal { running[old, default: 0] -= 1 }
+        if new != .terminal { running[new, default: 0] += 1 }
+    }
+
+    /// `body` in one transaction. Called inside another (a group commit), `body` joins it and
+    /// commits or rolls back with the rest.
+    package func transaction<T>(_ body: () throws -> T) throws -> T {
+        if inTransaction { return try body() }
+        if try db.connectIfNeeded() { try opened() }
+        inTransaction = true
+        // Read again in every transaction: a rolled-back one may have taken seqs it never wrote.
+        nextSeq = nil
+        defer {
+            inTransaction = false
+            nextSeq = nil
+        }
+        let counted = running
+        do {
+            return try db.transaction(body)
+        } catch {
+            running = counted
+            throw error
+        }
+    }
+
+    private var inTransaction = false
+
+    /// The seq the next logged outcome gets, once read from the log's counter.
+    private var nextSeq: Int64?
+
+    /// `serialized` as it is logged and emitted: with this epoch and the next seq. The seq is
+    /// taken only by `appendToLog`, so an outcome that changes nothing does not use one up.
+    func stamped(_ serialized: String) throws -> (seq: Int64, text: String) {
+        let seq: Int64
+        if let nextSeq {
+            seq = nextSeq
+        } else {
+            seq = try lastSeq() + 1
+            nextSeq = seq
+        }
+        return (seq, Self.withSeq(serialized, seq, epoch: epoch))
+    }
+
+    /// The highest seq ever handed out, also when retention has emptied the log since: SQLite
+    /// keeps it in the log's AUTOINCREMENT counter; PostgreSQL's log keeps the highest seq
+    /// retention removed in `log_head`.
+    func lastSeq() throws -> Int64 {
+        switch db.dialect {
+        case .sqlite:
+            try db.query("SELECT seq FROM sqlite_sequence WHERE name='outcome_log'").first?[0].integer ?? 0
+        case .postgres:
+            try db.query("SELECT GREATEST((SELECT MAX(seq) FROM outcome_log), (SELECT last_seq FROM log_head))").first?[0].integer ?? 0
+        }
+    }
+
+    /// Logs a stamped outcome under its seq.
+    func appendToLog(_ stamped: (seq: Int64, text: String), now: Int64) throws {
+        try db.query("INSERT INTO outcome_log(seq, at, outcome) VALUES(?,?,?)", [.integer(stamped.seq), .integer(now), .text(stamped.text)])
+        nextSeq = stamped.seq + 1
+    }
+
+    /// How many orders are in each state but `terminal`, for the states that have any (the
+    /// running counts: no scan of the orders).
+    package func counts() throws -> [State: Int] {
+        running.filter { $0.value > 0 }
+    }
+
+    /// The key of this store's dispatch tickets, made on first use.
+    private func ticketKey() throws -> (UInt64, UInt64) {
+        let fresh = DispatchTickets.newKey()
+        try db.query(
+            "INSERT INTO meta(name, value) VALUES('ticket_key', ?) ON CONFLICT DO NOTHING",
+            [.text(String(fresh.0, radix: 16) + ":" + String(fresh.1, radix: 16))])
+        let text = try db.query("SELECT value FROM meta WHERE name='ticket_key'").first?[0].text ?? ""
+        let parts = text.split(separator: ":").compactMap { UInt64($0, radix: 16) }
+        guard parts.count == 2 else { throw StoreError(message: "meta.ticket_key is corrupt") }
+        return (parts[0], parts[1])
+    }
+}

@@ -1,0 +1,214 @@
+import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
+import PaypipeCore
+import PostgresNIO
+
+/// The store's database in PostgreSQL, through postgres-nio. The ledger's store is synchronous
+/// (one owner, one transaction at a time), so each statement waits for its answer here, off
+/// the event loop that carries it.
+final class PostgresDatabase: StoreDatabase {
+    let dialect = StoreDialect.postgres
+    let settings: PostgresSettings
+    private let logger: Logger
+    private let eventLoop: any EventLoop
+    private var connection: PostgresConnection?
+    private var connections = 0
+    /// Each statement's text for PostgreSQL, by its literal's address (see `translate`).
+    private var translated: [UnsafeRawPointer: String] = [:]
+    private(set) var changes = 0
+
+    init(settings: PostgresSettings, logger: Logger) throws {
+        self.settings = settings
+        self.logger = logger
+        eventLoop = MultiThreadedEventLoopGroup.singleton.any()
+        _ = try connectIfNeeded()
+    }
+
+    /// A connection must be closed before it goes: waited for here, off its event loop.
+    deinit {
+        if let connection, !connection.isClosed {
+            let closing: EventLoopFuture<Void> = connection.close()
+            try? closing.wait()
+        }
+    }
+
+    func connectIfNeeded() throws -> Bool {
+        if let connection, !connection.isClosed { return false }
+        connection = nil
+        let configuration: PostgresConnection.Configuration
+        let password = settings.password?.reveal()
+        if let directory = settings.socketDirectory {
+            configuration = .init(
+                unixSocketPath: "\(directory)/.s.PGSQL.\(settings.port)", username: settings.user, password: password, database: settings.database)
+        } else {
+            configuration = .init(
+                host: settings.host, port: settings.port, username: settings.user, password: password, database: settings.database,
+                tls: try tls())
+        }
+        connections += 1
+        let opened: PostgresConnection
+        do {
+            opened = try PostgresConnection.connect(on: eventLoop, configuration: configuration, id: connections, logger: logger).wait()
+        } catch {
+            throw Self.storeError(error, doing: "connect to \(settings.summary)")
+        }
+        connection = opened
+        // A commit is on the server's disk before the ledger sends anything it decided. A lock
+        // held from outside fails the transaction after a while, as SQLite's busy timeout does,
+        // and the ledger retries it (`StoreRetry`) rather than waiting without end.
+        var setup = "SET synchronous_commit = on; SET client_min_messages = warning; SET lock_timeout = '2s';"
+        if settings.schema != "public" { setup += " CREATE SCHEMA IF NOT EXISTS \(settings.schema);" }
+        setup += " SET search_path TO \(settings.schema);"
+        try execute(setup)
+        return true
+    }
+
+    private func tls() throws -> PostgresConnection.Configuration.TLS {
+        switch settings.tls {
+        case .disable: return .disable
+        case .require:
+            var configuration = TLSConfiguration.makeClientConfiguration()
+            configuration.certificateVerification = .none
+            return .require(try NIOSSLContext(configuration: configuration))
+        case .verifyFull:
+            return .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+        }
+    }
+
+    @discardableResult
+    func query(_ sql: StaticString, _ bindings: [StoreValue]) throws -> [[StoreValue]] {
+        var binds = PostgresBindings(capacity: bindings.count)
+        for value in bindings {
+            switch value {
+            case .null: binds.appendNull()
+            case .integer(let i): binds.append(i)
+            case .text(let s): binds.append(Self.encoded(s))
+            }
+        }
+        let result = try run(PostgresQuery(unsafeSQL: translation(of: sql), binds: binds))
+        changes = result.metadata.rows ?? 0
+        return try result.rows.map { row in try row.map(Self.value) }
+    }
+
+    /// One statement at a time: the extended protocol takes no scripts. The scripts hold no `;`
+    /// but between statements.
+    func execute(_ sql: String) throws {
+        for statement in sql.split(separator: ";") where !statement.allSatisfy(\.isWhitespace) {
+            try run(PostgresQuery(unsafeSQL: String(statement)))
+        }
+    }
+
+    func transaction<T>(_ body: () throws -> T) throws -> T {
+        _ = try connectIfNeeded()
+        try run(PostgresQuery(unsafeSQL: "BEGIN"))
+        do {
+            let value = try body()
+            try run(PostgresQuery(unsafeSQL: "COMMIT"))
+            return value
+        } catch {
+            if let connection, !connection.isClosed { _ = try? run(PostgresQuery(unsafeSQL: "ROLLBACK")) }
+            throw error
+        }
+    }
+
+    @discardableResult
+    private func run(_ query: PostgresQuery) throws -> PostgresQueryResult {
+        guard let connection else { throw StoreError(message: "no connection to \(settings.summary)") }
+        do {
+            return try connection.query(query, logger: logger).wait()
+        } catch {
+            throw failed(error, doing: query.sql.prefix(40) + "…")
+        }
+    }
+
+    /// A failure that closed the connection leaves none: the next transaction opens a new one.
+    private func failed(_ error: any Error, doing what: some StringProtocol) -> StoreError {
+        if connection?.isClosed ?? true { connection = nil }
+        return Self.storeError(error, doing: String(what))
+    }
+
+    /// The server's message and SQLSTATE; never its detail, which can quote stored values.
+    private static func storeError(_ error: any Error, doing what: String) -> StoreError {
+        guard let psql = error as? PSQLError else { return StoreError(message: "\(what): \(error)") }
+        if let message = psql.serverInfo?[.message] {
+            return StoreError(message: "\(what): \(message) (SQLSTATE \(psql.serverInfo?[.sqlState] ?? "?"))")
+        }
+        return StoreError(message: "\(what): \(psql.code)\(psql.underlying.map { ": \($0)" } ?? "")")
+    }
+
+    /// The shared SQL as PostgreSQL takes it: numbered placeholders, no index hints.
+    private func translation(of sql: StaticString) -> String {
+        let key = UnsafeRawPointer(sql.utf8Start)
+        if let text = translated[key] { return text }
+        let text = Self.translate(sql.description)
+        translated[key] = text
+        return text
+    }
+
+    static func translate(_ sql: String) -> String {
+        var out = ""
+        var number = 0, quoted = false
+        // SQLite's planner hints go: PostgreSQL's planner chooses by statistics.
+        let hint = Array(" INDEXED BY ")
+        var characters = Array(sql)[...]
+        while let character = characters.first {
+            if !quoted, characters.starts(with: hint) {
+                characters = characters.dropFirst(hint.count).drop { $0.isLetter || $0 == "_" }
+                continue
+            }
+            characters = characters.dropFirst()
+            if character == "'" { quoted.toggle() }
+            if character == "?", !quoted {
+                number += 1
+                out += "$\(number)"
+            } else {
+                out.append(character)
+            }
+        }
+        return out
+    }
+
+    private static func value(_ cell: PostgresCell) throws -> StoreValue {
+        guard cell.bytes != nil else { return .null }
+        switch cell.dataType {
+        case .int2, .int4, .int8: return .integer(try cell.decode(Int64.self))
+        case .bool: return .integer(try cell.decode(Bool.self) ? 1 : 0)
+        default: return .text(decoded(try cell.decode(String.self)))
+        }
+    }
+
+    /// PostgreSQL's text holds no NUL, and an order's key may (SQLite keeps it, byte for byte).
+    /// So NUL is stored as U+FFFE "0", and U+FFFE itself as U+FFFE U+FFFE: a mapping that loses
+    /// nothing and keeps two different texts different.
+    static func encoded(_ text: String) -> String {
+        guard text.utf8.contains(where: { $0 == 0 || $0 == 0xEF }) else { return text }
+        var out = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\u{0}": out += "\u{FFFE}0"
+            case "\u{FFFE}": out += "\u{FFFE}\u{FFFE}"
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
+    static func decoded(_ text: String) -> String {
+        guard text.utf8.contains(0xEF) else { return text }
+        var out = ""
+        var escaped = false
+        for scalar in text.unicodeScalars {
+            if escaped {
+                out.unicodeScalars.append(scalar == "0" ? "\u{0}" : scalar)
+                escaped = false
+            } else if scalar == "\u{FFFE}" {
+                escaped = true
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+import PaypipeCore
+import Testing
+
+@Suite("Config: the store section")
+struct StoreSettingsTests {
+    /// `sampleConfig` with a `store` section.
+    func withStore(_ store: String) -> String {
+        String(sampleConfig.dropLast(2)) + ",\n  \"store\": \(store)\n}"
+    }
+
+    @Test func withoutASectionTheStoreIsTheSQLiteFile() throws {
+        guard case .sqlite(let path) = try parse(sampleConfig).store else {
+            Issue.record("SQLite by default")
+            return
+        }
+        #expect(path == StoreSettings.defaultSQLitePath)
+    }
+
+    @Test func aPostgresURLGivesEveryPartAndThePasswordFromItsOwnSecret() throws {
+        var environment = sampleEnvironment
+        environment["PG_URL"] = "postgres://ledger:p%40ss@db.internal:6543/orders?sslmode=verify-full&schema=shop_a"
+        let config = try parse(
+            withStore(#"{"backend": "postgres", "url": "env:PG_URL", "password": "file:/secrets/pg"}"#),
+            sources(environment, files: ["/secrets/pg": "from-file\n", "/secrets/tp-notify": "n"]))
+        guard case .postgres(let p) = config.store else {
+            Issue.record("postgres")
+            return
+        }
+        #expect(p.host == "db.internal" && p.port == 6543 && p.user == "ledger" && p.database == "orders")
+        #expect(p.schema == "shop_a" && p.tls == .verifyFull && p.socketDirectory == nil)
+        #expect(p.password?.reveal() == "from-file")
+        #expect(!config.store.summary.contains("from-file") && !config.store.summary.contains("p@ss"))
+    }
+
+    @Test func aSocketDirectoryAndTheURLsOwnPassword() throws {
+        let p = try PostgresSettings(url: "postgresql://paypipe:secret@:5433/paypipe?host=/run/pg", at: "--store")
+        #expect(p.socketDirectory == "/run/pg" && p.port == 5433 && p.password?.reveal() == "secret" && p.tls == .disable)
+        guard case .sqlite(let path) = try StoreSettings.parse(commandLine: "/var/lib/paypipe/ledger.sqlite") else {
+            Issue.record("a path is a SQLite file")
+            return
+        }
+        #expect(path == "/var/lib/paypipe/ledger.sqlite")
+    }
+
+    /// The URL is a secret: a stage that reads no secrets does not need its variable set.
+    @Test func onlyTheLedgerReadsTheURL() throws {
+        let text = withStore(#"{"backend": "postgres", "url": "env:PG_URL"}"#)
+        let withoutSecrets = sources([:]).withoutSecrets
+        guard case .postgres = try parse(text, withoutSecrets).store else {
+            Issue.record("postgres without its URL")
+            return
+        }
+        let ledger = sources(["PG_URL": "postgres://u@h/d"]).withoutSecrets(except: ["store.url"])
+        guard case .postgres(let p) = try parse(text, ledger).store else {
+            Issue.record("postgres")
+            return
+        }
+        #expect(p.host == "h" && p.user == "u" && p.database == "d")
+    }
+
+    @Test func badSettingsNameTheFieldAndTheRule() {
+        let cases: [(String, String)] = [
+            (#"{"backend": "mysql"}"#, "store.backend: must be sqlite or postgres"),
+            (#"{"backend": "postgres", "url": "mysql://x"}"#, "store.url: must be a postgres:// URL"),
+            (#"{"backend": "postgres", "url": "postgres://h:99999/d"}"#, "store.url: has a port that is not a number from 1 to 65535"),
+            (#"{"backend": "postgres", "url": "postgres://h/d", "tls": "maybe"}"#, "store.tls: must be disable, require or verify-full"),
+            (#"{"backend": "postgres", "url": "postgres://h/d", "schema": "a;drop"}"#, "store.schema: must be a lower-case SQL identifier"),
+            (#"{"backend": "postgres", "url": "postgres://h/d?user=x"}"#, "store.url: user is not a known URL parameter"),
+            (#"{"backend": "sqlite", "paht": "x"}"#, "store.paht"),
+        ]
+        for (store, expected) in cases {
+            #expect(throws: ConfigError.self) { try parse(withStore(store)) }
+            do {
+                _ = try parse(withStore(store))
+            } catch {
+                #expect(error.description.hasPrefix(expected), "\(store): \(error)")
+            }
+        }
+    }
+}
