@@ -18,6 +18,11 @@ struct Up: AsyncParsableCommand {
     @Option(help: "Submitter copies.") var submitters = 1
     @Option(help: "Requests in flight per submitter.") var concurrency = 256
     @Option(help: "Directory for the demo config and the ledger database.") var stateDir = ".paypipe"
+    @Option(
+        help: ArgumentHelp(
+            "Where the ledger keeps orders: sqlite (a file in --state-dir), postgres (a PostgreSQL cluster of its own in --state-dir), or postgres=URL.",
+            discussion: "Without this option: the config's store section, or else sqlite."))
+    var store: String?
     @Option(help: "Sandbox port (demo config).") var sandboxPort = 9100
     @Option(help: "Extra arguments for the sandbox, e.g. \"--latency-ms 50\".") var sandboxArgs = ""
     @Option(
@@ -35,6 +40,28 @@ struct Up: AsyncParsableCommand {
 
     func validate() throws {
         guard (0...19).contains(workerNice) else { throw ValidationError("--worker-nice must be 0 to 19") }
+        if let store, store != "sqlite", store != "postgres", !store.hasPrefix("postgres=") {
+            throw ValidationError("--store must be sqlite, postgres or postgres=URL")
+        }
+    }
+
+    /// The ledger's `--store`, and the private cluster started for it, if any.
+    private func ledgerStore(_ loaded: PaypipeConfig) throws -> (argument: String?, cluster: PrivatePostgres?) {
+        switch store {
+        case nil:
+            // A config that names a store of its own keeps it; otherwise the store is in the state directory.
+            if case .sqlite(let path) = loaded.store, path == StoreSettings.defaultSQLitePath {
+                return ((stateDir as NSString).appendingPathComponent("ledger.sqlite"), nil)
+            }
+            return (nil, nil)
+        case "sqlite": return ((stateDir as NSString).appendingPathComponent("ledger.sqlite"), nil)
+        case "postgres":
+            let cluster = try PrivatePostgres(stateDirectory: stateDir)
+            try cluster.start()
+            StageProcess.printLine("paypipe: started a PostgreSQL of its own in \(cluster.directory); it stops when the pipeline stops")
+            return (cluster.url, cluster)
+        default: return (String(store!.dropFirst("postgres=".count)), nil)
+        }
     }
 
     func run() async throws {
@@ -63,14 +90,29 @@ struct Up: AsyncParsableCommand {
             }
         }
 
+        var cluster: PrivatePostgres?
+        defer {
+            if let cluster {
+                cluster.stop()
+                FileHandle.standardError.write(Data("paypipe: stopped the PostgreSQL in \(cluster.directory)\n".utf8))
+            }
+        }
         do {
             if config == nil || sandbox {
                 var args = ["--config", path, "--port", String(sandboxPort)]
                 args += sandboxArgs.split(separator: " ").map(String.init)
                 try await supervisor.start("paypipe-sandbox", args, waitFor: "listening")
             }
-            let store = (stateDir as NSString).appendingPathComponent("ledger.sqlite")
-            try await supervisor.start("paypipe-ledger", ["--config", path, "--store", store], waitFor: "paypipe-ledger ready")
+            let ledgerStore: (argument: String?, cluster: PrivatePostgres?)
+            do {
+                ledgerStore = try self.ledgerStore(loaded)
+            } catch {
+                supervisor.stopAll(reason: "no store", exitCode: 1, announce: "\(error)")
+                throw Supervisor.NotStarted()
+            }
+            cluster = ledgerStore.cluster
+            try await supervisor.start(
+                "paypipe-ledger", ["--config", path] + (ledgerStore.argument.map { ["--store", $0] } ?? []), waitFor: "paypipe-ledger ready")
             for _ in 0..<signers { try await supervisor.start("paypipe-signer", ["--config", path], waitFor: nil, nice: workerNice) }
             for _ in 0..<submitters {
                 try await supervisor.start(
