@@ -113,7 +113,18 @@ struct ChaosTests {
         }
     }
 
-    enum Role: String, CaseIterable { case ledger, signer, submitter, callbacks }
+    enum Role: String, CaseIterable {
+        case ledger, signer, submitter, callbacks
+        /// The PostgreSQL server itself, when the suite runs on one it may kill
+        /// (`PAYPIPE_TEST_POSTGRES_DIR`, the cluster `.ci/postgres` started there).
+        case postgres
+    }
+
+    /// The roles killed in turn: the PostgreSQL server first, when there is one to kill.
+    static var roles: [Role] {
+        let stages: [Role] = [.ledger, .signer, .submitter, .callbacks]
+        return PostgresServer.directory == nil ? stages : [.postgres] + stages
+    }
 
     static func seconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
@@ -189,7 +200,7 @@ struct ChaosTests {
             .ledger: h.ledgerProcess, .signer: try h.startSigner(), .submitter: try h.startSubmitter(),
             .callbacks: try h.startCallbacks(),
         ]
-        func restart(_ role: Role) throws {
+        func restart(_ role: Role) async throws {
             switch role {
             case .ledger:
                 try h.restartLedger()
@@ -197,6 +208,7 @@ struct ChaosTests {
             case .signer: running[.signer] = try h.startSigner()
             case .submitter: running[.submitter] = try h.startSubmitter()
             case .callbacks: running[.callbacks] = try h.startCallbacks()
+            case .postgres: try await PostgresServer.restart()
             }
         }
 
@@ -267,8 +279,10 @@ struct ChaosTests {
                 }
             }
             if nextKill < killTimes.count, now - started >= killTimes[nextKill] {
-                let role = Role.allCases[nextKill % Role.allCases.count]
-                if let process = running[role] {
+                let role = Self.roles[nextKill % Self.roles.count]
+                if role == .postgres {
+                    try await PostgresServer.kill()
+                } else if let process = running[role] {
                     kill(process.processIdentifier, SIGKILL)
                     // A process in fsync dies only once the write completes, and until then it
                     // holds its ports: its replacement would fail to bind them.
@@ -276,7 +290,7 @@ struct ChaosTests {
                 }
                 kills[role, default: 0] += 1
                 try await Task.sleep(for: .seconds(1))
-                try restart(role)
+                try await restart(role)
                 lastKill = clock.now
                 nextKill += 1
             }
@@ -310,5 +324,30 @@ struct ChaosTests {
         #expect(netsEffectsTwice.isEmpty)
         #expect(
             wrong.isEmpty, "orders ended failed: \(wrong.prefix(3).map { upstream.ended[$0].map { String(decoding: $0[0], as: UTF8.self) } ?? "" })")
+    }
+}
+
+/// The suite's PostgreSQL server, killed with -9 and started again by the chaos test.
+enum PostgresServer {
+    static let directory: String? = TestStores.postgres == nil ? nil : ProcessInfo.processInfo.environment["PAYPIPE_TEST_POSTGRES_DIR"]
+
+    /// Kills the postmaster (its backends follow once they notice) and waits until it is gone.
+    static func kill() async throws {
+        let directory = try #require(directory)
+        let text = try String(contentsOfFile: directory + "/data/postmaster.pid", encoding: .utf8)
+        let pid = try #require(text.split(separator: "\n").first.flatMap { pid_t($0) })
+        Glibc.kill(pid, SIGKILL)
+        #expect(await eventually(within: .seconds(10)) { Glibc.kill(pid, 0) != 0 })
+    }
+
+    /// Starts it again with `.ci/postgres restart`, which waits for it to take connections.
+    static func restart() async throws {
+        let directory = try #require(directory)
+        var root = URL(fileURLWithPath: #filePath)
+        while root.path != "/", !FileManager.default.fileExists(atPath: root.appendingPathComponent(".ci/postgres").path) {
+            root.deleteLastPathComponent()
+        }
+        let status = await runToEnd(root.appendingPathComponent(".ci/postgres").path, ["restart", directory], within: .seconds(60))
+        #expect(status == 0, "the PostgreSQL server did not start again")
     }
 }

@@ -22,7 +22,7 @@ struct StoreSettingsTests {
         environment["PG_URL"] = "postgres://ledger:p%40ss@db.internal:6543/orders?sslmode=verify-full&schema=shop_a"
         let config = try parse(
             withStore(#"{"backend": "postgres", "url": "env:PG_URL", "password": "file:/secrets/pg"}"#),
-            sources(environment, files: ["/secrets/pg": "from-file\n", "/secrets/tp-notify": "n"]))
+            sources(environment, files: ["/secrets/pg": "from-file\n"]).withoutSecrets(except: ["store.url", "store.password"]))
         guard case .postgres(let p) = config.store else {
             Issue.record("postgres")
             return
@@ -43,13 +43,16 @@ struct StoreSettingsTests {
         #expect(path == "/var/lib/paypipe/ledger.sqlite")
     }
 
-    /// The URL is a secret: a stage that reads no secrets does not need its variable set.
+    /// The URL is a secret of the ledger's: no other stage needs its variable set, also those
+    /// that read every other secret (the signers, the callback validators).
     @Test func onlyTheLedgerReadsTheURL() throws {
         let text = withStore(#"{"backend": "postgres", "url": "env:PG_URL"}"#)
-        let withoutSecrets = sources([:]).withoutSecrets
-        guard case .postgres = try parse(text, withoutSecrets).store else {
-            Issue.record("postgres without its URL")
-            return
+        for stage in [sources(), sources([:]).withoutSecrets] {
+            guard case .postgres(let p) = try parse(text, stage).store else {
+                Issue.record("postgres without its URL")
+                return
+            }
+            #expect(p.host == "127.0.0.1" && p.password == nil)
         }
         let ledger = sources(["PG_URL": "postgres://u@h/d"]).withoutSecrets(except: ["store.url"])
         guard case .postgres(let p) = try parse(text, ledger).store else {
@@ -69,10 +72,11 @@ struct StoreSettingsTests {
             (#"{"backend": "postgres", "url": "postgres://h/d?user=x"}"#, "store.url: user is not a known URL parameter"),
             (#"{"backend": "sqlite", "paht": "x"}"#, "store.paht"),
         ]
+        let ledger = sources().withoutSecrets(except: ["store.url", "store.password"])
         for (store, expected) in cases {
-            #expect(throws: ConfigError.self) { try parse(withStore(store)) }
+            #expect(throws: ConfigError.self) { try parse(withStore(store), ledger) }
             do {
-                _ = try parse(withStore(store))
+                _ = try parse(withStore(store), ledger)
             } catch {
                 #expect(error.description.hasPrefix(expected), "\(store): \(error)")
             }

@@ -49,3 +49,21 @@ package func waitForExit(_ process: Process, within limit: Duration) async -> Bo
     }
     return exited
 }
+
+/// Runs a command to its end, at most `limit`, and returns its exit status (nil: it was still
+/// running and was killed). Spawned and reaped here with `waitpid`: Foundation's `Process` does
+/// not always see the exit of a child spawned from a concurrency thread.
+package func runToEnd(_ path: String, _ arguments: [String], within limit: Duration) async -> Int32? {
+    let argv = ([path] + arguments).map { strdup($0) } + [nil]
+    defer { for pointer in argv { free(pointer) } }
+    var pid: pid_t = 0
+    guard posix_spawn(&pid, path, nil, nil, argv, environ) == 0 else { return nil }
+    var status: Int32 = 0
+    let ended = await eventually(within: limit) { waitpid(pid, &status, WNOHANG) == pid }
+    guard ended else {
+        kill(pid, SIGKILL)
+        _ = waitpid(pid, &status, 0)
+        return nil
+    }
+    return status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+}

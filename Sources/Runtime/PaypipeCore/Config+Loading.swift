@@ -170,7 +170,7 @@ extension PaypipeConfig {
 public struct ConfigReader {
     let object: [String: JSONValue]
     public let path: String
-    let sources: PaypipeConfig.Sources
+    var sources: PaypipeConfig.Sources
     var used: Set<String> = []
 
     init(_ value: JSONValue, path: String, sources: PaypipeConfig.Sources) throws(ConfigError) {

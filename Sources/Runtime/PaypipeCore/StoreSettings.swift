@@ -15,8 +15,10 @@ public enum StoreSettings: Sendable {
     }
 
     /// What the configuration's `store` section says. The PostgreSQL URL and password are
-    /// secrets: read only where secrets are (the ledger passes `store.url` and `store.password`).
+    /// secrets that only the ledger needs: they are read only when the loader names them
+    /// (`store.url`, `store.password`), so that no other stage needs them set.
     static func parse(_ r: inout ConfigReader) throws(ConfigError) -> StoreSettings {
+        r.sources.resolveSecrets = false
         let backend = try r.optionalString("backend") ?? "sqlite"
         let settings: StoreSettings
         switch backend {
@@ -39,6 +41,11 @@ public enum StoreSettings: Sendable {
         }
         try r.finish()
         return settings
+    }
+
+    /// Whether the store is a server the ledger reaches over a connection (not a local file).
+    public var isDatabaseServer: Bool {
+        if case .postgres = self { true } else { false }
     }
 
     /// For logs: never the password.

@@ -121,7 +121,9 @@ package final class LedgerService: MeasuredStage {
             sockets: .init(
                 intake: intakeSocket, results: resultsSocket, rpc: rpcSocket, replay: replaySocket,
                 dispatch: signSocket, outcomes: outcomesSocket, polls: pollSocket),
-            core: core, links: links, retrying: StoreRetry(metrics: metrics, logger: logger), retention: config.retention,
+            core: core, links: links,
+            retrying: StoreRetry(policy: self.store.isDatabaseServer ? .databaseServer : .init(), metrics: metrics, logger: logger),
+            retention: config.retention,
             metrics: metrics, logger: logger)
         onReady(bound)
         logger.info(

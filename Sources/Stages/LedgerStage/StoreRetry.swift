@@ -31,6 +31,15 @@ final class StoreRetry: Sendable {
         var maxDelay: Duration = .seconds(1)
         /// How long `/healthz` reports the failure before the process exits, so a probe sees why.
         var notReadyBeforeExit: Duration = .seconds(1)
+
+        /// A database server is away for as long as it takes to restart or fail over, well
+        /// beyond a local file's lock: the ledger waits that long for it, holding what it read,
+        /// before it exits for a restart.
+        static var databaseServer: Policy {
+            var policy = Policy()
+            policy.attempts = 35
+            return policy
+        }
     }
 
     let policy: Policy
