@@ -120,10 +120,10 @@ struct ChaosTests {
         case postgres
     }
 
-    /// The roles killed in turn: the PostgreSQL server first, when there is one to kill.
-    static var roles: [Role] {
+    /// The roles killed in turn: the PostgreSQL server first, when there is one.
+    static func roles(_ server: PostgresServer?) -> [Role] {
         let stages: [Role] = [.ledger, .signer, .submitter, .callbacks]
-        return PostgresServer.directory == nil ? stages : [.postgres] + stages
+        return server == nil ? stages : [.postgres] + stages
     }
 
     static func seconds(_ duration: Duration) -> Double {
@@ -161,6 +161,9 @@ struct ChaosTests {
 
     @Test func everyOrderEndsOnceWithOneEffectWhileEveryRoleIsKilled() async throws {
         let size = Size.fromEnvironment()
+        // On PostgreSQL, a server of the test's own: the other suites' stay up while it is killed.
+        let server = try await PostgresServer.start()
+        defer { server?.stop() }
         let front = Mutex<EffectCountingFront?>(nil)
         let frontTask = Mutex<Task<Void, any Error>?>(nil)
         let h = try await PipelineHarness(
@@ -174,12 +177,12 @@ struct ChaosTests {
                 frontTask.withLock { $0 = task }
                 return url
             },
-            redeliverAfterMilliseconds: 5000)
+            redeliverAfterMilliseconds: 5000, store: server.map { $0.url + "&schema=chaos" })
         let counting = try #require(front.withLock { $0 })
         // The HTTP client must be shut down on every path, a failed expectation included.
         let result: Result<Void, any Error>
         do {
-            try await run(h, counting: counting, size: size)
+            try await run(h, counting: counting, size: size, server: server)
             result = .success(())
         } catch {
             result = .failure(error)
@@ -194,7 +197,7 @@ struct ChaosTests {
         try result.get()
     }
 
-    func run(_ h: PipelineHarness, counting: EffectCountingFront, size: Size) async throws {
+    func run(_ h: PipelineHarness, counting: EffectCountingFront, size: Size, server: PostgresServer?) async throws {
 
         var running: [Role: Process] = [
             .ledger: h.ledgerProcess, .signer: try h.startSigner(), .submitter: try h.startSubmitter(),
@@ -208,7 +211,7 @@ struct ChaosTests {
             case .signer: running[.signer] = try h.startSigner()
             case .submitter: running[.submitter] = try h.startSubmitter()
             case .callbacks: running[.callbacks] = try h.startCallbacks()
-            case .postgres: try await PostgresServer.restart()
+            case .postgres: try await server?.restart()
             }
         }
 
@@ -279,9 +282,9 @@ struct ChaosTests {
                 }
             }
             if nextKill < killTimes.count, now - started >= killTimes[nextKill] {
-                let role = Self.roles[nextKill % Self.roles.count]
+                let role = Self.roles(server)[nextKill % Self.roles(server).count]
                 if role == .postgres {
-                    try await PostgresServer.kill()
+                    try await server?.kill()
                 } else if let process = running[role] {
                     kill(process.processIdentifier, SIGKILL)
                     // A process in fsync dies only once the write completes, and until then it
@@ -327,13 +330,30 @@ struct ChaosTests {
     }
 }
 
-/// The suite's PostgreSQL server, killed with -9 and started again by the chaos test.
-enum PostgresServer {
-    static let directory: String? = TestStores.postgres == nil ? nil : ProcessInfo.processInfo.environment["PAYPIPE_TEST_POSTGRES_DIR"]
+/// The chaos test's own PostgreSQL server (`.ci/postgres`), killed with -9 and started again.
+struct PostgresServer {
+    let directory: String
+    var url: String { "postgres://paypipe@:5432/paypipe?host=\(directory)" }
+
+    static var script: String {
+        var root = URL(fileURLWithPath: #filePath)
+        while root.path != "/", !FileManager.default.fileExists(atPath: root.appendingPathComponent(".ci/postgres").path) {
+            root.deleteLastPathComponent()
+        }
+        return root.appendingPathComponent(".ci/postgres").path
+    }
+
+    /// A new server when the suite runs on PostgreSQL, else nil.
+    static func start() async throws -> PostgresServer? {
+        guard TestStores.postgres != nil else { return nil }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-chaos-pg-\(UUID().uuidString.prefix(8))").path
+        let status = await runToEnd(script, ["start", directory], within: .seconds(120))
+        try #require(status == 0, "could not start a PostgreSQL server in \(directory)")
+        return PostgresServer(directory: directory)
+    }
 
     /// Kills the postmaster (its backends follow once they notice) and waits until it is gone.
-    static func kill() async throws {
-        let directory = try #require(directory)
+    func kill() async throws {
         let text = try String(contentsOfFile: directory + "/data/postmaster.pid", encoding: .utf8)
         let pid = try #require(text.split(separator: "\n").first.flatMap { pid_t($0) })
         Glibc.kill(pid, SIGKILL)
@@ -341,13 +361,14 @@ enum PostgresServer {
     }
 
     /// Starts it again with `.ci/postgres restart`, which waits for it to take connections.
-    static func restart() async throws {
-        let directory = try #require(directory)
-        var root = URL(fileURLWithPath: #filePath)
-        while root.path != "/", !FileManager.default.fileExists(atPath: root.appendingPathComponent(".ci/postgres").path) {
-            root.deleteLastPathComponent()
-        }
-        let status = await runToEnd(root.appendingPathComponent(".ci/postgres").path, ["restart", directory], within: .seconds(60))
+    func restart() async throws {
+        let status = await runToEnd(Self.script, ["restart", directory], within: .seconds(60))
         #expect(status == 0, "the PostgreSQL server did not start again")
+    }
+
+    /// Bounded: `pg_ctl -w stop` gives up after its own timeout.
+    func stop() {
+        _ = runToEndBlocking(Self.script, ["stop", directory])
+        try? FileManager.default.removeItem(atPath: directory)
     }
 }

@@ -1,4 +1,6 @@
 import Foundation
+import LedgerStage
+import PaypipeCore
 import TestSupport
 import Testing
 
@@ -122,6 +124,36 @@ struct PaypipeUpTests {
             #expect(gone, "\(name) (pid \(pid)) is still running")
         }
     }
+
+    /// `--store postgres`: a cluster of the pipeline's own in the state directory, which the
+    /// ledger is pointed at, which takes connections while the pipeline is up, and which stops
+    /// with it.
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: "/usr/lib/postgresql")))
+    func storePostgresRunsAPrivateClusterForTheLedgerAndStopsItWithThePipeline() async throws {
+        let up = try StandInPipeline(printing: [
+            "paypipe-sandbox": "paypipe-sandbox listening on http://127.0.0.1:9",
+            "paypipe-ledger": "paypipe-ledger ready intake=tcp://127.0.0.1:9",
+            "paypipe-callbacks": "paypipe-callbacks listening port=9",
+        ])
+        defer { up.remove() }
+        let process = try up.run(startTimeoutSeconds: 20, ["--store", "postgres"])
+        let isUp = await eventually(within: .seconds(90)) { up.stdout.contains("paypipe is up") && up.allTrapsSet }
+        #expect(isUp, "\(up.stdout)\n\(up.stderr)")
+        let cluster = up.directory.appendingPathComponent("state/postgres").path
+        #expect(up.stdout.contains("paypipe: started a PostgreSQL of its own in \(cluster)"))
+        let url = "postgres://paypipe@:5432/paypipe?host=\(cluster)"
+        #expect(up.arguments("paypipe-ledger").hasSuffix("--store \(url)"), "\(up.arguments("paypipe-ledger"))")
+        do {
+            let db = try PostgresDatabase(settings: try PostgresSettings(url: url, at: "test"), logger: .init(label: "test"))
+            #expect(try db.query("SELECT 1", []).first?.first == .integer(1))
+        }
+
+        kill(process.processIdentifier, SIGTERM)
+        let exited = await waitForExit(process, within: .seconds(40))
+        #expect(exited)
+        #expect(up.stderr.contains("paypipe: stopped the PostgreSQL in \(cluster)"), "\(up.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: cluster + "/data/postmaster.pid"))
+    }
 }
 
 /// A directory of stand-in stage executables and a state directory for one `paypipe up`.
@@ -148,6 +180,7 @@ private struct StandInPipeline {
                 sleep 300 & sleeper=$!
                 echo $sleeper > "$0.sleeper"
                 \(onTerm)
+                echo "$@" > "$0.arguments"
                 echo $$ > "$0.pid"
                 \(printing[name].map { "echo '\($0)'" } ?? ":")
                 while kill -0 $sleeper 2>/dev/null; do wait $sleeper; done
@@ -182,6 +215,11 @@ private struct StandInPipeline {
     var stderr: String { (try? String(contentsOf: stderrFile, encoding: .utf8)) ?? "" }
 
     func pid(_ name: String) -> Int32? { number(in: "\(name).pid") }
+
+    /// The arguments a stand-in was started with, space separated.
+    func arguments(_ name: String) -> String {
+        ((try? String(contentsOf: bin.appendingPathComponent("\(name).arguments"), encoding: .utf8)) ?? "").trimmingCharacters(in: .newlines)
+    }
 
     /// Each stage's nice value above the sandbox's (its main thread's). `paypipe up`
     /// starts the sandbox at its own nice value; the test's is no reference, since on Linux a

@@ -1,18 +1,17 @@
 import Connectors
 import Foundation
+import LedgerStage
 import NetsEasy
 import PaypipeCore
 import PhonePe
 import Sandbox
+import SignerStage
 import StageRuntime
 import StageWire
+import SubmitterStage
 import Testing
 import TrustPayments
 import Viva
-
-@testable import LedgerStage
-@testable import SignerStage
-@testable import SubmitterStage
 
 package func netsCreateOrder(_ id: String) -> String {
     #"{"v":1,"orderId":"\#(id)","provider":"nets","operation":"createSubscription","amount":9900,"currency":"SEK","params":{"endDate":"2030-12-31T23:59:59+01:00","interval":30,"reference":"ref-\#(id)"}}"#

@@ -1,14 +1,13 @@
 import Connectors
 import Foundation
+import LedgerStage
 import NetsEasy
 import PaypipeCore
+import SignerStage
 import StageRuntime
 import StageWire
+import SubmitterStage
 import Testing
-
-@testable import LedgerStage
-@testable import SignerStage
-@testable import SubmitterStage
 
 package let netsChargeOrder =
     #"{"v":1,"orderId":"nc-1","provider":"nets","operation":"chargeSubscription","amount":9900,"currency":"SEK","params":{"subscriptionId":"d079718b-ff63-45dd-947b-4950c023750f","reference":"nc-ref-1"}}"#

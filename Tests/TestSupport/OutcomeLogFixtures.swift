@@ -1,12 +1,11 @@
 import Connectors
 import Foundation
+import LedgerStage
 import PaypipeCore
 import StageRuntime
 import StageWire
 import Testing
 import ZeroMQ
-
-@testable import LedgerStage
 
 extension Outcome {
     /// The bytes the ledger emits for this outcome once `store` logs it as `seq`: the stage's

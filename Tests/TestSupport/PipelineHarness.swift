@@ -35,6 +35,8 @@ package final class PipelineHarness: @unchecked Sendable {
 
     /// The ledger's `--redeliver-after-ms`: an unclaimed dispatch this old goes out again.
     package let redeliverAfterMilliseconds: Int64
+    /// The ledger's `--store`, the same for every ledger the harness starts.
+    package let storeArgument: String
 
     /// Each role's CURVE keys when the harness was started with `curve: true`.
     package private(set) var curveKeys: [CurveConfig.Role: ZMQCurveKeyPair] = [:]
@@ -47,16 +49,18 @@ package final class PipelineHarness: @unchecked Sendable {
     /// profiles besides the demo's "default". `leavingOut`: optional demo settings to leave out (`nets.webhookURL`).
     /// `providerFront`: given the sandbox's URL, starts
     /// something in front of it and returns the URL the stages should use instead.
-    /// `redeliverAfterMilliseconds`: the ledger's `--redeliver-after-ms`.
+    /// `redeliverAfterMilliseconds`: the ledger's `--redeliver-after-ms`. `store`: the ledger's
+    /// `--store` (default: the suite's store, `TestStores.ledgerArgument`).
     package init(
         sandboxConfiguration: SandboxConfiguration = SandboxConfiguration(port: 0, phonePeCallbackDelayMilliseconds: 3_600_000),
         timers: [String: Int64] = [:], connectOutcomes: Bool = true, curve: Bool = false,
         extraMerchants: [String: JSONValue] = [:], leavingOut: Set<String> = [],
         providerFront: ((String) async throws -> String)? = nil, redeliverAfterMilliseconds: Int64 = 60_000,
-        upstream: [(name: String, merchants: [String]?)] = []
+        upstream: [(name: String, merchants: [String]?)] = [], store: String? = nil
     ) async throws {
         self.redeliverAfterMilliseconds = redeliverAfterMilliseconds
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-e2e-\(UUID().uuidString)")
+        storeArgument = store ?? TestStores.ledgerArgument(directory: directory)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         callbacksPort = try freeLoopbackPort()
         let callbacks = "127.0.0.1:\(callbacksPort)"
@@ -115,7 +119,7 @@ package final class PipelineHarness: @unchecked Sendable {
         context = try ZMQContext()
         let (ledger, ready) = try PipelineHarness.spawn(
             "paypipe-ledger",
-            PipelineHarness.ledgerArguments(configPath: configPath, directory: directory, redeliverAfterMilliseconds: redeliverAfterMilliseconds),
+            PipelineHarness.ledgerArguments(configPath: configPath, store: storeArgument, redeliverAfterMilliseconds: redeliverAfterMilliseconds),
             in: directory, index: 0,
             waitForLine: LedgerAddresses.readyMarker)
         children.append(ledger.0)
@@ -144,9 +148,9 @@ package final class PipelineHarness: @unchecked Sendable {
         return options
     }
 
-    package static func ledgerArguments(configPath: String, directory: URL, redeliverAfterMilliseconds: Int64) -> [String] {
+    package static func ledgerArguments(configPath: String, store: String, redeliverAfterMilliseconds: Int64) -> [String] {
         [
-            "--config", configPath, "--store", TestStores.ledgerArgument(directory: directory),
+            "--config", configPath, "--store", store,
             "--redeliver-after-ms", String(redeliverAfterMilliseconds),
         ]
     }
@@ -162,7 +166,7 @@ package final class PipelineHarness: @unchecked Sendable {
         ]
         let ((process, errorFile), _) = try PipelineHarness.spawn(
             "paypipe-ledger",
-            PipelineHarness.ledgerArguments(configPath: configPath, directory: directory, redeliverAfterMilliseconds: redeliverAfterMilliseconds)
+            PipelineHarness.ledgerArguments(configPath: configPath, store: storeArgument, redeliverAfterMilliseconds: redeliverAfterMilliseconds)
                 + pinned, in: directory, index: children.count, waitForLine: "paypipe-ledger ready")
         children[0] = process
         stderrFiles[0] = errorFile

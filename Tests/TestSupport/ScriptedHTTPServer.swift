@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTransport
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -6,8 +7,6 @@ import NIOSSL
 import PaypipeCore
 import Synchronization
 import Testing
-
-@testable import HTTPTransport
 
 /// A loopback HTTP/1.1 server on plain sockets, one thread per connection, that answers each
 /// request with what `respond` returns (raw bytes, so a test can send anything: a chunked body,

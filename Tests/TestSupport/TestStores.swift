@@ -1,8 +1,7 @@
 import Foundation
+import LedgerStage
 import Logging
 import PaypipeCore
-
-@testable import LedgerStage
 
 /// Where the tests' ledger stores go: one directory per test process, removed when the process
 /// exits. A process that died before its exit handler ran leaves its directory behind; the next

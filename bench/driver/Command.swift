@@ -44,6 +44,9 @@ struct PaypipeBench: ParsableCommand {
     @Flag(help: "Keep each scenario's temporary directory (config, ledger database).") var keepTemp = false
     @Option(help: "The signers' and submitters' nice increment below the ledger's, as `paypipe up --worker-nice` (0: all equal).")
     var workerNice = 5
+    @Option(help: "The ledger's store: a postgres:// URL (each run a schema of its own), or by default a SQLite file.") var postgresURL: String?
+    @Option(help: "With --postgres-url: the server's data directory, so that its processes' CPU is counted (role postgres).")
+    var postgresData: String?
 
     func validate() throws {
         guard orders > 0, (w2Orders ?? 1) > 0, (w3Orders ?? 1) > 0 else { throw ValidationError("order counts must be positive") }
@@ -117,7 +120,8 @@ struct PaypipeBench: ParsableCommand {
         let settings = RunSettings(
             binDirectory: binDirectory, warmup: warmup, drainTimeout: drainTimeout, maxSeconds: maxSeconds, logLevel: logLevel,
             logDirectory: "\(outDirectory)/logs", keepTemp: keepTemp,
-            sandboxArguments: sandboxArgs.split(separator: " ").map(String.init), workerNice: workerNice)
+            sandboxArguments: sandboxArgs.split(separator: " ").map(String.init), workerNice: workerNice, postgresURL: postgresURL,
+            postgresData: postgresData)
         var results: [ScenarioResult] = []
         for spec in specs {
             log(

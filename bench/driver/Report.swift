@@ -50,15 +50,15 @@ func summaryTable(_ run: RunResult) -> String {
     func cpu(_ r: ScenarioResult, _ role: String) -> String { r.roles[role].map { fmt($0.cpuSecondsPer1000Orders, 3) } ?? "-" }
     func rss(_ r: ScenarioResult, _ role: String) -> String { r.roles[role].map { fmt($0.peakRSSMiB, 0) } ?? "-" }
     var lines = [
-        "| scenario | copies (sub/sign) | orders | orders/s | p50 ms | p90 ms | p99 ms | max ms | CPU s/1k ledger | signer | submitter | sandbox | total | peak RSS MiB ledger | signer | submitter | sandbox | missing | steady orders/s |",
-        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+        "| scenario | copies (sub/sign) | orders | orders/s | p50 ms | p90 ms | p99 ms | max ms | CPU s/1k ledger | postgres | signer | submitter | sandbox | total | peak RSS MiB ledger | signer | submitter | sandbox | missing | steady orders/s |",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     for r in run.scenarios {
         let l = r.latency
         lines.append(
             "| \(r.spec.name)\(r.error == nil ? "" : " (error)") | \(r.spec.submitters)/\(r.spec.signers) | \(r.orders) | \(fmt(r.ordersPerSecond, 0)) | "
                 + "\(l.map { fmt($0.p50Ms) } ?? "-") | \(l.map { fmt($0.p90Ms) } ?? "-") | \(l.map { fmt($0.p99Ms) } ?? "-") | \(l.map { fmt($0.maxMs) } ?? "-") | "
-                + "\(cpu(r, "ledger")) | \(cpu(r, "signer")) | \(cpu(r, "submitter")) | \(cpu(r, "sandbox")) | \(fmt(r.pipelineCPUSecondsPer1000Orders, 3)) | "
+                + "\(cpu(r, "ledger")) | \(cpu(r, "postgres")) | \(cpu(r, "signer")) | \(cpu(r, "submitter")) | \(cpu(r, "sandbox")) | \(fmt(r.pipelineCPUSecondsPer1000Orders, 3)) | "
                 + "\(rss(r, "ledger")) | \(rss(r, "signer")) | \(rss(r, "submitter")) | \(rss(r, "sandbox")) | \(r.missing) | \(r.steadyOrdersPerSecond.map { fmt($0, 0) } ?? "-") |"
         )
     }

@@ -30,6 +30,11 @@ struct RunSettings: Sendable {
     var sandboxArguments: [String]
     /// The signers' and submitters' nice increment, as `paypipe up --worker-nice` gives them.
     var workerNice: Int
+    /// The ledger's store: nil for a SQLite file in the run's directory, or a PostgreSQL URL
+    /// (each run takes a schema of its own).
+    var postgresURL: String?
+    /// The PostgreSQL server's data directory: its processes' CPU is counted as role "postgres".
+    var postgresData: String?
 }
 
 struct ProcessFigures: Codable, Sendable {
@@ -121,7 +126,7 @@ struct ScenarioResult: Codable, Sendable {
     var logDirectory: String
 }
 
-let roleOrder = ["ledger", "signer", "submitter", "sandbox"]
+let roleOrder = ["ledger", "postgres", "signer", "submitter", "sandbox"]
 
 /// Runs one scenario on a fresh pipeline and stops every child it started, whatever happens.
 func runScenario(_ spec: ScenarioSpec, allTemplates: [OrderTemplate], settings: RunSettings) -> ScenarioResult {
@@ -168,7 +173,7 @@ func runScenario(_ spec: ScenarioSpec, allTemplates: [OrderTemplate], settings: 
             try waitForMarker(try start("sandbox", "sandbox", arguments), "listening")
         }
         let ready = try waitForMarker(
-            try start("ledger", "ledger", ["--config", configPath, "--store", "\(work)/ledger.sqlite", "--metrics", "127.0.0.1:0"]),
+            try start("ledger", "ledger", ["--config", configPath, "--store", ledgerStore(work: work, settings), "--metrics", "127.0.0.1:0"]),
             LedgerAddresses.readyMarker)
         guard let ledger = LedgerAddresses(readyLine: ready), ledger.all.allSatisfy({ $0.address.hasPrefix("tcp://") }) else {
             throw BenchError("the ledger's ready line names an address missing, unbound or not TCP: \(ready)")
@@ -219,6 +224,7 @@ func runScenario(_ spec: ScenarioSpec, allTemplates: [OrderTemplate], settings: 
         let tally = Tally(tag: "m\(run)-", count: spec.orders, templateCount: templates.count, expectedStatus: expected)
         l.register(tally)
         let before = children.map { cpuSeconds($0.pid) ?? 0 }
+        let postgresBefore = settings.postgresData.map { postgresCPUSeconds(dataDirectory: $0) } ?? [:]
         let driverBefore = cpuSeconds(getpid()) ?? 0
         let machineBefore = machineCPU()
         let sendDone = DispatchSemaphore(value: 0)
@@ -227,6 +233,7 @@ func runScenario(_ spec: ScenarioSpec, allTemplates: [OrderTemplate], settings: 
             tally, sendDone: sendDone, children: children, timeout: settings.drainTimeout, label: spec.name, progress: true,
             maxSeconds: settings.maxSeconds)
         let after = children.map { cpuSeconds($0.pid) ?? 0 }
+        let postgresAfter = settings.postgresData.map { postgresCPUSeconds(dataDirectory: $0) } ?? [:]
         let driverAfter = cpuSeconds(getpid()) ?? 0
         let machineAfter = machineCPU()
         if !sendingFinished { l.abortFlag.store(true, ordering: .relaxed) }
@@ -269,6 +276,11 @@ func runScenario(_ spec: ScenarioSpec, allTemplates: [OrderTemplate], settings: 
             result.processes.append(
                 ProcessFigures(
                     role: child.role, name: child.name, pid: child.pid, cpuSeconds: max(0, after[index] - before[index]), peakRSSKiB: peaks[index]))
+        }
+        if !postgresAfter.isEmpty {
+            let cpu = postgresAfter.map { pid, seconds in max(0, seconds - (postgresBefore[pid] ?? 0)) }.reduce(0, +)
+            result.processes.append(
+                ProcessFigures(role: "postgres", name: "postgres", pid: postgresAfter.keys.min() ?? 0, cpuSeconds: cpu, peakRSSKiB: 0))
         }
         let perThousand = { (seconds: Double) in settled > 0 ? seconds / Double(settled) * 1000 : 0 }
         for role in roleOrder {
@@ -391,4 +403,11 @@ func probe(
         log("W3 probe: \(template.label) -> \(status)\(reason.map { " (skipped: \($0))" } ?? "")")
     }
     return used
+}
+
+/// The ledger's `--store` for one run.
+func ledgerStore(work: String, _ settings: RunSettings) -> String {
+    guard let url = settings.postgresURL else { return "\(work)/ledger.sqlite" }
+    let schema = "bench_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(16)
+    return url + (url.contains("?") ? "&" : "?") + "schema=\(schema)"
 }

@@ -9,6 +9,8 @@
 //   strip --strip-debug -o /tmp/store-bench .build/release/paypipe-store-bench
 //   valgrind --tool=callgrind --callgrind-out-file=/tmp/store.cg /tmp/store-bench --orders 20000 --runs 1
 //   callgrind_annotate --inclusive=yes /tmp/store.cg | grep storeLifecycle   # ÷ orders = instructions per order
+//   deploy/swift-release run paypipe-store-bench --postgres-url postgres://paypipe@:5432/paypipe?host=/tmp/pg
+//       # the same on PostgreSQL (.ci/postgres start /tmp/pg), a schema of its own per run
 import BenchSupport
 import Connectors
 import Foundation
@@ -22,6 +24,7 @@ import SubmitterStage
 let orders = argument("--orders", 20_000)
 let batch = argument("--batch", 32)
 let runs = argument("--runs", 3)
+let postgresURL = argument("--postgres-url")
 
 let config = try PaypipeConfig.parse(Array(DemoConfig.text(sandboxURL: "http://127.0.0.1:18081").utf8))
 let registry = waitingFor { await StandardConnectors.registry(config: config) }
@@ -80,7 +83,15 @@ for run in 0..<runs {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-store-bench-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: directory) }
-    var core = LedgerCore(store: try LedgerStore(path: directory.appendingPathComponent("ledger.sqlite").path), registry: registry)
+    let store: StoreSettings
+    if let postgresURL {
+        var settings = try PostgresSettings(url: postgresURL, at: "--postgres-url")
+        settings.schema = "store_bench_\(UUID().uuidString.lowercased().prefix(8))"
+        store = .postgres(settings)
+    } else {
+        store = .sqlite(path: directory.appendingPathComponent("ledger.sqlite").path)
+    }
+    var core = LedgerCore(store: try LedgerStore(store), registry: registry)
     let frames = try batches(core.store.tickets)
     let start = monotonicNanoseconds()
     let emitted = try storeLifecycle(&core, frames)
@@ -89,5 +100,5 @@ for run in 0..<runs {
     best = min(best, seconds)
 }
 print(
-    "store: \(orders) W1 orders admitted, claimed and ended, \(batch) per batch, one transaction per pass: "
+    "store (\(postgresURL == nil ? "SQLite" : "PostgreSQL")): \(orders) W1 orders admitted, claimed and ended, \(batch) per batch, one transaction per pass: "
         + "\(Int((best / Double(orders) * 1e9).rounded())) ns per order (best of \(runs))")

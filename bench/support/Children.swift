@@ -225,6 +225,26 @@ public func cpuSeconds(_ pid: pid_t) -> Double? {
     return (utime + stime) / clockTicksPerSecond
 }
 
+/// CPU seconds of every process of a PostgreSQL server, by PID: the postmaster (the first line
+/// of `DATA/postmaster.pid`) and its children, the backends and background workers. A backend
+/// that ends between two samples takes its CPU time with it; the ledger's connection lasts the
+/// whole run.
+public func postgresCPUSeconds(dataDirectory: String) -> [pid_t: Double] {
+    guard let text = try? String(contentsOfFile: dataDirectory + "/postmaster.pid", encoding: .utf8),
+        let postmaster = text.split(separator: "\n").first.flatMap({ pid_t($0) })
+    else { return [:] }
+    var seconds: [pid_t: Double] = [:]
+    seconds[postmaster] = cpuSeconds(postmaster)
+    for name in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+        guard let pid = pid_t(name), let data = FileManager.default.contents(atPath: "/proc/\(pid)/stat") else { continue }
+        let stat = String(decoding: data, as: UTF8.self)
+        guard let close = stat.lastIndex(of: ")") else { continue }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        if fields.count > 1, pid_t(fields[1]) == postmaster { seconds[pid] = cpuSeconds(pid) }
+    }
+    return seconds
+}
+
 /// A field of /proc/PID/status in kB (e.g. VmHWM, the peak resident set size).
 public func statusKilobytes(_ pid: pid_t, _ field: String) -> Int? {
     guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/status") else { return nil }

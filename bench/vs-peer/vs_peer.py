@@ -273,6 +273,22 @@ def binaries(args, repo_root):
 FLOOR_STORES = ("none", "fsync", "sqlite")
 
 
+def postgres_url(directory):
+    return f"postgres://paypipe@:5432/paypipe?host={directory}"
+
+
+def start_postgres(repo_root, out):
+    """A private PostgreSQL server for the paypipe-pg side (.ci/postgres, the tests' own), on a Unix socket in `out`."""
+    directory = os.path.join(out, "postgres")
+    log(f".ci/postgres start {directory}")
+    subprocess.run([".ci/postgres", "start", directory], cwd=repo_root, check=True, timeout=120, stdout=subprocess.DEVNULL)
+    return directory
+
+
+def stop_postgres(repo_root, directory):
+    subprocess.run([".ci/postgres", "stop", directory], cwd=repo_root, timeout=120)
+
+
 def build_floor(repo_root, out):
     """bench/floor/floor.c: paypipe's processes and hops with no work in any stage (see its header)."""
     binary = os.path.join(out, "floor")
@@ -318,16 +334,19 @@ def run_peer(args, children, peer, python, workload, orders, round_number, run_d
     return record
 
 
-def run_paypipe(args, children, bin_dir, repo_root, workload, orders, round_number, run_dir):
+def run_paypipe(args, children, bin_dir, repo_root, workload, orders, round_number, run_dir, postgres=None):
+    """paypipe on its SQLite store, or with `postgres` (the private server's directory) on PostgreSQL, side paypipe-pg."""
     truncate_access_log()
     argv = [os.path.join(bin_dir, "paypipe-bench"), "--bin-dir", bin_dir, "--scenarios", "w1", "--orders", str(orders),
             "--submitters", str(args.submitters), "--concurrency", str(args.concurrency),
             "--provider-url", WORKLOADS[workload], "--warmup", str(args.warmup), "--max-seconds", str(args.deadline),
             "--worker-nice", str(args.worker_nice), "--out", run_dir]
+    if postgres:
+        argv += ["--postgres-url", postgres_url(postgres), "--postgres-data", os.path.join(postgres, "data")]
     started = time.monotonic()
     code = children.run(argv, repo_root, f"{run_dir}/stdout.txt", f"{run_dir}/stderr.log", timeout=args.deadline + 120)
-    record = {"side": "paypipe", "workload": workload, "round": round_number, "orders": orders, "exit": code,
-              "seconds": round(time.monotonic() - started, 1), "dir": run_dir}
+    record = {"side": "paypipe-pg" if postgres else "paypipe", "workload": workload, "round": round_number, "orders": orders,
+              "exit": code, "seconds": round(time.monotonic() - started, 1), "dir": run_dir}
     lines, ok_lines = access_log_counts()
     record["nginx_lines"], record["nginx_200"] = lines, ok_lines
     try:
@@ -447,10 +466,18 @@ def table(runs, summary, args, workload_orders, sides):
             cells += [f"**{ratio[key]:.2f}×**" if key == "orders_per_s" and ratio[key] else
                       (f"{ratio[key]:.2f}×" if ratio[key] else "-") for key, _, _ in FIGURES]
             lines.append("| " + " | ".join(cells) + " |")
+        if "paypipe-pg" in sides:
+            # The store's own cost: paypipe on PostgreSQL over paypipe on SQLite, in the same rounds.
+            ours, pg = summary[workload]["paypipe"], summary[workload]["paypipe-pg"]
+            cells = [workload, "**paypipe-pg/paypipe**"] + [""] * args.rounds
+            for key, _, _ in FIGURES:
+                ratio = pg[key]["median"] / ours[key]["median"] if pg[key] and ours[key] and ours[key]["median"] else None
+                cells.append("-" if ratio is None else (f"**{ratio:.2f}×**" if key == "orders_per_s" else f"{ratio:.2f}×"))
+            lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-SIDE_COLORS = {"peer": "#7f7f7f", "paypipe": "#1f77b4",
+SIDE_COLORS = {"peer": "#7f7f7f", "paypipe": "#1f77b4", "paypipe-pg": "#9467bd",
                "floor-none": "#c7e9c0", "floor-fsync": "#74c476", "floor-sqlite": "#238b45"}
 
 
@@ -535,6 +562,9 @@ def main():
     parser.add_argument("--skip-build", action="store_true", help="use the release binaries already built")
     parser.add_argument("--bin-dir", help="directory with the paypipe executables (implies --skip-build)")
     parser.add_argument("--out", help="results directory (default bench/results/vs-peer-<UTC timestamp>)")
+    parser.add_argument("--postgres", action="store_true",
+                        help="also run paypipe with its ledger's store in PostgreSQL (side paypipe-pg; a private server, "
+                             "whose processes' CPU is counted)")
     parser.add_argument("--floor", default="",
                         help="also run paypipe's floor (bench/floor/floor.c) with these ledger stores, comma-separated: "
                              "none, fsync, sqlite (default: no floor)")
@@ -547,7 +577,7 @@ def main():
     floor_stores = [store for store in args.floor.split(",") if store]
     if any(store not in FLOOR_STORES for store in floor_stores) or len(set(floor_stores)) != len(floor_stores):
         parser.error(f"--floor takes distinct stores among {', '.join(FLOOR_STORES)}, comma-separated")
-    sides = ["peer", "paypipe"] + [f"floor-{store}" for store in floor_stores]
+    sides = ["peer", "paypipe"] + (["paypipe-pg"] if args.postgres else []) + [f"floor-{store}" for store in floor_stores]
 
     started_at = datetime.datetime.now(datetime.timezone.utc)
     out = os.path.abspath(args.out or os.path.join(repo_root, "bench", "results",
@@ -555,6 +585,7 @@ def main():
     os.makedirs(out, exist_ok=True)
     bin_dir = binaries(args, repo_root)
     floor = build_floor(repo_root, out) if floor_stores else None
+    postgres = start_postgres(repo_root, out) if args.postgres else None
     peer = peer_directory(repo_root)
     install_packages()
     python = ensure_venv(peer)
@@ -579,6 +610,9 @@ def main():
                     log(f"round {round_number}/{args.rounds} {workload} {side}: {orders} orders")
                     if side == "peer":
                         record = run_peer(args, children, peer, python, workload, orders, round_number, run_dir)
+                    elif side == "paypipe-pg":
+                        record = run_paypipe(args, children, bin_dir, repo_root, workload, orders, round_number, run_dir,
+                                             postgres)
                     elif side.startswith("floor-"):
                         record = run_floor(args, children, floor, side.removeprefix("floor-"), workload, orders,
                                            round_number, run_dir)
@@ -597,6 +631,8 @@ def main():
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         children.stop_all()
         stop_nginx(conf)
+        if postgres:
+            stop_postgres(repo_root, postgres)
 
     summary = summarize(runs, [w for w, _ in workload_orders], sides)
     context = {"startedAt": started_at.strftime("%Y-%m-%dT%H:%M:%SZ"), "machine": machine(), "commit": git_commit(repo_root),

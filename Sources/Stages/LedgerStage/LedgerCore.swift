@@ -253,6 +253,7 @@ package struct LedgerCore {
             }
         }
         try store.transaction {
+            try store.prepareAdmissions(Self.onceKeyed(items), now: now)
             for item in items {
                 counters.ordersIn += 1
                 switch item {
@@ -299,6 +300,23 @@ package struct LedgerCore {
         return effects
     }
 
+    /// The valid orders among `items` whose key no other item names: those an intake pass may
+    /// take in together (`LedgerStore.prepareAdmissions`).
+    static func onceKeyed(_ items: [FrameDecoder.IntakeItem]) -> [(order: Order, json: String)] {
+        var uses: [OrderKey: Int] = [:]
+        for item in items {
+            switch item {
+            case .order(let order, _, _): uses[order.key, default: 0] += 1
+            case .rejected(_, let identity): uses[OrderKey(merchant: identity.merchant, orderId: identity.orderId), default: 0] += 1
+            case .dropped, .refused: break
+            }
+        }
+        return items.compactMap { item in
+            guard case .order(let order, let json, _) = item, uses[order.key] == 1 else { return nil }
+            return (order, json)
+        }
+    }
+
     /// Outcomes from the stages: recorded if their sender may give them, then forwarded upstream
     /// unless superseded. `role`: the senders' role (nil without CURVE).
     package mutating func results(_ frames: [[UInt8]], role: CurveConfig.Role? = nil, now: Int64) throws -> [Effect] {
@@ -309,11 +327,14 @@ package struct LedgerCore {
     package mutating func results(_ items: [FrameDecoder.Result], now: Int64) throws -> [Effect] {
         var effects: [Effect] = []
         var counters = self.counters
+        let sources = items.map { item in
+            ResultSource.stage(
+                item.role, answering: item.answering, ticket: item.ticket,
+                ticketIsValid: store.tickets.isValid(item.ticket, for: OrderKey(merchant: item.outcome.merchant, orderId: item.outcome.orderId)))
+        }
         try store.transaction {
-            for item in items {
-                let key = OrderKey(merchant: item.outcome.merchant, orderId: item.outcome.orderId)
-                let source = ResultSource.stage(
-                    item.role, answering: item.answering, ticket: item.ticket, ticketIsValid: store.tickets.isValid(item.ticket, for: key))
+            try store.prepareRecords(items.indices.map { (items[$0].outcome, sources[$0], items[$0].polled) }, now: now)
+            for (item, source) in zip(items, sources) {
                 let recorded = try store.record(
                     item.outcome, serialized: item.serialized, references: item.references, polled: item.polled, now: now, from: source)
                 if let refusal = recorded.refused {
@@ -331,6 +352,7 @@ package struct LedgerCore {
                     effects.append(.poll(pollFrame(json: pending.json, pendingAt: pending.since, key: pending.key, generation: pending.generation)))
                 }
             }
+            try store.finishRecords(now: now)
         }
         self.counters = counters
         return effects

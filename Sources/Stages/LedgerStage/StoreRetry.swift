@@ -32,12 +32,12 @@ final class StoreRetry: Sendable {
         /// How long `/healthz` reports the failure before the process exits, so a probe sees why.
         var notReadyBeforeExit: Duration = .seconds(1)
 
-        /// A database server is away for as long as it takes to restart or fail over, well
-        /// beyond a local file's lock: the ledger waits that long for it, holding what it read,
-        /// before it exits for a restart.
+        /// A database server is away while it restarts, longer than a local file stays locked:
+        /// the ledger waits about as long for it, holding what it read, before it exits for a
+        /// restart. Each try may itself wait the server's lock timeout.
         static var databaseServer: Policy {
             var policy = Policy()
-            policy.attempts = 35
+            policy.attempts = 12
             return policy
         }
     }

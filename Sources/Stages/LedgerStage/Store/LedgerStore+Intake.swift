@@ -5,13 +5,15 @@ extension LedgerStore {
     /// Records a valid order unless its key is known, with the provider references a callback
     /// may name it by (indexed now, before any request leaves). Call inside `transaction`.
     package func admit(_ order: Order, json: String, references: [String], now: Int64) throws -> Admission {
-        try db.query(
-            "INSERT INTO orders(merchant, order_id, order_json, state, accepted_at, dispatched_at, dispatches, provider, operation) VALUES(?,?,?,'open',?,?,1,?,?) ON CONFLICT DO NOTHING",
-            [
-                .text(order.merchant), .text(order.orderId), .text(json), .integer(now), .integer(now),
-                .text(order.provider.rawValue), .text(order.operation.rawValue),
-            ])
-        guard db.changes == 1 else { return try existing(merchant: order.merchant, orderId: order.orderId) }
+        if !takePreparedAdmission(order.key) {
+            try db.query(
+                "INSERT INTO orders(merchant, order_id, order_json, state, accepted_at, dispatched_at, dispatches, provider, operation) VALUES(?,?,?,'open',?,?,1,?,?) ON CONFLICT DO NOTHING",
+                [
+                    .text(order.merchant), .text(order.orderId), .text(json), .integer(now), .integer(now),
+                    .text(order.provider.rawValue), .text(order.operation.rawValue),
+                ])
+            guard db.changes == 1 else { return try existing(merchant: order.merchant, orderId: order.orderId) }
+        }
         if let taken = try index(references, provider: order.provider.rawValue, key: order.key) {
             try db.query("DELETE FROM refs WHERE merchant=? AND order_id=?", [.text(order.merchant), .text(order.orderId)])
             try db.query("DELETE FROM orders WHERE merchant=? AND order_id=?", [.text(order.merchant), .text(order.orderId)])

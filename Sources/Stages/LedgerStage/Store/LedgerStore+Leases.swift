@@ -59,7 +59,9 @@ extension LedgerStore {
     /// than the redelivery delay, every copy would arrive superseded and the order would never be
     /// taken up. Call inside `transaction`.
     package func claim(_ claims: [LeaseClaim], until: Int64, now: Int64, maxLife: Int64) throws -> [Bool] {
-        try claims.map { claim in
+        let valid = claims.map { tickets.isValid($0.ticket, for: $0.key) }
+        if let granted = try claimAll(claims, valid: valid, until: until, now: now, maxLife: maxLife) { return granted }
+        return try claims.map { claim in
             guard tickets.isValid(claim.ticket, for: claim.key) else { return false }
             let g = StoreValue.integer(claim.generation)
             try db.query(

@@ -74,20 +74,23 @@ extension LedgerStore {
         _ outcome: Outcome, serialized: String, references: [String], polled: Bool, now: Int64, from source: ResultSource
     ) throws -> Recorded {
         let key = (merchant: StoreValue.text(outcome.merchant), orderId: StoreValue.text(outcome.orderId))
-        let target: State =
-            if outcome.status.isTerminal { .terminal } else if outcome.status == .unknown {
-                outcome.error?.needsReview == true ? .review : .unknown
-            } else { .pending }
+        let target = Self.target(of: outcome)
         // Nearly every result is a claim holder's for its open order: one statement, guarded by
-        // exactly what `ResultAuthority` would check, applies it without reading the row first.
-        if case .stage(let role, .submit, let ticket, true) = source, role == nil || role == .submitter, outcome.status != .rejected {
+        // exactly what `ResultAuthority` would check, applies it without reading the row first
+        // (or one for the whole pass: `prepareRecords`).
+        if let generation = Self.heldGeneration(outcome, from: source) {
+            if let recorded = try recordPrepared(
+                outcome, serialized: serialized, references: references, polled: polled, now: now, generation: generation)
+            {
+                return recorded
+            }
             let stamped = try stamped(serialized)
             if try moveHeld(
-                key, generation: ticket.generation, provider: outcome.provider, operation: outcome.operation, to: target, outcome: stamped.text,
+                key, generation: generation, provider: outcome.provider, operation: outcome.operation, to: target, outcome: stamped.text,
                 now: now)
             {
                 return try applied(
-                    stamped, outcome, from: .open, to: target, references: references, polled: polled, generation: ticket.generation, now: now)
+                    stamped, outcome, from: .open, to: target, references: references, polled: polled, generation: generation, now: now)
             }
         }
         let rows = try db.query(

@@ -94,6 +94,7 @@ package final class LedgerStore: LedgerStorage {
         inTransaction = true
         // Read again in every transaction: a rolled-back one may have taken seqs it never wrote.
         nextSeq = nil
+        batch = Batch()
         defer {
             inTransaction = false
             nextSeq = nil
@@ -103,11 +104,15 @@ package final class LedgerStore: LedgerStorage {
             return try db.transaction(body)
         } catch {
             running = counted
+            batch = Batch()
             throw error
         }
     }
 
     private var inTransaction = false
+
+    /// What a pass's set-wise statements decided (`LedgerStore+Batches`).
+    var batch = Batch()
 
     /// The seq the next logged outcome gets, once read from the log's counter.
     private var nextSeq: Int64?
@@ -140,6 +145,12 @@ package final class LedgerStore: LedgerStorage {
     /// Logs a stamped outcome under its seq.
     func appendToLog(_ stamped: (seq: Int64, text: String), now: Int64) throws {
         try db.query("INSERT INTO outcome_log(seq, at, outcome) VALUES(?,?,?)", [.integer(stamped.seq), .integer(now), .text(stamped.text)])
+        take(stamped)
+    }
+
+    /// The stamped outcome's seq is used: the next outcome gets the one after, whether its log
+    /// entry is written now or with the pass's others (`finishRecords`).
+    func take(_ stamped: (seq: Int64, text: String)) {
         nextSeq = stamped.seq + 1
     }
 

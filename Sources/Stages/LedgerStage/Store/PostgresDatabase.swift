@@ -8,8 +8,8 @@ import PostgresNIO
 /// The store's database in PostgreSQL, through postgres-nio. The ledger's store is synchronous
 /// (one owner, one transaction at a time), so each statement waits for its answer here, off
 /// the event loop that carries it.
-final class PostgresDatabase: StoreDatabase {
-    let dialect = StoreDialect.postgres
+package final class PostgresDatabase: StoreDatabase {
+    package let dialect = StoreDialect.postgres
     let settings: PostgresSettings
     private let logger: Logger
     private let eventLoop: any EventLoop
@@ -17,9 +17,9 @@ final class PostgresDatabase: StoreDatabase {
     private var connections = 0
     /// Each statement's text for PostgreSQL, by its literal's address (see `translate`).
     private var translated: [UnsafeRawPointer: String] = [:]
-    private(set) var changes = 0
+    package private(set) var changes = 0
 
-    init(settings: PostgresSettings, logger: Logger) throws {
+    package init(settings: PostgresSettings, logger: Logger) throws {
         self.settings = settings
         self.logger = logger
         eventLoop = MultiThreadedEventLoopGroup.singleton.any()
@@ -34,7 +34,7 @@ final class PostgresDatabase: StoreDatabase {
         }
     }
 
-    func connectIfNeeded() throws -> Bool {
+    package func connectIfNeeded() throws -> Bool {
         if let connection, !connection.isClosed { return false }
         connection = nil
         let configuration: PostgresConnection.Configuration
@@ -78,13 +78,15 @@ final class PostgresDatabase: StoreDatabase {
     }
 
     @discardableResult
-    func query(_ sql: StaticString, _ bindings: [StoreValue]) throws -> [[StoreValue]] {
+    package func query(_ sql: StaticString, _ bindings: [StoreValue]) throws -> [[StoreValue]] {
         var binds = PostgresBindings(capacity: bindings.count)
         for value in bindings {
             switch value {
             case .null: binds.appendNull()
             case .integer(let i): binds.append(i)
             case .text(let s): binds.append(Self.encoded(s))
+            case .texts(let texts): binds.append(texts.map(Self.encoded))
+            case .integers(let integers): binds.append(integers)
             }
         }
         let result = try run(PostgresQuery(unsafeSQL: translation(of: sql), binds: binds))
@@ -94,13 +96,13 @@ final class PostgresDatabase: StoreDatabase {
 
     /// One statement at a time: the extended protocol takes no scripts. The scripts hold no `;`
     /// but between statements.
-    func execute(_ sql: String) throws {
+    package func execute(_ sql: String) throws {
         for statement in sql.split(separator: ";") where !statement.allSatisfy(\.isWhitespace) {
             try run(PostgresQuery(unsafeSQL: String(statement)))
         }
     }
 
-    func transaction<T>(_ body: () throws -> T) throws -> T {
+    package func transaction<T>(_ body: () throws -> T) throws -> T {
         _ = try connectIfNeeded()
         try run(PostgresQuery(unsafeSQL: "BEGIN"))
         do {

@@ -9,15 +9,15 @@ import Darwin
 
 /// A minimal SQLite connection: only what the ledger store needs. Not thread-safe: owned by
 /// one actor.
-final class SQLiteConnection: StoreDatabase {
-    let dialect = StoreDialect.sqlite
+package final class SQLiteConnection: StoreDatabase {
+    package let dialect = StoreDialect.sqlite
 
     private var db: OpaquePointer?
     /// Prepared statements by their SQL literal's address, so a query does not hash and compare
     /// its SQL text on every call.
     private var statements: [UnsafeRawPointer: OpaquePointer] = [:]
 
-    init(path: String) throws(StoreError) {
+    package init(path: String) throws(StoreError) {
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         try Self.keepPrivate(path)
         guard sqlite_wal_buffer_register() == SQLITE_OK else { throw StoreError(message: "open \(path): cannot register the WAL buffer") }
@@ -54,9 +54,9 @@ final class SQLiteConnection: StoreDatabase {
     }
 
     /// Local: one connection for the store's life.
-    func connectIfNeeded() throws(StoreError) -> Bool { false }
+    package func connectIfNeeded() throws(StoreError) -> Bool { false }
 
-    func execute(_ sql: String) throws(StoreError) {
+    package func execute(_ sql: String) throws(StoreError) {
         var error: UnsafeMutablePointer<CChar>?
         if sqlite3_exec(db, sql, nil, nil, &error) != SQLITE_OK {
             let message = error.map { String(cString: $0) } ?? "error"
@@ -67,7 +67,7 @@ final class SQLiteConnection: StoreDatabase {
 
     /// Runs a cached prepared statement with text/integer bindings, returning its rows.
     @discardableResult
-    func query(_ sql: StaticString, _ bindings: [StoreValue]) throws(StoreError) -> [[StoreValue]] {
+    package func query(_ sql: StaticString, _ bindings: [StoreValue]) throws(StoreError) -> [[StoreValue]] {
         let statement = try prepared(sql)
         defer {
             sqlite3_reset(statement)
@@ -115,7 +115,7 @@ final class SQLiteConnection: StoreDatabase {
         for (index, value) in bindings.enumerated() {
             let position = Int32(index + 1)
             switch value {
-            case .null: sqlite3_bind_null(statement, position)
+            case .null, .texts, .integers: sqlite3_bind_null(statement, position)
             case .integer(let i): sqlite3_bind_int64(statement, position, i)
             case .text(var s):
                 // With its byte length: -1 would end the text at an embedded NUL; and never a nil
@@ -131,7 +131,7 @@ final class SQLiteConnection: StoreDatabase {
         }
     }
 
-    var changes: Int { Int(sqlite3_changes(db)) }
+    package var changes: Int { Int(sqlite3_changes(db)) }
 
     /// EXPLAIN QUERY PLAN's lines for `sql` ("SEARCH orders USING INDEX ...").
     func queryPlan(_ sql: StaticString) throws(StoreError) -> [String] {
@@ -162,7 +162,7 @@ final class SQLiteConnection: StoreDatabase {
         return statement
     }
 
-    func transaction<T>(_ body: () throws -> T) throws -> T {
+    package func transaction<T>(_ body: () throws -> T) throws -> T {
         try execute("BEGIN IMMEDIATE")
         do {
             let value = try body()

@@ -43,6 +43,9 @@ package enum StoreValue: Equatable {
     case null
     case integer(Int64)
     case text(String)
+    /// Arrays, bound only to PostgreSQL's set-wise statements (`unnest`).
+    case texts([String])
+    case integers([Int64])
 
     var text: String? { if case .text(let s) = self { s } else { nil } }
     var integer: Int64? { if case .integer(let i) = self { i } else { nil } }
