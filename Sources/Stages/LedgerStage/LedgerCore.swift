@@ -302,7 +302,7 @@ package struct LedgerCore {
 
     /// The valid orders among `items` whose key no other item names: those an intake pass may
     /// take in together (`LedgerStore.prepareAdmissions`).
-    static func onceKeyed(_ items: [FrameDecoder.IntakeItem]) -> [(order: Order, json: String)] {
+    static func onceKeyed(_ items: [FrameDecoder.IntakeItem]) -> [(order: Order, json: String, references: [String])] {
         var uses: [OrderKey: Int] = [:]
         for item in items {
             switch item {
@@ -312,8 +312,8 @@ package struct LedgerCore {
             }
         }
         return items.compactMap { item in
-            guard case .order(let order, let json, _) = item, uses[order.key] == 1 else { return nil }
-            return (order, json)
+            guard case .order(let order, let json, let references) = item, uses[order.key] == 1 else { return nil }
+            return (order, json, references)
         }
     }
 

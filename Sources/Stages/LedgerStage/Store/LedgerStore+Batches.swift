@@ -10,7 +10,7 @@ import StageWire
 extension LedgerStore {
     /// Takes in, in one statement, the orders of an intake pass whose keys occur once in it;
     /// `admit` then finds them recorded. Call inside `transaction`, before their `admit`.
-    package func prepareAdmissions(_ orders: [(order: Order, json: String)], now: Int64) throws {
+    package func prepareAdmissions(_ orders: [(order: Order, json: String, references: [String])], now: Int64) throws {
         guard db.dialect == .postgres, orders.count > 1 else { return }
         let rows = try db.query(
             """
@@ -25,6 +25,33 @@ extension LedgerStore {
         for row in rows {
             if let merchant = row[0].text, let orderId = row[1].text { batch.admitted.insert(OrderKey(merchant: merchant, orderId: orderId)) }
         }
+        // Their provider references, in one statement too: an order whose every reference is
+        // now its own is done; one whose reference another order holds is left to `admit`,
+        // which finds the holder and takes the order back.
+        var keys: [OrderKey] = [], providers: [String] = [], references: [String] = []
+        for (order, _, refs) in orders where batch.admitted.contains(order.key) {
+            for reference in refs {
+                keys.append(order.key)
+                providers.append(order.provider.rawValue)
+                references.append(reference)
+            }
+        }
+        guard !references.isEmpty else { return }
+        let indexed = try db.query(
+            """
+            INSERT INTO refs(provider, ref, merchant, order_id) SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[])
+            ON CONFLICT DO NOTHING RETURNING merchant, order_id
+            """, [.texts(providers), .texts(references), .texts(keys.map(\.merchant)), .texts(keys.map(\.orderId))])
+        var count: [OrderKey: Int] = [:]
+        for row in indexed {
+            if let merchant = row[0].text, let orderId = row[1].text { count[OrderKey(merchant: merchant, orderId: orderId), default: 0] += 1 }
+        }
+        for (order, _, refs) in orders where !refs.isEmpty && count[order.key] == refs.count { batch.referencesIndexed.insert(order.key) }
+    }
+
+    /// Whether `prepareAdmissions` indexed every reference of the order under `key`.
+    func takeIndexedReferences(_ key: OrderKey) -> Bool {
+        !batch.referencesIndexed.isEmpty && batch.referencesIndexed.remove(key) != nil
     }
 
     /// Whether `prepareAdmissions` recorded the order under `key` (once: the next order with it
@@ -167,8 +194,9 @@ extension LedgerStore {
 /// What a pass's set-wise statements decided, for the per-order calls that follow them in the
 /// same transaction.
 struct Batch {
-    /// Orders `prepareAdmissions` recorded.
+    /// Orders `prepareAdmissions` recorded, and those of them whose references it indexed.
     var admitted: Set<OrderKey> = []
+    var referencesIndexed: Set<OrderKey> = []
     /// Orders `prepareRecords` tried to move, and those it moved (with their order's JSON when
     /// the pollers need it).
     var candidates: Set<OrderKey> = []

@@ -14,7 +14,7 @@ extension LedgerStore {
                 ])
             guard db.changes == 1 else { return try existing(merchant: order.merchant, orderId: order.orderId) }
         }
-        if let taken = try index(references, provider: order.provider.rawValue, key: order.key) {
+        if !takeIndexedReferences(order.key), let taken = try index(references, provider: order.provider.rawValue, key: order.key) {
             try db.query("DELETE FROM refs WHERE merchant=? AND order_id=?", [.text(order.merchant), .text(order.orderId)])
             try db.query("DELETE FROM orders WHERE merchant=? AND order_id=?", [.text(order.merchant), .text(order.orderId)])
             return .referenceInUse(taken)
