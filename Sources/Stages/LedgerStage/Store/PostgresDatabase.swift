@@ -50,7 +50,8 @@ package final class PostgresDatabase: StoreDatabase {
         connections += 1
         let opened: PostgresConnection
         do {
-            opened = try PostgresConnection.connect(on: eventLoop, configuration: configuration, id: connections, logger: logger).wait()
+            opened = try bounded(
+                PostgresConnection.connect(on: eventLoop, configuration: configuration, id: connections, logger: logger), within: .seconds(10))
         } catch {
             throw Self.storeError(error, doing: "connect to \(settings.summary)")
         }
@@ -119,10 +120,35 @@ package final class PostgresDatabase: StoreDatabase {
     private func run(_ query: PostgresQuery) throws -> PostgresQueryResult {
         guard let connection else { throw StoreError(message: "no connection to \(settings.summary)") }
         do {
-            return try connection.query(query, logger: logger).wait()
+            return try bounded(connection.query(query, logger: logger), within: Self.answerLimit)
         } catch {
+            if error is Unanswered {
+                // Given up: closed (as far as it lets itself be) and replaced at the next transaction.
+                let closing: EventLoopFuture<Void> = connection.close()
+                _ = try? bounded(closing, within: .seconds(2))
+                self.connection = nil
+            }
             throw failed(error, doing: query.sql.prefix(40) + "…")
         }
+    }
+
+    /// How long a statement may go unanswered before the connection is given up: well beyond
+    /// the lock timeout, so only a server that stopped answering reaches it.
+    static let answerLimit = TimeAmount.seconds(30)
+
+    private struct Unanswered: Error, CustomStringConvertible {
+        let limit: TimeAmount
+        var description: String { "no answer within \(limit.nanoseconds / 1_000_000_000) s" }
+    }
+
+    /// `future`'s value, waited for at most `limit`: a server killed at the wrong moment can
+    /// leave a future that never completes, and the ledger's loop must not wait on it forever.
+    private func bounded<T: Sendable>(_ future: EventLoopFuture<T>, within limit: TimeAmount) throws -> T {
+        let answer = future.eventLoop.makePromise(of: T.self)
+        future.cascade(to: answer)
+        let timeout = future.eventLoop.scheduleTask(in: limit) { answer.fail(Unanswered(limit: limit)) }
+        defer { timeout.cancel() }
+        return try answer.futureResult.wait()
     }
 
     /// A failure that closed the connection leaves none: the next transaction opens a new one.
