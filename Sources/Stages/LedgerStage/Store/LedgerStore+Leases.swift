@@ -61,8 +61,8 @@ extension LedgerStore {
     package func claim(_ claims: [LeaseClaim], until: Int64, now: Int64, maxLife: Int64) throws -> [Bool] {
         let valid = claims.map { tickets.isValid($0.ticket, for: $0.key) }
         if let granted = try claimAll(claims, valid: valid, until: until, now: now, maxLife: maxLife) { return granted }
-        return try claims.map { claim in
-            guard tickets.isValid(claim.ticket, for: claim.key) else { return false }
+        return try zip(claims, valid).map { claim, isValid in
+            guard isValid else { return false }
             let g = StoreValue.integer(claim.generation)
             try db.query(
                 """

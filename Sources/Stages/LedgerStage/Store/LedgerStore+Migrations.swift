@@ -4,6 +4,10 @@ import PaypipeCore
 /// new step, so that every store, however old, reaches the same schema by the same path.
 struct StoreMigration {
     let version: Int
+    /// A step that runs transactions of its own (SQLite's first, which brings stores of every
+    /// earlier release up to date one change at a time), and so can run again after a crash.
+    /// Every other step runs in the transaction that records it.
+    var ownsTransactions = false
     let apply: (LedgerStore) throws -> Void
 }
 
@@ -13,7 +17,7 @@ extension LedgerStore {
         switch db.dialect {
         case .sqlite:
             [
-                StoreMigration(version: 1) { try $0.createSQLiteSchemaVersion1() },
+                StoreMigration(version: 1, ownsTransactions: true) { try $0.createSQLiteSchemaVersion1() },
                 StoreMigration(version: 2) { try $0.createEpochs(integer: "INTEGER") },
             ]
         case .postgres:
@@ -35,7 +39,7 @@ extension LedgerStore {
         let steps = migrations
         precondition(steps.last?.version == Self.schemaVersion)
         for step in steps {
-            let done = try db.transaction { () throws -> Bool in
+            let applyOnItsOwn = try db.transaction { () throws -> Bool in
                 if db.dialect == .postgres { try db.query("SELECT 1 FROM pg_advisory_xact_lock(7027566457)") }
                 let current = try storedSchemaVersion()
                 guard current <= Self.schemaVersion else {
@@ -44,20 +48,21 @@ extension LedgerStore {
                             "the store's schema is version \(current), newer than this paypipe knows (\(Self.schemaVersion)): run the paypipe release that wrote it, or a later one"
                     )
                 }
-                guard current < step.version else { return true }
-                // SQLite's first step brings stores of every earlier release up to date in steps
-                // of its own; every other step runs in this transaction.
-                if db.dialect == .postgres || step.version > 1 { try step.apply(self) }
+                guard current < step.version, !step.ownsTransactions else { return current < step.version }
+                try step.apply(self)
+                try recordSchemaVersion(step.version)
                 return false
             }
-            guard !done else { continue }
-            if db.dialect == .sqlite, step.version == 1 { try step.apply(self) }
-            _ = try db.transaction {
-                try db.query(
-                    "INSERT INTO meta(name, value) VALUES('schema_version', ?) ON CONFLICT(name) DO UPDATE SET value=excluded.value",
-                    [.text(String(step.version))])
-            }
+            guard applyOnItsOwn else { continue }
+            try step.apply(self)
+            try db.transaction { try recordSchemaVersion(step.version) }
         }
+    }
+
+    private func recordSchemaVersion(_ version: Int) throws {
+        try db.query(
+            "INSERT INTO meta(name, value) VALUES('schema_version', ?) ON CONFLICT(name) DO UPDATE SET value=excluded.value", [.text(String(version))]
+        )
     }
 
     /// 0 for a store made before schema versions were recorded.

@@ -23,7 +23,7 @@ package final class LedgerStore: LedgerStorage {
         try db.execute("PRAGMA synchronous=FULL")
         // Every order's row is written three times within seconds (intake, claim, outcome): a
         // longer WAL copies each hot page into the database once per checkpoint instead of
-        // several times. The page cache stays at SQLite's default 2 MiB: the partial indexes
+        // several times. The page cache stays at SQLite's default size: the partial indexes
         // hold only the orders in flight, so a larger cache would cost memory and buy nothing,
         // however many orders are stored.
         try db.execute("PRAGMA wal_autocheckpoint=10000")
