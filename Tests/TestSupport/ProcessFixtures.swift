@@ -50,36 +50,27 @@ package func waitForExit(_ process: Process, within limit: Duration) async -> Bo
     return exited
 }
 
-/// Runs a command to its end, at most `limit`, and returns its exit status (nil: it was still
-/// running and was killed). Spawned and reaped here with `waitpid`: Foundation's `Process` does
-/// not always see the exit of a child spawned from a concurrency thread.
+/// Runs a command to its end, at most `limit`, and returns its exit status (nil: it could not
+/// start, or was still running and was killed).
 package func runToEnd(_ path: String, _ arguments: [String], within limit: Duration) async -> Int32? {
-    guard let pid = spawnCommand(path, arguments) else { return nil }
-    var status: Int32 = 0
-    let ended = await eventually(within: limit) { waitpid(pid, &status, WNOHANG) == pid }
-    guard ended else {
-        kill(pid, SIGKILL)
-        _ = waitpid(pid, &status, 0)
+    guard let command = try? ChildCommand([path] + arguments) else { return nil }
+    var status: Int32?
+    guard
+        await eventually(
+            within: limit,
+            {
+                status = command.exitStatus(blocking: false)
+                return status != nil
+            })
+    else {
+        kill(command.pid, SIGKILL)
+        _ = command.exitStatus(blocking: true)
         return nil
     }
-    return exitStatus(status)
+    return status
 }
 
 /// `runToEnd` for a command that bounds its own time, waited for on the calling thread.
 package func runToEndBlocking(_ path: String, _ arguments: [String]) -> Int32? {
-    guard let pid = spawnCommand(path, arguments) else { return nil }
-    var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-    return exitStatus(status)
-}
-
-private func spawnCommand(_ path: String, _ arguments: [String]) -> pid_t? {
-    let argv = ([path] + arguments).map { strdup($0) } + [nil]
-    defer { for pointer in argv { free(pointer) } }
-    var pid: pid_t = 0
-    return posix_spawn(&pid, path, nil, nil, argv, environ) == 0 ? pid : nil
-}
-
-private func exitStatus(_ status: Int32) -> Int32 {
-    status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+    (try? ChildCommand([path] + arguments))?.exitStatus(blocking: true)
 }

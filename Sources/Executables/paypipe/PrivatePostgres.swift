@@ -1,4 +1,5 @@
 import Foundation
+import StageRuntime
 
 /// `paypipe up --store postgres`: a PostgreSQL cluster of the demo's own under the state
 /// directory, made with `initdb` on first use, started with `pg_ctl`, listening on a Unix socket
@@ -52,27 +53,13 @@ struct PrivatePostgres {
         _ = try? run("pg_ctl", ["-D", data, "-m", "fast", "-w", "stop"], log: "pg_ctl.log")
     }
 
-    /// Runs one of the server's programs, as the cluster's owner, its output to `log` in the
-    /// cluster's directory, and waits for it with `waitpid` (Foundation's `Process` does not see
-    /// the exit of a child spawned from a concurrency thread that blocks SIGCHLD).
+    /// Runs one of the server's programs to its end, as the cluster's owner, its output to
+    /// `log` in the cluster's directory.
     private func run(_ program: String, _ arguments: [String], log: String) throws {
         let command = getuid() == 0 ? ["/usr/sbin/runuser", "-u", "postgres", "--", binaries + "/" + program] : [binaries + "/" + program]
         let logPath = directory + "/" + log
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, logPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        let argv = (command + arguments).map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, command[0], &actions, nil, argv, environ)
-        guard spawned == 0 else { throw Failure(description: "cannot run \(command[0]): \(String(cString: strerror(spawned)))") }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        let exited = status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-        guard exited == 0 else { throw Failure(description: "\(program) failed with status \(exited): see \(logPath)") }
+        let exited = try ChildCommand(command + arguments, output: logPath).exitStatus(blocking: true)
+        guard exited == 0 else { throw Failure(description: "\(program) failed with status \(exited ?? -1): see \(logPath)") }
     }
 
     /// Debian keeps the server's programs out of PATH, one directory per major version.
