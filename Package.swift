@@ -20,7 +20,7 @@ let providers: [(name: String, dependencies: [Target.Dependency])] = [
     ("Viva", []),
 ]
 let providerModules = providers.map { Target.Dependency.target(name: $0.name) }
-let stageModules = ["LedgerStage", "SignerStage", "SubmitterStage", "CallbacksStage", "PollerStage"]
+let stageModules = ["LedgerStage", "SignerStage", "SubmitterStage", "CallbacksStage", "PollerStage", "StreamerStage"]
 
 /// One module per stage, in Sources/Stages/<name>: its core, its store or client, its `Service`.
 func stage(_ name: String, _ extra: [Target.Dependency] = []) -> Target {
@@ -87,22 +87,22 @@ let package = Package(
         .library(name: "PaypipeCore", targets: ["PaypipeCore"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
-        .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
+        .package(url: "https://github.com/apple/swift-crypto", exact: "4.5.2"),
+        .package(url: "https://github.com/vapor/jwt-kit", exact: "5.8.0"),
         // Without the default traits: "FullFoundation" would link Foundation and ICU into every
         // stage, and nothing here reads configuration through it.
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
-        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
-        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
-        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
-        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
-        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
-        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
-        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
-        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1", traits: []),
+        .package(url: "https://github.com/swift-server/async-http-client", exact: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", exact: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", exact: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", exact: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-nio", exact: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", exact: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio-extras", exact: "1.35.2"),
+        .package(url: "https://github.com/apple/swift-http-types", exact: "1.8.0"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", exact: "0.2.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", exact: "1.33.2"),
     ],
     targets: [
         // C libraries, in Sources/CLibraries.
@@ -152,11 +152,12 @@ let package = Package(
             stage(
                 "LedgerStage",
                 [
-                    "CSQLite", "SQLiteWALBuffer", .product(name: "Hummingbird", package: "hummingbird"),
+                    "StreamerStage", "CSQLite", "SQLiteWALBuffer", .product(name: "Hummingbird", package: "hummingbird"),
                     .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                     .product(name: "NIOSSL", package: "swift-nio-ssl"), .product(name: "PostgresNIO", package: "postgres-nio"),
                 ]),
             stage("SignerStage"),
+            stage("StreamerStage"),
             stage("SubmitterStage", ["HTTPTransport", .product(name: "NIOCore", package: "swift-nio")]),
             stage(
                 "CallbacksStage",
@@ -203,6 +204,7 @@ let package = Package(
             stageExecutable("paypipe-submitter", "SubmitterStage"),
             stageExecutable("paypipe-callbacks", "CallbacksStage"),
             stageExecutable("paypipe-cleeng-poller", "PollerStage"),
+            stageExecutable("paypipe-streamer", "StreamerStage"),
             .executableTarget(
                 name: "paypipe",
                 dependencies: [

@@ -76,15 +76,15 @@ final class EffectCountingFront: Sendable {
     }
 
     /// Serves until cancelled; returns the base URL once listening.
-    func start() async throws -> (url: String, task: Task<Void, any Error>) {
+    func start(host: String = "127.0.0.1") async throws -> (url: String, task: Task<Void, any Error>) {
         let port = Mutex<Int?>(nil)
         let app = Application(
-            responder: Responder(front: self), configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            responder: Responder(front: self), configuration: .init(address: .hostname(host, port: 0)),
             onServerRunning: { channel in port.withLock { $0 = channel.localAddress?.port } })
         let task = Task { try await app.runService() }
         for _ in 0..<500 where port.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(10)) }
         guard let bound = port.withLock({ $0 }) else { throw HarnessError("the counting front did not start") }
-        return ("http://127.0.0.1:\(bound)", task)
+        return ("http://\(host):\(bound)", task)
     }
 }
 

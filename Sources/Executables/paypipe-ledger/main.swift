@@ -15,6 +15,8 @@ struct LedgerCommand: AsyncParsableCommand {
     @Option(help: "Where the ledger keeps orders: a SQLite file, or a postgres:// URL (default: the config's store section).")
     var store: String?
     @Option(help: "Redeliver an order with no terminal or pending outcome after this many ms.") var redeliverAfterMs: Int64 = 60_000
+    @Flag(help: "Leave the signer-to-submitter streamer to paypipe-streamer copies (a fleet); signedIn and signedOut are not bound.")
+    var noStreamer = false
 
     func run() async throws {
         // No secret but what outcomes carry for the app, which the store keeps withheld.
@@ -30,7 +32,7 @@ struct LedgerCommand: AsyncParsableCommand {
         }
         let ledger = LedgerService(
             config: config, registry: await StandardConnectors.registry(config: config), store: config.store,
-            redeliverAfterMilliseconds: redeliverAfterMs, logger: logger
+            redeliverAfterMilliseconds: redeliverAfterMs, runsStreamer: !noStreamer, logger: logger
         ) { bound in
             StageProcess.printLine(bound.readyLine)
         }

@@ -78,6 +78,28 @@ public struct PostgresSettings: Sendable {
     /// The schema that holds paypipe's tables, so one database can hold several stores.
     public var schema = "public"
     public var tls = TLSMode.disable
+    /// Servers to try after the first (`host`, `port`, `socketDirectory`), in order: a URL may
+    /// list several, as libpq's does (`host1:5432,host2:5432`, or `host=/dir1,/dir2`).
+    public var otherServers: [Server] = []
+    /// Which server of the list to keep: any that answers, or only one that takes writes
+    /// (libpq's `target_session_attrs=read-write`): after a failover the ledger finds the
+    /// promoted standby and leaves the old primary, or a standby, alone.
+    public var targetSessionAttributes = TargetSessionAttributes.any
+
+    public enum TargetSessionAttributes: String, Sendable, Equatable {
+        case any
+        case readWrite = "read-write"
+    }
+
+    /// One server of the list.
+    public struct Server: Sendable, Equatable {
+        public var host: String
+        public var port: Int
+        public var socketDirectory: String?
+    }
+
+    /// Every server to try, in order.
+    public var servers: [Server] { [Server(host: host, port: port, socketDirectory: socketDirectory)] + otherServers }
 
     public init() {}
 
@@ -107,14 +129,23 @@ public struct PostgresSettings: Sendable {
                 user = Self.decoded(credentials)
             }
         }
-        if let colon = authority.lastIndex(of: ":") {
-            guard let number = Int(authority[authority.index(after: colon)...]), (1...65535).contains(number) else {
-                throw ConfigError(path: path, reason: "has a port that is not a number from 1 to 65535")
+        var places: [(host: String?, port: Int?)] = []
+        for var place in authority.split(separator: ",", omittingEmptySubsequences: false) {
+            var placePort: Int?
+            if let colon = place.lastIndex(of: ":") {
+                guard let number = Int(place[place.index(after: colon)...]), (1...65535).contains(number) else {
+                    throw ConfigError(path: path, reason: "has a port that is not a number from 1 to 65535")
+                }
+                placePort = number
+                place = place[..<colon]
             }
-            port = number
-            authority = authority[..<colon]
+            places.append((place.isEmpty ? nil : Self.decoded(place), placePort))
         }
-        if !authority.isEmpty { host = Self.decoded(authority) }
+        if let first = places.first {
+            if let firstHost = first.host { host = firstHost }
+            if let firstPort = first.port { port = firstPort }
+        }
+        var socketDirectories: [String] = []
         for pair in query.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1)
             let name = String(parts[0]), value = parts.count > 1 ? Self.decoded(parts[1]) : ""
@@ -125,13 +156,33 @@ public struct PostgresSettings: Sendable {
                 }
                 tls = mode
             case "host":
-                guard value.hasPrefix("/") else { throw ConfigError(path: path, reason: "host= in the query must be a socket directory") }
-                socketDirectory = value
+                socketDirectories = value.split(separator: ",").map(String.init)
+                guard !socketDirectories.isEmpty, socketDirectories.allSatisfy({ $0.hasPrefix("/") }) else {
+                    throw ConfigError(path: path, reason: "host= in the query must be socket directories")
+                }
+                socketDirectory = socketDirectories[0]
             case "schema": schema = try Self.identifier(value, at: path)
-            default: throw ConfigError(path: path, reason: "\(name.prefix(32)) is not a known URL parameter (sslmode, host, schema)")
+            case "target_session_attrs":
+                switch value {
+                case "any": targetSessionAttributes = .any
+                case "read-write", "primary": targetSessionAttributes = .readWrite
+                default: throw ConfigError(path: path, reason: "target_session_attrs must be any, read-write or primary")
+                }
+            default:
+                throw ConfigError(
+                    path: path, reason: "\(name.prefix(32)) is not a known URL parameter (sslmode, host, schema, target_session_attrs)")
             }
         }
         if socketDirectory == nil, host.hasPrefix("/") { socketDirectory = host }
+        // The rest of the list, each place with its own port or the first's.
+        if socketDirectories.count > 1 {
+            otherServers = socketDirectories.dropFirst().map { Server(host: host, port: port, socketDirectory: $0) }
+        } else if places.count > 1 {
+            otherServers = places.dropFirst().map { place in
+                let name = place.host ?? "127.0.0.1"
+                return Server(host: name, port: place.port ?? port, socketDirectory: name.hasPrefix("/") ? name : nil)
+            }
+        }
     }
 
     /// A schema name goes into SQL as an identifier: letters, digits and underscores only.
@@ -158,7 +209,9 @@ public struct PostgresSettings: Sendable {
 
     /// For logs and errors: where, never the password.
     public var summary: String {
-        let place = socketDirectory.map { "socket \($0)" } ?? "\(host):\(port)"
-        return "\(user)@\(place)/\(database) schema \(schema) tls \(tls.rawValue)"
+        let place = servers.map { server in server.socketDirectory.map { "socket \($0)" } ?? "\(server.host):\(server.port)" }
+            .joined(separator: ",")
+        let target = targetSessionAttributes == .any ? "" : " target \(targetSessionAttributes.rawValue)"
+        return "\(user)@\(place)/\(database) schema \(schema) tls \(tls.rawValue)\(target)"
     }
 }

@@ -56,8 +56,10 @@ package final class LedgerClient: OrderDirectory {
         resendAfterMilliseconds: Int64 = LedgerClient.defaultResendAfterMilliseconds
     ) throws(ZMQError) {
         let socket = try context.socket(.dealer, options: options)
-        _ = try socket.connect(endpoint)
-        duplex = try ZMQDuplex(socket: socket)
+        var configuration = ZMQDuplex.Configuration()
+        configuration.peers = ZMQPeers(endpoint)
+        try socket.connect(configuration.peers!)
+        duplex = try ZMQDuplex(socket: socket, configuration: configuration)
         self.timeoutMilliseconds = timeoutMilliseconds
         self.resendAfterMilliseconds = max(1, resendAfterMilliseconds)
         let duplex = self.duplex, waiting = self.waiting

@@ -43,3 +43,23 @@ package func ticks(every interval: Duration) -> AsyncStream<Void> {
         continuation.onTermination = { _ in task.cancel() }
     }
 }
+
+/// The connecting sockets of one stage's loop, each with the copies it reaches (`ZMQPeers`):
+/// connected once, then kept current by `refresh()` from the loop's thread.
+package struct ConnectedPeers: Sendable {
+    private var links: [(socket: ZMQSocket, peers: ZMQPeers)] = []
+
+    package init() {}
+
+    /// Connects `socket` to every copy behind `endpoint`.
+    package mutating func connect(_ socket: ZMQSocket, _ endpoint: String) throws(ZMQError) {
+        let peers = ZMQPeers(endpoint)
+        try socket.connect(peers)
+        links.append((socket, peers))
+    }
+
+    /// Follows copies that came or went; a failed connect is tried again at the next refresh.
+    package func refresh() {
+        for link in links { try? link.peers.refresh(link.socket) }
+    }
+}

@@ -18,6 +18,8 @@ public final class ZMQDuplex: Sendable {
         public var bufferCapacity = 4096
         /// How often the thread checks for `stop()` while nothing happens.
         public var pollIntervalMilliseconds: Int = 50
+        /// The copies the socket connects to, kept current from the duplex's thread.
+        public var peers: ZMQPeers?
         public init() {}
     }
 
@@ -95,6 +97,7 @@ public final class ZMQDuplex: Sendable {
                 break loop
             }
             if handoff.isStopping { break loop }
+            try? configuration.peers?.refresh(socket)
             let ready: [ZMQPollEvents]
             do {
                 ready = try ZMQPoll.wait(

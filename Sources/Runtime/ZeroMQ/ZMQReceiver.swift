@@ -20,6 +20,8 @@ public final class ZMQReceiver: AsyncSequence, Sendable {
         public var bufferCapacity = 4096
         /// How often the thread checks for `stop()` while the socket is idle.
         public var pollIntervalMilliseconds: Int32 = 50
+        /// The copies the socket connects to, kept current from the receiver's thread.
+        public var peers: ZMQPeers?
         public init() {}
     }
 
@@ -30,15 +32,16 @@ public final class ZMQReceiver: AsyncSequence, Sendable {
         try socket.setOption(ZMQ_RCVTIMEO, configuration.pollIntervalMilliseconds, "RCVTIMEO")
         let handoff = Handoff<ZMQMessage>(capacity: configuration.bufferCapacity)
         self.handoff = handoff
-        let batchSize = configuration.batchSize
+        let batchSize = configuration.batchSize, peers = configuration.peers
         startThread(name: "zmq-recv") {
-            ZMQReceiver.run(socket: socket, handoff: handoff, batchSize: batchSize)
+            ZMQReceiver.run(socket: socket, handoff: handoff, batchSize: batchSize, peers: peers)
         }
     }
 
-    private static func run(socket: ZMQSocket, handoff: Handoff<ZMQMessage>, batchSize: Int) {
+    private static func run(socket: ZMQSocket, handoff: Handoff<ZMQMessage>, batchSize: Int, peers: ZMQPeers?) {
         var failure: ZMQError?
         receiving: while !handoff.isStopping {
+            try? peers?.refresh(socket)
             do {
                 guard let first = try socket.receive() else { continue }
                 var batch = [first]

@@ -16,6 +16,9 @@ public final class ZMQSender: Sendable {
         public var queueCapacity = 4096
         /// How often a blocked send wakes to check for a forced stop.
         public var pollIntervalMilliseconds: Int32 = 50
+        /// The copies the socket connects to, kept current from the sender's thread before
+        /// each batch.
+        public var peers: ZMQPeers?
         public init() {}
     }
 
@@ -44,7 +47,8 @@ public final class ZMQSender: Sendable {
         try socket.setOption(ZMQ_SNDTIMEO, configuration.pollIntervalMilliseconds, "SNDTIMEO")
         capacity = configuration.queueCapacity
         let state = self.state
-        startThread(name: "zmq-send") { ZMQSender.run(socket: socket, state: state) }
+        let peers = configuration.peers
+        startThread(name: "zmq-send") { ZMQSender.run(socket: socket, state: state, peers: peers) }
     }
 
     /// Queues a message; suspends while the queue is full. Throws once the socket has failed
@@ -101,7 +105,7 @@ public final class ZMQSender: Sendable {
         return state.withLock { DrainReport(undelivered: $0.undelivered) }
     }
 
-    private static func run(socket: ZMQSocket, state: Locked<State>) {
+    private static func run(socket: ZMQSocket, state: Locked<State>, peers: ZMQPeers?) {
         var failure: ZMQError?
         var undelivered = 0
         sending: while true {
@@ -120,6 +124,7 @@ public final class ZMQSender: Sendable {
             }
             for waiter in waiters { waiter.resume() }
             if batch.isEmpty && closing { break sending }
+            try? peers?.refresh(socket)
             for (index, message) in batch.enumerated() {
                 do {
                     while try !socket.send(message) {

@@ -140,6 +140,16 @@ public final class ZMQSocket: @unchecked Sendable {
         return try lastEndpoint
     }
 
+    public func disconnect(_ endpoint: String) throws(ZMQError) {
+        let handle = try requireHandle()
+        if zmq_disconnect(handle, endpoint) != 0 { throw ZMQError("zmq_disconnect(\(endpoint))") }
+    }
+
+    /// Connects to every copy behind `peers`' endpoint (`ZMQPeers`).
+    public func connect(_ peers: ZMQPeers) throws(ZMQError) {
+        try peers.refresh(self, force: true)
+    }
+
     public func subscribe(_ prefix: [UInt8] = []) throws(ZMQError) {
         let handle = try requireHandle()
         if zmq_setsockopt(handle, ZMQ_SUBSCRIBE, prefix, prefix.count) != 0 { throw ZMQError("zmq_setsockopt(SUBSCRIBE)") }

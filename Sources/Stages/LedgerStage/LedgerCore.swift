@@ -86,7 +86,7 @@ package struct LedgerCore {
     /// Called once when the ledger starts: leases that lapsed while it was down are held one
     /// lease longer, so live holders renew them before anything is redelivered.
     package func resumeLeases(now: Int64) throws {
-        try store.transaction { try store.extendHeldLeases(until: now + leaseMilliseconds) }
+        try store.transaction(logsOutcomes: false) { try store.extendHeldLeases(until: now + leaseMilliseconds) }
     }
 
     /// The operations whose pending orders the pollers own.
@@ -185,6 +185,14 @@ package struct LedgerCore {
         case intake([FrameDecoder.IntakeItem])
         case results([FrameDecoder.Result])
         case request(LedgerRequest)
+
+        /// Whether the work may append to the outcome log (`LedgerStore.transaction`).
+        var mayLog: Bool {
+            switch self {
+            case .intake, .results, .request(.settle): true
+            case .request(.lookup), .request(.lookupRef), .request(.claim), .request(.resumePolls): false
+            }
+        }
     }
 
     /// What one `Work` asks for: its effects and, for a request, the reply (sent only after the
@@ -201,7 +209,7 @@ package struct LedgerCore {
     package mutating func commit(_ work: [Work], now: Int64) throws -> [Done] {
         let before = counters
         do {
-            return try store.transaction {
+            return try store.transaction(logsOutcomes: work.contains(where: \.mayLog)) {
                 try work.map { piece in
                     switch piece {
                     case .intake(let items): return Done(effects: try intake(items, now: now))
@@ -404,10 +412,10 @@ package struct LedgerCore {
             return (.settled(applied: applied, duplicate: duplicate, corrected: corrected), effects)
         case .claim(let claims):
             let (until, maxLife) = (now + leaseMilliseconds, leaseMaxMilliseconds)
-            return (.claimed(try store.transaction { try store.claim(claims, until: until, now: now, maxLife: maxLife) }), [])
+            return (.claimed(try store.transaction(logsOutcomes: false) { try store.claim(claims, until: until, now: now, maxLife: maxLife) }), [])
         case .resumePolls:
             let operations = polledOperations
-            let pending = try store.transaction {
+            let pending = try store.transaction(logsOutcomes: false) {
                 try operations.flatMap { operation in
                     try store.pendingToDispatch(operation: operation, pendingBefore: .max, dispatchedBefore: .max, now: now, limit: 1_000_000)
                 }

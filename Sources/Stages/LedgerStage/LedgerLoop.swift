@@ -52,6 +52,8 @@ final class LedgerLoop: Sendable {
     let limits: Limits
     let metrics: StageMetrics
     let logger: Logger
+    /// Other ledgers log into the same store: the live push follows the log's order across them.
+    let shared: Bool
     private let exported: LedgerMetrics
     private let fastPathSkipped: Counter
     /// Result frames from a CURVE peer without a role (counted with the refused outcomes' metric).
@@ -74,6 +76,7 @@ final class LedgerLoop: Sendable {
         self.limits = limits
         self.metrics = metrics
         self.logger = logger
+        shared = core.isShared
         exported = LedgerMetrics(metrics)
         fastPathSkipped = metrics.counter(
             "paypipe_outcomes_fast_path_skipped_total", help: "Outcomes not pushed live because no consumer kept up (they wait in the replay log)")
@@ -92,6 +95,8 @@ final class LedgerLoop: Sendable {
     /// What the loop's thread alone touches between passes.
     private struct Outboxes {
         var dispatch, outcomes, polls, rpc, replay: ZMQOutbox
+        /// The highest seq pushed live (or skipped): the live push follows the log's order.
+        var published: Int64 = 0
     }
 
     private func serve() throws {
@@ -106,7 +111,9 @@ final class LedgerLoop: Sendable {
             }
         }
         let gauges = Gauges(metrics)
+        out.published = try retrying.run("reading the outcome log") { try core.lastLoggedSeq() }
         var nextTick = steadyMilliseconds() + limits.tickMilliseconds
+        var nextTail = steadyMilliseconds()
         var busy = false
         while !stopping.isStopped {
             let takesOrders = out.dispatch.count < limits.dispatchBacklog
@@ -129,6 +136,11 @@ final class LedgerLoop: Sendable {
                 for reply in LedgerService.answer(replayRequest: message.frames, core: core, sender: sender, logger: logger) {
                     try out.replay.send(reply)
                 }
+            }
+            if shared, steadyMilliseconds() >= nextTail {
+                // What other ledgers logged goes out here too, in seq order.
+                if let last = try? core.lastLoggedSeq() { try catchUp(to: last, &out) }
+                nextTail = steadyMilliseconds() + limits.idleMilliseconds
             }
             try flush(&out)
             if steadyMilliseconds() >= nextTick {
@@ -165,11 +177,15 @@ final class LedgerLoop: Sendable {
         }
         guard !work.isEmpty || !parsedRequests.isEmpty else { return }
         var done: ArraySlice<LedgerCore.Done> = []
+        var logged: ClosedRange<Int64>?
         if !work.isEmpty {
             done = try retrying.run("a store transaction") { try core.commit(work) }[...]
+            logged = core.committedSeqs
             transactionsCommitted.add(1, ordering: .relaxed)
             exported.update(core.counters)
         }
+        defer { if let logged { out.published = max(out.published, logged.upperBound) } }
+        if let logged { try catchUp(to: logged.lowerBound - 1, &out) }
         if !intake.isEmpty { try perform(done.removeFirst().effects, &out) }
         if !results.isEmpty { try perform(done.removeFirst().effects, &out) }
         for (message, parsed) in parsedRequests {
@@ -197,11 +213,19 @@ final class LedgerLoop: Sendable {
         return (message.body, role)
     }
 
-    private func perform(_ effects: [LedgerCore.Effect], _ out: inout Outboxes) throws(ZMQError) {
+    private func perform(_ effects: [LedgerCore.Effect], _ out: inout Outboxes) throws {
         for effect in effects {
             switch effect {
             case .dispatch(let frame): try out.dispatch.send(ZMQMessage(frame))
             case .emit(let frame):
+                if shared, let seq = Self.loggedSeq(of: frame) {
+                    if seq > out.published + 1 {
+                        // Other ledgers' outcomes below it go first, and so does it, from the log.
+                        try catchUp(to: seq, &out)
+                        if out.published >= seq { continue }
+                    }
+                    out.published = max(out.published, seq)
+                }
                 if out.outcomes.count < limits.outcomesBacklog {
                     try out.outcomes.send(ZMQMessage(core.revealer?.reveal(frame) ?? frame))
                 } else {
@@ -217,6 +241,46 @@ final class LedgerLoop: Sendable {
         }
     }
 
+    /// Pushes live what the log holds after the last seq pushed, up to `seq`: outcomes other
+    /// ledgers logged, which upstream must see before any later seq. A gap too long to read at
+    /// once is left to replay, as a consumer that does not keep up is.
+    private func catchUp(to seq: Int64, _ out: inout Outboxes) throws {
+        var reads = 0
+        while out.published < seq, reads < 8 {
+            reads += 1
+            guard let entries = try? core.logged(after: out.published, limit: 1024), let last = entries.last else { break }
+            for entry in entries where entry.seq <= seq {
+                let bytes = Array(entry.text.utf8)
+                if out.outcomes.count < limits.outcomesBacklog {
+                    try out.outcomes.send(ZMQMessage(core.revealer?.reveal(bytes) ?? bytes))
+                } else {
+                    fastPathSkipped.increment()
+                }
+            }
+            out.published = min(last.seq, seq)
+        }
+        out.published = max(out.published, seq)
+    }
+
+    /// The seq a logged outcome ends with (`LedgerStore.withSeq` appends it last); nil when it
+    /// does not end that way.
+    static func loggedSeq(of bytes: [UInt8]) -> Int64? {
+        var index = bytes.count - 1
+        while index >= 0, bytes[index] == UInt8(ascii: " ") || bytes[index] == UInt8(ascii: "\n") { index -= 1 }
+        guard index > 0, bytes[index] == UInt8(ascii: "}") else { return nil }
+        index -= 1
+        var value: Int64 = 0, scale: Int64 = 1, digits = 0
+        while index >= 0, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]), digits < 18 {
+            value += Int64(bytes[index] - UInt8(ascii: "0")) * scale
+            scale *= 10
+            digits += 1
+            index -= 1
+        }
+        let key = Array(#""seq":"#.utf8)
+        guard digits > 0, index + 1 >= key.count, Array(bytes[(index + 1 - key.count)...index]) == key else { return nil }
+        return value
+    }
+
     private func flush(_ out: inout Outboxes) throws(ZMQError) {
         try out.dispatch.flush()
         try out.outcomes.flush()
@@ -229,7 +293,10 @@ final class LedgerLoop: Sendable {
     /// retention and the gauges.
     private func tick(_ out: inout Outboxes, _ gauges: Gauges) throws {
         if out.dispatch.count < limits.dispatchBacklog {
-            try perform(try retrying.run("redelivery") { try core.redeliver() }, &out)
+            let effects = try retrying.run("redelivery") { try core.redeliver() }
+            if let logged = core.committedSeqs { try catchUp(to: logged.lowerBound - 1, &out) }
+            try perform(effects, &out)
+            if let logged = core.committedSeqs { out.published = max(out.published, logged.upperBound) }
             exported.update(core.counters)
         }
         try retrying.run("retention") { try core.applyRetention(retention, limit: 1000) }

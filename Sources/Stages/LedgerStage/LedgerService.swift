@@ -6,12 +6,14 @@ import Prometheus
 import ServiceLifecycle
 import StageRuntime
 import StageWire
+import StreamerStage
 import Synchronization
 import ZeroMQ
 
-/// `paypipe-ledger`: binds every stable address of the pipeline, records and deduplicates
-/// orders, forwards outcomes upstream, redelivers stalled orders and runs the streamer between
-/// signers and submitters.
+/// `paypipe-ledger`: binds the ledger's stable addresses, records and deduplicates orders,
+/// forwards outcomes upstream, redelivers stalled orders and, unless a fleet runs
+/// `paypipe-streamer` copies, runs the streamer between signers and submitters. Any number of
+/// ledgers can run over one PostgreSQL store.
 package final class LedgerService: MeasuredStage {
     /// The ledger's core behind a lock: its loop's thread commits through it, and the
     /// operators' `GET /review` reads through it. Its time is `steadyMilliseconds()`: leases,
@@ -33,6 +35,14 @@ package final class LedgerService: MeasuredStage {
         func redeliver() throws -> [LedgerCore.Effect] { try locked.withLock { core in try core.redeliver(now: steadyMilliseconds()) } }
         func resumeLeases() throws { try locked.withLock { core in try core.resumeLeases(now: steadyMilliseconds()) } }
         var counters: LedgerCore.Counters { locked.withLock { $0.counters } }
+        /// The seqs the last commit logged (`LedgerStore.lastCommittedSeqs`).
+        var committedSeqs: ClosedRange<Int64>? { locked.withLock { $0.store.lastCommittedSeqs } }
+        /// Whether other ledgers log into the same store.
+        var isShared: Bool { locked.withLock { $0.store.isShared } }
+        func lastLoggedSeq() throws -> Int64 { try locked.withLock { core in try core.store.lastLoggedSeq() } }
+        func logged(after seq: Int64, limit: Int) throws -> [(seq: Int64, text: String)] {
+            try locked.withLock { core in try core.store.outcomes(after: seq, limit: limit).outcomes }
+        }
         /// The outcomes upstream asked for, or nil when its `epoch` and `since` name what the store no
         /// longer holds; with the store's current epoch.
         func replay(_ request: OutcomeReplay.Request) throws -> (found: (outcomes: [(seq: Int64, text: String)], more: Bool)?, epoch: String) {
@@ -64,15 +74,19 @@ package final class LedgerService: MeasuredStage {
     let logger: Logger
     let redeliverAfterMilliseconds: Int64
     let onReady: @Sendable (LedgerAddresses) -> Void
+    /// Whether this ledger runs the streamer between signers and submitters itself (a
+    /// single-host pipeline) rather than leaving it to `paypipe-streamer` copies (a fleet).
+    let runsStreamer: Bool
     package let metrics = StageMetrics()
     /// The running ledger's core, for the operators' `GET /review`.
     private let running = Mutex<Core?>(nil)
 
     /// `onReady` is called once every socket is bound.
     package init(
-        config: PaypipeConfig, registry: ConnectorRegistry, store: StoreSettings, redeliverAfterMilliseconds: Int64 = 60_000, logger: Logger,
-        onReady: @escaping @Sendable (LedgerAddresses) -> Void = { _ in }
+        config: PaypipeConfig, registry: ConnectorRegistry, store: StoreSettings, redeliverAfterMilliseconds: Int64 = 60_000,
+        runsStreamer: Bool = true, logger: Logger, onReady: @escaping @Sendable (LedgerAddresses) -> Void = { _ in }
     ) {
+        self.runsStreamer = runsStreamer
         self.config = config
         self.registry = registry
         self.store = store
@@ -103,20 +117,19 @@ package final class LedgerService: MeasuredStage {
         let outcomesSocket = try context.socket(.push, options: links.upstreamServer(stageOptions(highWaterMark: 100_000), .outcomes))
         let signSocket = try context.socket(.push, options: links.server(workQueueOptions(), .signQueue))
         let resultsSocket = try context.socket(.pull, options: links.server(stageOptions(), .results))
-        let signedInSocket = try context.socket(.pull, options: links.server(stageOptions(highWaterMark: 256), .signedIn))
-        let signedOutSocket = try context.socket(.push, options: links.server(workQueueOptions(), .signedOut))
         let rpcSocket = try context.socket(.router, options: links.server(stageOptions(), .ledgerRPC))
         let pollSocket = try context.socket(.push, options: links.server(stageOptions(highWaterMark: 10_000), .pollQueue))
         // A ROUTER drops what exceeds a peer's HWM, so the HWM holds several whole answers.
         let replaySocket = try context.socket(
             .router, options: links.upstreamServer(stageOptions(highWaterMark: Int32(8 * (OutcomeReplay.maxLimit + 1))), .outcomesReplay))
+        let streamer =
+            runsStreamer ? try Streamer(context: context, links: links, signedIn: e.signedIn, signedOut: e.signedOut) : nil
         let bound = LedgerAddresses(
             intake: try intakeSocket.bind(e.intake), outcomes: try outcomesSocket.bind(e.outcomes),
-            signQueue: try signSocket.bind(e.signQueue), signedIn: try signedInSocket.bind(e.signedIn),
-            signedOut: try signedOutSocket.bind(e.signedOut), results: try resultsSocket.bind(e.results),
+            signQueue: try signSocket.bind(e.signQueue), signedIn: streamer?.signedIn ?? "none",
+            signedOut: streamer?.signedOut ?? "none", results: try resultsSocket.bind(e.results),
             ledgerRPC: try rpcSocket.bind(e.ledgerRPC), pollQueue: try pollSocket.bind(e.pollQueue),
             outcomesReplay: try replaySocket.bind(e.outcomesReplay))
-        let proxy = try ZMQProxy(context: context, frontend: signedInSocket, backend: signedOutSocket)
         let loop = LedgerLoop(
             sockets: .init(
                 intake: intakeSocket, results: resultsSocket, rpc: rpcSocket, replay: replaySocket,
@@ -134,7 +147,7 @@ package final class LedgerService: MeasuredStage {
             ])
 
         defer {
-            proxy.stop()
+            streamer?.stop()
             authenticator?.stop()
             context.terminate()
         }

@@ -26,18 +26,20 @@ package final class SignerService: MeasuredStage {
         let context = try ZMQContext()
         defer { context.terminate() }
         let e = config.endpoints
+        var peers = ConnectedPeers()
         let pull = try context.socket(.pull, options: links.client(workQueueOptions()))
-        try pull.connect(e.signQueue)
+        try peers.connect(pull, e.signQueue)
         let signedSocket = try context.socket(.push, options: links.client(stageOptions(highWaterMark: 256)))
-        try signedSocket.connect(e.signedIn)
+        try peers.connect(signedSocket, e.signedIn)
         let resultsSocket = try context.socket(.push, options: links.client(stageOptions()))
-        try resultsSocket.connect(e.results)
+        try peers.connect(resultsSocket, e.results)
+        let connected = peers
         logger.info("signer ready", metadata: ["signQueue": "\(e.signQueue)"])
         let stopping = StopFlag()
         // Graceful shutdown stops taking orders; what was taken is signed and handed on.
         try await runStageLoop(name: "signer-loop", stopping: stopping) {
             defer { [pull, signedSocket, resultsSocket].forEach { $0.close() } }
-            try self.serve(orders: pull, signed: signedSocket, results: resultsSocket, core: core, stopping: stopping)
+            try self.serve(orders: pull, signed: signedSocket, results: resultsSocket, peers: connected, core: core, stopping: stopping)
         }
         logger.info("signer stopped")
     }
@@ -54,7 +56,8 @@ package final class SignerService: MeasuredStage {
     /// The signer's one thread: polls the work queue, signs, and sends each signed request or
     /// outcome itself, with no hand-off between threads.
     private func serve(
-        orders: ZMQSocket, signed signedSocket: ZMQSocket, results resultsSocket: ZMQSocket, core: SignerCore, stopping: StopFlag
+        orders: ZMQSocket, signed signedSocket: ZMQSocket, results resultsSocket: ZMQSocket, peers: ConnectedPeers, core: SignerCore,
+        stopping: StopFlag
     ) throws {
         let counted = { (result: String) in
             self.metrics.counter("paypipe_signer_orders_total", [("result", result)], help: "Orders handled by the signer, by result")
@@ -65,6 +68,7 @@ package final class SignerService: MeasuredStage {
         var signed = ZMQOutbox(socket: signedSocket), results = ZMQOutbox(socket: resultsSocket)
         var busy = false
         while !stopping.isStopped {
+            peers.refresh()
             let takesOrders = signed.count < Self.backlogLimit && results.count < Self.backlogLimit
             let ready = try ZMQPoll.wait(
                 [(orders, takesOrders ? .readable : []), (signedSocket, signed.pollEvents), (resultsSocket, results.pollEvents)],

@@ -37,12 +37,14 @@ package final class SubmitterService: MeasuredStage {
         let context = try ZMQContext()
         defer { context.terminate() }
         let e = config.endpoints
+        var peers = ConnectedPeers()
         let workSocket = try context.socket(.pull, options: links.client(workQueueOptions()))
-        try workSocket.connect(e.signedOut)
+        try peers.connect(workSocket, e.signedOut)
         let resultsSocket = try context.socket(.push, options: links.client(stageOptions()))
-        try resultsSocket.connect(e.results)
+        try peers.connect(resultsSocket, e.results)
         let rpcSocket = try context.socket(.dealer, options: links.client(stageOptions()))
-        try rpcSocket.connect(e.ledgerRPC)
+        try peers.connect(rpcSocket, e.ledgerRPC)
+        let connected = peers
         let http = ProviderHTTPClient(
             connectTimeoutMilliseconds: config.timers.httpConnectTimeoutMs,
             requestTimeoutMilliseconds: config.timers.httpRequestTimeoutMs)
@@ -61,7 +63,8 @@ package final class SubmitterService: MeasuredStage {
         try await runStageLoop(name: "submitter-loop", stopping: stopping) {
             defer { [workSocket, resultsSocket, rpcSocket].forEach { $0.close() } }
             try self.serve(
-                work: workSocket, results: resultsSocket, rpc: rpcSocket, runner: runner, window: window, finished: finished, stopping: stopping)
+                work: workSocket, results: resultsSocket, rpc: rpcSocket, peers: connected, runner: runner, window: window, finished: finished,
+                stopping: stopping)
         }
         await http.shutdown()
         logger.info("submitter stopped")
@@ -75,8 +78,8 @@ package final class SubmitterService: MeasuredStage {
     /// HTTP client's event loops, and sends each outcome itself. Holding `backlog` pieces of
     /// work (claimed or waiting for a claim, waiting for a slot or in flight), it stops reading.
     private func serve(
-        work: ZMQSocket, results resultsSocket: ZMQSocket, rpc rpcSocket: ZMQSocket, runner: SubmissionRunner, window: LeaseWindow,
-        finished: FinishedWork, stopping: StopFlag
+        work: ZMQSocket, results resultsSocket: ZMQSocket, rpc rpcSocket: ZMQSocket, peers: ConnectedPeers, runner: SubmissionRunner,
+        window: LeaseWindow, finished: FinishedWork, stopping: StopFlag
     ) throws {
         let (logger, metrics, catalog) = (self.logger, self.metrics, registry.catalog)
         let heldGauge = metrics.gauge("paypipe_submitter_leases_held", help: "Orders this submitter holds a lease on (waiting or in flight)")
@@ -114,6 +117,7 @@ package final class SubmitterService: MeasuredStage {
         }
         var busy = false
         while !(stopping.isStopped && inHand == 0) {
+            peers.refresh()
             let room = stopping.isStopped ? 0 : backlog - inHand
             let now = steadyMilliseconds()
             let (ready, woken) = try ZMQPoll.wait(

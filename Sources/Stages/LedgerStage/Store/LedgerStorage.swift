@@ -24,7 +24,9 @@ package protocol LedgerStorage: AnyObject {
     /// whatever the store counts in memory with it, so that the caller can retry it unchanged.
     /// Nested calls join the outer transaction for the same reason. Every other requirement
     /// that writes expects to run inside one.
-    func transaction<T>(_ body: () throws -> T) throws -> T
+    /// `logsOutcomes`: whether it may append to the outcome log, whose order across several
+    /// ledgers it then takes part in from its first statement; false only for claims and reads.
+    func transaction<T>(logsOutcomes: Bool, _ body: () throws -> T) throws -> T
 
     // MARK: Meta
 

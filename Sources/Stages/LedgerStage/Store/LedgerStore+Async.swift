@@ -43,10 +43,7 @@ extension LedgerStore {
         operation: Operation, pendingBefore: Int64, dispatchedBefore: Int64, now: Int64, limit: Int
     ) throws -> [PendingDispatch] {
         let rows = try db.query(
-            """
-            SELECT merchant, order_id, order_json, pending_at, outcome, dispatches FROM orders
-            WHERE provider=? AND state='pending' AND pending_at < ? AND operation=? AND dispatched_at < ? LIMIT ?
-            """,
+            db.dialect == .postgres ? Self.pendingDueLocking : Self.pendingDue,
             [
                 .text(operation.provider.rawValue), .integer(pendingBefore), .text(operation.rawValue), .integer(dispatchedBefore),
                 .integer(Int64(limit)),
@@ -54,14 +51,27 @@ extension LedgerStore {
         var result: [PendingDispatch] = []
         for row in rows {
             guard let merchant = row[0].text, let orderId = row[1].text, let json = row[2].text, let pendingAt = row[3].integer else { continue }
-            try markDispatched(merchant: merchant, orderId: orderId, now: now)
+            let dispatches = row[5].integer ?? 1
+            guard try markDispatched(merchant: merchant, orderId: orderId, dispatches: dispatches, now: now) else { continue }
             let outcome = row[4].text.flatMap { try? JSONValue.parse(Array($0.utf8)) }
             result.append(
                 PendingDispatch(
                     json: json, pendingAt: pendingAt, result: outcome?["result"]?.objectValue ?? [:],
                     key: OrderKey(merchant: merchant, orderId: orderId),
-                    generation: (row[5].integer ?? 1) + 1))
+                    generation: dispatches + 1))
         }
         return result
     }
+
+    static let pendingDue: StaticString = """
+        SELECT merchant, order_id, order_json, pending_at, outcome, dispatches FROM orders
+        WHERE provider=? AND state='pending' AND pending_at < ? AND operation=? AND dispatched_at < ? LIMIT ?
+        """
+
+    /// `pendingDue` for several ledgers over one PostgreSQL database: what another ledger is
+    /// dispatching is skipped (`stalledQueryLocking`).
+    static let pendingDueLocking: StaticString = """
+        SELECT merchant, order_id, order_json, pending_at, outcome, dispatches FROM orders
+        WHERE provider=? AND state='pending' AND pending_at < ? AND operation=? AND dispatched_at < ? LIMIT ? FOR UPDATE SKIP LOCKED
+        """
 }

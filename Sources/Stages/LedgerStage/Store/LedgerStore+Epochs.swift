@@ -10,27 +10,26 @@ import PaypipeCore
 extension LedgerStore {
     /// Begins a new epoch after the last seq handed out. Call inside `transaction`.
     func openEpoch() throws {
+        // Ledgers opening together number their epochs one at a time.
+        try takeStoreLock()
         let number = (try db.query("SELECT MAX(number) FROM epochs").first?[0].integer ?? 0) + 1
         let id = Self.newEpochID()
+        let last = try lastSeq()
         try db.query(
-            "INSERT INTO epochs(epoch, number, opened_after, opened_at) VALUES(?,?,?,?)",
-            [.text(id), .integer(number), .integer(try lastSeq()), .integer(Timestamp.nowMilliseconds())])
+            "INSERT INTO epochs(epoch, number, opened_after, opened_at, last_seq) VALUES(?,?,?,?,?)",
+            [.text(id), .integer(number), .integer(last), .integer(Timestamp.nowMilliseconds()), .integer(last)])
         epoch = id
     }
 
     /// Whether this store's log holds, unchanged, everything an upstream saw up to `seq` of
-    /// `epoch`: the epoch is one of this store's, and the store handed out `seq` in it.
+    /// `epoch`: the epoch is one of this store's, and the store handed out `seq` in it. Each
+    /// epoch keeps the highest seq logged in it, since several ledgers' epochs run at once over
+    /// one PostgreSQL database and interleave their seqs.
     package func replayContinues(epoch: String, after seq: Int64) throws -> Bool {
-        guard let row = try db.query("SELECT number FROM epochs WHERE epoch=?", [.text(epoch)]).first, let number = row[0].integer else {
+        guard let row = try db.query("SELECT last_seq FROM epochs WHERE epoch=?", [.text(epoch)]).first, let last = row[0].integer else {
             return false
         }
-        let end: Int64
-        if let next = try db.query("SELECT opened_after FROM epochs WHERE number > ? ORDER BY number LIMIT 1", [.integer(number)]).first {
-            end = next[0].integer ?? 0
-        } else {
-            end = try lastSeq()
-        }
-        return seq <= end
+        return seq <= last
     }
 
     /// Sixteen hex digits: unique enough that no two openings of any store share one.

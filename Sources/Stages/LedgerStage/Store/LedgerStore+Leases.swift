@@ -18,7 +18,7 @@ extension LedgerStore {
         // planner prefers `orders_in_flight`'s equality on the state to `orders_held`'s range,
         // which would read every order in flight, so the second range names its index.
         let rows = try db.query(
-            Self.stalledQuery,
+            db.dialect == .postgres ? Self.stalledQueryLocking : Self.stalledQuery,
             [.integer(cutoff), .integer(cutoff), .integer(delay), .integer(now), .integer(Int64(limit))])
         var redispatch: [Redispatch] = [], exhausted: [Exhausted] = []
         for row in rows {
@@ -36,17 +36,23 @@ extension LedgerStore {
                 exhausted.append(Exhausted(key: key, provider: row[5].text ?? "", operation: row[6].text ?? "", attempts: attempts, reason: reason))
                 continue
             }
-            try markDispatched(merchant: merchant, orderId: orderId, now: now)
+            guard try markDispatched(merchant: merchant, orderId: orderId, dispatches: dispatches, now: now) else { continue }
             redispatch.append(Redispatch(json: json, acceptedAt: acceptedAt, key: key, generation: dispatches + 1))
         }
         return (redispatch, exhausted)
     }
 
-    /// A new dispatch is a new generation: the previous holder's lease ends with it.
-    func markDispatched(merchant: String, orderId: String, now: Int64) throws {
+    /// A new dispatch is a new generation: the previous holder's lease ends with it. Only the
+    /// generation after `dispatches` is taken, so two ledgers that found the same stalled order
+    /// never send one generation twice: false when another took it first.
+    func markDispatched(merchant: String, orderId: String, dispatches: Int64, now: Int64) throws -> Bool {
         try db.query(
-            "UPDATE orders SET dispatched_at=?, dispatches=dispatches+1, lease_until=NULL, claimed_generation=NULL, claimed_at=NULL WHERE merchant=? AND order_id=?",
-            [.integer(now), .text(merchant), .text(orderId)])
+            """
+            UPDATE orders SET dispatched_at=?, dispatches=dispatches+1, lease_until=NULL, claimed_generation=NULL, claimed_at=NULL
+            WHERE merchant=? AND order_id=? AND dispatches=?
+            """,
+            [.integer(now), .text(merchant), .text(orderId), .integer(dispatches)])
+        return db.changes == 1
     }
 
     /// Grants (or renews) each claim while the order is open or unknown, holding it until
@@ -101,6 +107,19 @@ extension LedgerStore {
         SELECT merchant, order_id, order_json, accepted_at, dispatches, provider, operation, attempts, claimed_at FROM orders INDEXED BY orders_held
         WHERE state IN ('open','unknown') AND order_json IS NOT NULL AND lease_until < ?
         LIMIT ?
+        """
+
+    /// `stalledQuery` for several ledgers over one PostgreSQL database: the rows it finds are
+    /// locked until the transaction that dispatches them again commits, and rows another ledger
+    /// is dispatching are skipped rather than waited for.
+    static let stalledQueryLocking: StaticString = """
+        SELECT merchant, order_id, order_json, accepted_at, dispatches, provider, operation, attempts, claimed_at FROM orders
+        WHERE state IN ('open','unknown') AND order_json IS NOT NULL
+          AND ((lease_until IS NULL AND dispatched_at < ?
+                AND dispatched_at < ? - ? * ((1 << CAST(CASE WHEN dispatches - attempts <= 1 THEN 0 WHEN dispatches - attempts >= 6 THEN 5
+                                                            ELSE dispatches - attempts - 1 END AS INTEGER)) - 1))
+               OR lease_until < ?)
+        LIMIT ? FOR UPDATE SKIP LOCKED
         """
 
     /// How SQLite runs the statements that look for work by time, by name: each must search

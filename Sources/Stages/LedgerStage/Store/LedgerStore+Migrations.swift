@@ -19,28 +19,35 @@ extension LedgerStore {
             [
                 StoreMigration(version: 1, ownsTransactions: true) { try $0.createSQLiteSchemaVersion1() },
                 StoreMigration(version: 2) { try $0.createEpochs(integer: "INTEGER") },
+                StoreMigration(version: 3) { try $0.addEpochsLastSeq(integer: "INTEGER") },
             ]
         case .postgres:
             [
                 StoreMigration(version: 1) { try $0.createPostgresSchemaVersion1() },
                 StoreMigration(version: 2) { try $0.createEpochs(integer: "BIGINT") },
+                StoreMigration(version: 3) { try $0.addEpochsLastSeq(integer: "BIGINT") },
             ]
         }
     }
 
     /// The schema version this paypipe writes.
-    static let schemaVersion = 2
+    static let schemaVersion = 3
 
     /// Brings the schema to `schemaVersion`, recording each step in `meta`; refuses a store
     /// whose schema is newer than this paypipe knows, which an older ledger would corrupt.
     /// Ledgers starting together over one PostgreSQL database take turns (an advisory lock).
     func migrate() throws {
-        try db.execute("CREATE TABLE IF NOT EXISTS meta(name TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        // Even the table that records the version: two ledgers creating it at once would both
+        // try, and one would fail.
+        try db.transaction {
+            try takeStoreLock()
+            try db.execute("CREATE TABLE IF NOT EXISTS meta(name TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        }
         let steps = migrations
         precondition(steps.last?.version == Self.schemaVersion)
         for step in steps {
             let applyOnItsOwn = try db.transaction { () throws -> Bool in
-                if db.dialect == .postgres { try db.query("SELECT 1 FROM pg_advisory_xact_lock(7027566457)") }
+                try takeStoreLock()
                 let current = try storedSchemaVersion()
                 guard current <= Self.schemaVersion else {
                     throw StoreError(
@@ -57,6 +64,13 @@ extension LedgerStore {
             try step.apply(self)
             try db.transaction { try recordSchemaVersion(step.version) }
         }
+    }
+
+    /// Ledgers starting together over one PostgreSQL database take turns at what each does once
+    /// per opening (the schema, the epoch): a lock held until the transaction ends. SQLite has
+    /// one ledger per file.
+    func takeStoreLock() throws {
+        if db.dialect == .postgres { try db.query("SELECT 1 FROM pg_advisory_xact_lock(7027566457)") }
     }
 
     private func recordSchemaVersion(_ version: Int) throws {
@@ -111,5 +125,15 @@ extension LedgerStore {
             CREATE TABLE IF NOT EXISTS epochs(epoch TEXT PRIMARY KEY, number \(integer) NOT NULL UNIQUE,
               opened_after \(integer) NOT NULL, opened_at \(integer) NOT NULL)
             """)
+    }
+
+    /// Each epoch keeps the highest seq logged in it (`replayContinues`). Epochs opened before
+    /// had one writer at a time, so each ended where the next began.
+    func addEpochsLastSeq(integer: String) throws {
+        try db.execute("ALTER TABLE epochs ADD COLUMN last_seq \(integer)")
+        try db.query(
+            """
+            UPDATE epochs SET last_seq=COALESCE((SELECT MIN(later.opened_after) FROM epochs AS later WHERE later.number > epochs.number), ?)
+            """, [.integer(try lastSeq())])
     }
 }

@@ -72,6 +72,7 @@ package final class LedgerStore: LedgerStorage {
             UNION ALL SELECT 'review', COUNT(*) FROM orders WHERE state='review'
             """)
         running = [:]
+        countedAt = Timestamp.monotonicMilliseconds()
         for row in rows {
             if let state = row[0].text.flatMap(State.init(rawValue:)), let n = row[1].integer { running[state] = Int(n) }
         }
@@ -87,13 +88,17 @@ package final class LedgerStore: LedgerStorage {
     }
 
     /// `body` in one transaction. Called inside another (a group commit), `body` joins it and
-    /// commits or rolls back with the rest.
-    package func transaction<T>(_ body: () throws -> T) throws -> T {
+    /// commits or rolls back with the rest. `logsOutcomes`: the transaction may append to the
+    /// outcome log, so it takes the log's lock before anything else (`lockLog`); only one that
+    /// surely logs nothing (claims, reads) goes without.
+    package func transaction<T>(logsOutcomes: Bool = true, _ body: () throws -> T) throws -> T {
         if inTransaction { return try body() }
         if try db.connectIfNeeded() { try opened() }
         inTransaction = true
         // Read again in every transaction: a rolled-back one may have taken seqs it never wrote.
         nextSeq = nil
+        firstSeq = nil
+        lastCommittedSeqs = nil
         batch = Batch()
         defer {
             inTransaction = false
@@ -101,7 +106,14 @@ package final class LedgerStore: LedgerStorage {
         }
         let counted = running
         do {
-            return try db.transaction(body)
+            let value = try db.transaction { () throws -> T in
+                if logsOutcomes { try lockLog() }
+                let value = try body()
+                try closeLogEntries()
+                return value
+            }
+            if let firstSeq, let nextSeq, nextSeq > firstSeq { lastCommittedSeqs = firstSeq...(nextSeq - 1) }
+            return value
         } catch {
             running = counted
             batch = Batch()
@@ -110,6 +122,39 @@ package final class LedgerStore: LedgerStorage {
     }
 
     private var inTransaction = false
+
+    /// The seqs the last committed transaction logged, in order; nil when it logged none. What
+    /// other ledgers logged below them was committed before them (`lockLog`).
+    package private(set) var lastCommittedSeqs: ClosedRange<Int64>?
+
+    /// The first seq this transaction may hand out, once the log is locked.
+    private var firstSeq: Int64?
+
+    /// Seqs have to reach upstream in the order they are handed out, also from several ledgers
+    /// over one PostgreSQL database, whose own sequences commit out of order. So the log has one
+    /// counter row, `log_head`, and a transaction that logs locks it before anything else: seqs
+    /// are handed out by one transaction at a time, each commits before the next can take any,
+    /// and a reader that sees seq N has already been able to see every seq below it. Taking it
+    /// first, before any order's row, keeps two ledgers from each holding what the other waits
+    /// for. SQLite has one writer, so it only reads the counter.
+    func lockLog() throws {
+        guard firstSeq == nil else { return }
+        let last: Int64
+        switch db.dialect {
+        case .sqlite: last = try lastSeq()
+        case .postgres:
+            last =
+                try db.query("SELECT GREATEST(h.last_seq, (SELECT MAX(seq) FROM outcome_log)) FROM log_head h FOR UPDATE").first?[0].integer ?? 0
+        }
+        firstSeq = last + 1
+        nextSeq = last + 1
+    }
+
+    /// Records the highest seq this transaction logged in its epoch, for `replayContinues`.
+    private func closeLogEntries() throws {
+        guard let firstSeq, let nextSeq, nextSeq > firstSeq else { return }
+        try db.query("UPDATE epochs SET last_seq=? WHERE epoch=?", [.integer(nextSeq - 1), .text(epoch)])
+    }
 
     /// What a pass's set-wise statements decided (`LedgerStore+Batches`).
     var batch = Batch()
@@ -120,13 +165,8 @@ package final class LedgerStore: LedgerStorage {
     /// `serialized` as it is logged and emitted: with this epoch and the next seq. The seq is
     /// taken only by `appendToLog`, so an outcome that changes nothing does not use one up.
     func stamped(_ serialized: String) throws -> (seq: Int64, text: String) {
-        let seq: Int64
-        if let nextSeq {
-            seq = nextSeq
-        } else {
-            seq = try lastSeq() + 1
-            nextSeq = seq
-        }
+        if nextSeq == nil { try lockLog() }
+        let seq = nextSeq ?? 1
         return (seq, Self.withSeq(serialized, seq, epoch: epoch))
     }
 
@@ -157,7 +197,25 @@ package final class LedgerStore: LedgerStorage {
     /// How many orders are in each state but `terminal`, for the states that have any (the
     /// running counts: no scan of the orders).
     package func counts() throws -> [State: Int] {
-        running.filter { $0.value > 0 }
+        // Other ledgers over the same PostgreSQL database move orders too: their changes are
+        // read back now and then rather than known.
+        if db.dialect == .postgres, Timestamp.monotonicMilliseconds() - countedAt >= Self.recountMilliseconds {
+            try transaction(logsOutcomes: false) { try countRunning() }
+        }
+        return running.filter { $0.value > 0 }
+    }
+
+    static let recountMilliseconds: Int64 = 5000
+
+    /// When `countRunning` last read the counts (monotonic).
+    private var countedAt: Int64 = 0
+
+    /// Whether other ledgers may write to this store at the same time (PostgreSQL).
+    package var isShared: Bool { db.dialect == .postgres }
+
+    /// The highest seq any ledger has logged and committed.
+    package func lastLoggedSeq() throws -> Int64 {
+        try transaction(logsOutcomes: false) { try lastSeq() }
     }
 
     /// The key of this store's dispatch tickets, made on first use.

@@ -37,15 +37,45 @@ package final class PostgresDatabase: StoreDatabase {
     package func connectIfNeeded() throws -> Bool {
         if let connection, !connection.isClosed { return false }
         connection = nil
+        var failures: [String] = []
+        for server in settings.servers {
+            do {
+                if let opened = try open(server) {
+                    connection = opened
+                    break
+                }
+                failures.append("\(Self.place(server)) takes no writes")
+            } catch {
+                failures.append("\(error)")
+            }
+        }
+        guard connection != nil else {
+            throw StoreError(message: "no usable PostgreSQL server: " + failures.joined(separator: "; "))
+        }
+        // A commit is on the server's disk before the ledger sends anything it decided. A lock
+        // held from outside fails the transaction after a while, as SQLite's busy timeout does,
+        // and the ledger retries it (`StoreRetry`) rather than waiting without end.
+        var setup = "SET synchronous_commit = on; SET client_min_messages = warning; SET lock_timeout = '2s';"
+        // Under the lock ledgers take turns with (`takeStoreLock`): two creating it at once collide.
+        if settings.schema != "public" {
+            setup += " BEGIN; SELECT pg_advisory_xact_lock(7027566457); CREATE SCHEMA IF NOT EXISTS \(settings.schema); COMMIT;"
+        }
+        setup += " SET search_path TO \(settings.schema);"
+        try execute(setup)
+        return true
+    }
+
+    /// A connection to `server`; nil when the settings ask for a server that takes writes and
+    /// this one does not (a standby, or a primary not yet promoted), which is closed again.
+    private func open(_ server: PostgresSettings.Server) throws -> PostgresConnection? {
         let configuration: PostgresConnection.Configuration
         let password = settings.password?.reveal()
-        if let directory = settings.socketDirectory {
+        if let directory = server.socketDirectory {
             configuration = .init(
-                unixSocketPath: "\(directory)/.s.PGSQL.\(settings.port)", username: settings.user, password: password, database: settings.database)
+                unixSocketPath: "\(directory)/.s.PGSQL.\(server.port)", username: settings.user, password: password, database: settings.database)
         } else {
             configuration = .init(
-                host: settings.host, port: settings.port, username: settings.user, password: password, database: settings.database,
-                tls: try tls())
+                host: server.host, port: server.port, username: settings.user, password: password, database: settings.database, tls: try tls())
         }
         connections += 1
         let opened: PostgresConnection
@@ -53,17 +83,23 @@ package final class PostgresDatabase: StoreDatabase {
             opened = try bounded(
                 PostgresConnection.connect(on: eventLoop, configuration: configuration, id: connections, logger: logger), within: .seconds(10))
         } catch {
-            throw Self.storeError(error, doing: "connect to \(settings.summary)")
+            throw Self.storeError(error, doing: "connect to \(Self.place(server))")
         }
-        connection = opened
-        // A commit is on the server's disk before the ledger sends anything it decided. A lock
-        // held from outside fails the transaction after a while, as SQLite's busy timeout does,
-        // and the ledger retries it (`StoreRetry`) rather than waiting without end.
-        var setup = "SET synchronous_commit = on; SET client_min_messages = warning; SET lock_timeout = '2s';"
-        if settings.schema != "public" { setup += " CREATE SCHEMA IF NOT EXISTS \(settings.schema);" }
-        setup += " SET search_path TO \(settings.schema);"
-        try execute(setup)
-        return true
+        guard settings.targetSessionAttributes == .readWrite else { return opened }
+        do {
+            let result = try bounded(opened.query(PostgresQuery(unsafeSQL: "SHOW transaction_read_only"), logger: logger), within: .seconds(10))
+            let answer = try result.rows.first.map { row in try row.map(Self.value) }?.first?.text
+            if answer == "off" { return opened }
+        } catch {
+            try? bounded(opened.close(), within: .seconds(5))
+            throw Self.storeError(error, doing: "ask \(Self.place(server)) whether it takes writes")
+        }
+        try? bounded(opened.close(), within: .seconds(5))
+        return nil
+    }
+
+    private static func place(_ server: PostgresSettings.Server) -> String {
+        server.socketDirectory.map { "socket \($0)" } ?? "\(server.host):\(server.port)"
     }
 
     private func tls() throws -> PostgresConnection.Configuration.TLS {
