@@ -75,6 +75,9 @@ package final class LedgerClient: OrderDirectory {
         }
     }
 
+    /// Whether any ledger is connected (for the stage's readiness).
+    package var reachesLedger: Bool { duplex.hasPeer }
+
     package func call(_ request: LedgerRequest) async throws(LedgerUnavailable) -> LedgerReply {
         let id = nextId.add(1, ordering: .relaxed).oldValue
         let payload = request.json.bytes

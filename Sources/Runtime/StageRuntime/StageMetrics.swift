@@ -6,8 +6,8 @@ import Prometheus
 import ServiceLifecycle
 import Synchronization
 
-/// A stage's Prometheus metrics and the small HTTP server (`GET /metrics`, `GET /healthz`)
-/// that exposes them.
+/// A stage's Prometheus metrics and the small HTTP server (`GET /metrics`, `GET /livez`,
+/// `GET /readyz`) that exposes them.
 package final class StageMetrics: Sendable {
     package let registry = PrometheusCollectorRegistry()
     /// Why the stage cannot take work right now; `/healthz` answers 503 with it.
@@ -15,11 +15,21 @@ package final class StageMetrics: Sendable {
 
     package init() {}
 
+    /// What the stage itself knows makes it unready, asked at each probe (`checkReadiness`).
+    private let readinessCheck = Mutex<(@Sendable () -> String?)?>(nil)
+
     /// `reason` nil: ready again.
     package func setNotReady(_ reason: String?) { notReadyReason.withLock { $0 = reason } }
 
+    /// Asks `check` at every readiness probe why the stage cannot work (nil: it can), e.g.
+    /// whether it reaches a ledger.
+    package func checkReadiness(_ check: @escaping @Sendable () -> String?) { readinessCheck.withLock { $0 = check } }
+
     /// Why the stage cannot take work right now; nil while it can.
-    package var notReady: String? { notReadyReason.withLock { $0 } }
+    package var notReady: String? {
+        if let reason = notReadyReason.withLock({ $0 }) { return reason }
+        return readinessCheck.withLock { $0 }?()
+    }
 
     package func counter(_ name: String, _ labels: [(String, String)] = [], help: String) -> Counter {
         registry.makeCounter(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), labels: labels)
@@ -55,11 +65,18 @@ package final class StageMetrics: Sendable {
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
                 body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
         }
-        router.get("/healthz") { _, _ -> Response in
-            let reason = self.notReadyReason.withLock { $0 }
-            return Response(
-                status: reason == nil ? .ok : .serviceUnavailable, headers: [.contentType: "text/plain"],
-                body: .init(byteBuffer: ByteBuffer(string: reason.map { "not ready: \($0)\n" } ?? "ok\n")))
+        // Liveness: the process answers. Readiness: it can reach what it needs (`notReady`);
+        // `/healthz` is the readiness of earlier releases.
+        router.get("/livez") { _, _ -> Response in
+            Response(status: .ok, headers: [.contentType: "text/plain"], body: .init(byteBuffer: ByteBuffer(string: "ok\n")))
+        }
+        for path in ["/readyz", "/healthz"] {
+            router.get(RouterPath(path)) { _, _ -> Response in
+                let reason = self.notReady
+                return Response(
+                    status: reason == nil ? .ok : .serviceUnavailable, headers: [.contentType: "text/plain"],
+                    body: .init(byteBuffer: ByteBuffer(string: reason.map { "not ready: \($0)\n" } ?? "ok\n")))
+            }
         }
         routes(router)
         return Application(
@@ -91,4 +108,19 @@ package struct StageRequestContext: RequestContext, RemoteAddressRequestContext 
 package struct EndpointError: Error, Sendable, CustomStringConvertible {
     package let description: String
     package init(_ description: String) { self.description = description }
+}
+
+/// A stage loop's own readiness, published to its metrics only when it changes.
+package struct Readiness {
+    let metrics: StageMetrics
+    private var current: String?? = .none
+
+    package init(metrics: StageMetrics) { self.metrics = metrics }
+
+    /// `reason` nil: ready.
+    package mutating func update(_ reason: String?) {
+        guard current != .some(reason) else { return }
+        current = .some(reason)
+        metrics.setNotReady(reason)
+    }
 }

@@ -30,6 +30,11 @@ public final class ZMQDuplex: Sendable {
 
     private let handoff: Handoff<ZMQMessage>
     private let outbox = Locked(Outbox())
+    private let reachable = Locked(false)
+
+    /// Whether the socket had a peer to send to when its thread last looked (see
+    /// `ZMQSocket.canSend`).
+    public var hasPeer: Bool { reachable.withLock { $0 } }
     /// Held by the duplex and its thread, so its pipe stays open until both are gone and a late
     /// `wake()` never writes into a reused descriptor.
     private let wakeup: PollWakeup
@@ -40,9 +45,9 @@ public final class ZMQDuplex: Sendable {
         self.wakeup = wakeup
         let handoff = Handoff<ZMQMessage>(capacity: configuration.bufferCapacity)
         self.handoff = handoff
-        let outbox = self.outbox
+        let outbox = self.outbox, reachable = self.reachable
         startThread(name: "zmq-duplex") {
-            ZMQDuplex.run(socket: socket, handoff: handoff, outbox: outbox, wakeup: wakeup, configuration: configuration)
+            ZMQDuplex.run(socket: socket, handoff: handoff, outbox: outbox, reachable: reachable, wakeup: wakeup, configuration: configuration)
         }
     }
 
@@ -79,7 +84,8 @@ public final class ZMQDuplex: Sendable {
     private func wake() { wakeup.signal() }
 
     private static func run(
-        socket: ZMQSocket, handoff: Handoff<ZMQMessage>, outbox: Locked<Outbox>, wakeup: PollWakeup, configuration: Configuration
+        socket: ZMQSocket, handoff: Handoff<ZMQMessage>, outbox: Locked<Outbox>, reachable: Locked<Bool>, wakeup: PollWakeup,
+        configuration: Configuration
     ) {
         var failure: ZMQError?
         var pending: [ZMQMessage] = []
@@ -98,6 +104,8 @@ public final class ZMQDuplex: Sendable {
             }
             if handoff.isStopping { break loop }
             try? configuration.peers?.refresh(socket)
+            let canSend = socket.canSend || !pending.isEmpty
+            reachable.withLock { $0 = canSend }
             let ready: [ZMQPollEvents]
             do {
                 ready = try ZMQPoll.wait(

@@ -140,6 +140,13 @@ public final class ZMQSocket: @unchecked Sendable {
         return try lastEndpoint
     }
 
+    /// Whether a send would be taken now. With `immediate` (every stage socket), a PUSH or
+    /// DEALER with no completed connection takes nothing, so this also tells whether any peer
+    /// is reachable.
+    public var canSend: Bool {
+        (try? getInt32(ZMQ_EVENTS, "EVENTS")).map { $0 & Int32(ZMQ_POLLOUT) != 0 } ?? false
+    }
+
     public func disconnect(_ endpoint: String) throws(ZMQError) {
         let handle = try requireHandle()
         if zmq_disconnect(handle, endpoint) != 0 { throw ZMQError("zmq_disconnect(\(endpoint))") }

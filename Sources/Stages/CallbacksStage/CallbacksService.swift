@@ -44,6 +44,7 @@ package final class CallbacksService: Service {
             maxIdleConnectionsPerHost: 64)
         let validator = CallbackValidator(directory: ledger, catalog: registry.catalog, http: http)
         let (logger, metrics) = (self.logger, self.metrics)
+        metrics.checkReadiness { ledger.reachesLedger ? nil : "no ledger reachable at endpoints.ledgerRPC" }
         StageProcess.keepThreadsAtStartingNice()
         logger.info("callbacks ready", metadata: ["address": "\(config.endpoints.callbacks)", "ledgerRPC": "\(config.endpoints.ledgerRPC)"])
 

@@ -47,6 +47,7 @@ package final class PollerService: MeasuredStage {
         let receipts = try ZMQReceiver(socket: pull, configuration: receiving)
         let results = try ZMQSender(socket: resultsSocket, configuration: sending)
         let ledger = try LedgerClient(context: context, endpoint: e.ledgerRPC, options: links.client(stageOptions()))
+        metrics.checkReadiness { ledger.reachesLedger ? nil : "no ledger reachable at endpoints.ledgerRPC" }
         let core = PollerCore(registry: registry, timers: config.timers)
         // An answer must come back before the next slot: no order has two polls out.
         let requestTimeoutMs = min(config.timers.httpRequestTimeoutMs, core.shortestIntervalMs ?? config.timers.httpRequestTimeoutMs)

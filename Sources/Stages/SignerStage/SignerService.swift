@@ -67,8 +67,13 @@ package final class SignerService: MeasuredStage {
         let catalog = registry.catalog
         var signed = ZMQOutbox(socket: signedSocket), results = ZMQOutbox(socket: resultsSocket)
         var busy = false
+        var readiness = Readiness(metrics: metrics)
         while !stopping.isStopped {
             peers.refresh()
+            readiness.update(
+                resultsSocket.canSend || results.count > 0
+                    ? signedSocket.canSend || signed.count > 0 ? nil : "no streamer reachable at endpoints.signedIn"
+                    : "no ledger reachable at endpoints.results")
             let takesOrders = signed.count < Self.backlogLimit && results.count < Self.backlogLimit
             let ready = try ZMQPoll.wait(
                 [(orders, takesOrders ? .readable : []), (signedSocket, signed.pollEvents), (resultsSocket, results.pollEvents)],

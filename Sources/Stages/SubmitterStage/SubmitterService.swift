@@ -116,8 +116,10 @@ package final class SubmitterService: MeasuredStage {
             try results.send(ZMQMessage(result.frame))
         }
         var busy = false
+        var readiness = Readiness(metrics: metrics)
         while !(stopping.isStopped && inHand == 0) {
             peers.refresh()
+            readiness.update(rpcSocket.canSend || rpc.count > 0 ? nil : "no ledger reachable at endpoints.ledgerRPC")
             let room = stopping.isStopped ? 0 : backlog - inHand
             let now = steadyMilliseconds()
             let (ready, woken) = try ZMQPoll.wait(

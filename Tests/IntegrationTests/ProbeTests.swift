@@ -1,0 +1,62 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// `/livez` and `/readyz` on every stage's fixed metrics address, read by `paypipe probe` as a
+/// container healthcheck would: a stage that cannot reach a ledger is alive but not ready.
+@Suite("Liveness and readiness probes through real processes", .serialized)
+struct ProbeTests {
+    static func probe(_ url: String) async -> Int32? {
+        await runToEnd(
+            PipelineHarness.buildDirectory().appendingPathComponent("paypipe").path, ["probe", url, "--timeout-ms", "1000"], within: .seconds(10))
+    }
+
+    /// Probes until the status is `wanted`, for at most 20 s; the last status.
+    static func probe(_ url: String, until wanted: Int32) async -> Int32? {
+        var status: Int32?
+        for _ in 0..<40 {
+            status = await probe(url)
+            if status == wanted { break }
+            try? await Task.sleep(for: .milliseconds(500))
+        }
+        return status
+    }
+
+    @Test func aStageIsReadyOnlyWhileItReachesALedger() async throws {
+        let h = try await PipelineHarness()
+        defer { Task { await h.shutdown() } }
+        let e = h.ledgerEndpoints
+        let (submitterPort, signerPort, streamerPort) = (try freeLoopbackPort(), try freeLoopbackPort(), try freeLoopbackPort())
+        _ = try h.spawn(
+            "paypipe-submitter",
+            [
+                "--config", h.configPath, "--signed-out", e["signedOut"]!, "--results", e["results"]!, "--ledger-rpc", e["ledgerRPC"]!,
+                "--metrics", "127.0.0.1:\(submitterPort)",
+            ], waitForLine: nil)
+        // A signer whose ledger is nowhere.
+        _ = try h.spawn(
+            "paypipe-signer",
+            [
+                "--config", h.configPath, "--sign-queue", "tcp://127.0.0.1:\(try freeLoopbackPort())", "--signed-in", e["signedIn"]!,
+                "--results", "tcp://127.0.0.1:\(try freeLoopbackPort())", "--metrics", "127.0.0.1:\(signerPort)",
+            ], waitForLine: nil)
+        _ = try h.spawn(
+            "paypipe-streamer",
+            [
+                "--config", h.configPath, "--signed-in", "tcp://127.0.0.1:\(try freeLoopbackPort())",
+                "--signed-out", "tcp://127.0.0.1:\(try freeLoopbackPort())", "--metrics", "127.0.0.1:\(streamerPort)",
+            ],
+            waitForLine: "paypipe-streamer ready")
+        let ready = await Self.probe("http://127.0.0.1:\(submitterPort)/readyz", until: 0)
+        #expect(ready == 0, "a submitter connected to its ledger is ready")
+        #expect(await Self.probe("http://127.0.0.1:\(signerPort)/livez") == 0)
+        #expect(await Self.probe("http://127.0.0.1:\(signerPort)/readyz") == 1, "a signer without a ledger is not ready")
+        #expect(await Self.probe("http://127.0.0.1:\(streamerPort)/readyz") == 0)
+
+        // The ledger goes away: the submitter stays alive and stops being ready.
+        kill(h.ledgerProcess.processIdentifier, SIGKILL)
+        let unready = await Self.probe("http://127.0.0.1:\(submitterPort)/readyz", until: 1)
+        #expect(unready == 1)
+        #expect(await Self.probe("http://127.0.0.1:\(submitterPort)/livez") == 0)
+    }
+}
