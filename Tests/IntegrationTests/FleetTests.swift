@@ -197,6 +197,15 @@ struct FleetTests {
             #expect(zip(stream.seqs, stream.seqs.dropFirst()).allSatisfy { $0 < $1 }, "ledger \(name)'s live outcomes went back in seq")
             #expect(stream.bytes.allSatisfy { byLogSeq[$0.key] == $0.value }, "ledger \(name) pushed an outcome unlike the log's")
         }
+        // Seqs are handed out one transaction at a time: no ledger ever tried to log a seq
+        // another had taken (which the log's key would refuse, and the ledger retry).
+        let ledgerLogs = (try FileManager.default.contentsOfDirectory(atPath: h.directory.path)).filter {
+            $0.hasPrefix("paypipe-ledger") && $0.hasSuffix(".stderr")
+        }
+        for name in ledgerLogs {
+            let text = (try? String(contentsOfFile: h.directory.appendingPathComponent(name).path, encoding: .utf8)) ?? ""
+            #expect(!text.contains("outcome_log_pkey"), "\(name) tried to log a seq another ledger had taken")
+        }
         // B pushed, live, what A decided too: the whole log from when it started.
         #expect(streamB.seqs.count >= log.count - 10, "ledger B's live stream missed outcomes: \(streamB.seqs.count) of \(log.count)")
         _ = await toB.finish(drainTimeoutMilliseconds: 100)

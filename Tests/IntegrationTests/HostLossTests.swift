@@ -136,10 +136,15 @@ final class NamespaceHosts: @unchecked Sendable {
 /// streamers, callbacks and a poller spread over hosts 1 to 3. While orders flow, host 1 is lost
 /// (every process killed with -9, its link down), then the primary is killed and the standby
 /// promoted. Every order ends once, with one effect at the provider, and the outcome log replays
-/// without a gap. It runs with the PostgreSQL suites (it starts servers of its own). Size from
+/// without a gap. It runs with the PostgreSQL suites (it starts servers of its own), or when sized
+/// from the environment. Size from
 /// PAYPIPE_HOSTLOSS_ORDERS and PAYPIPE_HOSTLOSS_RATE (bench/fleet/host-loss);
 /// PAYPIPE_HOSTLOSS_KEEP keeps its directory (every process's output).
-@Suite("Losing a host of a fleet", .serialized, .enabled(if: NamespaceHosts.available && TestStores.postgres != nil))
+@Suite(
+    "Losing a host of a fleet", .serialized,
+    .enabled(
+        if: NamespaceHosts.available
+            && (TestStores.postgres != nil || ProcessInfo.processInfo.environment["PAYPIPE_HOSTLOSS_ORDERS"] != nil)))
 struct HostLossTests {
     @Test func aLostLedgerHostAndAFailedOverPrimaryLoseNothing() async throws {
         let environment = ProcessInfo.processInfo.environment

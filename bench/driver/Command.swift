@@ -26,6 +26,8 @@ struct PaypipeBench: ParsableCommand {
     @Option(help: "Signer copies.") var signers = 1
     @Option(help: "Submitter copies for W1, W2 and W3.") var submitters = 1
     @Option(help: "Submitter copies of the scale-out series, comma separated.") var scaleCopies = "1,2,4"
+    @Option(help: "Ledger copies of the ledgers series (W2 over --postgres-url, a streamer of its own), comma separated.")
+    var ledgerCopies = "1,2,3"
     @Option(help: "Requests in flight per submitter (its --concurrency).") var concurrency = 256
     @Option(help: "Sandbox latency for W2 in ms.") var latencyMs = 50
     @Option(
@@ -59,11 +61,11 @@ struct PaypipeBench: ParsableCommand {
         _ = try scenarioList()
     }
 
-    func scaleList() throws -> [Int] {
-        let copies = scaleCopies.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
-        guard !copies.isEmpty, copies.allSatisfy({ ($0 ?? 0) > 0 }) else {
-            throw ValidationError("--scale-copies: positive integers, comma separated")
-        }
+    func scaleList() throws -> [Int] { try copyList(scaleCopies, "--scale-copies") }
+
+    func copyList(_ text: String, _ option: String) throws -> [Int] {
+        let copies = text.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
+        guard !copies.isEmpty, copies.allSatisfy({ ($0 ?? 0) > 0 }) else { throw ValidationError("\(option): positive integers, comma separated") }
         return copies.map { $0! }
     }
 
@@ -87,7 +89,14 @@ struct PaypipeBench: ParsableCommand {
                 list.append(spec("W1@\(Int(w1Rate))", .w1, "W1-rate", submitters: submitters, orders: max(1, Int(w1Rate * 10)), rate: w1Rate))
             case "scale":
                 for copies in try scaleList() { list.append(spec("scale-\(copies)", .w1, "scale-out", submitters: copies, orders: orders)) }
-            default: throw ValidationError("unknown scenario \(item) (w1, w2, scale, w3, w1rate)")
+            case "ledgers":
+                guard postgresURL != nil else { throw ValidationError("the ledgers series needs --postgres-url: several ledgers share one store") }
+                for copies in try copyList(ledgerCopies, "--ledger-copies") {
+                    var ledgers = spec("ledgers-\(copies)", .w2, "ledgers", submitters: submitters, orders: w2Orders ?? orders, latency: latencyMs)
+                    ledgers.ledgers = copies
+                    list.append(ledgers)
+                }
+            default: throw ValidationError("unknown scenario \(item) (w1, w2, scale, w3, w1rate, ledgers)")
             }
         }
         guard !list.isEmpty else { throw ValidationError("no scenario") }

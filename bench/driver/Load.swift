@@ -124,7 +124,8 @@ final class Load: @unchecked Sendable {
         pushOptions.sendTimeoutMilliseconds = 100
         pushOptions.lingerMilliseconds = 0
         push = try context.socket(.push, options: pushOptions)
-        try push.connect(intake)
+        // Every ledger of a comma-separated list: orders are spread over them.
+        try push.connect(ZMQPeers(intake))
     }
 
     func register(_ tally: Tally) { tallies.withLock { $0.append(tally) } }

@@ -16,6 +16,9 @@ struct ScenarioSpec: Codable, Sendable {
     var sandboxLatencyMs: Int
     var rate: Double?
     var providerURL: String?
+    /// Ledger copies over one PostgreSQL store; with more than none given, a `paypipe-streamer`
+    /// of its own carries the signer-to-submitter hop.
+    var ledgers: Int? = nil
 }
 
 /// Settings shared by every scenario of a run.
@@ -126,7 +129,7 @@ struct ScenarioResult: Codable, Sendable {
     var logDirectory: String
 }
 
-let roleOrder = ["ledger", "postgres", "signer", "submitter", "sandbox"]
+let roleOrder = ["ledger", "postgres", "streamer", "signer", "submitter", "sandbox"]
 
 /// Runs one scenario on a fresh pipeline and stops every child it started, whatever happens.
 func runScenario(_ spec: ScenarioSpec, allTemplates: [OrderTemplate], settings: RunSettings) -> ScenarioResult {
@@ -172,11 +175,50 @@ func runScenario(_ spec: ScenarioSpec, allTemplates: [OrderTemplate], settings: 
             arguments += settings.sandboxArguments
             try waitForMarker(try start("sandbox", "sandbox", arguments), "listening")
         }
+        let store = ledgerStore(work: work, settings)
         let ready = try waitForMarker(
-            try start("ledger", "ledger", ["--config", configPath, "--store", ledgerStore(work: work, settings), "--metrics", "127.0.0.1:0"]),
+            try start(
+                "ledger", "ledger",
+                ["--config", configPath, "--store", store, "--metrics", "127.0.0.1:0"] + (spec.ledgers == nil ? [] : ["--no-streamer"])),
             LedgerAddresses.readyMarker)
-        guard let ledger = LedgerAddresses(readyLine: ready), ledger.all.allSatisfy({ $0.address.hasPrefix("tcp://") }) else {
+        guard var ledger = LedgerAddresses(readyLine: ready),
+            ledger.all.allSatisfy({ $0.address.hasPrefix("tcp://") || (spec.ledgers != nil && $0.address == "none") })
+        else {
             throw BenchError("the ledger's ready line names an address missing, unbound or not TCP: \(ready)")
+        }
+        if let copies = spec.ledgers {
+            // The other ledgers on ports the kernel picks; every stage connects to all of them
+            // (comma-separated endpoints), upstream sends to all of them and reads the whole log
+            // from the first.
+            var others: [LedgerAddresses] = []
+            for copy in 2...max(2, copies) where copy <= copies {
+                let any = "tcp://127.0.0.1:*"
+                let line = try waitForMarker(
+                    try start(
+                        "ledger", "ledger-\(copy)",
+                        [
+                            "--config", configPath, "--store", store, "--metrics", "127.0.0.1:0", "--no-streamer", "--intake", any, "--outcomes", any,
+                            "--sign-queue", any, "--results", any, "--ledger-rpc", any, "--poll-queue", any, "--outcomes-replay", any,
+                        ]), LedgerAddresses.readyMarker)
+                guard let other = LedgerAddresses(readyLine: line) else { throw BenchError("ledger \(copy)'s ready line: \(line)") }
+                others.append(other)
+            }
+            let streamerLine = try waitForMarker(
+                try start(
+                    "streamer", "streamer",
+                    ["--config", configPath, "--metrics", "127.0.0.1:0", "--signed-in", "tcp://127.0.0.1:*", "--signed-out", "tcp://127.0.0.1:*"]),
+                "paypipe-streamer ready")
+            let streamer = LedgerAddresses.printed(in: streamerLine)
+            guard let signedIn = streamer["signedIn"], let signedOut = streamer["signedOut"] else {
+                throw BenchError("the streamer's ready line: \(streamerLine)")
+            }
+            let all = [ledger] + others
+            ledger.signedIn = signedIn
+            ledger.signedOut = signedOut
+            ledger.intake = all.map(\.intake).joined(separator: ",")
+            ledger.signQueue = all.map(\.signQueue).joined(separator: ",")
+            ledger.results = all.map(\.results).joined(separator: ",")
+            ledger.ledgerRPC = all.map(\.ledgerRPC).joined(separator: ",")
         }
         var pending: [(Child, String)] = []
         for i in 0..<spec.signers {

@@ -25,7 +25,11 @@ extension LedgerStore {
             [
                 StoreMigration(version: 1) { try $0.createPostgresSchemaVersion1() },
                 StoreMigration(version: 2) { try $0.createEpochs(integer: "BIGINT") },
-                StoreMigration(version: 3) { try $0.addEpochsLastSeq(integer: "BIGINT") },
+                StoreMigration(version: 3) {
+                    try $0.addEpochsLastSeq(integer: "BIGINT")
+                    // `log_head` now holds the highest seq handed out, not only the highest removed.
+                    try $0.db.query("UPDATE log_head SET last_seq=GREATEST(last_seq, COALESCE((SELECT MAX(seq) FROM outcome_log), 0))")
+                },
             ]
         }
     }

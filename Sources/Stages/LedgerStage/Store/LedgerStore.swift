@@ -107,7 +107,8 @@ package final class LedgerStore: LedgerStorage {
         let counted = running
         do {
             let value = try db.transaction { () throws -> T in
-                if logsOutcomes { try lockLog() }
+                // SQLite has one writer: its counter is read when the first seq is taken.
+                if logsOutcomes, db.dialect == .postgres { try lockLog() }
                 let value = try body()
                 try closeLogEntries()
                 return value
@@ -143,17 +144,27 @@ package final class LedgerStore: LedgerStorage {
         switch db.dialect {
         case .sqlite: last = try lastSeq()
         case .postgres:
-            last =
-                try db.query("SELECT GREATEST(h.last_seq, (SELECT MAX(seq) FROM outcome_log)) FROM log_head h FOR UPDATE").first?[0].integer ?? 0
+            // The row's own value: a transaction that waited for the lock reads the row as the
+            // one before it left it (`closeLogEntries`), where a subquery would still see the
+            // log as it was when this statement began.
+            last = try db.query("SELECT last_seq FROM log_head FOR UPDATE").first?[0].integer ?? 0
         }
         firstSeq = last + 1
         nextSeq = last + 1
     }
 
-    /// Records the highest seq this transaction logged in its epoch, for `replayContinues`.
+    /// Records the highest seq this transaction logged in its epoch, for `replayContinues`, and
+    /// on PostgreSQL in `log_head`, where the next transaction to lock it reads it.
     private func closeLogEntries() throws {
         guard let firstSeq, let nextSeq, nextSeq > firstSeq else { return }
-        try db.query("UPDATE epochs SET last_seq=? WHERE epoch=?", [.integer(nextSeq - 1), .text(epoch)])
+        let last = StoreValue.integer(nextSeq - 1)
+        switch db.dialect {
+        case .sqlite: try db.query("UPDATE epochs SET last_seq=? WHERE epoch=?", [last, .text(epoch)])
+        case .postgres:
+            try db.query(
+                "WITH head AS (UPDATE log_head SET last_seq=GREATEST(last_seq, ?)) UPDATE epochs SET last_seq=? WHERE epoch=?",
+                [last, last, .text(epoch)])
+        }
     }
 
     /// What a pass's set-wise statements decided (`LedgerStore+Batches`).
@@ -171,8 +182,9 @@ package final class LedgerStore: LedgerStorage {
     }
 
     /// The highest seq ever handed out, also when retention has emptied the log since: SQLite
-    /// keeps it in the log's AUTOINCREMENT counter; PostgreSQL's log keeps the highest seq
-    /// retention removed in `log_head`.
+    /// keeps it in the log's AUTOINCREMENT counter; PostgreSQL's in `log_head`, which every
+    /// transaction that logs brings up to date (and stores of schema 2 kept the highest seq
+    /// retention removed in).
     func lastSeq() throws -> Int64 {
         switch db.dialect {
         case .sqlite:
