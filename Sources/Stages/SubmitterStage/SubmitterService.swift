@@ -73,6 +73,10 @@ package final class SubmitterService: MeasuredStage {
     /// Frames read from the work queue in one pass.
     static let batchSize = 64
 
+    /// The longest a stopping submitter waits for the work it holds (docs/deploy.md: every
+    /// grace period is longer).
+    package static let drainLimitMilliseconds: Int64 = 25_000
+
     /// The submitter's one thread: it polls the work queue, the ledger RPC and the wake-up of
     /// finished submissions. It claims what it reads, starts what the ledger granted on the
     /// HTTP client's event loops, and sends each outcome itself. Holding `backlog` pieces of
@@ -117,7 +121,19 @@ package final class SubmitterService: MeasuredStage {
         }
         var busy = false
         var readiness = Readiness(metrics: metrics)
+        var stopDeadline: Int64?
         while !(stopping.isStopped && inHand == 0) {
+            if stopping.isStopped {
+                // A bounded drain, so that a supervisor's grace period always covers it: what is
+                // left is the ledger's to redeliver, resolved with its provider first, as after
+                // a kill.
+                let now = steadyMilliseconds()
+                if let stopDeadline, now >= stopDeadline {
+                    logger.warning("stopping with work in hand, for the ledger to redeliver", metadata: ["inHand": "\(inHand)"])
+                    break
+                }
+                if stopDeadline == nil { stopDeadline = now + Self.drainLimitMilliseconds }
+            }
             peers.refresh()
             readiness.update(rpcSocket.canSend || rpc.count > 0 ? nil : "no ledger reachable at endpoints.ledgerRPC")
             let room = stopping.isStopped ? 0 : backlog - inHand
