@@ -59,4 +59,17 @@ struct ProbeTests {
         #expect(unready == 1)
         #expect(await Self.probe("http://127.0.0.1:\(submitterPort)/livez") == 0)
     }
+
+    /// A ledger whose PostgreSQL server cannot be reached when it starts (down, or failing over)
+    /// exits 75, the status its supervisor restarts on, not 1 (a bad config).
+    @Test func aLedgerThatCannotReachItsDatabaseServerAtStartExits75() async throws {
+        let h = try await PipelineHarness()
+        defer { Task { await h.shutdown() } }
+        let unreachable = "postgres://paypipe@127.0.0.1:\(try freeLoopbackPort())/paypipe"
+        let status = await runToEnd(
+            PipelineHarness.buildDirectory().appendingPathComponent("paypipe-ledger").path,
+            ["--config", h.configPath, "--store", unreachable, "--intake", "tcp://127.0.0.1:\(try freeLoopbackPort())"],
+            within: .seconds(60))
+        #expect(status == 75)
+    }
 }

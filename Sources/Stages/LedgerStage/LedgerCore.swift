@@ -186,10 +186,20 @@ package struct LedgerCore {
         case results([FrameDecoder.Result])
         case request(LedgerRequest)
 
-        /// Whether the work may append to the outcome log (`LedgerStore.transaction`).
+        /// Whether the work is expected to append to the outcome log (`LedgerStore.transaction`):
+        /// results and settles, and an intake with rejections. Valid new orders log nothing
+        /// unless one names a reference another order holds; that rare intake takes the log's
+        /// lock when it logs (`LedgerStore.stamped`).
         var mayLog: Bool {
             switch self {
-            case .intake, .results, .request(.settle): true
+            case .intake(let items):
+                items.contains { item in
+                    switch item {
+                    case .rejected, .refused: true
+                    case .dropped, .order: false
+                    }
+                }
+            case .results, .request(.settle): true
             case .request(.lookup), .request(.lookupRef), .request(.claim), .request(.resumePolls): false
             }
         }

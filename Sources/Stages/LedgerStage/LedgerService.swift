@@ -96,7 +96,14 @@ package final class LedgerService: MeasuredStage {
     }
 
     package func run() async throws {
-        let store = try LedgerStore(self.store, logger: logger)
+        let store: LedgerStore
+        do {
+            store = try LedgerStore(self.store, logger: logger)
+        } catch let error where self.store.isDatabaseServer && !(error is StoreSchemaTooNew) {
+            // A database server that is down, or failing over, is worth a restart (status 75),
+            // as the same failure is once the ledger runs.
+            throw LedgerStoreFailure(operation: "opening the store", attempts: 1, reason: "\(error)")
+        }
         let core = Core(
             core: LedgerCore(
                 store: store, registry: registry, timers: config.timers, redeliverAfterMilliseconds: redeliverAfterMilliseconds))

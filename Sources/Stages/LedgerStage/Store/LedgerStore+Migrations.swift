@@ -1,5 +1,10 @@
 import PaypipeCore
 
+/// A store that a later release migrated: no restart of this ledger can open it.
+package struct StoreSchemaTooNew: Error, CustomStringConvertible {
+    package let description: String
+}
+
 /// One forward step of a store's schema. Steps are never edited once released: a change is a
 /// new step, so that every store, however old, reaches the same schema by the same path.
 struct StoreMigration {
@@ -54,9 +59,9 @@ extension LedgerStore {
                 try takeStoreLock()
                 let current = try storedSchemaVersion()
                 guard current <= Self.schemaVersion else {
-                    throw StoreError(
-                        message:
-                            "the store's schema is version \(current), newer than this paypipe knows (\(Self.schemaVersion)): run the paypipe release that wrote it, or a later one"
+                    throw StoreSchemaTooNew(
+                        description:
+                            "store: the store's schema is version \(current), newer than this paypipe knows (\(Self.schemaVersion)): run the paypipe release that wrote it, or a later one"
                     )
                 }
                 guard current < step.version, !step.ownsTransactions else { return current < step.version }

@@ -88,9 +88,11 @@ package final class LedgerStore: LedgerStorage {
     }
 
     /// `body` in one transaction. Called inside another (a group commit), `body` joins it and
-    /// commits or rolls back with the rest. `logsOutcomes`: the transaction may append to the
-    /// outcome log, so it takes the log's lock before anything else (`lockLog`); only one that
-    /// surely logs nothing (claims, reads) goes without.
+    /// commits or rolls back with the rest. `logsOutcomes`: the transaction is expected to append
+    /// to the outcome log, so it takes the log's lock before anything else (`lockLog`). One that
+    /// is not (claims, reads, an intake of valid orders) takes it only if it logs after all,
+    /// after rows of its own: that can deadlock only with another ledger writing the same order
+    /// at the same moment, and PostgreSQL then fails one of the two, which is retried.
     package func transaction<T>(logsOutcomes: Bool = true, _ body: () throws -> T) throws -> T {
         if inTransaction { return try body() }
         if try db.connectIfNeeded() { try opened() }
