@@ -13,26 +13,62 @@ import Darwin
 /// that is gone is disconnected, and nobody has to be reconfigured. A name that does not resolve
 /// keeps what it had, or is connected by name for libzmq to resolve on each retry.
 ///
-/// Touched only by the thread that owns its socket.
+/// Touched only by the thread that owns its socket, but for the names' resolution, which runs
+/// on a thread of its own (a slow or absent DNS server must not hold up a stage's loop) and
+/// hands its answer over under a lock.
 public final class ZMQPeers: @unchecked Sendable {
     public let endpoint: String
     public private(set) var connected: Set<String> = []
     private var nextRefresh: Int64 = 0
+    /// Each entry's addresses, nil for one that did not resolve, once a resolution is done.
+    private let resolved = Locked<[[String]?]?>(nil)
+    private let resolving = Locked(false)
 
     public static let refreshMilliseconds: Int64 = 5000
 
     public init(_ endpoint: String) { self.endpoint = endpoint }
 
-    /// Connects `socket` to every address the endpoint stands for now and disconnects it from
-    /// those it no longer does; at most once per `refreshMilliseconds` unless `force`.
+    /// Connects `socket` to every address the endpoint stands for and disconnects it from those
+    /// it no longer does. `force` (the first connect) resolves here and now; otherwise at most
+    /// once per `refreshMilliseconds` a resolution starts in the background, and a later call
+    /// applies it.
     public func refresh(_ socket: ZMQSocket, force: Bool = false) throws(ZMQError) {
+        let entries = Self.entries(of: endpoint)
+        if force {
+            try apply(entries.map(Self.resolve), to: socket, entries: entries)
+            nextRefresh = Self.monotonicMilliseconds() + Self.refreshMilliseconds
+            return
+        }
+        if let answer = resolved.withLock({ value -> [[String]?]? in
+            defer { value = nil }
+            return value
+        }) {
+            try apply(answer, to: socket, entries: entries)
+        }
         let now = Self.monotonicMilliseconds()
-        guard force || now >= nextRefresh else { return }
+        guard now >= nextRefresh else { return }
         nextRefresh = now + Self.refreshMilliseconds
+        // Addresses only: nothing to look up.
+        guard entries.contains(where: { Self.resolve($0, lookUp: false) == nil }) else { return }
+        guard
+            resolving.withLock({ busy in
+                defer { busy = true }
+                return !busy
+            })
+        else { return }
+        let (resolved, resolving) = (self.resolved, self.resolving)
+        startThread(name: "zmq-resolve") {
+            let answer = entries.map(Self.resolve)
+            resolved.withLock { $0 = answer }
+            resolving.withLock { $0 = false }
+        }
+    }
+
+    private func apply(_ answer: [[String]?], to socket: ZMQSocket, entries: [String]) throws(ZMQError) {
         var wanted: Set<String> = []
-        for entry in Self.entries(of: endpoint) {
-            if let resolved = Self.resolve(entry) {
-                wanted.formUnion(resolved)
+        for (entry, addresses) in zip(entries, answer) {
+            if let addresses {
+                wanted.formUnion(addresses)
             } else {
                 // Unresolvable now: what this entry had stays, or libzmq resolves it itself.
                 let kept = connected.filter { Self.entry(entry, couldBe: $0) }
@@ -57,12 +93,16 @@ public final class ZMQPeers: @unchecked Sendable {
 
     /// Every address a `tcp://host:port` entry stands for; the entry itself when its host is an
     /// address already (or it is not TCP); nil when the name does not resolve.
-    static func resolve(_ entry: String) -> [String]? {
+    static func resolve(_ entry: String) -> [String]? { resolve(entry, lookUp: true) }
+
+    /// `lookUp` false: nil for an entry that names a host rather than an address.
+    static func resolve(_ entry: String, lookUp: Bool) -> [String]? {
         guard entry.hasPrefix("tcp://") else { return [entry] }
         let rest = entry.dropFirst(6)
         guard let colon = rest.lastIndex(of: ":"), !rest.hasPrefix("[") else { return [entry] }
         let host = String(rest[..<colon]), port = rest[rest.index(after: colon)...]
         if host == "*" || isIPv4(host) { return [entry] }
+        guard lookUp else { return nil }
         var hints = addrinfo()
         hints.ai_family = AF_INET
         #if canImport(Glibc)

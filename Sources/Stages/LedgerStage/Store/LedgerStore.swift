@@ -214,7 +214,7 @@ package final class LedgerStore: LedgerStorage {
         // Other ledgers over the same PostgreSQL database move orders too: their changes are
         // read back now and then rather than known.
         if db.dialect == .postgres, Timestamp.monotonicMilliseconds() - countedAt >= Self.recountMilliseconds {
-            try transaction(logsOutcomes: false) { try countRunning() }
+            try read { try countRunning() }
         }
         return running.filter { $0.value > 0 }
     }
@@ -229,7 +229,15 @@ package final class LedgerStore: LedgerStorage {
 
     /// The highest seq any ledger has logged and committed.
     package func lastLoggedSeq() throws -> Int64 {
-        try transaction(logsOutcomes: false) { try lastSeq() }
+        try read { try lastSeq() }
+    }
+
+    /// `body`'s one statement on its own, outside a transaction (on PostgreSQL one round trip
+    /// rather than three), on a connection opened if the last one was lost.
+    func read<T>(_ body: () throws -> T) throws -> T {
+        if inTransaction { return try body() }
+        if try db.connectIfNeeded() { try opened() }
+        return try body()
     }
 
     /// The key of this store's dispatch tickets, made on first use.
