@@ -88,6 +88,50 @@ final class EffectCountingFront: Sendable {
     }
 }
 
+extension EffectCountingFront {
+    /// A pipeline whose providers are the sandbox (answering the chaos tests' orders quickly)
+    /// behind a counting front; with the front's server task, to cancel.
+    static func pipeline(
+        timers: [String: Int64], redeliverAfterMilliseconds: Int64, store: String? = nil
+    ) async throws -> (
+        PipelineHarness, EffectCountingFront, Task<Void, any Error>
+    ) {
+        let front = Mutex<(EffectCountingFront, Task<Void, any Error>)?>(nil)
+        let h = try await PipelineHarness(
+            sandboxConfiguration: SandboxConfiguration(
+                port: 0, phonePeCallbackDelayMilliseconds: 300, outboundAttempts: 1, netsCompleteCheckoutAfterMilliseconds: 50),
+            timers: timers,
+            providerFront: { sandboxURL in
+                let counting = EffectCountingFront(target: sandboxURL)
+                let (url, task) = try await counting.start()
+                front.withLock { $0 = (counting, task) }
+                return url
+            },
+            redeliverAfterMilliseconds: redeliverAfterMilliseconds, store: store)
+        let (counting, task) = try #require(front.withLock { $0 })
+        return (h, counting, task)
+    }
+}
+
+/// Every outcome of the log from seq 1 on, with its seq, replayed by pages from `endpoint`.
+func replayWholeLog(
+    context: ZMQContext, endpoint: String, pageTimeoutMilliseconds: Int64 = 10_000
+) async throws -> [(
+    seq: Int64, bytes: [UInt8]
+)] {
+    let replay = try OutcomeReplayClient(context: context, endpoint: endpoint)
+    var log: [(seq: Int64, bytes: [UInt8])] = []
+    var since: Int64 = 0
+    for _ in 0..<10_000 {
+        let (outcomes, trailer) = try await replay.fetch(since: since, limit: 1000, timeoutMilliseconds: pageTimeoutMilliseconds)
+        log += outcomes.compactMap { bytes in seq(of: bytes).map { ($0, bytes) } }
+        since = trailer.next
+        if !trailer.more { break }
+    }
+    await replay.close()
+    return log
+}
+
 /// Money safety under kill -9: orders flow from an at-least-once upstream while every
 /// role is killed and restarted; every order must end once, with one effect at the provider.
 /// Size from the environment for the full run (bench/chaos): PAYPIPE_CHAOS_ORDERS,
@@ -164,21 +208,8 @@ struct ChaosTests {
         // On PostgreSQL, a server of the test's own: the other suites' stay up while it is killed.
         let server = try await PostgresServer.start()
         defer { server?.stop() }
-        let front = Mutex<EffectCountingFront?>(nil)
-        let frontTask = Mutex<Task<Void, any Error>?>(nil)
-        let h = try await PipelineHarness(
-            sandboxConfiguration: SandboxConfiguration(
-                port: 0, phonePeCallbackDelayMilliseconds: 300, outboundAttempts: 1, netsCompleteCheckoutAfterMilliseconds: 50),
-            timers: ["phonepeCallbackWaitMs": 3000],
-            providerFront: { sandboxURL in
-                let counting = EffectCountingFront(target: sandboxURL)
-                let (url, task) = try await counting.start()
-                front.withLock { $0 = counting }
-                frontTask.withLock { $0 = task }
-                return url
-            },
-            redeliverAfterMilliseconds: 5000, store: server.map { $0.url + "&schema=chaos" })
-        let counting = try #require(front.withLock { $0 })
+        let (h, counting, frontTask) = try await EffectCountingFront.pipeline(
+            timers: ["phonepeCallbackWaitMs": 3000], redeliverAfterMilliseconds: 5000, store: server.map { $0.url + "&schema=chaos" })
         // The HTTP client must be shut down on every path, a failed expectation included.
         let result: Result<Void, any Error>
         do {
@@ -192,7 +223,7 @@ struct ChaosTests {
             try? FileManager.default.copyItem(at: h.directory, to: URL(fileURLWithPath: keep))
         }
         await h.shutdown()
-        frontTask.withLock { $0?.cancel() }
+        frontTask.cancel()
         await counting.http.shutdown()
         try result.get()
     }

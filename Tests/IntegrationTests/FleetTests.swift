@@ -26,21 +26,8 @@ struct FleetTests {
     }
 
     @Test func twoLedgersAndAStreamerLoseNothingWhenOneLedgerDies() async throws {
-        let front = Mutex<EffectCountingFront?>(nil)
-        let frontTask = Mutex<Task<Void, any Error>?>(nil)
-        let h = try await PipelineHarness(
-            sandboxConfiguration: SandboxConfiguration(
-                port: 0, phonePeCallbackDelayMilliseconds: 300, outboundAttempts: 1, netsCompleteCheckoutAfterMilliseconds: 50),
-            timers: ["phonepeCallbackWaitMs": 3000, "httpRequestTimeoutMs": 2000, "leaseMs": 4000],
-            providerFront: { sandboxURL in
-                let counting = EffectCountingFront(target: sandboxURL)
-                let (url, task) = try await counting.start()
-                front.withLock { $0 = counting }
-                frontTask.withLock { $0 = task }
-                return url
-            },
-            redeliverAfterMilliseconds: 4000)
-        let counting = try #require(front.withLock { $0 })
+        let (h, counting, frontTask) = try await EffectCountingFront.pipeline(
+            timers: ["phonepeCallbackWaitMs": 3000, "httpRequestTimeoutMs": 2000, "leaseMs": 4000], redeliverAfterMilliseconds: 4000)
         let result: Result<Void, any Error>
         do {
             try await run(h, counting: counting)
@@ -49,7 +36,7 @@ struct FleetTests {
             result = .failure(error)
         }
         await h.shutdown()
-        frontTask.withLock { $0?.cancel() }
+        frontTask.cancel()
         await counting.http.shutdown()
         try result.get()
     }
@@ -165,16 +152,7 @@ struct FleetTests {
         }
 
         // The log, replayed from the surviving ledger: every seq from 1 on, none missing.
-        let replay = try OutcomeReplayClient(context: h.context, endpoint: b["outcomesReplay"]!)
-        var log: [(seq: Int64, bytes: [UInt8])] = []
-        var since: Int64 = 0
-        for _ in 0..<100 {
-            let (outcomes, trailer) = try await replay.fetch(since: since, limit: 1000, timeoutMilliseconds: 5000)
-            log += outcomes.compactMap { bytes in seq(of: bytes).map { ($0, bytes) } }
-            since = trailer.next
-            if !trailer.more { break }
-        }
-        await replay.close()
+        let log = try await replayWholeLog(context: h.context, endpoint: b["outcomesReplay"]!, pageTimeoutMilliseconds: 5000)
         for entry in log { upstream.take(entry.bytes, now: clock.now) }
 
         let ids = (0..<total).map { "chaos-\($0)" }

@@ -333,16 +333,7 @@ struct HostLossTests {
         }
 
         // The whole log, replayed from the surviving ledger.
-        let replay = try OutcomeReplayClient(context: context, endpoint: "tcp://\(hosts.address(2)):5558")
-        var log: [(seq: Int64, bytes: [UInt8])] = []
-        var since: Int64 = 0
-        for _ in 0..<1000 {
-            let (outcomes, trailer) = try await replay.fetch(since: since, limit: 1000, timeoutMilliseconds: 10_000)
-            log += outcomes.compactMap { bytes in seq(of: bytes).map { ($0, bytes) } }
-            since = trailer.next
-            if !trailer.more { break }
-        }
-        await replay.close()
+        let log = try await replayWholeLog(context: context, endpoint: "tcp://\(hosts.address(2)):5558")
         for entry in log { upstream.take(entry.bytes, now: clock.now) }
         for sender in toLedger.values { _ = await sender.finish(drainTimeoutMilliseconds: 100) }
 
