@@ -24,7 +24,20 @@ struct ProbeTests {
 
     @Test func aStageIsReadyOnlyWhileItReachesALedger() async throws {
         let h = try await PipelineHarness()
-        defer { Task { await h.shutdown() } }
+        // Stopped here, not in a detached task: run alone, the test process would exit first
+        // and leave the stages running.
+        let result: Result<Void, any Error>
+        do {
+            try await Self.readiness(h)
+            result = .success(())
+        } catch {
+            result = .failure(error)
+        }
+        await h.shutdown()
+        try result.get()
+    }
+
+    static func readiness(_ h: PipelineHarness) async throws {
         let e = h.ledgerEndpoints
         let (submitterPort, signerPort, streamerPort) = (try freeLoopbackPort(), try freeLoopbackPort(), try freeLoopbackPort())
         _ = try h.spawn(
@@ -47,7 +60,7 @@ struct ProbeTests {
                 "--signed-out", "tcp://127.0.0.1:\(try freeLoopbackPort())", "--metrics", "127.0.0.1:\(streamerPort)",
             ],
             waitForLine: "paypipe-streamer ready")
-        let ready = await Self.probe("http://127.0.0.1:\(submitterPort)/readyz", until: 0)
+        let ready = await probe("http://127.0.0.1:\(submitterPort)/readyz", until: 0)
         #expect(ready == 0, "a submitter connected to its ledger is ready")
         #expect(await Self.probe("http://127.0.0.1:\(signerPort)/livez") == 0)
         #expect(await Self.probe("http://127.0.0.1:\(signerPort)/readyz") == 1, "a signer without a ledger is not ready")
@@ -64,12 +77,12 @@ struct ProbeTests {
     /// exits 75, the status its supervisor restarts on, not 1 (a bad config).
     @Test func aLedgerThatCannotReachItsDatabaseServerAtStartExits75() async throws {
         let h = try await PipelineHarness()
-        defer { Task { await h.shutdown() } }
         let unreachable = "postgres://paypipe@127.0.0.1:\(try freeLoopbackPort())/paypipe"
         let status = await runToEnd(
             PipelineHarness.buildDirectory().appendingPathComponent("paypipe-ledger").path,
             ["--config", h.configPath, "--store", unreachable, "--intake", "tcp://127.0.0.1:\(try freeLoopbackPort())"],
             within: .seconds(60))
+        await h.shutdown()
         #expect(status == 75)
     }
 }
