@@ -141,9 +141,5 @@ public final class ZMQPeers: @unchecked Sendable {
         return address == entry || address.hasSuffix(":" + port)
     }
 
-    private static func monotonicMilliseconds() -> Int64 {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
-    }
+    private static func monotonicMilliseconds() -> Int64 { Int64(monotonicNanoseconds() / 1_000_000) }
 }

@@ -226,11 +226,7 @@ final class LedgerLoop: Sendable {
                     }
                     out.published = max(out.published, seq)
                 }
-                if out.outcomes.count < limits.outcomesBacklog {
-                    try out.outcomes.send(ZMQMessage(core.revealer?.reveal(frame) ?? frame))
-                } else {
-                    fastPathSkipped.increment()
-                }
+                try pushLive(frame, &out)
             case .poll(let frame):
                 if out.polls.count < limits.pollsBacklog { try out.polls.send(ZMQMessage(frame)) }
             case .drop(let rejection):
@@ -238,6 +234,16 @@ final class LedgerLoop: Sendable {
             case .refuse(let reason):
                 logger.warning("refused a stage's outcome", metadata: ["reason": "\(reason.prefix(300))"])
             }
+        }
+    }
+
+    /// One outcome to the live PUSH, its withheld secrets put back; skipped (upstream replays
+    /// it) while no consumer keeps up.
+    private func pushLive(_ bytes: [UInt8], _ out: inout Outboxes) throws(ZMQError) {
+        if out.outcomes.count < limits.outcomesBacklog {
+            try out.outcomes.send(ZMQMessage(core.revealer?.reveal(bytes) ?? bytes))
+        } else {
+            fastPathSkipped.increment()
         }
     }
 
@@ -249,14 +255,7 @@ final class LedgerLoop: Sendable {
         while out.published < seq, reads < 8 {
             reads += 1
             guard let entries = try? core.logged(after: out.published, limit: 1024), let last = entries.last else { break }
-            for entry in entries where entry.seq <= seq {
-                let bytes = Array(entry.text.utf8)
-                if out.outcomes.count < limits.outcomesBacklog {
-                    try out.outcomes.send(ZMQMessage(core.revealer?.reveal(bytes) ?? bytes))
-                } else {
-                    fastPathSkipped.increment()
-                }
-            }
+            for entry in entries where entry.seq <= seq { try pushLive(Array(entry.text.utf8), &out) }
             out.published = min(last.seq, seq)
         }
         out.published = max(out.published, seq)

@@ -70,10 +70,13 @@ package final class SignerService: MeasuredStage {
         var readiness = Readiness(metrics: metrics)
         while !stopping.isStopped {
             peers.refresh()
-            readiness.update(
-                resultsSocket.canSend || results.count > 0
-                    ? signedSocket.canSend || signed.count > 0 ? nil : "no streamer reachable at endpoints.signedIn"
-                    : "no ledger reachable at endpoints.results")
+            if !(resultsSocket.canSend || results.count > 0) {
+                readiness.update("no ledger reachable at endpoints.results")
+            } else if !(signedSocket.canSend || signed.count > 0) {
+                readiness.update("no streamer reachable at endpoints.signedIn")
+            } else {
+                readiness.update(nil)
+            }
             let takesOrders = signed.count < Self.backlogLimit && results.count < Self.backlogLimit
             let ready = try ZMQPoll.wait(
                 [(orders, takesOrders ? .readable : []), (signedSocket, signed.pollEvents), (resultsSocket, results.pollEvents)],
