@@ -59,7 +59,7 @@ final class NamespaceHosts: @unchecked Sendable {
 
     /// Every host's hosts file: each name stands for the addresses of the hosts listed for it.
     /// Written in place, since `ip netns exec` bind-mounts the file itself into each process.
-    func name(_ names: [String: [Int]]) throws {
+    func writeHosts(_ names: [String: [Int]]) throws {
         var text = "127.0.0.1 localhost\n"
         for (name, hosts) in names.sorted(by: { $0.key < $1.key }) {
             for host in hosts { text += "\(address(host)) \(name)\n" }
@@ -204,7 +204,7 @@ struct HostLossTests {
             sandboxURL: frontURL, callbacks: callbacks, endpoints: endpoints,
             timers: ["phonepeCallbackWaitMs": 3000, "httpRequestTimeoutMs": 2000, "leaseMs": 4000]
         ).write(toFile: configPath, atomically: true, encoding: .utf8)
-        try hosts.name(["ledger": [1, 2], "streamer": [1, 2]])
+        try hosts.writeHosts(["ledger": [1, 2], "streamer": [1, 2]])
 
         let build = PipelineHarness.buildDirectory().path
         let ledgerArguments = [
@@ -309,7 +309,7 @@ struct HostLossTests {
                 // Host 1 is gone: its ledger, streamer, signer and submitter, and its link; the
                 // names stop listing it, as DNS does once a pod is gone.
                 try hosts.lose(1)
-                try hosts.name(["ledger": [2], "streamer": [2]])
+                try hosts.writeHosts(["ledger": [2], "streamer": [2]])
                 hostLost = true
                 lossAt = clock.now
             }

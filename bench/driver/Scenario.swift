@@ -191,7 +191,7 @@ func runScenario(_ spec: ScenarioSpec, allTemplates: [OrderTemplate], settings: 
             // (comma-separated endpoints), upstream sends to all of them and reads the whole log
             // from the first.
             var others: [LedgerAddresses] = []
-            for copy in 2...max(2, copies) where copy <= copies {
+            for copy in 2..<(copies + 1) {
                 let any = "tcp://127.0.0.1:*"
                 let line = try waitForMarker(
                     try start(

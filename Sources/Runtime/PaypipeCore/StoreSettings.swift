@@ -92,10 +92,13 @@ public struct PostgresSettings: Sendable {
     }
 
     /// One server of the list.
-    public struct Server: Sendable, Equatable {
+    public struct Server: Sendable, Equatable, CustomStringConvertible {
         public var host: String
         public var port: Int
         public var socketDirectory: String?
+
+        /// For logs and errors: its socket directory, or host and port.
+        public var description: String { socketDirectory.map { "socket \($0)" } ?? "\(host):\(port)" }
     }
 
     /// Every server to try, in order.
@@ -209,8 +212,7 @@ public struct PostgresSettings: Sendable {
 
     /// For logs and errors: where, never the password.
     public var summary: String {
-        let place = servers.map { server in server.socketDirectory.map { "socket \($0)" } ?? "\(server.host):\(server.port)" }
-            .joined(separator: ",")
+        let place = servers.map(\.description).joined(separator: ",")
         let target = targetSessionAttributes == .any ? "" : " target \(targetSessionAttributes.rawValue)"
         return "\(user)@\(place)/\(database) schema \(schema) tls \(tls.rawValue)\(target)"
     }

@@ -44,7 +44,7 @@ package final class PostgresDatabase: StoreDatabase {
                     connection = opened
                     break
                 }
-                failures.append("\(Self.place(server)) takes no writes")
+                failures.append("\(server) takes no writes")
             } catch {
                 failures.append("\(error)")
             }
@@ -83,7 +83,7 @@ package final class PostgresDatabase: StoreDatabase {
             opened = try bounded(
                 PostgresConnection.connect(on: eventLoop, configuration: configuration, id: connections, logger: logger), within: .seconds(10))
         } catch {
-            throw Self.storeError(error, doing: "connect to \(Self.place(server))")
+            throw Self.storeError(error, doing: "connect to \(server)")
         }
         guard settings.targetSessionAttributes == .readWrite else { return opened }
         do {
@@ -92,14 +92,10 @@ package final class PostgresDatabase: StoreDatabase {
             if answer == "off" { return opened }
         } catch {
             try? bounded(opened.close(), within: .seconds(5))
-            throw Self.storeError(error, doing: "ask \(Self.place(server)) whether it takes writes")
+            throw Self.storeError(error, doing: "ask \(server) whether it takes writes")
         }
         try? bounded(opened.close(), within: .seconds(5))
         return nil
-    }
-
-    private static func place(_ server: PostgresSettings.Server) -> String {
-        server.socketDirectory.map { "socket \($0)" } ?? "\(server.host):\(server.port)"
     }
 
     private func tls() throws -> PostgresConnection.Configuration.TLS {
