@@ -11,6 +11,8 @@ public final class SandboxContext: Sendable {
     public let scheduler: SandboxScheduler
     public let outbound: SandboxOutbound
     public let logger: Logger
+    /// The sandbox's time, which tests and the demo move on (`/_sandbox/clock`).
+    public let clock = SandboxClock()
 
     init(configuration: SandboxConfiguration, ledger: SandboxLedger, scheduler: SandboxScheduler, outbound: SandboxOutbound, logger: Logger) {
         self.configuration = configuration

@@ -23,7 +23,8 @@ final class SandboxRouter: Sendable {
 
     /// The provider an incoming path belongs to, and the path the provider itself would see.
     enum Route {
-        case health, ledger
+        case health, ledger, clock
+        case subscriptions(String)
         case provider(any ProviderEmulator, subpath: String)
         case notFound
     }
@@ -31,6 +32,8 @@ final class SandboxRouter: Sendable {
     func route(_ path: String) -> Route {
         if path == "/healthz" { return .health }
         if path == "/_sandbox/ledger" || path == "/_sandbox/ledger/" { return .ledger }
+        if path == "/_sandbox/clock" { return .clock }
+        if path.hasPrefix("/_sandbox/subscriptions/") { return .subscriptions(path) }
         guard path.hasPrefix("/"), let slash = path.dropFirst().firstIndex(of: "/") else { return .notFound }
         guard let emulator = emulators[Provider(String(path[path.index(after: path.startIndex)..<slash]))] else { return .notFound }
         return .provider(emulator, subpath: String(path[slash...]))
@@ -46,6 +49,12 @@ final class SandboxRouter: Sendable {
             let parameters = SandboxContext.queryParameters(query)
             let document = context.ledger.document(key: parameters["key"], summary: parameters["summary"] == "1")
             return HTTPResponseSpec(status: 200, headers: [HTTPHeader("Content-Type", "application/json")], body: document.bytes)
+        case .clock:
+            guard method == "POST" else { return SandboxContext.json(405, ["error": "use POST"]) }
+            return await advanceClock(body)
+        case .subscriptions(let path):
+            guard method == "POST" else { return SandboxContext.json(405, ["error": "use POST"]) }
+            return await act(path: path, body: body)
         case .notFound:
             return SandboxContext.json(404, ["error": "no such route"])
         case .provider(let emulator, let subpath):

@@ -306,6 +306,10 @@ struct AnyOrderDirectory: OrderDirectory {
             return .settled(applied: outcome != nil, duplicate: false)
         case .resumePolls: return .resumed(count: 0)
         case .claim(let claims): return .claimed(claims.map { _ in true })
+        case .subscriptionEvents(let events): return .eventsRecorded(recorded: events.count, duplicates: 0)
+        case .dueChecks: return .dueChecks([])
+        case .checked(let results): return .eventsRecorded(recorded: results.count, duplicates: 0)
+        case .subscription: return .subscription(nil)
         }
     }
 }

@@ -78,15 +78,16 @@ struct AsyncFlowTests {
         #expect(replay.1.contains("duplicate"))
         #expect(try await Self.outcomes(h, "pp-cb-1", within: .milliseconds(500)).isEmpty)
 
-        // NOTIFY (about a later debit) decides nothing, but is recorded and counted; its redelivery is a duplicate.
+        // NOTIFY (a later debit's pre-debit notification) is the subscription's event, not the
+        // order's: recorded against the mandate the order opened; its redelivery is a duplicate.
         let notifyJSON =
-            #"{"success":true,"code":"SUCCESS","data":{"callbackType":"NOTIFY","merchantId":"MERCHANTUAT","authRequestId":"\#(ids["pp-cb-1"] ?? "")","transactionDetails":{"amount":39900,"state":"PENDING"}}}"#
+            #"{"success":true,"code":"SUCCESS","data":{"callbackType":"NOTIFY","merchantId":"MERCHANTUAT","transactionId":"TXN-1","subscriptionDetails":{"subscriptionId":"SUB-pp-cb-1","state":"ACTIVE"},"notificationDetails":{"notificationId":"NOTE-1","amount":39900,"state":"NOTIFIED"}}}"#
         let notifyResponse = Data(notifyJSON.utf8).base64EncodedString()
         let notifyBody = Array(#"{"response":"\#(notifyResponse)"}"#.utf8)
         let notifyVerify = PhonePeChecksum(config: Self.merchant.phonepe!).xVerify(callbackResponse: notifyResponse)
         let notified = try #require(h.postCallback("/callbacks/phonepe", headers: [("X-VERIFY", notifyVerify)], body: notifyBody))
         #expect(notified.0 == 200)
-        #expect(notified.1.contains("recorded_notify"))
+        #expect(notified.1.contains("event"))
         #expect(h.postCallback("/callbacks/phonepe", headers: [("X-VERIFY", notifyVerify)], body: notifyBody)?.1.contains("duplicate") == true)
 
         // Authentic but for another amount: acknowledged, and the order ends failed for review.
@@ -107,7 +108,7 @@ struct AsyncFlowTests {
         let metrics = httpGet("http://127.0.0.1:\(h.callbacksPort)/metrics") ?? ""
         #expect(metrics.contains(#"paypipe_callbacks_total{route="phonepe",result="BAD_CHECKSUM"} 1"#))
         #expect(metrics.contains(#"paypipe_callbacks_total{route="phonepe",result="duplicate"} 2"#))
-        #expect(metrics.contains(#"paypipe_callbacks_total{route="phonepe",result="recorded_notify"} 1"#))
+        #expect(metrics.contains(#"paypipe_callbacks_total{route="phonepe",result="event"} 1"#))
         await h.shutdown()
     }
 

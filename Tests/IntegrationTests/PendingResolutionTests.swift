@@ -166,9 +166,11 @@ struct PendingExpiryTests {
 
     @Test func anAbandonedNetsCreateIsCheckedWithGetPaymentAndExpires() async throws {
         var payment = try await Self.createdNetsPayment("nets-abandoned-1")
-        // The create registered both webhooks with the configured URL and authorization.
+        // The create registered its webhooks with the configured URL and authorization.
         let hooks = try #require(payment.nets.sandbox.payments[payment.paymentId]?.webhooks)
-        #expect(Set(hooks.map(\.eventName)) == ["payment.checkout.completed", "payment.reservation.failed"])
+        #expect(
+            Set(hooks.map(\.eventName))
+                == ["payment.checkout.completed", "payment.reservation.failed", "payment.charge.created.v2", "payment.charge.failed.v2"])
         #expect(hooks.allSatisfy { $0.url == "http://127.0.0.1:8080/callbacks/nets" && $0.authorization == "demoWebhookAuth123" })
 
         let check = try await payment.chain.sweep(now: 11_500)

@@ -47,7 +47,9 @@ import Testing
         #expect(try Fixtures.json(request)["subscription"]?["endDate"] == "2029-07-18T00:00:00-09:30")
     }
 
-    @Test func registersBothWebhooksWithTheConfiguredAuthorization() throws {
+    /// The two that end the order, and the subscription's charges (Nexi's payment-v1 reference:
+    /// `payment.charge.created.v2`, `payment.charge.failed.v2`), which are its renewal events.
+    @Test func registersTheOrdersAndTheChargesWebhooksWithTheConfiguredAuthorization() throws {
         let request = try NetsPayments.createSubscription(
             Fixtures.createOrder(), config: Fixtures.config, now: Fixtures.now, webhookURL: Fixtures.webhookURL)
         let hooks = try #require(try Fixtures.json(request)["notifications"]?["webHooks"]?.arrayValue)
@@ -55,6 +57,8 @@ import Testing
             hooks == [
                 ["eventName": "payment.checkout.completed", "url": .string(Fixtures.webhookURL), "authorization": .string(Fixtures.webhookSecret)],
                 ["eventName": "payment.reservation.failed", "url": .string(Fixtures.webhookURL), "authorization": .string(Fixtures.webhookSecret)],
+                ["eventName": "payment.charge.created.v2", "url": .string(Fixtures.webhookURL), "authorization": .string(Fixtures.webhookSecret)],
+                ["eventName": "payment.charge.failed.v2", "url": .string(Fixtures.webhookURL), "authorization": .string(Fixtures.webhookSecret)],
             ])
     }
 

@@ -154,29 +154,60 @@ import Testing
         }
     }
 
-    /// NOTIFY and DEBIT callbacks are recorded (their event, so a redelivery is a duplicate)
-    /// under their own metrics label, not answered as a plain `no_change`.
-    @Test func notifyAndDebitCallbacksAreRecordedUnderTheirOwnLabel() async throws {
-        struct OneOrder: CallbackOrderLookup {
-            let stored: Order
-            func order(_ key: OrderKey, provider: Provider) async throws(CallbackRejection) -> Order { stored }
+    /// NOTIFY, DEBIT and SUBSCRIPTION callbacks are the mandate's events, named by its
+    /// subscriptionId (PhonePe's recurring reference): a debit completed or failed, a pre-debit
+    /// notification, the user revoking or pausing. None needs an authRequestId or an order.
+    @Test func laterCallbacksAreTheSubscriptionsEvents() async throws {
+        struct NoOrders: CallbackOrderLookup {
+            func order(_ key: OrderKey, provider: Provider) async throws(CallbackRejection) -> Order {
+                throw .orderNotFound(provider, merchant: key.merchant)
+            }
             func order(reference: String, provider: Provider, merchant: String) async throws(CallbackRejection) -> Order {
-                guard reference == "TX123456789", merchant == "default" else { throw .orderNotFound(provider, merchant: merchant) }
-                return stored
+                throw .orderNotFound(provider, merchant: merchant)
             }
         }
         let config = PaypipeConfig(merchants: ["default": MerchantConfig(Fixtures.config(merchantId: "MID12345"))])
         let connector = await PhonePeConnector(config: config)
-        let order = Fixtures.seedCallbackOrder()
-        for (type, label) in [("NOTIFY", "recorded_notify"), ("DEBIT", "recorded_debit")] {
-            let json =
-                #"{"success":true,"code":"SUCCESS","data":{"callbackType":"\#(type)","merchantId":"MID12345","authRequestId":"TX123456789","transactionDetails":{"amount":39900,"state":"COMPLETED"}}}"#
+        let cases: [(String, SubscriptionEvent.Kind?, String?)] = [
+            (
+                #""callbackType":"NOTIFY","transactionId":"T1","notificationDetails":{"notificationId":"N1","amount":39900,"state":"NOTIFIED"}"#,
+                .renewalScheduled, "NOTIFY|N1"
+            ),
+            (
+                #""callbackType":"DEBIT","transactionId":"T1","transactionDetails":{"amount":39900,"state":"COMPLETED"}"#, .renewalSucceeded,
+                "DEBIT|T1|COMPLETED"
+            ),
+            (
+                #""callbackType":"DEBIT","transactionId":"T2","transactionDetails":{"amount":39900,"state":"FAILED","payResponseCode":"Z9"}"#,
+                .renewalFailed, "DEBIT|T2|FAILED"
+            ),
+            (#""callbackType":"DEBIT","transactionId":"T3","transactionDetails":{"amount":39900,"state":"PENDING"}"#, nil, nil),
+            (
+                #""callbackType":"SUBSCRIPTION","subscriptionDetails":{"subscriptionId":"SUB1","state":"REVOKED","stateStartDate":1700000000000}"#,
+                .mandateRevoked, "SUBSCRIPTION|REVOKED|1700000000000"
+            ),
+            (
+                #""callbackType":"SUBSCRIPTION","subscriptionDetails":{"subscriptionId":"SUB1","state":"PAUSED"}"#, .mandatePaused,
+                "SUBSCRIPTION|PAUSED|"
+            ),
+        ]
+        for (fields, kind, key) in cases {
+            var data = fields
+            if !fields.contains("subscriptionDetails") { data += #","subscriptionDetails":{"subscriptionId":"SUB1","state":"ACTIVE"}"# }
+            let json = #"{"success":true,"code":"SUCCESS","data":{"merchantId":"MID12345",\#(data)}}"#
             let (bytes, xVerify) = signed(body(decoded: json))
-            let decision = try await connector.callback(
-                CallbackRequest(headers: [HTTPHeader("X-VERIFY", xVerify)], body: bytes), orders: OneOrder(stored: order))
-            #expect(decision.verdict == nil, "\(type)")
-            #expect(decision.event == "TX123456789|\(type)|COMPLETED|-")
-            #expect(decision.recordedAs == label)
+            let decision = try await connector.callback(CallbackRequest(headers: [HTTPHeader("X-VERIFY", xVerify)], body: bytes), orders: NoOrders())
+            #expect(decision.order == nil)
+            #expect(decision.subscriptionEvents.first?.kind == kind, "\(fields)")
+            #expect(decision.subscriptionEvents.first?.dedupeKey == key)
+            #expect(decision.subscriptionEvents.allSatisfy { $0.subscription == "SUB1" && $0.merchant == "default" })
+        }
+        // Without the subscription it names, such a callback cannot be read.
+        let json =
+            #"{"success":true,"code":"SUCCESS","data":{"merchantId":"MID12345","callbackType":"DEBIT","transactionId":"T1","transactionDetails":{"state":"COMPLETED"}}}"#
+        let (bytes, xVerify) = signed(body(decoded: json))
+        await #expect(throws: CallbackRejection.self) {
+            _ = try await connector.callback(CallbackRequest(headers: [HTTPHeader("X-VERIFY", xVerify)], body: bytes), orders: NoOrders())
         }
     }
 

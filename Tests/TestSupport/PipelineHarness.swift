@@ -298,6 +298,33 @@ package final class PipelineHarness: @unchecked Sendable {
         return outcomes
     }
 
+    /// Collects every message the live PUSH sends (outcomes and subscription events, as JSON)
+    /// until `done` says so or `timeout` passes.
+    package func collectMessages(timeout: Duration = .seconds(30), until done: ([JSONValue]) -> Bool) async throws -> [JSONValue] {
+        var messages: [JSONValue] = []
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        while !done(messages), clock.now < deadline {
+            let batch = try await self.receiver.nextBatch(timeoutMilliseconds: 200)
+            for message in batch ?? [] {
+                if let value = try? JSONValue.parse(message.body) { messages.append(value) }
+            }
+        }
+        return messages
+    }
+
+    /// POSTs a JSON body to the sandbox (its clock and subscription actions), off Swift's
+    /// cooperative threads: the in-process sandbox answers on them, and the call blocks.
+    package func sandboxPost(_ path: String, _ body: JSONValue) async -> (Int, String)? {
+        let port = sandboxPort
+        let bytes = body.bytes
+        return await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(returning: httpPost(port: port, path: path, headers: [("Content-Type", "application/json")], body: bytes))
+            }
+        }
+    }
+
     package func shutdown() async {
         for process in children.reversed() where process.isRunning {
             kill(process.processIdentifier, SIGTERM)

@@ -13,10 +13,11 @@ package enum DemoConfig {
     ///   - extraMerchants: further merchant profiles, by name (e.g. a Viva merchant without API credentials).
     ///   - leavingOut: optional demo settings to leave out, as `<provider>.<key>` (e.g. `nets.webhookURL`).
     ///   - sections: the providers in the demo merchant.
+    ///   - subscriptionEvents: whether the demo merchant's order system takes subscription events.
     package static func text(
         sandboxURL: String, callbacks: String = "127.0.0.1:8080", providerURL: String? = nil,
         endpoints: [String: String] = [:], timers: [String: Int64] = [:], extraMerchants: [String: JSONValue] = [:],
-        leavingOut: Set<String> = [], sections: [any MerchantSection.Type] = StandardConnectors.sections
+        leavingOut: Set<String> = [], sections: [any MerchantSection.Type] = StandardConnectors.sections, subscriptionEvents: Bool = true
     ) -> String {
         var merchant: [String: JSONValue] = [:]
         for section in sections {
@@ -28,7 +29,9 @@ package enum DemoConfig {
         }
         // One provider per line, so that the file `paypipe up` writes reads easily.
         let providers = merchant.keys.sorted().map { "      \(JSONValue.string($0).serialized): \(merchant[$0]!.serialized)" }
-        var merchants = ["    \"default\": {\n" + providers.joined(separator: ",\n") + "\n    }"]
+        // The demo's order system takes subscription events (docs/protocol.md, "Subscription events").
+        let options = subscriptionEvents ? ["      \"subscriptionEvents\": true"] : []
+        var merchants = ["    \"default\": {\n" + (options + providers).joined(separator: ",\n") + "\n    }"]
         merchants += extraMerchants.keys.sorted().map { "    \(JSONValue.string($0).serialized): \(extraMerchants[$0]!.serialized)" }
         var endpointValues = endpoints
         endpointValues["callbacks"] = callbacks

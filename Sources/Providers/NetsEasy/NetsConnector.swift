@@ -136,7 +136,19 @@ public struct NetsConnector: ProviderConnector {
             }
         }
         guard let (merchant, event) = authentic else { throw rejection }
-        let order = try await context.order(reference: event.paymentId, provider: .nets, merchant: merchant)
+        if let renewal = Self.renewal(event, merchant: merchant) { return CallbackDecision(subscriptionEvents: [renewal]) }
+        let order: Order
+        do {
+            order = try await context.order(reference: event.paymentId, provider: .nets, merchant: merchant)
+        } catch  where error.code == .orderNotFound && event.kind == .reservationFailed {
+            // A failed subscription charge (a bulk charge's) names neither the subscription nor
+            // an order: the payment, read from Nets, names the subscription.
+            let payment = try await subscription(of: event.paymentId, merchant: merchant, http: context.http, notFound: error)
+            guard let subscriptionId = payment["subscriptionId"]?.stringValue else { throw error }
+            var failed = event
+            failed.subscriptionId = subscriptionId
+            return CallbackDecision(subscriptionEvents: Self.renewal(failed, merchant: merchant).map { [$0] } ?? [])
+        }
         switch NetsWebhook.interpret(event, for: order) {
         case .apply(.succeeded(let result)) where order.operation == .createSubscription:
             let confirmed = try await subscription(of: event.paymentId, merchant: merchant, http: context.http)
@@ -148,8 +160,9 @@ public struct NetsConnector: ProviderConnector {
 
     /// The completed checkout's subscription, read from Nets (the webhook does not carry it);
     /// until Nets shows it the delivery is refused 503, and Nets delivers it again.
-    func subscription(of paymentId: String, merchant: String, http: any ProviderHTTPTransport) async throws(CallbackRejection) -> [String: JSONValue]
-    {
+    func subscription(
+        of paymentId: String, merchant: String, http: any ProviderHTTPTransport, notFound: CallbackRejection? = nil
+    ) async throws(CallbackRejection) -> [String: JSONValue] {
         let unavailable = { (detail: String) in
             CallbackRejection(
                 status: 503, code: .netsUnavailable,
@@ -167,10 +180,36 @@ public struct NetsConnector: ProviderConnector {
         case .success(let response):
             switch NetsPendingCreate.read(response, paymentId: paymentId) {
             case .succeeded(let result): return result
-            case .pending: throw unavailable("the payment shows no subscription yet")
+            case .pending: throw notFound ?? unavailable("the payment shows no subscription yet")
             case .failed(_, let message), .retry(let message), .unknown(let message), .neverSeen(let message): throw unavailable(message)
             }
         }
+    }
+
+    /// A charge of a subscription (its `subscriptionId` set, or found through its payment) is a
+    /// renewal: succeeded or failed, one event per Nets event id. nil for any other event.
+    static func renewal(_ event: NetsWebhookEvent, merchant: String) -> SubscriptionEvent? {
+        guard let subscription = event.subscriptionId else { return nil }
+        let kind: SubscriptionEvent.Kind
+        switch event.kind {
+        case .chargeCreated: kind = .renewalSucceeded
+        case .chargeFailed, .reservationFailed: kind = .renewalFailed
+        default: return nil
+        }
+        return SubscriptionEvent(
+            merchant: merchant, provider: .nets, subscription: subscription, dedupeKey: event.id, kind: kind, amount: event.amount,
+            currency: event.currency, providerReference: event.chargeId ?? event.paymentId,
+            reason: kind == .renewalFailed ? (event.errorCode ?? event.errorMessage ?? "failed") : nil)
+    }
+
+    /// A completed subscription checkout opens the subscription its later charges name; it ends
+    /// at the order's `endDate`, which Nets reports nothing about.
+    public func opensSubscription(_ operation: Operation) -> Bool { operation == .createSubscription }
+
+    public func subscriptionOpening(for order: Order, outcome: Outcome) -> SubscriptionOpening? {
+        guard let reference = outcome.result?["subscriptionId"]?.stringValue, !reference.isEmpty else { return nil }
+        let endsAt = order.params["endDate"]?.stringValue.flatMap(NetsEndDate.init(iso8601:)).map { $0.epochSeconds * 1000 }
+        return SubscriptionOpening(reference: reference, endsAt: endsAt)
     }
 
     /// Webhooks name the payment, which Nets assigns when the payment is created.

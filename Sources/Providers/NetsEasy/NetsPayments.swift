@@ -6,9 +6,11 @@ public enum NetsPayments {
     /// Required by Nets Easy's subscription documentation on the create call ("critical to
     /// identify the platform"); sent on every call, as its sample app does.
     public static let commercePlatformTag = "iOSSDK"
-    /// The webhooks registered with each subscription payment: the two that end the order.
+    /// The webhooks registered with each subscription payment: the two that end the order, and
+    /// the subscription's later charges, succeeded or failed (subscription events).
     public static let registeredWebhookEvents = [
         NetsWebhookEvent.Kind.checkoutCompleted.eventName, NetsWebhookEvent.Kind.reservationFailed.eventName,
+        NetsWebhookEvent.Kind.chargeCreated.eventName, "payment.charge.failed.v2",
     ]
 
     public static let createSubscriptionParams = ["endDate", "interval", "reference", "items", "checkoutUrl", "termsUrl"]

@@ -85,11 +85,21 @@ public enum NetsWebhook {
         }
         let currency = amountObject?["currency"]?.stringValue
         let reference = data["order"]?["reference"]?.stringValue
-        return NetsWebhookEvent(
+        var subscriptionId: String?
+        if let value = data["subscriptionId"]?.stringValue, !value.isEmpty {
+            guard NetsIdentifiers.isSafeId(value) else { throw invalid("data.subscriptionId must be 1-64 characters of [A-Za-z0-9_-]") }
+            subscriptionId = value
+        }
+        var parsed = NetsWebhookEvent(
             id: id, event: event, timestamp: root["timestamp"]?.stringValue.map { String($0.prefix(64)) },
             merchantId: merchantId, paymentId: paymentId, chargeId: data["chargeId"]?.stringValue.map { String($0.prefix(128)) },
             amount: amount, currency: currency.map { String($0.prefix(8)) }, reference: reference.map { String($0.prefix(256)) },
             errorMessage: data["error"]?["message"]?.stringValue.map { NetsPayments.clip($0) })
+        parsed.subscriptionId = subscriptionId
+        parsed.errorCode = (data["error"]?["code"]?.stringValue ?? data["error"]?["code"]?.integerValue.map(String.init)).map {
+            String($0.prefix(32))
+        }
+        return parsed
     }
 
     /// Checks an event against the order it belongs to (found by paymentId) and says what

@@ -14,7 +14,7 @@ public struct NetsWebhookEvent: Sendable, Equatable {
             case "payment.reservation.created", "payment.reservation.created.v2": self = .reservationCreated
             case "payment.reservation.failed": self = .reservationFailed
             case "payment.charge.created", "payment.charge.created.v2": self = .chargeCreated
-            case "payment.charge.failed": self = .chargeFailed
+            case "payment.charge.failed", "payment.charge.failed.v2": self = .chargeFailed
             default: self = .other(eventName)
             }
         }
@@ -49,6 +49,11 @@ public struct NetsWebhookEvent: Sendable, Equatable {
     public let reference: String?
     /// `data.error.message` of a failed reservation or charge, when present.
     public let errorMessage: String?
+    /// `data.subscriptionId` of a charge event (v2): set for a subscription's charge, empty or
+    /// absent for any other payment's.
+    public var subscriptionId: String?
+    /// `data.error.code` of a failed reservation or charge, when present.
+    public var errorCode: String?
 
     public init(
         id: String, event: String, timestamp: String? = nil, merchantId: String? = nil, paymentId: String,

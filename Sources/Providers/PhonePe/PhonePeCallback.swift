@@ -48,6 +48,8 @@ public struct PhonePeCallback: Sendable, Equatable {
     public let authRequestId: String
     /// transactionDetails + subscriptionDetails.
     public let state: PhonePeAuthState
+    /// The decoded `data`, for the callbacks about a subscription (`subscriptionEvents`).
+    public let data: [String: JSONValue]
 
     /// Providers redeliver: the same auth reaching the same states is the same event.
     public var dedupeKey: String {
@@ -110,10 +112,14 @@ public struct PhonePeCallback: Sendable, Equatable {
         guard let merchantId = state.merchantId, PhonePeRules.isIdentifier(merchantId, maxLength: PhonePeRules.merchantIdMaxLength) else {
             throw .malformed("data.merchantId must be 1-\(PhonePeRules.merchantIdMaxLength) characters of [A-Za-z0-9_-]")
         }
-        guard let authRequestId = state.authRequestId, PhonePeRules.isIdentifier(authRequestId, maxLength: 64) else {
+        // Only an AUTH callback is about an authInit order; the others (a debit, its pre-debit
+        // notification, the user revoking or pausing the mandate) name the subscription.
+        let authRequestId = state.authRequestId ?? ""
+        guard type != PhonePeCallbackType.auth.rawValue || PhonePeRules.isIdentifier(authRequestId, maxLength: 64) else {
             throw .malformed("data.authRequestId must be 1-64 characters of [A-Za-z0-9_-]")
         }
         self.responseBase64 = responseBase64
+        self.data = data
         success = object["success"]?.boolValue
         code = object["code"]?.stringValue
         message = object["message"]?.stringValue

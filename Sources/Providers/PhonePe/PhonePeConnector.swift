@@ -128,6 +128,9 @@ public struct PhonePeConnector: ProviderConnector {
             }
         }
         guard let (merchant, merchantId, callback) = authenticated else { throw lastError }
+        guard callback.callbackType == .auth else {
+            return CallbackDecision(subscriptionEvents: try callback.subscriptionEvent(merchant: merchant).map { [$0] } ?? [])
+        }
         let order = try await orders.order(reference: callback.authRequestId, provider: .phonepe, merchant: merchant)
         switch callback.effect(order: order, merchantId: merchantId) {
         case .ignored:
@@ -160,5 +163,15 @@ public struct PhonePeConnector: ProviderConnector {
 
     public func pendingFollowUp(for operation: Operation, timers: PaypipeConfig.Timers) -> PendingFollowUp? {
         operation == .authInit ? .statusCheck(afterMilliseconds: timers.phonepeCallbackWaitMs) : nil
+    }
+
+    // MARK: - Subscriptions
+
+    /// An authorised mandate is the subscription its later DEBIT, NOTIFY and SUBSCRIPTION
+    /// callbacks name by PhonePe's subscriptionId, which the order carries.
+    public func opensSubscription(_ operation: Operation) -> Bool { operation == .authInit }
+
+    public func subscriptionOpening(for order: Order, outcome: Outcome) -> SubscriptionOpening? {
+        (try? PhonePeAuthInitParams(order: order)).map { SubscriptionOpening(reference: $0.subscriptionId) }
     }
 }

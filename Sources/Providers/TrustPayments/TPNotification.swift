@@ -133,7 +133,10 @@ public enum TPNotification {
             throw .forged(.badSignature, "responsesitesecurity does not match the notification's fields")
         }
         if let refusal = fieldRefusal(fields) { throw refusal }
-        guard let orderReference = values["orderreference"], !orderReference.isEmpty else {
+        // An automated payment is the subscription's, named by its parent; whether it carries
+        // the first order's orderreference is not documented.
+        let orderReference = values["orderreference"] ?? ""
+        guard !orderReference.isEmpty || values["accounttypedescription"] == "RECUR" else {
             throw .malformed("the notification has no orderreference")
         }
         guard let errorcode = values["errorcode"], !errorcode.isEmpty else {
@@ -232,6 +235,53 @@ public struct TPNotificationEvent: Sendable, Equatable {
 
     /// The key to drop redeliveries on: Trust Payments' own reference of the transaction.
     public var dedupeKey: String { transactionReference ?? fields["notificationreference"] ?? orderReference }
+
+    /// What a notification reports about a subscription rather than an order (Trust Payments'
+    /// subscription engine, and its URL notifications): an automated payment
+    /// (`accounttypedescription` RECUR, naming the first AUTH as `parenttransactionreference`)
+    /// authorised, settled or declined; or the first AUTH itself settling (the subscription
+    /// active), suspended or cancelled after its order ended. nil for a notification that
+    /// decides an order (the first payment's result).
+    public func subscriptionEvent(merchant: String) throws(CallbackRejection) -> SubscriptionEvent? {
+        let settleStatus = fields["settlestatus"] ?? ""
+        let amount = fields["baseamount"].flatMap { Int64($0) }
+        let currency = fields["currencyiso3a"]
+        if fields["accounttypedescription"] == "RECUR" {
+            guard let parent = fields["parenttransactionreference"], !parent.isEmpty else {
+                throw .malformed("an automated payment's notification needs parenttransactionreference", code: .missingField)
+            }
+            guard let reference = transactionReference, !reference.isEmpty else {
+                throw .malformed("an automated payment's notification needs transactionreference", code: .missingField)
+            }
+            let kind: SubscriptionEvent.Kind
+            var reason: String?
+            switch (errorcode, settleStatus) {
+            case ("0", "100"), ("0", "10"): kind = .renewalSettled
+            case ("0", "2"), ("0", "3"):
+                kind = .renewalFailed
+                reason = "SETTLESTATUS_\(settleStatus)"
+            case ("0", _): kind = .renewalSucceeded
+            default:
+                kind = .renewalFailed
+                reason = errorcode
+            }
+            return SubscriptionEvent(
+                merchant: merchant, provider: Provider("trustpayments"), subscription: parent,
+                dedupeKey: "\(reference)|\(kind == .renewalSucceeded ? "authorised" : kind.rawValue)", kind: kind, amount: amount,
+                currency: currency, providerReference: reference, cycle: fields["subscriptionnumber"].flatMap { Int64($0) }, reason: reason)
+        }
+        guard errorcode == "0", isPaymentResult, let reference = transactionReference, !reference.isEmpty else { return nil }
+        let kind: SubscriptionEvent.Kind
+        switch settleStatus {
+        case "10", "100": kind = .subscriptionActivated
+        case "2": kind = .subscriptionSuspended
+        case "3": kind = .subscriptionCancelled
+        default: return nil
+        }
+        return SubscriptionEvent(
+            merchant: merchant, provider: Provider("trustpayments"), subscription: reference, dedupeKey: "\(reference)|\(kind.rawValue)",
+            kind: kind, amount: amount, currency: currency, providerReference: reference, reason: "SETTLESTATUS_\(settleStatus)")
+    }
 
     /// Whether this notification reports the order's payment (AUTH, or ACCOUNTCHECK for a free
     /// trial; a notification without `requesttypedescription` is read as the AUTH). Others

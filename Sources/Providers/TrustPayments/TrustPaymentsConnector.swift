@@ -203,6 +203,9 @@ public struct TrustPaymentsConnector: ProviderConnector {
             }
         }
         guard let (merchant, tp, event) = verified else { throw lastError }
+        if let subscriptionEvent = try event.subscriptionEvent(merchant: merchant) {
+            return CallbackDecision(subscriptionEvents: [subscriptionEvent])
+        }
         guard Order.isValidOrderId(event.orderReference) else {
             throw .malformed("orderreference is not an orderId this pipeline issues", code: .invalidField)
         }
@@ -228,6 +231,19 @@ public struct TrustPaymentsConnector: ProviderConnector {
         return CallbackDecision(
             order: order, event: Self.eventKey(reference, unlessUndecided: reading.verdict), verdict: reading.verdict,
             failureResult: reading.failureResult)
+    }
+
+    // MARK: - Subscriptions
+
+    /// A subscription JWT whose AUTH succeeded opened the series the subscription engine then
+    /// continues: its automated payments name the first AUTH's transactionreference as their
+    /// parent, and it ends by itself after `subscriptionfinalnumber` payments.
+    public func opensSubscription(_ operation: Operation) -> Bool { operation == .subscriptionJwt }
+
+    public func subscriptionOpening(for order: Order, outcome: Outcome) -> SubscriptionOpening? {
+        guard let reference = outcome.result?["transactionReference"]?.stringValue, !reference.isEmpty else { return nil }
+        let finalNumber = order.params["finalNumber"]?.integerValue
+        return SubscriptionOpening(reference: reference, finalCycle: finalNumber.flatMap { $0 > 0 ? $0 : nil })
     }
 
     /// An undecided verdict (AUTH errorcode 70001) records no event: the notification that later

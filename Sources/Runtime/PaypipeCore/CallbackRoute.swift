@@ -40,7 +40,12 @@ public protocol CallbackOrderLookup: Sendable {
 /// An authentic callback's meaning: handed to the ledger, which records `event` (so a
 /// redelivery changes nothing) and the terminal outcome `verdict` leads to, if any.
 public struct CallbackDecision: Sendable, Equatable {
-    public var order: Order
+    /// The order the callback is about; nil for a callback about a subscription after its first
+    /// order (`subscriptionEvents`).
+    public var order: Order?
+    /// What an authentic callback reports about a subscription (a renewal, a revoke, a state
+    /// change): recorded once each per `eventId` against the subscription's record.
+    public var subscriptionEvents: [SubscriptionEvent] = []
     /// The provider's event id; nil when the provider gives none worth deduplicating.
     public var event: String?
     /// nil: authentic, but nothing changes (e.g. a notification about another operation).
@@ -61,6 +66,23 @@ public struct CallbackDecision: Sendable, Equatable {
         self.verdict = verdict
         self.failureResult = failureResult
         self.recordedAs = recordedAs
+    }
+
+    /// An authentic callback about a subscription rather than an order.
+    public init(subscriptionEvents: [SubscriptionEvent]) {
+        order = nil
+        event = nil
+        verdict = nil
+        self.subscriptionEvents = subscriptionEvents
+    }
+}
+
+extension CallbackRejection {
+    /// 404, so the provider retries: no subscription of `merchant` has this reference (yet: its
+    /// first order's outcome may still be on its way).
+    public static func subscriptionNotFound(_ provider: Provider, merchant: String) -> CallbackRejection {
+        CallbackRejection(
+            status: 404, code: .subscriptionNotFound, "no \(provider.rawValue) subscription of merchant \(merchant) matches this callback")
     }
 }
 

@@ -87,6 +87,7 @@ extension PaypipeConfig {
                 merchant.sections[section.provider] = try section.init(&r)
                 try r.finish()
             }
+            merchant.subscriptionEvents = try m.optionalBool("subscriptionEvents") ?? false
             try m.finish()
             config.merchants[name] = merchant
         }
@@ -111,6 +112,7 @@ extension PaypipeConfig {
             let d = config.timers
             config.timers.cleengPollIntervalMs = try t.positiveInteger("cleengPollIntervalMs") ?? d.cleengPollIntervalMs
             config.timers.cleengGiveUpMs = try t.positiveInteger("cleengGiveUpMs") ?? d.cleengGiveUpMs
+            config.timers.entitlementRecheckMs = try t.positiveInteger("entitlementRecheckMs") ?? d.entitlementRecheckMs
             config.timers.httpConnectTimeoutMs = try t.positiveInteger("httpConnectTimeoutMs") ?? d.httpConnectTimeoutMs
             config.timers.httpRequestTimeoutMs = try t.positiveInteger("httpRequestTimeoutMs") ?? d.httpRequestTimeoutMs
             config.timers.phonepeCallbackWaitMs = try t.positiveInteger("phonepeCallbackWaitMs") ?? d.phonepeCallbackWaitMs

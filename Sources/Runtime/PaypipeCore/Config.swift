@@ -67,6 +67,9 @@ public struct PaypipeConfig: Sendable {
         /// Dispatches of one order a submitter claimed and lost (it died or never answered) before
         /// the order goes to review (`unknown` NEEDS_REVIEW); copies nobody claimed do not count.
         public var maxDispatches: Int64 = 5
+        /// A subscription whose provider pushes nothing when access lapses (Cleeng) has its
+        /// entitlement checked at its expiry and at least this often.
+        public var entitlementRecheckMs: Int64 = 86_400_000
         public init() {}
     }
 
@@ -98,6 +101,9 @@ public struct PaypipeConfig: Sendable {
 /// `MerchantSection` type (declared by its connector), so that the config knows no provider.
 public struct MerchantConfig: Sendable {
     public var sections: [Provider: any MerchantSection] = [:]
+    /// Whether this merchant's order systems are sent subscription events on the outcome log
+    /// (docs/protocol.md, "Subscription events"); they are recorded either way.
+    public var subscriptionEvents = false
 
     public init(_ sections: any MerchantSection...) {
         for section in sections { self.sections[type(of: section).provider] = section }

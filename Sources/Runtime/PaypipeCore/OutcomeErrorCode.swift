@@ -81,6 +81,8 @@ extension OutcomeErrorCode {
     public static let stale = OutcomeErrorCode(rawValue: "STALE")
     /// 404: no order of this provider and merchant matches the callback.
     public static let orderNotFound = OutcomeErrorCode(rawValue: "ORDER_NOT_FOUND")
+    /// 404: no subscription of the merchant has the reference the callback names.
+    public static let subscriptionNotFound = OutcomeErrorCode(rawValue: "SUBSCRIPTION_NOT_FOUND")
     /// 404: a forwarded body names a merchant without this provider's settings.
     public static let unknownMerchant = OutcomeErrorCode(rawValue: "UNKNOWN_MERCHANT")
     /// 503: the ledger did not answer; the provider delivers the callback again.

@@ -62,6 +62,16 @@ public protocol ProviderConnector: Sendable {
     /// `.poll`; nil for a provider whose pending orders are never polled.
     var pendingPolling: (any PendingPolling)? { get }
 
+    /// Whether a `succeeded` outcome of `operation` opens a subscription whose later events the
+    /// provider reports (`subscriptionOpening`); the ledger reads the order only for those.
+    func opensSubscription(_ operation: Operation) -> Bool
+    /// The subscription a first order's `succeeded` outcome opened, as the provider's later
+    /// events will name it; nil when the outcome carries no reference.
+    func subscriptionOpening(for order: Order, outcome: Outcome) -> SubscriptionOpening?
+    /// How the pollers check a subscription's entitlement around its expiry, for a provider that
+    /// sends nothing when access lapses; nil for the others.
+    var entitlementChecking: (any EntitlementChecking)? { get }
+
     /// The secret settings (merchant config keys) whose values this provider's outcomes carry
     /// for the app, e.g. Viva's `isvClientSecret` in the sale URL. The ledger loads these and
     /// no other secret: it stores such outcomes with the values withheld and puts them back
@@ -229,6 +239,9 @@ extension ProviderConnector {
     public func callbackReferences(in outcome: Outcome) -> [String] { [] }
     public func pendingFollowUp(for operation: Operation, timers: PaypipeConfig.Timers) -> PendingFollowUp? { nil }
     public var pendingPolling: (any PendingPolling)? { nil }
+    public func opensSubscription(_ operation: Operation) -> Bool { false }
+    public func subscriptionOpening(for order: Order, outcome: Outcome) -> SubscriptionOpening? { nil }
+    public var entitlementChecking: (any EntitlementChecking)? { nil }
 }
 
 /// Why an HTTP exchange produced no response.

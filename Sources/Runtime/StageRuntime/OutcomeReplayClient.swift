@@ -44,6 +44,16 @@ package final class OutcomeReplayClient: Sendable {
         throw Failure(description: "no complete answer from the replay endpoint within \(timeoutMilliseconds) ms")
     }
 
+    /// One subscription's record and history (`OutcomeReplay.SubscriptionQuery`); nil when
+    /// the ledger knows no such subscription.
+    package func subscription(_ query: OutcomeReplay.SubscriptionQuery, timeoutMilliseconds: Int64 = 5000) async throws -> JSONValue? {
+        guard duplex.send(ZMQMessage(query.bytes)) else { throw Failure(description: "the replay client is closed") }
+        guard let message = try await duplex.nextBatch(timeoutMilliseconds: timeoutMilliseconds)?.first,
+            case .object(let o)? = try? JSONValue.parse(message.body)
+        else { throw Failure(description: "no answer from the replay endpoint within \(timeoutMilliseconds) ms") }
+        return o["error"] == nil ? .object(o) : nil
+    }
+
     package func close() async {
         duplex.stop()
         await duplex.waitUntilClosed()

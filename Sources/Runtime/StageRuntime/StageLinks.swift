@@ -148,8 +148,8 @@ extension LedgerRequest {
     /// Which role may make each request. A new op must be placed here explicitly.
     package func permits(_ role: CurveConfig.Role) -> Bool {
         switch self {
-        case .lookup, .lookupRef, .settle: role == .callbacks
-        case .resumePolls: role == .poller
+        case .lookup, .lookupRef, .settle, .subscriptionEvents, .subscription: role == .callbacks
+        case .resumePolls, .dueChecks, .checked: role == .poller
         case .claim: role == .submitter
         }
     }
@@ -161,6 +161,10 @@ extension LedgerRequest {
         case .settle: "settle"
         case .resumePolls: "resumePolls"
         case .claim: "claim"
+        case .subscriptionEvents: "subscriptionEvents"
+        case .dueChecks: "dueChecks"
+        case .checked: "checked"
+        case .subscription: "subscription"
         }
     }
 }

@@ -29,6 +29,17 @@ package enum LedgerRequest: Sendable, Equatable {
     /// A submitter takes (or renews) the leases of the work it holds, before sending anything:
     /// granted only for an order's current generation while it is open or unknown.
     case claim([LeaseClaim])
+    /// Hands on what an authentic callback reported about subscriptions: recorded in one
+    /// transaction, each at most once (`SubscriptionEvent.eventId`), and only if every
+    /// subscription it names is known. Answered only after they are committed.
+    case subscriptionEvents([SubscriptionEvent])
+    /// A poller takes the entitlement checks that are due (at most `limit`); each is not handed
+    /// out again for a while, so that two pollers do not both check it.
+    case dueChecks(limit: Int)
+    /// A poller's entitlement checks, with the event each made, if any.
+    case checked([EntitlementCheckResult])
+    /// One subscription's state and history, for upstream and operators.
+    case subscription(merchant: String, provider: Provider, reference: String)
 
     package var json: JSONValue {
         switch self {
@@ -41,6 +52,11 @@ package enum LedgerRequest: Sendable, Equatable {
                 "event": event.map(JSONValue.string) ?? .null, "outcome": outcome.map { $0.json } ?? .null,
             ]
         case .resumePolls: ["op": "resumePolls"]
+        case .subscriptionEvents(let events): ["op": "subscriptionEvents", "events": .array(events.map(\.json))]
+        case .dueChecks(let limit): ["op": "dueChecks", "limit": .integer(Int64(limit))]
+        case .checked(let results): ["op": "checked", "results": .array(results.map(\.json))]
+        case .subscription(let merchant, let provider, let reference):
+            ["op": "subscription", "merchant": .string(merchant), "provider": .string(provider.rawValue), "reference": .string(reference)]
         case .claim(let claims):
             [
                 "op": "claim",
@@ -82,6 +98,38 @@ package enum LedgerRequest: Sendable, Equatable {
             }
             return .settle(try key(), event: o["event"]?.stringValue, outcome: outcome)
         case "resumePolls": return .resumePolls
+        case "subscriptionEvents":
+            guard let items = o["events"]?.arrayValue, !items.isEmpty, items.count <= 64 else {
+                throw EnvelopeError("subscriptionEvents needs events, an array of 1 to 64")
+            }
+            var events: [SubscriptionEvent] = []
+            for item in items {
+                guard let event = SubscriptionEvent(json: item) else {
+                    throw EnvelopeError("an event of subscriptionEvents is not a subscription event")
+                }
+                events.append(event)
+            }
+            return .subscriptionEvents(events)
+        case "dueChecks":
+            guard let limit = o["limit"]?.integerValue, (1...1000).contains(limit) else {
+                throw EnvelopeError("dueChecks needs a limit of 1 to 1000")
+            }
+            return .dueChecks(limit: Int(limit))
+        case "checked":
+            guard let items = o["results"]?.arrayValue, items.count <= 1000 else {
+                throw EnvelopeError("checked needs results, an array of at most 1000")
+            }
+            var results: [EntitlementCheckResult] = []
+            for item in items {
+                guard let result = EntitlementCheckResult(json: item) else { throw EnvelopeError("a result of checked is not a check result") }
+                results.append(result)
+            }
+            return .checked(results)
+        case "subscription":
+            guard let merchant = o["merchant"]?.stringValue, let provider = o["provider"]?.stringValue,
+                let reference = o["reference"]?.stringValue
+            else { throw EnvelopeError("subscription needs merchant, provider and reference") }
+            return .subscription(merchant: merchant, provider: Provider(provider), reference: reference)
         case "claim":
             guard let items = o["claims"]?.arrayValue, items.count <= LeaseClaim.maxPerRequest else {
                 throw EnvelopeError("claim needs claims, an array of at most \(LeaseClaim.maxPerRequest)")
@@ -107,6 +155,13 @@ package enum LedgerReply: Sendable, Equatable {
     case resumed(count: Int)
     /// One answer per claim, in order: whether the lease is held.
     case claimed([Bool])
+    /// `recorded`: events newly recorded; `duplicates`: events already recorded.
+    case eventsRecorded(recorded: Int, duplicates: Int)
+    /// A subscription the request names is not known: nothing was recorded.
+    case unknownSubscription(String)
+    case dueChecks([DueEntitlementCheck])
+    /// One subscription's record and its events, oldest first (nil: no such subscription).
+    case subscription(JSONValue?)
     case failure(String)
 
     package var json: JSONValue {
@@ -122,6 +177,11 @@ package enum LedgerReply: Sendable, Equatable {
             ["ok": true, "applied": .bool(applied), "duplicate": .bool(duplicate), "corrected": .bool(corrected)]
         case .resumed(let count): ["ok": true, "count": .integer(Int64(count))]
         case .claimed(let granted): ["ok": true, "granted": .array(granted.map(JSONValue.bool))]
+        case .eventsRecorded(let recorded, let duplicates):
+            ["ok": true, "recorded": .integer(Int64(recorded)), "duplicates": .integer(Int64(duplicates))]
+        case .unknownSubscription(let reference): ["ok": true, "unknownSubscription": .string(reference)]
+        case .dueChecks(let checks): ["ok": true, "checks": .array(checks.map(\.json))]
+        case .subscription(let record): ["ok": true, "subscription": record ?? .null]
         case .failure(let message): ["ok": false, "error": .string(message)]
         }
     }
@@ -151,7 +211,92 @@ package enum LedgerReply: Sendable, Equatable {
                 throw EnvelopeError("claim reply needs one answer per claim")
             }
             return .claimed(granted)
+        case .subscriptionEvents, .checked:
+            if let reference = o["unknownSubscription"]?.stringValue { return .unknownSubscription(reference) }
+            return .eventsRecorded(recorded: Int(o["recorded"]?.integerValue ?? 0), duplicates: Int(o["duplicates"]?.integerValue ?? 0))
+        case .dueChecks:
+            return .dueChecks((o["checks"]?.arrayValue ?? []).compactMap(DueEntitlementCheck.init(json:)))
+        case .subscription:
+            return .subscription(o["subscription"].flatMap { $0 == .null ? nil : $0 })
         }
+    }
+}
+
+/// An entitlement check the ledger hands a poller: the subscription, where it stood, and what
+/// its opening kept for checks.
+package struct DueEntitlementCheck: Sendable, Equatable {
+    package var merchant: String
+    package var provider: Provider
+    package var reference: String
+    package var state: SubscriptionState
+    package var expiresAt: Int64?
+    package var check: JSONValue
+
+    package init(merchant: String, provider: Provider, reference: String, state: SubscriptionState, expiresAt: Int64?, check: JSONValue) {
+        self.merchant = merchant
+        self.provider = provider
+        self.reference = reference
+        self.state = state
+        self.expiresAt = expiresAt
+        self.check = check
+    }
+
+    package var json: JSONValue {
+        [
+            "merchant": .string(merchant), "provider": .string(provider.rawValue), "reference": .string(reference),
+            "state": .string(state.rawValue), "expiresAt": expiresAt.map(JSONValue.integer) ?? .null, "check": check,
+        ]
+    }
+
+    package init?(json: JSONValue) {
+        guard let merchant = json["merchant"]?.stringValue, let provider = json["provider"]?.stringValue,
+            let reference = json["reference"]?.stringValue, let state = json["state"]?.stringValue.flatMap(SubscriptionState.init(rawValue:)),
+            let check = json["check"]
+        else { return nil }
+        self.init(
+            merchant: merchant, provider: Provider(provider), reference: reference, state: state, expiresAt: json["expiresAt"]?.integerValue,
+            check: check)
+    }
+}
+
+/// One entitlement check's answer as a poller hands it back: the subscription, when its
+/// entitlement now ends (nil when the check got no answer), and the event it made.
+package struct EntitlementCheckResult: Sendable, Equatable {
+    package var merchant: String
+    package var provider: Provider
+    package var reference: String
+    package var reading: EntitlementReading?
+    package var event: SubscriptionEvent?
+
+    package init(merchant: String, provider: Provider, reference: String, reading: EntitlementReading?, event: SubscriptionEvent?) {
+        self.merchant = merchant
+        self.provider = provider
+        self.reference = reference
+        self.reading = reading
+        self.event = event
+    }
+
+    package var json: JSONValue {
+        var o: [String: JSONValue] = ["merchant": .string(merchant), "provider": .string(provider.rawValue), "reference": .string(reference)]
+        if let reading {
+            o["granted"] = .bool(reading.granted)
+            o["expiresAt"] = reading.expiresAt.map(JSONValue.integer) ?? .null
+        }
+        if let event { o["event"] = event.json }
+        return .object(o)
+    }
+
+    package init?(json: JSONValue) {
+        guard let merchant = json["merchant"]?.stringValue, let provider = json["provider"]?.stringValue,
+            let reference = json["reference"]?.stringValue
+        else { return nil }
+        var event: SubscriptionEvent?
+        if let value = json["event"] {
+            guard let parsed = SubscriptionEvent(json: value) else { return nil }
+            event = parsed
+        }
+        let reading = json["granted"]?.boolValue.map { EntitlementReading(granted: $0, expiresAt: json["expiresAt"]?.integerValue) }
+        self.init(merchant: merchant, provider: Provider(provider), reference: reference, reading: reading, event: event)
     }
 }
 

@@ -11,6 +11,35 @@ package enum OutcomeReplay {
     /// Larger limits are cut to this: one answer must not stall the ledger for long.
     package static let maxLimit = 1000
 
+    /// `{"subscription": {"merchant", "provider", "reference"}}` on the replay socket: one
+    /// subscription's record and history, answered in one message.
+    package struct SubscriptionQuery: Sendable, Equatable {
+        package var merchant: String
+        package var provider: Provider
+        package var reference: String
+
+        package init(merchant: String, provider: Provider, reference: String) {
+            self.merchant = merchant
+            self.provider = provider
+            self.reference = reference
+        }
+
+        package var bytes: [UInt8] {
+            JSONValue.object([
+                "subscription": ["merchant": .string(merchant), "provider": .string(provider.rawValue), "reference": .string(reference)]
+            ]).bytes
+        }
+
+        /// nil when `bytes` is not a subscription query (a replay request, say).
+        package static func parse(_ bytes: [UInt8]) throws(EnvelopeError) -> SubscriptionQuery? {
+            guard case .object(let o)? = try? JSONValue.parse(bytes), let value = o["subscription"] else { return nil }
+            guard o.count == 1, let merchant = value["merchant"]?.stringValue, let provider = value["provider"]?.stringValue,
+                let reference = value["reference"]?.stringValue, !reference.isEmpty, reference.utf8.count <= 256
+            else { throw EnvelopeError("a subscription query is {\"subscription\": {\"merchant\", \"provider\", \"reference\"}}") }
+            return SubscriptionQuery(merchant: merchant, provider: Provider(provider), reference: reference)
+        }
+    }
+
     package struct Request: Sendable, Equatable {
         package var since: Int64
         package var limit: Int

@@ -16,6 +16,14 @@ final class CleengEmulator: ProviderEmulator {
     let merchants: [(name: String, config: CleengConfig)]
     /// "customerToken \0 offerId" → when its first receipt was accepted.
     let receipts = Mutex<[String: ContinuousClock.Instant]>([:])
+    /// "customerToken \0 offerId" → the entitlement once granted.
+    let entitlements = Mutex<[String: Entitlement]>([:])
+
+    struct Entitlement: Sendable {
+        /// Sandbox epoch ms.
+        var expiresAt: Int64
+        var renewing = true
+    }
 
     func ledgerKey(_ request: HTTPRequestSpec) -> SandboxLedgerKey { .now(Self.transactionId(request)) }
 
@@ -78,7 +86,20 @@ final class CleengEmulator: ProviderEmulator {
                     granted = elapsed >= .milliseconds(after)
                 }
             }
-            let grant = granted ? CleengAccessGrant(grantType: "purchase", expiresAt: nil, purchasedDirectly: true) : nil
+            var expiresAt: Int64?
+            if granted {
+                // The subscription's current period, on the sandbox's clock: renewed by `advance`
+                // while it renews, lapsed once it does not.
+                let now = context.clock.nowMilliseconds
+                let period = periodMilliseconds(context)
+                expiresAt = entitlements.withLock { entitlements in
+                    let entitlement = entitlements[key] ?? Entitlement(expiresAt: now + period)
+                    entitlements[key] = entitlement
+                    return entitlement.expiresAt
+                }
+                if let expiry = expiresAt, expiry <= now { granted = false }
+            }
+            let grant = granted ? CleengAccessGrant(grantType: "purchase", expiresAt: expiresAt.map { $0 / 1000 }, purchasedDirectly: true) : nil
             return CleengSandbox.accessStatusResponse(id: query.id, grant: grant)
         }
     }

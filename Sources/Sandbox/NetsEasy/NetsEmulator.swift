@@ -23,6 +23,8 @@ final class NetsEmulator: ProviderEmulator {
     }
 
     let merchants: [Merchant]
+    /// The last charge webhooks sent per subscriptionId, for `resendLast`.
+    let lastDeliveries = Mutex<[String: [NetsWebhookDelivery]]>([:])
 
     func ledgerKey(_ request: HTTPRequestSpec) -> SandboxLedgerKey {
         .now(request.method == .POST ? request.header("Idempotency-Key") : nil)
@@ -51,10 +53,23 @@ final class NetsEmulator: ProviderEmulator {
         }
         let kind = NetsRequestKind(request)
         let now = SandboxContext.epochSeconds()
-        let (response, created) = merchant.sandbox.withLock { sandbox in
+        let (response, created, deliveries) = merchant.sandbox.withLock { sandbox in
             let before = sandbox.payments.count
             let response = sandbox.handle(request, now: now)
-            return (response, sandbox.payments.count > before)
+            return (response, sandbox.payments.count > before, sandbox.takeDeliveries())
+        }
+        if !deliveries.isEmpty {
+            if let subscriptionId = deliveries.compactMap({ (try? JSONValue.parse($0.body))?["data"]?["subscriptionId"]?.stringValue }).first {
+                lastDeliveries.withLock { $0[subscriptionId] = deliveries }
+            }
+            // Nets sends a charge's webhooks after it has answered the charge.
+            context.scheduler.schedule(afterMilliseconds: 50) { [context] in
+                for delivery in deliveries {
+                    guard let url = delivery.url else { continue }
+                    await context.outbound.deliver(
+                        HTTPRequestSpec(method: .POST, url: url, headers: delivery.headers, body: delivery.body), label: "nets charge webhook")
+                }
+            }
         }
         guard (200...299).contains(response.status), kind?.mayTakeEffect == true else { return response }
         if let key = request.header("Idempotency-Key") { context.ledger.tookEffect("nets:" + key.prefix(128)) }

@@ -12,6 +12,10 @@ public struct NetsWebhookContent: Sendable, Equatable {
     public var chargeId: String?
     public var merchantId: Int64
     public var timestampMilliseconds: Int64
+    /// A subscription charge's `data.subscriptionId`.
+    public var subscriptionId: String?
+    /// The event name as registered (e.g. `payment.charge.failed.v2`); nil: the kind's own.
+    public var eventName: String?
 
     public init(
         kind: NetsWebhookEvent.Kind, eventId: String, paymentId: String, amount: Int64, currency: String,
@@ -86,8 +90,13 @@ extension NetsSandbox {
             break
         }
         if let chargeId = content.chargeId { data["chargeId"] = .string(chargeId) }
+        if let subscriptionId = content.subscriptionId {
+            data["subscriptionId"] = .string(subscriptionId)
+            data["paymentMethod"] = "Visa"
+            data["paymentType"] = "CARD"
+        }
         let body: JSONValue = [
-            "id": .string(content.eventId), "event": .string(content.kind.eventName),
+            "id": .string(content.eventId), "event": .string(content.eventName ?? content.kind.eventName),
             "timestamp": .string(Timestamp.iso8601(milliseconds: content.timestampMilliseconds)),
             "merchantId": .integer(content.merchantId), "data": .object(data),
         ]

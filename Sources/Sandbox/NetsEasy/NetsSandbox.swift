@@ -49,6 +49,10 @@ public struct NetsSandbox: Sendable {
     }
 
     var charges: [String: Charge] = [:]
+    /// Subscriptions whose next charge the card refuses (`declineNextCharge`).
+    public private(set) var declining: Set<String> = []
+    /// Webhook deliveries the last requests made, for the emulator to send (`takeDeliveries`).
+    var outbox: [NetsWebhookDelivery] = []
 
     public init(secretKey: Secret, hostedPageBaseURL: String = "https://test.checkout.dibspayment.eu", merchantId: Int64 = 100_017_120) {
         self.secretKey = secretKey
@@ -95,12 +99,7 @@ public struct NetsSandbox: Sendable {
         let paymentId = NetsSandbox.derivedId("payment", key)
         let order = body["order"]
         let endDate = body["subscription"]?["endDate"]?.stringValue ?? ""
-        let hooks: [Webhook] = (body["notifications"]?["webHooks"]?.arrayValue ?? []).compactMap { hook in
-            guard let name = hook["eventName"]?.stringValue, let url = hook["url"]?.stringValue,
-                let authorization = hook["authorization"]?.stringValue
-            else { return nil }
-            return Webhook(eventName: name, url: url, authorization: authorization)
-        }
+        let hooks = NetsSandbox.webhooks(in: body)
         payments[paymentId] = Payment(
             paymentId: paymentId, amount: order?["amount"]?.integerValue ?? 0, currency: order?["currency"]?.stringValue ?? "",
             reference: order?["reference"]?.stringValue, endDate: endDate,
@@ -126,8 +125,61 @@ public struct NetsSandbox: Sendable {
         }
         let charge = Charge(
             subscriptionId: subscriptionId, paymentId: NetsSandbox.derivedId("charge-payment", key), chargeId: NetsSandbox.derivedId("charge", key))
+        let amount = body["order"]?["amount"]?.integerValue ?? payment.amount
+        let currency = body["order"]?["currency"]?.stringValue ?? payment.currency
+        // The webhooks the subscription's payment registered, and those of this charge request.
+        let hooks = payment.webhooks + NetsSandbox.webhooks(in: body)
+        if declining.remove(subscriptionId) != nil {
+            outbox += NetsSandbox.chargeDeliveries(
+                .chargeFailed, hooks: hooks, subscriptionId: subscriptionId, paymentId: charge.paymentId, chargeId: charge.chargeId,
+                amount: amount, currency: currency, merchantId: merchantId, timestampMilliseconds: now * 1000)
+            return NetsSandbox.json(402, ["errors": ["subscription": ["The card was declined."]]])
+        }
         charges[key] = charge
+        outbox += NetsSandbox.chargeDeliveries(
+            .chargeCreated, hooks: hooks, subscriptionId: subscriptionId, paymentId: charge.paymentId, chargeId: charge.chargeId,
+            amount: amount, currency: currency, merchantId: merchantId, timestampMilliseconds: now * 1000)
         return NetsSandbox.json(201, ["paymentId": .string(charge.paymentId), "chargeId": .string(charge.chargeId)])
+    }
+
+    /// The card refuses the subscription's next charge (a sandbox control, for tests and demos).
+    public mutating func declineNextCharge(subscriptionId: String) -> Bool {
+        guard subscriptions[subscriptionId] != nil else { return false }
+        declining.insert(subscriptionId)
+        return true
+    }
+
+    /// The deliveries the requests so far made, once.
+    public mutating func takeDeliveries() -> [NetsWebhookDelivery] {
+        defer { outbox = [] }
+        return outbox
+    }
+
+    static func webhooks(in body: JSONValue) -> [Webhook] {
+        (body["notifications"]?["webHooks"]?.arrayValue ?? []).compactMap { hook in
+            guard let name = hook["eventName"]?.stringValue, let url = hook["url"]?.stringValue,
+                let authorization = hook["authorization"]?.stringValue
+            else { return nil }
+            return Webhook(eventName: name, url: url, authorization: authorization)
+        }
+    }
+
+    /// A subscription charge's webhooks (`payment.charge.created.v2`, `payment.charge.failed.v2`
+    /// in Nexi's reference, with `data.subscriptionId`), one per registered URL and event name.
+    static func chargeDeliveries(
+        _ kind: NetsWebhookEvent.Kind, hooks: [Webhook], subscriptionId: String, paymentId: String, chargeId: String, amount: Int64,
+        currency: String, merchantId: Int64, timestampMilliseconds: Int64
+    ) -> [NetsWebhookDelivery] {
+        var seen: Set<String> = []
+        return hooks.filter { NetsWebhookEvent.Kind(eventName: $0.eventName) == kind && seen.insert("\($0.eventName) \($0.url)").inserted }.map {
+            hook in
+            var content = NetsWebhookContent(
+                kind: kind, eventId: NetsSandbox.derivedId("event-\(hook.eventName)", chargeId), paymentId: paymentId, amount: amount,
+                currency: currency, chargeId: chargeId, merchantId: merchantId, timestampMilliseconds: timestampMilliseconds)
+            content.subscriptionId = subscriptionId
+            content.eventName = hook.eventName
+            return NetsSandbox.webhookDelivery(content, authorization: hook.authorization, url: hook.url)
+        }
     }
 
     /// `GET /v1/subscriptions/{id}/charges/status` with the charge's Idempotency-Key: 200

@@ -35,6 +35,10 @@ final class PhonePeEmulator: ProviderEmulator {
     let byMerchantId: [String: Merchant]
     /// "merchantId \0 authRequestId" → the accepted mandate.
     let records = Mutex<[String: Record]>([:])
+    /// Debits asked for per subscriptionId (`debit` action), numbering their transactions.
+    let debits = Mutex<[String: Int]>([:])
+    /// The last callback `act` sent per subscriptionId, for `resendLast`.
+    let lastCallbacks = Mutex<[String: [String: JSONValue]]>([:])
 
     func ledgerKey(_ request: HTTPRequestSpec) -> SandboxLedgerKey { .now(Self.peekPayload(request)?.authRequestId ?? nil) }
 

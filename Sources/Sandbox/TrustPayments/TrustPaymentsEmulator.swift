@@ -23,6 +23,8 @@ final class TrustPaymentsEmulator: ProviderEmulator {
         var records: [String: [String: JSONValue]] = [:]
         /// orderreference → transactionreferences.
         var byOrder: [String: [String]] = [:]
+        /// The subscription engine's series, by the first AUTH's transactionreference.
+        var series: [String: Series] = [:]
 
         mutating func upsert(_ record: [String: JSONValue]) {
             guard let reference = record["transactionreference"]?.stringValue else { return }
@@ -53,6 +55,8 @@ final class TrustPaymentsEmulator: ProviderEmulator {
     }
 
     let merchants: [Merchant]
+    /// The callback validator's address (`endpoints.callbacks`), where URL notifications go.
+    let callbacksAddress: String
 
     func ledgerKey(_ request: HTTPRequestSpec) -> SandboxLedgerKey {
         // The SDK payment's key is only known once its JWT is verified.
@@ -60,11 +64,12 @@ final class TrustPaymentsEmulator: ProviderEmulator {
     }
 
     convenience init(config: PaypipeConfig) {
-        self.init(merchants: SandboxMerchants.of(TrustPaymentsConfig.self, in: config))
+        self.init(merchants: SandboxMerchants.of(TrustPaymentsConfig.self, in: config), callbacksAddress: config.endpoints.callbacks)
     }
 
-    init(merchants: [(name: String, config: TrustPaymentsConfig)]) {
+    init(merchants: [(name: String, config: TrustPaymentsConfig)], callbacksAddress: String = "127.0.0.1:8080") {
         self.merchants = merchants.map { Merchant(name: $0.name, config: $0.config) }
+        self.callbacksAddress = callbacksAddress
     }
 
     /// The configured merchant whose web services user sent the request, else the default.
@@ -90,7 +95,7 @@ final class TrustPaymentsEmulator: ProviderEmulator {
         }
         switch request.url {
         case Self.webServicesPath: return webServices(request, merchant: merchant, ledger: context.ledger)
-        case Self.sdkPaymentPath: return sdkPayment(request, ledger: context.ledger)
+        case Self.sdkPaymentPath: return sdkPayment(request, ledger: context.ledger, now: context.clock.nowMilliseconds)
         default: return SandboxContext.json(404, ["error": "no such Trust Payments route"])
         }
     }
@@ -129,7 +134,7 @@ final class TrustPaymentsEmulator: ProviderEmulator {
         return response
     }
 
-    func sdkPayment(_ request: HTTPRequestSpec, ledger: SandboxLedger) -> HTTPResponseSpec {
+    func sdkPayment(_ request: HTTPRequestSpec, ledger: SandboxLedger, now: Int64) -> HTTPResponseSpec {
         let document = try? JSONValue.parse(request.body)
         guard let jwt = document?["jwt"]?.stringValue, !jwt.isEmpty else {
             ledger.received(nil)
@@ -147,6 +152,9 @@ final class TrustPaymentsEmulator: ProviderEmulator {
             }
             merchant.store.withLock { store in
                 for record in payment.records { store.upsert(record) }
+                if let series = Self.series(from: payment.records, merchant: merchant.name, now: now), store.series[series.parent] == nil {
+                    store.series[series.parent] = series
+                }
             }
             let key = payment.records.first?["requestreference"]?.stringValue.map { "trustpayments:" + $0.prefix(128) }
             ledger.received(key)

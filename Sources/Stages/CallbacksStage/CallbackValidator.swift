@@ -70,7 +70,7 @@ package struct CallbackValidator: Sendable {
     /// Hands an authentic callback to the ledger: terminal verdicts become the order's outcome;
     /// others only record the event so a redelivery is recognised.
     func settle(_ decision: CallbackDecision) async -> CallbackAnswer {
-        let order = decision.order
+        guard let order = decision.order else { return await record(decision.subscriptionEvents) }
         var outcome: Outcome?
         switch decision.verdict {
         case .succeeded(let result)?: outcome = Outcome(order: order, status: .succeeded, result: result)
@@ -92,6 +92,29 @@ package struct CallbackValidator: Sendable {
             }
             if corrected { return CallbackAnswer(status: 200, result: "correction", message: "order corrected: the provider took the money") }
             return .handedOn(applied: applied, duplicate: duplicate, recordedAs: decision.event == nil ? nil : decision.recordedAs)
+        } catch {
+            return .rejected(.ledgerUnavailable("the order store did not confirm; retry later"))
+        }
+    }
+}
+
+extension CallbackValidator {
+    /// Hands what an authentic callback reported about subscriptions to the ledger: 2xx once
+    /// recorded (or already recorded), 404 while a subscription it names is not known, so that
+    /// the provider delivers it again.
+    func record(_ events: [SubscriptionEvent]) async -> CallbackAnswer {
+        guard let first = events.first else { return .handedOn(applied: false, duplicate: false) }
+        do {
+            switch try await directory.call(.subscriptionEvents(events)) {
+            case .eventsRecorded(let recorded, _):
+                return recorded > 0
+                    ? CallbackAnswer(status: 200, result: "event", message: "subscription event recorded")
+                    : .handedOn(applied: false, duplicate: true)
+            case .unknownSubscription:
+                return .rejected(.subscriptionNotFound(first.provider, merchant: first.merchant))
+            default:
+                return .rejected(.ledgerUnavailable("unexpected answer from the order store; retry later"))
+            }
         } catch {
             return .rejected(.ledgerUnavailable("the order store did not confirm; retry later"))
         }

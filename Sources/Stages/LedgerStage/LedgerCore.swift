@@ -35,6 +35,10 @@ package struct LedgerCore {
         package var resultsRefused = 0
         /// Terminal outcomes that said no money was taken, superseded by a genuine callback.
         package var corrections = 0
+        /// Subscription events newly recorded, by type.
+        package var subscriptionEvents: [String: Int] = [:]
+        /// Subscription events reported again (a provider's redelivery).
+        package var subscriptionEventDuplicates = 0
 
         package init() {}
     }
@@ -48,7 +52,7 @@ package struct LedgerCore {
 
     package let store: Store
     let registry: ConnectorRegistry
-    package private(set) var counters = Counters()
+    package internal(set) var counters = Counters()
     /// An order dispatched this long ago that nobody claimed is dispatched again.
     package var redeliverAfterMilliseconds: Int64
     /// A pending order's status check at or after this long is its last (`expiryCheck`).
@@ -64,12 +68,19 @@ package struct LedgerCore {
     /// withholds any.
     package let revealer: OutcomeRevealer?
 
+    /// Merchants whose order systems are sent subscription events (`subscriptionEvents`).
+    let eventMerchants: Set<String>
+    /// How often at least a checked subscription's entitlement is checked.
+    let entitlementRecheckMilliseconds: Int64
+
     package init(
         store: Store, registry: ConnectorRegistry, timers: PaypipeConfig.Timers = PaypipeConfig.Timers(),
-        redeliverAfterMilliseconds: Int64 = 60_000
+        redeliverAfterMilliseconds: Int64 = 60_000, eventMerchants: Set<String> = []
     ) {
         self.store = store
         self.registry = registry
+        self.eventMerchants = eventMerchants
+        entitlementRecheckMilliseconds = timers.entitlementRecheckMs
         self.redeliverAfterMilliseconds = redeliverAfterMilliseconds
         pendingExpireAfterMilliseconds = timers.pendingExpireAfterMs
         leaseMilliseconds = timers.leaseMs
@@ -199,8 +210,9 @@ package struct LedgerCore {
                     case .dropped, .order: false
                     }
                 }
-            case .results, .request(.settle): true
-            case .request(.lookup), .request(.lookupRef), .request(.claim), .request(.resumePolls): false
+            case .results, .request(.settle), .request(.subscriptionEvents), .request(.checked): true
+            case .request(.lookup), .request(.lookupRef), .request(.claim), .request(.resumePolls), .request(.dueChecks), .request(.subscription):
+                false
             }
         }
     }
@@ -365,6 +377,9 @@ package struct LedgerCore {
                 if let text = recorded.emit {
                     counters.outcomesOut[item.outcome.status.rawValue, default: 0] += 1
                     effects.append(.emit(Array(text.utf8)))
+                    if item.outcome.status == .succeeded {
+                        effects += try openSubscription(after: item.outcome, corrected: recorded.corrected, counters: &counters, now: now)
+                    }
                 }
                 if let pending = recorded.becamePending {
                     effects.append(.poll(pollFrame(json: pending.json, pendingAt: pending.since, key: pending.key, generation: pending.generation)))
@@ -401,6 +416,7 @@ package struct LedgerCore {
             }
             var effects: [Effect] = []
             var refusal: String?
+            var subscriptionCounters = self.counters
             let (applied, duplicate, corrected) = try store.transaction { () throws -> (Bool, Bool, Bool) in
                 if let event, try !store.recordCallbackEvent(event, for: key, now: now) { return (false, true, false) }
                 guard let outcome else { return (false, false, false) }
@@ -410,9 +426,14 @@ package struct LedgerCore {
                 if refusal != nil, let event { try store.forgetCallbackEvent(event) }
                 guard refusal == nil, let text = recorded.emit else { return (false, false, false) }
                 effects.append(.emit(Array(text.utf8)))
+                if outcome.status == .succeeded {
+                    effects += try openSubscription(after: outcome, corrected: recorded.corrected, counters: &subscriptionCounters, now: now)
+                }
                 return (true, false, recorded.corrected)
             }
             if let refusal { return (.failure("refused: \(refusal)"), []) }
+            counters.subscriptionEvents = subscriptionCounters.subscriptionEvents
+            counters.subscriptionEventDuplicates = subscriptionCounters.subscriptionEventDuplicates
             if applied {
                 counters.callbacksApplied += 1
                 counters.outcomesOut[outcome?.status.rawValue ?? "", default: 0] += 1
@@ -423,6 +444,18 @@ package struct LedgerCore {
         case .claim(let claims):
             let (until, maxLife) = (now + leaseMilliseconds, leaseMaxMilliseconds)
             return (.claimed(try store.transaction(logsOutcomes: false) { try store.claim(claims, until: until, now: now, maxLife: maxLife) }), [])
+        case .subscriptionEvents(let events):
+            return try recordSubscriptionEvents(events, now: now)
+        case .dueChecks(let limit):
+            let retryAt = now + 60_000
+            return (
+                .dueChecks(try store.transaction(logsOutcomes: false) { try store.dueEntitlementChecks(now: now, retryAt: retryAt, limit: limit) }),
+                []
+            )
+        case .checked(let results):
+            return try recordChecks(results, now: now)
+        case .subscription(let merchant, let provider, let reference):
+            return (.subscription(try store.subscription(merchant: merchant, provider: provider, reference: reference)), [])
         case .resumePolls:
             let operations = polledOperations
             let pending = try store.transaction(logsOutcomes: false) {
@@ -450,6 +483,7 @@ package struct LedgerCore {
         let expiredBefore = now - pendingExpireAfterMilliseconds
         var redelivered = 0, statusChecks = 0, capped = 0
         var outcomesOut = counters.outcomesOut
+        var subscriptionCounters = counters
         let (maxDispatches, leaseMaxMilliseconds) = (self.maxDispatches, self.leaseMaxMilliseconds)
         let effects = try store.transaction { () throws -> [Effect] in
             let stalled = try store.stalled(
@@ -495,8 +529,11 @@ package struct LedgerCore {
                     effects += lost.map { .poll(pollFrame(json: $0.json, pendingAt: $0.pendingAt, key: $0.key, generation: $0.generation)) }
                 }
             }
+            effects += try endSubscriptions(counters: &subscriptionCounters, now: now, limit: limit)
             return effects
         }
+        counters.subscriptionEvents = subscriptionCounters.subscriptionEvents
+        counters.subscriptionEventDuplicates = subscriptionCounters.subscriptionEventDuplicates
         counters.redelivered += redelivered
         counters.statusChecks += statusChecks
         counters.dispatchCapReached += capped

@@ -52,6 +52,9 @@ package final class LedgerService: MeasuredStage {
                 return (try store.outcomes(after: request.since, limit: request.limit), store.epoch)
             }
         }
+        func subscription(merchant: String, provider: Provider, reference: String) throws -> JSONValue? {
+            try locked.withLock { core in try core.store.subscription(merchant: merchant, provider: provider, reference: reference) }
+        }
         func reviewOutcomes(limit: Int) throws -> [String] { try locked.withLock { core in try core.store.reviewOutcomes(limit: limit) } }
         /// One tick of retention: at most `limit` rows of each kind, in one transaction.
         func applyRetention(_ retention: PaypipeConfig.Retention, limit: Int) throws {
@@ -106,7 +109,8 @@ package final class LedgerService: MeasuredStage {
         }
         let core = Core(
             core: LedgerCore(
-                store: store, registry: registry, timers: config.timers, redeliverAfterMilliseconds: redeliverAfterMilliseconds))
+                store: store, registry: registry, timers: config.timers, redeliverAfterMilliseconds: redeliverAfterMilliseconds,
+                eventMerchants: Set(config.merchants.filter(\.value.subscriptionEvents).keys)))
         try core.resumeLeases()
         running.withLock { $0 = core }
         defer { running.withLock { $0 = nil } }
@@ -226,12 +230,23 @@ extension LedgerService {
         }
         var replies: [[UInt8]]
         do {
+            if let query = try OutcomeReplay.SubscriptionQuery.parse(body) {
+                guard sender.allows(query.merchant),
+                    let record = try core.subscription(merchant: query.merchant, provider: query.provider, reference: query.reference)
+                else { throw EnvelopeError("no such subscription") }
+                replies = [record.bytes]
+                if let envelope { return [ZMQMessage(frames: envelope + replies)] }
+                return replies.map { ZMQMessage(frames: [identity, $0]) }
+            }
             let request = try OutcomeReplay.Request.parse(body)
             let (answer, epoch) = try core.replay(request)
             guard let found = answer else { throw Diverged(reply: OutcomeReplay.divergedReply(request, epoch: epoch)) }
             replies = found.outcomes.compactMap { outcome in
                 let bytes = Array(outcome.text.utf8)
-                guard sender == .anyMerchant || (try? Outcome.parse(bytes)).map({ sender.allows($0.merchant) }) == true else { return nil }
+                // Outcomes and subscription events both name their merchant.
+                guard sender == .anyMerchant || (try? JSONValue.parse(bytes))?["merchant"]?.stringValue.map(sender.allows) == true else {
+                    return nil
+                }
                 return core.revealer?.reveal(bytes) ?? bytes
             }
             replies.append(OutcomeReplay.Trailer(next: found.outcomes.last?.seq ?? request.since, more: found.more, epoch: epoch).bytes)
@@ -286,6 +301,8 @@ package final class LedgerMetrics: Sendable {
                 seen.corrections = max(seen.corrections, now.corrections)
                 seen.dropped.merge(now.dropped, uniquingKeysWith: max)
                 seen.outcomesOut.merge(now.outcomesOut, uniquingKeysWith: max)
+                seen.subscriptionEvents.merge(now.subscriptionEvents, uniquingKeysWith: max)
+                seen.subscriptionEventDuplicates = max(seen.subscriptionEventDuplicates, now.subscriptionEventDuplicates)
             }
             return seen
         }
@@ -304,6 +321,14 @@ package final class LedgerMetrics: Sendable {
         for (status, count) in now.outcomesOut where count > before.outcomesOut[status, default: 0] {
             metrics.counter("paypipe_outcomes_out_total", [("status", status)], help: "Outcomes sent upstream, by status")
                 .increment(by: Int64(count - before.outcomesOut[status, default: 0]))
+        }
+        for (type, count) in now.subscriptionEvents where count > before.subscriptionEvents[type, default: 0] {
+            metrics.counter("paypipe_subscription_events_total", [("type", type)], help: "Subscription events recorded, by type")
+                .increment(by: Int64(count - before.subscriptionEvents[type, default: 0]))
+        }
+        if now.subscriptionEventDuplicates > before.subscriptionEventDuplicates {
+            metrics.counter("paypipe_subscription_events_duplicate_total", help: "Subscription events reported again (a provider's redelivery)")
+                .increment(by: Int64(now.subscriptionEventDuplicates - before.subscriptionEventDuplicates))
         }
     }
 }

@@ -58,6 +58,8 @@ package final class PollerService: MeasuredStage {
         let pollsSent = metrics.counter("paypipe_cleeng_polls_total", help: "getAccessStatus calls sent")
         let maxDrift = metrics.gauge("paypipe_cleeng_poll_drift_max_ms", help: "Largest lateness of a poll against its schedule, in ms")
         let drift = metrics.latency("paypipe_cleeng_poll_drift_seconds", help: "Lateness of each poll against its schedule")
+        let entitlementChecks = metrics.counter(
+            "paypipe_entitlement_checks_total", help: "Subscriptions whose entitlement this poller checked (Cleeng access after the first grant)")
         let (outcomes, emit) = AsyncStream.makeStream(of: StageResult.self)
         let polls = PollDriver(
             core: core, http: http, limit: concurrency,
@@ -113,6 +115,17 @@ package final class PollerService: MeasuredStage {
                                     emit.yield(result)
                                 }
                             }
+                        }
+                    }
+                }
+                let checks = EntitlementChecks(registry: self.registry)
+                if checks.isNeeded {
+                    group.addTask {
+                        // Subscriptions' entitlement checks: due ones are asked for every second.
+                        for await _ in ticks(every: .seconds(1)) {
+                            if self.stopped.load(ordering: .relaxed) { break }
+                            let checked = await checks.pass(ledger: ledger, http: http, logger: logger)
+                            if checked > 0 { entitlementChecks.increment(by: Int64(checked)) }
                         }
                     }
                 }

@@ -25,6 +25,7 @@ extension LedgerStore {
                 StoreMigration(version: 1, ownsTransactions: true) { try $0.createSQLiteSchemaVersion1() },
                 StoreMigration(version: 2) { try $0.createEpochs(integer: "INTEGER") },
                 StoreMigration(version: 3) { try $0.addEpochsLastSeq(integer: "INTEGER") },
+                StoreMigration(version: 4) { try $0.createSubscriptions(integer: "INTEGER") },
             ]
         case .postgres:
             [
@@ -35,12 +36,13 @@ extension LedgerStore {
                     // `log_head` now holds the highest seq handed out, not only the highest removed.
                     try $0.db.query("UPDATE log_head SET last_seq=GREATEST(last_seq, COALESCE((SELECT MAX(seq) FROM outcome_log), 0))")
                 },
+                StoreMigration(version: 4) { try $0.createSubscriptions(integer: "BIGINT") },
             ]
         }
     }
 
     /// The schema version this paypipe writes.
-    static let schemaVersion = 3
+    static let schemaVersion = 4
 
     /// Brings the schema to `schemaVersion`, recording each step in `meta`; refuses a store
     /// whose schema is newer than this paypipe knows, which an older ledger would corrupt.

@@ -1,0 +1,104 @@
+import PaypipeCore
+import StageWire
+
+/// Subscriptions after their first order (docs/protocol.md, "Subscription events"): the record a
+/// first order's success opens, the events callbacks and entitlement checks report against it,
+/// and the end dates the ledger itself watches.
+extension LedgerCore {
+    /// Opens the subscription a `succeeded` outcome's order started, if its connector says it
+    /// did; a correction also reports itself as the subscription's first event. Call inside the
+    /// transaction that recorded the outcome.
+    func openSubscription(after outcome: Outcome, corrected: Bool, counters: inout Counters, now: Int64) throws -> [Effect] {
+        let provider = Provider(outcome.provider)
+        guard let connector = registry.connector(for: provider), connector.opensSubscription(Operation(provider, outcome.operation)) else {
+            return []
+        }
+        let key = OrderKey(merchant: outcome.merchant, orderId: outcome.orderId)
+        guard let stored = try store.lookup(key), case .order(let order) = Order.decode(json: stored.orderJSON, catalog: registry.catalog),
+            let opening = connector.subscriptionOpening(for: order, outcome: outcome)
+        else { return [] }
+        let checkAt = opening.expiresAt.map { min($0, now + entitlementRecheckMilliseconds) } ?? now + entitlementRecheckMilliseconds
+        try store.openSubscription(opening, provider: provider, key: key, checkAt: checkAt, now: now)
+        guard corrected else { return [] }
+        let correction = SubscriptionEvent(
+            merchant: key.merchant, provider: provider, subscription: opening.reference, dedupeKey: "correction|\(key.orderId)", kind: .correction,
+            amount: order.amount, currency: order.currency, reason: "the first order's outcome was corrected: the provider took the money")
+        return try record(correction, counters: &counters, now: now)
+    }
+
+    /// Records each event once, all or none: an event for a subscription the store does not
+    /// know (its first order's outcome not recorded yet) records nothing, and the provider
+    /// delivers the callback again.
+    mutating func recordSubscriptionEvents(_ events: [SubscriptionEvent], now: Int64) throws -> (LedgerReply, [Effect]) {
+        var counters = self.counters
+        var unknown: String?
+        let effects = try store.transaction { () throws -> [Effect] in
+            var effects: [Effect] = []
+            for event in events where try !store.subscriptionExists(event) {
+                unknown = event.subscription
+                return []
+            }
+            for event in events { effects += try record(event, counters: &counters, now: now) }
+            return effects
+        }
+        if let unknown { return (.unknownSubscription(unknown), []) }
+        let recorded = counters.subscriptionEvents.values.reduce(0, +) - self.counters.subscriptionEvents.values.reduce(0, +)
+        self.counters = counters
+        return (.eventsRecorded(recorded: recorded, duplicates: events.count - recorded), effects)
+    }
+
+    /// One event, and the end of the series when it was the last renewal.
+    func record(_ event: SubscriptionEvent, counters: inout Counters, now: Int64) throws -> [Effect] {
+        switch try store.recordSubscriptionEvent(event, publish: eventMerchants.contains(event.merchant), now: now) {
+        case .unknownSubscription: return []
+        case .duplicate:
+            counters.subscriptionEventDuplicates += 1
+            return []
+        case .recorded(let logged, let reachedFinalCycle):
+            counters.subscriptionEvents[event.kind.rawValue, default: 0] += 1
+            var effects = logged.map { [Effect.emit(Array($0.utf8))] } ?? []
+            if reachedFinalCycle {
+                let ended = SubscriptionEvent(
+                    merchant: event.merchant, provider: event.provider, subscription: event.subscription, dedupeKey: "ended|final-cycle",
+                    kind: .subscriptionEnded, cycle: event.cycle, reason: "the last payment of the series was taken")
+                effects += try record(ended, counters: &counters, now: now)
+            }
+            return effects
+        }
+    }
+
+    /// Entitlement checks from a poller: each one's event (if any) is recorded, and its next
+    /// check is due at the entitlement's expiry, or one recheck interval on, whichever is sooner.
+    mutating func recordChecks(_ results: [EntitlementCheckResult], now: Int64) throws -> (LedgerReply, [Effect]) {
+        var counters = self.counters
+        let interval = entitlementRecheckMilliseconds
+        let before = counters.subscriptionEvents.values.reduce(0, +)
+        let effects = try store.transaction { () throws -> [Effect] in
+            var effects: [Effect] = []
+            for result in results {
+                if let event = result.event { effects += try record(event, counters: &counters, now: now) }
+                // A check that got no answer is due again soon (`dueChecks` set it).
+                guard let reading = result.reading else { continue }
+                let next = reading.expiresAt.map { $0 > now ? min($0, now + interval) : now + interval } ?? now + interval
+                try store.scheduleCheck(merchant: result.merchant, provider: result.provider, reference: result.reference, at: next)
+            }
+            return effects
+        }
+        let recorded = counters.subscriptionEvents.values.reduce(0, +) - before
+        self.counters = counters
+        return (.eventsRecorded(recorded: recorded, duplicates: results.count - recorded), effects)
+    }
+
+    /// Subscriptions whose end date has passed end, reported as an event (Nets subscriptions,
+    /// which Nets itself reports nothing about). Call inside `redeliver`'s transaction.
+    func endSubscriptions(counters: inout Counters, now: Int64, limit: Int) throws -> [Effect] {
+        var effects: [Effect] = []
+        for due in try store.subscriptionsPastEnd(now: now, limit: limit) {
+            let ended = SubscriptionEvent(
+                merchant: due.merchant, provider: due.provider, subscription: due.reference, dedupeKey: "ended|end-date", kind: .subscriptionEnded,
+                reason: "the subscription's end date passed")
+            effects += try record(ended, counters: &counters, now: now)
+        }
+        return effects
+    }
+}

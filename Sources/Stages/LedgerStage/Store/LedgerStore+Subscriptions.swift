@@ -1,0 +1,186 @@
+import PaypipeCore
+import StageWire
+
+/// What recording one subscription event came to.
+package enum SubscriptionEventRecording: Sendable, Equatable {
+    /// No subscription of the merchant has the event's reference: nothing was recorded.
+    case unknownSubscription
+    /// Already recorded (a provider's redelivery, or the same fact seen twice).
+    case duplicate
+    /// Newly recorded. `logged`: the message with its seq, for upstream (nil when the merchant
+    /// takes no events); `reachedFinalCycle`: a renewal that was the series' last.
+    case recorded(logged: String?, reachedFinalCycle: Bool)
+}
+
+extension LedgerStore {
+    /// Subscriptions and their events (schema step 4): a record per subscription that outlives
+    /// its first order, and every event recorded against it, by event id.
+    func createSubscriptions(integer: String) throws {
+        try db.execute(
+            """
+            CREATE TABLE IF NOT EXISTS subscriptions(provider TEXT NOT NULL, reference TEXT NOT NULL, merchant TEXT NOT NULL,
+              order_id TEXT NOT NULL, state TEXT NOT NULL, opened_at \(integer) NOT NULL, updated_at \(integer) NOT NULL,
+              final_cycle \(integer), ends_at \(integer), expires_at \(integer), check_json TEXT, check_at \(integer),
+              PRIMARY KEY(reference, provider, merchant));
+            CREATE INDEX IF NOT EXISTS subscriptions_checks ON subscriptions(check_at) WHERE check_at IS NOT NULL;
+            CREATE INDEX IF NOT EXISTS subscriptions_ending ON subscriptions(ends_at) WHERE ends_at IS NOT NULL;
+            CREATE TABLE IF NOT EXISTS subscription_events(event_id TEXT PRIMARY KEY, reference TEXT NOT NULL, provider TEXT NOT NULL,
+              merchant TEXT NOT NULL, at \(integer) NOT NULL, seq \(integer), message TEXT NOT NULL);
+            CREATE INDEX IF NOT EXISTS subscription_events_of ON subscription_events(reference, provider, merchant, at);
+            """)
+    }
+
+    /// Records the subscription a first order opened; a second opening of the same reference
+    /// (a correction, a redelivered callback) changes nothing. `checkAt`: when its entitlement
+    /// is first checked, for a provider that is checked. Call inside `transaction`.
+    package func openSubscription(_ opening: SubscriptionOpening, provider: Provider, key: OrderKey, checkAt: Int64?, now: Int64) throws {
+        try db.query(
+            """
+            INSERT INTO subscriptions(provider, reference, merchant, order_id, state, opened_at, updated_at, final_cycle, ends_at,
+              expires_at, check_json, check_at)
+            VALUES(?,?,?,?,'active',?,?,?,?,?,?,?) ON CONFLICT DO NOTHING
+            """,
+            [
+                .text(provider.rawValue), .text(opening.reference), .text(key.merchant), .text(key.orderId), .integer(now), .integer(now),
+                Self.value(opening.finalCycle), Self.value(opening.endsAt), Self.value(opening.expiresAt),
+                opening.check.map { .text($0.serialized) } ?? .null, Self.value(opening.check == nil ? nil : checkAt),
+            ])
+    }
+
+    /// Records `event` against its subscription, once per event id, moving the subscription to
+    /// the event's state (a subscription that ended stays ended: a late renewal report changes
+    /// its history, not its state). `publish`: the merchant takes events, so it is logged.
+    /// Call inside `transaction`.
+    package func recordSubscriptionEvent(_ event: SubscriptionEvent, publish: Bool, now: Int64) throws -> SubscriptionEventRecording {
+        let subscription: [StoreValue] = [.text(event.subscription), .text(event.provider.rawValue), .text(event.merchant)]
+        guard
+            let row = try db.query(
+                "SELECT order_id, state, final_cycle FROM subscriptions WHERE reference=? AND provider=? AND merchant=?", subscription
+            ).first, let orderId = row[0].text, let current = row[1].text.flatMap(SubscriptionState.init(rawValue:))
+        else { return .unknownSubscription }
+        let at = Timestamp.iso8601(milliseconds: now)
+        let eventId = event.eventId
+        var state = current
+        if let next = event.kind.state, !current.isFinal || next.isFinal { state = next }
+        var message = event.message(origin: OrderKey(merchant: event.merchant, orderId: orderId), state: state, at: at).serialized
+        try db.query(
+            "INSERT INTO subscription_events(event_id, reference, provider, merchant, at, seq, message) VALUES(?,?,?,?,?,NULL,?) ON CONFLICT DO NOTHING",
+            [.text(eventId)] + subscription + [.integer(now), .text(message)])
+        guard db.changes == 1 else { return .duplicate }
+        try db.query(
+            "UPDATE subscriptions SET state=?, updated_at=?, expires_at=COALESCE(?, expires_at) WHERE reference=? AND provider=? AND merchant=?",
+            [.text(state.rawValue), .integer(now), Self.value(event.expiresAt)] + subscription)
+        var logged: String?
+        if publish {
+            let stamped = try stamped(message)
+            try appendToLog(stamped, now: now)
+            message = stamped.text
+            logged = stamped.text
+            try db.query("UPDATE subscription_events SET seq=?, message=? WHERE event_id=?", [.integer(stamped.seq), .text(message), .text(eventId)])
+        }
+        let finalCycle = row[2].integer
+        let reachedFinal = event.kind == .renewalSucceeded && finalCycle.map { final in (event.cycle ?? 0) >= final && final > 0 } == true
+        return .recorded(logged: logged, reachedFinalCycle: reachedFinal)
+    }
+
+    /// Whether the subscription `event` names is recorded.
+    package func subscriptionExists(_ event: SubscriptionEvent) throws -> Bool {
+        try !db.query(
+            "SELECT 1 FROM subscriptions WHERE reference=? AND provider=? AND merchant=?",
+            [.text(event.subscription), .text(event.provider.rawValue), .text(event.merchant)]
+        ).isEmpty
+    }
+
+    /// Subscriptions past their end date that have not ended yet, at most `limit`, each locked
+    /// for this transaction (another ledger skips it). Call inside `transaction`.
+    package func subscriptionsPastEnd(now: Int64, limit: Int) throws -> [(merchant: String, provider: Provider, reference: String)] {
+        let rows: [[StoreValue]]
+        switch db.dialect {
+        case .sqlite:
+            rows = try db.query(
+                """
+                SELECT merchant, provider, reference FROM subscriptions
+                WHERE ends_at IS NOT NULL AND ends_at <= ? AND state NOT IN ('ended','cancelled','revoked') LIMIT ?
+                """, [.integer(now), .integer(Int64(limit))])
+        case .postgres:
+            rows = try db.query(
+                """
+                SELECT merchant, provider, reference FROM subscriptions
+                WHERE ends_at IS NOT NULL AND ends_at <= ? AND state NOT IN ('ended','cancelled','revoked') LIMIT ? FOR UPDATE SKIP LOCKED
+                """, [.integer(now), .integer(Int64(limit))])
+        }
+        return rows.compactMap { row in
+            guard let merchant = row[0].text, let provider = row[1].text, let reference = row[2].text else { return nil }
+            return (merchant, Provider(provider), reference)
+        }
+    }
+
+    /// The entitlement checks due at `now`, at most `limit`; each is not due again until
+    /// `retryAt` (when its poller reports, `checked` sets the real next time). Call inside
+    /// `transaction`.
+    package func dueEntitlementChecks(now: Int64, retryAt: Int64, limit: Int) throws -> [DueEntitlementCheck] {
+        let rows: [[StoreValue]]
+        switch db.dialect {
+        case .sqlite:
+            rows = try db.query(
+                """
+                SELECT merchant, provider, reference, state, expires_at, check_json FROM subscriptions
+                WHERE check_at IS NOT NULL AND check_at <= ? ORDER BY check_at LIMIT ?
+                """, [.integer(now), .integer(Int64(limit))])
+        case .postgres:
+            rows = try db.query(
+                """
+                SELECT merchant, provider, reference, state, expires_at, check_json FROM subscriptions
+                WHERE check_at IS NOT NULL AND check_at <= ? ORDER BY check_at LIMIT ? FOR UPDATE SKIP LOCKED
+                """, [.integer(now), .integer(Int64(limit))])
+        }
+        var due: [DueEntitlementCheck] = []
+        for row in rows {
+            guard let merchant = row[0].text, let provider = row[1].text, let reference = row[2].text,
+                let state = row[3].text.flatMap(SubscriptionState.init(rawValue:)), let text = row[5].text,
+                let check = try? JSONValue.parse(Array(text.utf8))
+            else { continue }
+            try db.query(
+                "UPDATE subscriptions SET check_at=? WHERE reference=? AND provider=? AND merchant=?",
+                [.integer(retryAt), .text(reference), .text(provider), .text(merchant)])
+            due.append(
+                DueEntitlementCheck(
+                    merchant: merchant, provider: Provider(provider), reference: reference, state: state, expiresAt: row[4].integer, check: check))
+        }
+        return due
+    }
+
+    /// When a checked subscription is next due (its state final: never). Call inside `transaction`.
+    package func scheduleCheck(merchant: String, provider: Provider, reference: String, at next: Int64) throws {
+        try db.query(
+            """
+            UPDATE subscriptions SET check_at=CASE WHEN state IN ('ended','cancelled','revoked') THEN NULL ELSE ? END
+            WHERE reference=? AND provider=? AND merchant=? AND check_at IS NOT NULL
+            """, [.integer(next), .text(reference), .text(provider.rawValue), .text(merchant)])
+    }
+
+    /// One subscription's record and its events, oldest first; nil when there is no such
+    /// subscription.
+    package func subscription(merchant: String, provider: Provider, reference: String, limit: Int = 1000) throws -> JSONValue? {
+        let key: [StoreValue] = [.text(reference), .text(provider.rawValue), .text(merchant)]
+        guard
+            let row = try db.query(
+                "SELECT order_id, state, opened_at, updated_at, final_cycle, ends_at, expires_at FROM subscriptions WHERE reference=? AND provider=? AND merchant=?",
+                key
+            ).first
+        else { return nil }
+        let events = try db.query(
+            "SELECT message FROM subscription_events WHERE reference=? AND provider=? AND merchant=? ORDER BY at, seq LIMIT ?",
+            key + [.integer(Int64(limit))]
+        ).compactMap { $0[0].text.flatMap { try? JSONValue.parse(Array($0.utf8)) } }
+        func time(_ value: StoreValue) -> JSONValue { value.integer.map { .string(Timestamp.iso8601(milliseconds: $0)) } ?? .null }
+        return [
+            "merchant": .string(merchant), "provider": .string(provider.rawValue), "reference": .string(reference),
+            "orderId": row[0].text.map(JSONValue.string) ?? .null, "state": row[1].text.map(JSONValue.string) ?? .null,
+            "openedAt": time(row[2]), "updatedAt": time(row[3]), "finalCycle": row[4].integer.map(JSONValue.integer) ?? .null,
+            "endsAt": time(row[5]), "expiresAt": time(row[6]), "events": .array(events),
+        ]
+    }
+
+    static func value(_ integer: Int64?) -> StoreValue { integer.map(StoreValue.integer) ?? .null }
+}
