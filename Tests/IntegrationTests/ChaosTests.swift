@@ -99,7 +99,10 @@ extension EffectCountingFront {
         let front = Mutex<(EffectCountingFront, Task<Void, any Error>)?>(nil)
         let h = try await PipelineHarness(
             sandboxConfiguration: SandboxConfiguration(
-                port: 0, phonePeCallbackDelayMilliseconds: 300, outboundAttempts: 1, netsCompleteCheckoutAfterMilliseconds: 50),
+                // Providers deliver callbacks until they are taken (Nets until HTTP 200, Trust
+                // Payments for 48 hours): a subscription event sent while the callback validator or
+                // the ledger is down must still arrive.
+                port: 0, phonePeCallbackDelayMilliseconds: 300, outboundAttempts: 12, netsCompleteCheckoutAfterMilliseconds: 50),
             timers: timers,
             providerFront: { sandboxURL in
                 let counting = EffectCountingFront(target: sandboxURL)
@@ -186,14 +189,20 @@ struct ChaosTests {
         }
     }
 
-    /// What upstream saw: every copy of every ended outcome, by order.
+    /// What upstream saw: every copy of every ended outcome, by order, and every copy of every
+    /// subscription event, by event id.
     final class Upstream: @unchecked Sendable {
         var ended: [String: [[UInt8]]] = [:]
         var endedAt: [String: ContinuousClock.Instant] = [:]
+        var events: [String: Set<[UInt8]>] = [:]
         var lastSeq: Int64 = 0
         var replays = 0
 
         func take(_ bytes: [UInt8], now: ContinuousClock.Instant) {
+            if case .object(let message)? = try? JSONValue.parse(bytes), message["kind"] == "event", let id = message["eventId"]?.stringValue {
+                events[id, default: []].insert(bytes)
+                return
+            }
             guard let outcome = try? Outcome.parse(bytes), outcome.orderId.hasPrefix("chaos-"), Int(outcome.orderId.dropFirst(6)) != nil else {
                 return
             }
@@ -256,6 +265,21 @@ struct ChaosTests {
         try await h.send(#"{"v":1,"orderId":"chaos-sub-get","provider":"nets","operation":"getSubscription","params":{"paymentId":"\#(paymentId)"}}"#)
         let fetched = try await h.collect { $0.contains { $0.orderId == "chaos-sub-get" } }
         let subscriptionId = try #require(fetched.first { $0.orderId == "chaos-sub-get" }?.result?["subscriptionId"]?.stringValue, "\(fetched)")
+        // A daily Trust Payments subscription, whose engine payments (one per sandbox day, moved
+        // on every 2 s while orders are sent) are subscription events, as every Nets charge's
+        // webhook is: each must reach upstream once, however the roles are killed meanwhile.
+        try await h.send(
+            #"{"v":1,"orderId":"chaos-tp-sub","provider":"trustpayments","operation":"subscriptionJwt","amount":1050,"currency":"GBP","params":{"subscriptionType":"RECURRING","unit":"DAY","frequency":1,"finalNumber":0}}"#
+        )
+        let tpPending = try await h.collect { $0.contains { $0.orderId == "chaos-tp-sub" } }
+        let jwt = try #require(tpPending.first { $0.orderId == "chaos-tp-sub" }?.result?["jwt"]?.stringValue)
+        let paid = try #require(await h.sandboxPost("/trustpayments/sdk/payment", ["jwt": .string(jwt)]))
+        let form = try #require(try JSONValue.parse(Array(paid.1.utf8))["notification"]?.stringValue)
+        #expect(
+            h.postCallback(
+                "/callbacks/trustpayments/notification", headers: [("Content-Type", "application/x-www-form-urlencoded")], body: Array(form.utf8))?.0
+                == 200)
+        _ = try await h.collect { $0.contains { $0.orderId == "chaos-tp-sub" && $0.status == .succeeded } }
 
         let upstream = Upstream()
         let clock = ContinuousClock()
@@ -271,6 +295,25 @@ struct ChaosTests {
         var replay = try OutcomeReplayClient(context: h.context, endpoint: h.ledgerEndpoints["outcomesReplay"]!)
         var lastReplay = started
         let deadline = started + sendWindow + .seconds(size.tailSeconds)
+        // The sandbox's days, each delivered in full (its notifications retried until taken)
+        // before the next.
+        let days = SandboxDays()
+        let windowEnd = started + sendWindow
+        let advancing = Task { [h] in
+            while ContinuousClock.now < windowEnd, !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(2))
+                if await h.sandboxPost("/_sandbox/clock", ["advanceDays": 1])?.0 == 200 { days.count.withLock { $0 += 1 } }
+            }
+            days.finished.withLock { $0 = true }
+        }
+        defer { advancing.cancel() }
+        /// Every event the sandbox's days and the Nets charges so far make.
+        func expectedEvents() -> Int {
+            let netsCharges = (0..<size.orders).filter { $0 % 3 == 0 }.filter { i in
+                upstream.ended["chaos-\(i)"]?.first.flatMap { try? Outcome.parse($0) }?.status == .succeeded
+            }.count
+            return 1 + 2 * days.count.withLock { $0 } + netsCharges
+        }
 
         while clock.now < deadline {
             let now = clock.now
@@ -328,9 +371,14 @@ struct ChaosTests {
                 lastKill = clock.now
                 nextKill += 1
             }
-            if sent == size.orders, nextKill == killTimes.count, upstream.ended.count == size.orders { break }
+            if sent == size.orders, nextKill == killTimes.count, upstream.ended.count == size.orders, days.finished.withLock({ $0 }),
+                upstream.events.count >= expectedEvents()
+            {
+                break
+            }
         }
         await replay.close()
+        await advancing.value
 
         let ids = (0..<size.orders).map { "chaos-\($0)" }
         let unended = ids.filter { upstream.ended[$0] == nil }
@@ -342,6 +390,22 @@ struct ChaosTests {
         let repeatedEffects = arrivals.filter { !$0.key.hasPrefix("nets:") && $0.value > 1 }
         let repeatedNetsRequests = arrivals.filter { $0.key.hasPrefix("nets:") && $0.value > 1 }.count
         let netsEffectsTwice = arrivals.keys.filter { $0.hasPrefix("nets:") && h.sandbox.ledger.effects($0) > 1 }
+        // Events: each id once (every copy identical), one per Nets charge (its chargeId), and
+        // the Trust Payments series in full.
+        let eventsDiffering = upstream.events.filter { $0.value.count > 1 }.count
+        let events = upstream.events.values.compactMap { $0.first.flatMap { try? JSONValue.parse($0) } }
+        let chargeIds = Set(
+            ids.compactMap { id in upstream.ended[id]?.first.flatMap { try? Outcome.parse($0) } }.filter {
+                $0.provider == "nets" && $0.status == .succeeded
+            }
+            .compactMap { $0.result?["chargeId"]?.stringValue })
+        let renewals = events.filter { $0["provider"] == "nets" && $0["type"] == "renewal.succeeded" }.compactMap {
+            $0["providerReference"]?.stringValue
+        }
+        let tpEvents = events.filter { $0["provider"] == "trustpayments" }
+        let daysRun = days.count.withLock { $0 }
+        let eventsMissing = chargeIds.subtracting(renewals).count + max(0, 1 + 2 * daysRun - tpEvents.count)
+        let eventsExtra = max(0, renewals.count - chargeIds.count) + max(0, tpEvents.count - (1 + 2 * daysRun))
         let lastEnd = upstream.endedAt.values.max() ?? clock.now
         let recovery = lastEnd > lastKill ? lastEnd - lastKill : .zero
         print(
@@ -350,15 +414,26 @@ struct ChaosTests {
             unended=\(unended.count) review=\(reviewed.count) wrong=\(wrong.count) differingCopies=\(differing.count) \
             effectsTwice(tp,phonepe)=\(repeatedEffects.count) netsEffectsTwice=\(netsEffectsTwice.count) \
             netsRequestsRepeated=\(repeatedNetsRequests) replayed=\(upstream.replays) \
+            events=\(upstream.events.count) eventDays=\(daysRun) eventsMissing=\(eventsMissing) eventsExtra=\(eventsExtra) \
+            eventsDiffering=\(eventsDiffering) \
             lastKillToLastEnd=\(recovery) total=\(clock.now - started)
             """)
         #expect(unended.isEmpty, "orders without an end: \(unended.prefix(10))")
         #expect(differing.isEmpty, "orders whose copies differ: \(differing.prefix(10))")
         #expect(repeatedEffects.isEmpty, "effects requested twice: \(repeatedEffects.prefix(10))")
         #expect(netsEffectsTwice.isEmpty)
+        #expect(eventsMissing == 0 && eventsExtra == 0 && eventsDiffering == 0, "subscription events lost, doubled or differing")
+        #expect(Set(renewals).count == renewals.count, "a Nets charge reported twice")
         #expect(
             wrong.isEmpty, "orders ended failed: \(wrong.prefix(3).map { upstream.ended[$0].map { String(decoding: $0[0], as: UTF8.self) } ?? "" })")
     }
+}
+
+/// How many days the chaos test moved the sandbox's clock on.
+final class SandboxDays: Sendable {
+    let count = Mutex(0)
+    /// The last day has been delivered.
+    let finished = Mutex(false)
 }
 
 /// The chaos test's own PostgreSQL server (`.ci/postgres`), killed with -9 and started again.

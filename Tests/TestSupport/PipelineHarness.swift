@@ -320,7 +320,11 @@ package final class PipelineHarness: @unchecked Sendable {
         let bytes = body.bytes
         return await withCheckedContinuation { continuation in
             Thread.detachNewThread {
-                continuation.resume(returning: httpPost(port: port, path: path, headers: [("Content-Type", "application/json")], body: bytes))
+                // Moving the clock waits for every callback it makes, which providers retry.
+                continuation.resume(
+                    returning: httpExchange(
+                        port: port, method: "POST", path: path, headers: [("Content-Type", "application/json")], body: bytes,
+                        receiveTimeoutSeconds: 300))
             }
         }
     }

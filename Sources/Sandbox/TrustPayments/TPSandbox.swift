@@ -157,6 +157,14 @@ public enum TPSandbox {
         ]
     }
 
+    /// A transactionreference as Trust Payments writes them (`57-9-12345678`), derived from
+    /// `seed` so that a replay gets the same one; no part starts with a zero, as no number does.
+    static func transactionReference(seed: String) -> String {
+        var digits = Digest.sha256Hex(Array(seed.utf8)).utf8.prefix(8).map { $0 % 10 }
+        if digits[0] == 0 { digits[0] = 1 }
+        return "57-9-" + digits.map(String.init).joined()
+    }
+
     // MARK: Mobile SDK payment
 
     /// What the gateway produces for one SDK payment: the response JWT the app receives, the
@@ -219,9 +227,7 @@ public enum TPSandbox {
 
         let requestReference = "W" + Digest.sha256Hex(Array(jwt.utf8)).prefix(11)
         func transactionReference(_ type: String) -> String {
-            let digits = Digest.sha256Hex(Array("\(config.siteReference)\u{0}\(orderReference)\u{0}\(type)".utf8)).utf8
-                .prefix(8).map { String($0 % 10) }.joined()
-            return "57-9-" + digits
+            Self.transactionReference(seed: "\(config.siteReference)\u{0}\(orderReference)\u{0}\(type)")
         }
         func entry(_ type: String, _ errorcode: String, _ message: String) -> [String: JSONValue] {
             [

@@ -91,10 +91,7 @@ extension TrustPaymentsEmulator: SubscriptionEmulator {
         }
         while series.nextDue <= until, series.finalNumber == 0 || series.number < series.finalNumber {
             series.number += 1
-            let reference =
-                "57-9-"
-                + Digest.sha256Hex(Array("\(series.parent)\u{0}\(series.number)".utf8)).utf8.prefix(8).map { String($0 % 10) }
-                .joined()
+            let reference = TPSandbox.transactionReference(seed: "\(series.parent)\u{0}\(series.number)")
             let declined = series.declineNext
             if declined {
                 series.declineNext = false
