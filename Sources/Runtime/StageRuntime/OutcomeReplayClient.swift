@@ -51,7 +51,8 @@ package final class OutcomeReplayClient: Sendable {
         guard let message = try await duplex.nextBatch(timeoutMilliseconds: timeoutMilliseconds)?.first,
             case .object(let o)? = try? JSONValue.parse(message.body)
         else { throw Failure(description: "no answer from the replay endpoint within \(timeoutMilliseconds) ms") }
-        return o["error"] == nil ? .object(o) : nil
+        guard o["error"] == nil else { return Optional<JSONValue>.none }
+        return .object(o)
     }
 
     package func close() async {

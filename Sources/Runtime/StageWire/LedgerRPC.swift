@@ -217,7 +217,9 @@ package enum LedgerReply: Sendable, Equatable {
         case .dueChecks:
             return .dueChecks((o["checks"]?.arrayValue ?? []).compactMap(DueEntitlementCheck.init(json:)))
         case .subscription:
-            return .subscription(o["subscription"].flatMap { $0 == .null ? nil : $0 })
+            // JSONValue takes `nil` as its own null, so the absent record is spelled out.
+            guard let record = o["subscription"], record != .null else { return .subscription(Optional<JSONValue>.none) }
+            return .subscription(record)
         }
     }
 }
