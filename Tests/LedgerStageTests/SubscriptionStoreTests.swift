@@ -16,7 +16,9 @@ struct SubscriptionStoreTests {
         effects.compactMap { if case .emit(let bytes) = $0 { try? JSONValue.parse(bytes) } else { nil } }.filter { $0["kind"] == "event" }
     }
 
-    func debit(_ id: String, _ kind: SubscriptionEvent.Kind = .renewalSucceeded, merchant: String = "default", subscription: String = "SUB1")
+    func debit(
+        _ id: String, _ kind: SubscriptionEvent.Kind = .renewalSucceeded, merchant: String = "default", subscription: String = "SUB1"
+    )
         -> SubscriptionEvent
     {
         SubscriptionEvent(
@@ -58,7 +60,8 @@ struct SubscriptionStoreTests {
         #expect(events(late.1).first?["subscription"]?["state"] == "revoked")
         let record = try #require(try core.store.subscription(merchant: "default", provider: .phonepe, reference: "SUB1"))
         #expect(record["state"] == "revoked" && record["orderId"] == "pp-1")
-        #expect(record["events"]?.arrayValue?.compactMap { $0["type"]?.stringValue } == ["renewal.succeeded", "mandate.revoked", "renewal.succeeded"])
+        #expect(
+            record["events"]?.arrayValue?.compactMap { $0["type"]?.stringValue } == ["renewal.succeeded", "mandate.revoked", "renewal.succeeded"])
         #expect(core.counters.subscriptionEvents == ["renewal.succeeded": 2, "mandate.revoked": 1] && core.counters.subscriptionEventDuplicates == 1)
     }
 
@@ -95,7 +98,8 @@ struct SubscriptionStoreTests {
                 SubscriptionOpening(reference: "57-9-1", finalCycle: 3), provider: Provider("trustpayments"),
                 key: OrderKey(merchant: "default", orderId: "tp-1"), checkAt: nil, now: 0)
             try store.openSubscription(
-                SubscriptionOpening(reference: "nets-s1", endsAt: 5_000), provider: Provider("nets"), key: OrderKey(merchant: "default", orderId: "n-1"),
+                SubscriptionOpening(reference: "nets-s1", endsAt: 5_000), provider: Provider("nets"),
+                key: OrderKey(merchant: "default", orderId: "n-1"),
                 checkAt: nil, now: 0)
         }
         func payment(_ cycle: Int64) -> SubscriptionEvent {
@@ -125,7 +129,8 @@ struct SubscriptionStoreTests {
         let (_, effects) = core.handle(.settle(create.key, event: "nets|evt-1", outcome: paid), now: 30)
         let correction = try #require(events(effects).first)
         #expect(correction["type"] == "correction" && correction["subscription"]?["reference"] == "s1" && correction["amount"] == .integer(9900))
-        let charge = SubscriptionEvent(merchant: "default", provider: Provider("nets"), subscription: "s1", dedupeKey: "evt-2", kind: .renewalSucceeded)
+        let charge = SubscriptionEvent(
+            merchant: "default", provider: Provider("nets"), subscription: "s1", dedupeKey: "evt-2", kind: .renewalSucceeded)
         #expect(core.handle(.subscriptionEvents([charge]), now: 40).0 == .eventsRecorded(recorded: 1, duplicates: 0))
     }
 
@@ -141,11 +146,20 @@ struct SubscriptionStoreTests {
                 SubscriptionOpening(reference: "S1@cl-1", check: ["customerToken": "t", "offerId": "S1"], expiresAt: 50_000),
                 provider: Provider("cleeng"), key: OrderKey(merchant: "default", orderId: "cl-1"), checkAt: 10_000, now: 0)
         }
-        guard case .dueChecks(let none) = core.handle(.dueChecks(limit: 10), now: 9_999).0 else { Issue.record("no answer"); return }
+        guard case .dueChecks(let none) = core.handle(.dueChecks(limit: 10), now: 9_999).0 else {
+            Issue.record("no answer")
+            return
+        }
         #expect(none.isEmpty)
-        guard case .dueChecks(let due) = core.handle(.dueChecks(limit: 10), now: 10_000).0 else { Issue.record("no answer"); return }
+        guard case .dueChecks(let due) = core.handle(.dueChecks(limit: 10), now: 10_000).0 else {
+            Issue.record("no answer")
+            return
+        }
         #expect(due.map(\.reference) == ["S1@cl-1"] && due.first?.state == .active && due.first?.expiresAt == 50_000)
-        guard case .dueChecks(let taken) = core.handle(.dueChecks(limit: 10), now: 10_001).0 else { Issue.record("no answer"); return }
+        guard case .dueChecks(let taken) = core.handle(.dueChecks(limit: 10), now: 10_001).0 else {
+            Issue.record("no answer")
+            return
+        }
         #expect(taken.isEmpty, "handed out once")
         // Renewed: a later expiry is a renewal, once however often it is seen.
         let reading = EntitlementReading(granted: true, expiresAt: 90_000)
@@ -153,7 +167,10 @@ struct SubscriptionStoreTests {
         let result = EntitlementCheckResult(merchant: "default", provider: Provider("cleeng"), reference: "S1@cl-1", reading: reading, event: event)
         #expect(events(core.handle(.checked([result]), now: 10_002).1).first?["type"] == "renewal.succeeded")
         #expect(events(core.handle(.checked([result]), now: 10_003).1).isEmpty)
-        guard case .dueChecks(let next) = core.handle(.dueChecks(limit: 10), now: 20_003).0 else { Issue.record("no answer"); return }
+        guard case .dueChecks(let next) = core.handle(.dueChecks(limit: 10), now: 20_003).0 else {
+            Issue.record("no answer")
+            return
+        }
         #expect(next.first?.expiresAt == 90_000, "due again a recheck interval on, the expiry known")
     }
 }

@@ -43,7 +43,9 @@ struct NetsRenewalWebhookTests {
         let body =
             #"{"id":"ev-3","event":"payment.reservation.failed","timestamp":"2026-11-28T00:00:00Z","merchantId":1,"data":{"error":{"code":"99","message":"Auth Failed"},"amount":{"amount":9900,"currency":"SEK"},"paymentId":"p3"}}"#
         let nets = FakeNetsPayments(
-            .success(Fixtures.response(200, #"{"payment":{"paymentId":"p3","summary":{"reservedAmount":9900},"subscription":{"id":"\#(Self.subscriptionId)"}}}"#)))
+            .success(
+                Fixtures.response(
+                    200, #"{"payment":{"paymentId":"p3","summary":{"reservedAmount":9900},"subscription":{"id":"\#(Self.subscriptionId)"}}}"#)))
         let decision = try await deliver(body, nets: nets)
         #expect(decision.subscriptionEvents.map(\.kind) == [.renewalFailed] && decision.subscriptionEvents.first?.subscription == Self.subscriptionId)
         #expect(nets.requests.map(\.url).allSatisfy { $0.hasSuffix("/v1/payments/p3") } && nets.requests.count == 1)

@@ -12,7 +12,10 @@ struct Paypipe: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "paypipe",
         abstract: "The paypipe operator CLI.",
-        subcommands: [Up.self, Send.self, OutcomesCommand.self, ReviewCommand.self, KeysCommand.self, ProbeCommand.self])
+        subcommands: [
+            Up.self, Send.self, OutcomesCommand.self, SubscriptionCommand.self, ReviewCommand.self, KeysCommand.self, ProbeCommand.self,
+            SandboxCommand.self,
+        ])
 }
 
 /// Where the stage executables are by default: next to this one.

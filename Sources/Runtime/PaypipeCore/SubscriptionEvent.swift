@@ -91,12 +91,7 @@ public struct SubscriptionEvent: Sendable, Equatable {
             "subscription": ["reference": .string(subscription), "orderId": .string(origin.orderId), "state": .string(state.rawValue)],
             "at": .string(at),
         ]
-        if let amount { o["amount"] = .integer(amount) }
-        if let currency { o["currency"] = .string(currency) }
-        if let providerReference { o["providerReference"] = .string(providerReference) }
-        if let cycle { o["cycle"] = .integer(cycle) }
-        if let expiresAt { o["expiresAt"] = .string(Timestamp.iso8601(milliseconds: expiresAt)) }
-        if let reason { o["reason"] = .string(reason) }
+        o.merge(details(expiry: .string(expiresAt.map { Timestamp.iso8601(milliseconds: $0) } ?? ""))) { first, _ in first }
         return .object(o)
     }
 
@@ -106,13 +101,20 @@ public struct SubscriptionEvent: Sendable, Equatable {
             "merchant": .string(merchant), "provider": .string(provider.rawValue), "subscription": .string(subscription),
             "dedupeKey": .string(dedupeKey), "kind": .string(kind.rawValue),
         ]
+        o.merge(details(expiry: .integer(expiresAt ?? 0))) { first, _ in first }
+        return .object(o)
+    }
+
+    /// The optional facts, each only when known; `expiry`: how `expiresAt` is written.
+    private func details(expiry: JSONValue) -> [String: JSONValue] {
+        var o: [String: JSONValue] = [:]
         if let amount { o["amount"] = .integer(amount) }
         if let currency { o["currency"] = .string(currency) }
         if let providerReference { o["providerReference"] = .string(providerReference) }
         if let cycle { o["cycle"] = .integer(cycle) }
-        if let expiresAt { o["expiresAt"] = .integer(expiresAt) }
+        if expiresAt != nil { o["expiresAt"] = expiry }
         if let reason { o["reason"] = .string(reason) }
-        return .object(o)
+        return o
     }
 
     public init?(json: JSONValue) {

@@ -155,9 +155,13 @@ extension TrustPaymentsEmulator: SubscriptionEmulator {
     /// Body `{"subscription": <the first AUTH's transactionreference>}`:
     /// - `declineNext`: the series' next automated payment is declined;
     /// - `resendLast`: its last notification is sent again, as Trust Payments retries one.
+    /// - `pay` `{"jwt": <the SDK JWT>}`: the customer pays in the app, as `POST /sdk/payment`,
+    ///   and Trust Payments posts the payment's URL notification itself; answers the first AUTH's
+    ///   transactionreference as `subscription` and the response JWT.
     func act(_ action: String, body: JSONValue, context: SandboxContext) async -> HTTPResponseSpec {
+        if action == "pay" { return await pay(body, context: context) }
         guard action == "declineNext" || action == "resendLast" else {
-            return SandboxContext.json(404, ["error": "trustpayments actions: declineNext, resendLast"])
+            return SandboxContext.json(404, ["error": "trustpayments actions: pay, declineNext, resendLast"])
         }
         guard let parent = body["subscription"]?.stringValue else { return SandboxContext.json(400, ["error": "subscription is required"]) }
         for merchant in merchants {
@@ -174,6 +178,21 @@ extension TrustPaymentsEmulator: SubscriptionEmulator {
             return SandboxContext.json(200, ["subscription": .string(parent), "action": .string(action)])
         }
         return SandboxContext.json(404, ["error": "no such subscription"])
+    }
+}
+
+extension TrustPaymentsEmulator {
+    func pay(_ body: JSONValue, context: SandboxContext) async -> HTTPResponseSpec {
+        let request = HTTPRequestSpec(method: .POST, url: Self.sdkPaymentPath, body: body.bytes)
+        let paid = sdkPayment(request, ledger: context.ledger, now: context.clock.nowMilliseconds)
+        guard paid.status == 200, let answer = try? JSONValue.parse(paid.body), let form = answer["notification"]?.stringValue else { return paid }
+        let notification = HTTPRequestSpec(
+            method: .POST, url: notificationURL(context: context),
+            headers: [HTTPHeader("Content-Type", "application/x-www-form-urlencoded; charset=UTF-8")], body: Array(form.utf8))
+        await context.outbound.deliver(notification, label: "trustpayments notification")
+        let fields = (try? TPNotification.parseForm(Array(form.utf8))) ?? []
+        let reference = fields.first { $0.name == "transactionreference" }?.value ?? ""
+        return SandboxContext.json(200, ["subscription": .string(reference), "jwt": answer["jwt"] ?? .null])
     }
 }
 
