@@ -199,8 +199,9 @@ struct ChaosTests {
         var replays = 0
 
         func take(_ bytes: [UInt8], now: ContinuousClock.Instant) {
-            if case .object(let message)? = try? JSONValue.parse(bytes), message["kind"] == "event", let id = message["eventId"]?.stringValue {
-                events[id, default: []].insert(bytes)
+            // Outcomes are nearly every message: only an event is parsed as one.
+            if Self.isEvent(bytes) {
+                if let id = (try? JSONValue.parse(bytes))?["eventId"]?.stringValue { events[id, default: []].insert(bytes) }
                 return
             }
             guard let outcome = try? Outcome.parse(bytes), outcome.orderId.hasPrefix("chaos-"), Int(outcome.orderId.dropFirst(6)) != nil else {
@@ -209,6 +210,16 @@ struct ChaosTests {
             guard outcome.status.isTerminal || outcome.error?.needsReview == true else { return }
             if ended[outcome.orderId] == nil { endedAt[outcome.orderId] = now }
             ended[outcome.orderId, default: []].append(bytes)
+        }
+
+        static let eventMark = Array(#""kind":"event""#.utf8)
+
+        static func isEvent(_ bytes: [UInt8]) -> Bool {
+            guard bytes.count >= eventMark.count else { return false }
+            for start in 0...(bytes.count - eventMark.count) where bytes[start] == eventMark[0] {
+                if eventMark.indices.allSatisfy({ bytes[start + $0] == eventMark[$0] }) { return true }
+            }
+            return false
         }
     }
 

@@ -372,3 +372,36 @@ import Testing
         for (key, value) in payload["deviceContext"]?.objectValue ?? [:] { #expect(seed["deviceContext"]?[key] == value, "deviceContext.\(key)") }
     }
 }
+
+/// An auth/init whose answer was lost is resolved with the auth status call; PhonePe's "not
+/// found" then only says it has not arrived yet, so the order is not told it failed.
+@Suite struct PhonePeUnknownResolutionTests {
+    @Test func notFoundAfterALostAnswerIsUnknownNeverFailed() async throws {
+        let connector = await PhonePeConnector(config: PaypipeConfig(merchants: ["default": MerchantConfig(Fixtures.config())]))
+        guard case .request(let signed) = try connector.sign(Fixtures.order(), purpose: .submit, nowSeconds: 1_700_000_000) else {
+            Issue.record("auth/init is a request")
+            return
+        }
+        let notFound = Fixtures.response(404, Fixtures.envelope(code: "TRANSACTION_NOT_FOUND"))
+        func reading(_ exchange: Exchange<PhonePeConnector.Context>) -> ProviderReading {
+            connector.read(notFound, to: signed.resolve!, in: exchange)
+        }
+        let lost = Exchange(order: Fixtures.order(), signed: signed, purpose: .submit, phase: .resolving)
+        guard case .verdict(.unknown) = reading(lost) else {
+            Issue.record("a lost auth/init's not-found must stay unknown, got \(reading(lost))")
+            return
+        }
+        let redelivered = Exchange(order: Fixtures.order(), signed: signed, purpose: .submit, phase: .resolving, resolvingBeforeResubmit: true)
+        guard case .verdict(.neverSeen) = reading(redelivered) else {
+            Issue.record("before a resubmission, not-found means never seen")
+            return
+        }
+        let checked = Exchange(order: Fixtures.order(), signed: signed, purpose: .statusCheck, phase: .resolving)
+        // A pending order's status check: its auth/init was answered, so not-found ends it.
+        guard case .verdict(let verdict) = reading(checked) else {
+            Issue.record("a status check reads a verdict")
+            return
+        }
+        #expect(verdict.failureCode == "AUTH_REQUEST_NOT_FOUND")
+    }
+}

@@ -88,8 +88,13 @@ public struct PhonePeConnector: ProviderConnector {
             return .verdict(PhonePeAuthInit.classify(response, authRequestId: context.authRequestId))
         }
         let verdict = PhonePeAuthStatus.classify(response, order: exchange.order, merchantId: context.merchantId)
-        if exchange.resolvingBeforeResubmit, case .failed(OutcomeErrorCode.authRequestNotFound, let message) = verdict {
-            return .verdict(.neverSeen(reason: message))
+        if case .failed(OutcomeErrorCode.authRequestNotFound, let message) = verdict {
+            if exchange.resolvingBeforeResubmit { return .verdict(.neverSeen(reason: message)) }
+            // The auth/init whose answer was lost may not have reached PhonePe yet (held in a
+            // proxy or a queue): "not found" now does not mean it never will be, so the order is
+            // not told it failed. It stays unknown, and its redelivery asks again before anything
+            // is sent again.
+            if exchange.purpose == .submit { return .verdict(.unknown(reason: message)) }
         }
         // A status check's `pending` (the customer has not authorised) keeps the order pending
         // until its last check, which ends it EXPIRED.

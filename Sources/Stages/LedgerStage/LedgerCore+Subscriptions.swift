@@ -23,7 +23,7 @@ extension LedgerCore {
         let correction = SubscriptionEvent(
             merchant: key.merchant, provider: provider, subscription: opening.reference, dedupeKey: "correction|\(key.orderId)", kind: .correction,
             amount: order.amount, currency: order.currency, reason: "the first order's outcome was corrected: the provider took the money")
-        return try record(correction, counters: &counters, now: now)
+        return try record(correction, counters: &counters, now: now) ?? []
     }
 
     /// Records each event once, all or none: an event for a subscription the store does not
@@ -34,23 +34,33 @@ extension LedgerCore {
         var unknown: String?
         let effects = try store.transaction { () throws -> [Effect] in
             var effects: [Effect] = []
-            for event in events where try !store.subscriptionExists(event) {
+            // One event (every provider's callback so far) needs no look first: recording an
+            // event of an unknown subscription records nothing.
+            for event in events where try events.count > 1 && !store.subscriptionExists(event) {
                 unknown = event.subscription
                 return []
             }
-            for event in events { effects += try record(event, counters: &counters, now: now) }
+            for event in events {
+                let recorded = try record(event, counters: &counters, now: now)
+                guard let recorded else {
+                    unknown = event.subscription
+                    return []
+                }
+                effects += recorded
+            }
             return effects
         }
         if let unknown { return (.unknownSubscription(unknown), []) }
-        let recorded = counters.subscriptionEvents.values.reduce(0, +) - self.counters.subscriptionEvents.values.reduce(0, +)
+        let duplicates = counters.subscriptionEventDuplicates - self.counters.subscriptionEventDuplicates
         self.counters = counters
-        return (.eventsRecorded(recorded: recorded, duplicates: events.count - recorded), effects)
+        return (.eventsRecorded(recorded: events.count - duplicates, duplicates: duplicates), effects)
     }
 
     /// One event, and the end of the series when it was the last renewal.
-    func record(_ event: SubscriptionEvent, counters: inout Counters, now: Int64) throws -> [Effect] {
+    /// nil when the store knows no such subscription.
+    func record(_ event: SubscriptionEvent, counters: inout Counters, now: Int64) throws -> [Effect]? {
         switch try store.recordSubscriptionEvent(event, publish: eventMerchants.contains(event.merchant), now: now) {
-        case .unknownSubscription: return []
+        case .unknownSubscription: return nil
         case .duplicate:
             counters.subscriptionEventDuplicates += 1
             return []
@@ -61,7 +71,7 @@ extension LedgerCore {
                 let ended = SubscriptionEvent(
                     merchant: event.merchant, provider: event.provider, subscription: event.subscription, dedupeKey: "ended|final-cycle",
                     kind: .subscriptionEnded, cycle: event.cycle, reason: "the last payment of the series was taken")
-                effects += try record(ended, counters: &counters, now: now)
+                effects += try record(ended, counters: &counters, now: now) ?? []
             }
             return effects
         }
@@ -72,11 +82,10 @@ extension LedgerCore {
     mutating func recordChecks(_ results: [EntitlementCheckResult], now: Int64) throws -> (LedgerReply, [Effect]) {
         var counters = self.counters
         let interval = entitlementRecheckMilliseconds
-        let before = counters.subscriptionEvents.values.reduce(0, +)
         let effects = try store.transaction { () throws -> [Effect] in
             var effects: [Effect] = []
             for result in results {
-                if let event = result.event { effects += try record(event, counters: &counters, now: now) }
+                if let event = result.event { effects += try record(event, counters: &counters, now: now) ?? [] }
                 // A check that got no answer is due again soon (`dueChecks` set it).
                 guard let reading = result.reading else { continue }
                 let next = reading.expiresAt.map { $0 > now ? min($0, now + interval) : now + interval } ?? now + interval
@@ -84,9 +93,10 @@ extension LedgerCore {
             }
             return effects
         }
-        let recorded = counters.subscriptionEvents.values.reduce(0, +) - before
+        let duplicates = counters.subscriptionEventDuplicates - self.counters.subscriptionEventDuplicates
         self.counters = counters
-        return (.eventsRecorded(recorded: recorded, duplicates: results.count - recorded), effects)
+        let reported = results.filter { $0.event != nil }.count
+        return (.eventsRecorded(recorded: reported - duplicates, duplicates: duplicates), effects)
     }
 
     /// Subscriptions whose end date has passed end, reported as an event (Nets subscriptions,
@@ -97,7 +107,7 @@ extension LedgerCore {
             let ended = SubscriptionEvent(
                 merchant: due.merchant, provider: due.provider, subscription: due.reference, dedupeKey: "ended|end-date", kind: .subscriptionEnded,
                 reason: "the subscription's end date passed")
-            effects += try record(ended, counters: &counters, now: now)
+            effects += try record(ended, counters: &counters, now: now) ?? []
         }
         return effects
     }

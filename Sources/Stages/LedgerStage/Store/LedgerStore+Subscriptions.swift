@@ -62,25 +62,23 @@ extension LedgerStore {
         let eventId = event.eventId
         var state = current
         if let next = event.kind.state, !current.isFinal || next.isFinal { state = next }
-        var message = event.message(origin: OrderKey(merchant: event.merchant, orderId: orderId), state: state, at: at).serialized
+        let message = event.message(origin: OrderKey(merchant: event.merchant, orderId: orderId), state: state, at: at).serialized
+        // Stamped before it is known to be new: the seq is only taken by `appendToLog`.
+        let logged = publish ? try stamped(message) : nil
         try db.query(
-            "INSERT INTO subscription_events(event_id, reference, provider, merchant, at, seq, message) VALUES(?,?,?,?,?,NULL,?) ON CONFLICT DO NOTHING",
-            [.text(eventId)] + subscription + [.integer(now), .text(message)])
+            "INSERT INTO subscription_events(event_id, reference, provider, merchant, at, seq, message) VALUES(?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
+            [.text(eventId)] + subscription + [.integer(now), Self.value(logged?.seq), .text(logged?.text ?? message)])
         guard db.changes == 1 else { return .duplicate }
-        try db.query(
-            "UPDATE subscriptions SET state=?, updated_at=?, expires_at=COALESCE(?, expires_at) WHERE reference=? AND provider=? AND merchant=?",
-            [.text(state.rawValue), .integer(now), Self.value(event.expiresAt)] + subscription)
-        var logged: String?
-        if publish {
-            let stamped = try stamped(message)
-            try appendToLog(stamped, now: now)
-            message = stamped.text
-            logged = stamped.text
-            try db.query("UPDATE subscription_events SET seq=?, message=? WHERE event_id=?", [.integer(stamped.seq), .text(message), .text(eventId)])
+        // `updated_at` is when its state last changed: a renewal of an active subscription changes none.
+        if state != current || event.expiresAt != nil {
+            try db.query(
+                "UPDATE subscriptions SET state=?, updated_at=?, expires_at=COALESCE(?, expires_at) WHERE reference=? AND provider=? AND merchant=?",
+                [.text(state.rawValue), .integer(now), Self.value(event.expiresAt)] + subscription)
         }
+        if let logged { try appendToLog(logged, now: now) }
         let finalCycle = row[2].integer
         let reachedFinal = event.kind == .renewalSucceeded && finalCycle.map { final in (event.cycle ?? 0) >= final && final > 0 } == true
-        return .recorded(logged: logged, reachedFinalCycle: reachedFinal)
+        return .recorded(logged: logged?.text, reachedFinalCycle: reachedFinal)
     }
 
     /// Whether the subscription `event` names is recorded.
