@@ -60,10 +60,13 @@ public final class SandboxServer: Sendable {
     /// webhooks, shuts the HTTP client down and returns. `onListening` gets the bound port
     /// (the real one when `port` is 0) once the server accepts connections.
     public func run(handleSignals: Bool = false, onListening: @escaping @Sendable (Int) -> Void = { _ in }) async throws {
+        // A provider sends callbacks side by side, not 8 at a time (the client's default): with
+        // deliveries queued behind 8 connections, a slow receiver turns the queue into timeouts,
+        // retries and a longer queue, whose every cancellation scans it.
+        var clientConfiguration = HTTPClient.Configuration(timeout: .init(connect: .seconds(2), read: .seconds(10)))
+        clientConfiguration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 256)
         let client = HTTPClient(
-            eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
-            configuration: HTTPClient.Configuration(timeout: .init(connect: .seconds(2), read: .seconds(10))),
-            backgroundActivityLogger: logger)
+            eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: clientConfiguration, backgroundActivityLogger: logger)
         let scheduler = SandboxScheduler()
         let outbound = SandboxOutbound(
             client: client, attempts: configuration.outboundAttempts,
