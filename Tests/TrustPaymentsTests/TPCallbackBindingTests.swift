@@ -176,4 +176,27 @@ import Testing
         #expect(TPFixtures.kind(settled.verdict) == "succeeded")
         #expect(settled.event == "57-9-100")
     }
+
+    // MARK: - The first AUTH's settlement
+
+    /// A notification of the first AUTH settled is the order's result while it is open (a site
+    /// whose rule notifies only on settlement) and the subscription's `subscription.activated`;
+    /// once the order is gone, the subscription's alone. An engine payment is never an order's.
+    @Test func theFirstAuthsSettlementIsTheOrdersResultAndTheSubscriptionsEvent() async throws {
+        let connector = await connector()
+        var fields = Self.notification(orderId: "tp-bind-1", errorcode: "0")
+        fields.append(("settlestatus", "100"))
+        let settled = TPNotification.formBody(fields: fields, password: Secret("PASSWORD"))
+        let open = try await connector.notification(settled, orders: Orders(stored: [Self.order]))
+        #expect(TPFixtures.kind(open.verdict) == "succeeded" && open.order?.orderId == "tp-bind-1")
+        #expect(open.subscriptionEvents.map(\.kind) == [.subscriptionActivated] && open.subscriptionEvents.first?.subscription == "57-9-100")
+        let gone = try await connector.notification(settled, orders: Orders(stored: []))
+        #expect(gone.order == nil && gone.subscriptionEvents.map(\.kind) == [.subscriptionActivated])
+
+        var recurring = Self.notification(orderId: "tp-bind-1", errorcode: "0")
+        recurring += [("accounttypedescription", "RECUR"), ("parenttransactionreference", "57-9-100"), ("subscriptionnumber", "2")]
+        let engine = try await connector.notification(
+            TPNotification.formBody(fields: recurring, password: Secret("PASSWORD")), orders: Orders(stored: [Self.order]))
+        #expect(engine.order == nil && engine.subscriptionEvents.map(\.kind) == [.renewalSucceeded] && engine.subscriptionEvents.first?.cycle == 2)
+    }
 }

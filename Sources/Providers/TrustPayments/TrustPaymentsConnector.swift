@@ -203,15 +203,26 @@ public struct TrustPaymentsConnector: ProviderConnector {
             }
         }
         guard let (merchant, tp, event) = verified else { throw lastError }
-        if let subscriptionEvent = try event.subscriptionEvent(merchant: merchant) {
+        let subscriptionEvent = try event.subscriptionEvent(merchant: merchant)
+        // An engine payment is the subscription's alone.
+        if let subscriptionEvent, event.fields["accounttypedescription"] == "RECUR" {
             return CallbackDecision(subscriptionEvents: [subscriptionEvent])
         }
         guard Order.isValidOrderId(event.orderReference) else {
             throw .malformed("orderreference is not an orderId this pipeline issues", code: .invalidField)
         }
-        let order = try await orders.order(OrderKey(merchant: merchant, orderId: event.orderReference), provider: .trustpayments)
+        // The first AUTH settling (or suspended, or cancelled) is its order's result while the order
+        // is open, and its subscription's event in any case; once the order is gone, only the latter.
+        let order: Order
+        do {
+            order = try await orders.order(OrderKey(merchant: merchant, orderId: event.orderReference), provider: .trustpayments)
+        } catch  where error.code == .orderNotFound && subscriptionEvent != nil {
+            return CallbackDecision(subscriptionEvents: [subscriptionEvent!])
+        }
         let verdict = event.verdict(for: try TPExpectedOrder.forCallback(order: order, config: tp))
-        return CallbackDecision(order: order, event: Self.eventKey(event.dedupeKey, unlessUndecided: verdict), verdict: verdict)
+        var decision = CallbackDecision(order: order, event: Self.eventKey(event.dedupeKey, unlessUndecided: verdict), verdict: verdict)
+        decision.subscriptionEvents = subscriptionEvent.map { [$0] } ?? []
+        return decision
     }
 
     /// The response JWT forwarded by the app's backend: `{"orderId","jwt","merchant"?}`.

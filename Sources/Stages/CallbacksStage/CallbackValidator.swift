@@ -90,8 +90,17 @@ package struct CallbackValidator: Sendable {
             else {
                 return .rejected(.ledgerUnavailable("unexpected answer from the order store; retry later"))
             }
-            if corrected { return CallbackAnswer(status: 200, result: "correction", message: "order corrected: the provider took the money") }
-            return .handedOn(applied: applied, duplicate: duplicate, recordedAs: decision.event == nil ? nil : decision.recordedAs)
+            let answer =
+                corrected
+                ? CallbackAnswer(status: 200, result: "correction", message: "order corrected: the provider took the money")
+                : .handedOn(applied: applied, duplicate: duplicate, recordedAs: decision.event == nil ? nil : decision.recordedAs)
+            guard !decision.subscriptionEvents.isEmpty else { return answer }
+            // Also the subscription's event (recorded after the order's result, which may have
+            // opened the subscription). One the order did not open (its first payment failed)
+            // is nobody's, and not the provider's to send again; one not recorded for want of
+            // the ledger is.
+            let events = await record(decision.subscriptionEvents)
+            return events.status == 503 || events.result == "event" ? events : answer
         } catch {
             return .rejected(.ledgerUnavailable("the order store did not confirm; retry later"))
         }
