@@ -190,8 +190,8 @@ extension TrustPaymentsEmulator {
             method: .POST, url: notificationURL(context: context),
             headers: [HTTPHeader("Content-Type", "application/x-www-form-urlencoded; charset=UTF-8")], body: Array(form.utf8))
         await context.outbound.deliver(notification, label: "trustpayments notification")
-        let fields = (try? TPNotification.parseForm(Array(form.utf8))) ?? []
-        let reference = fields.first { $0.name == "transactionreference" }?.value ?? ""
+        // The sandbox's own form reading: it shares no callback code with the pipeline.
+        let reference = SandboxContext.queryParameters(form)["transactionreference"] ?? ""
         return SandboxContext.json(200, ["subscription": .string(reference), "jwt": answer["jwt"] ?? .null])
     }
 }
