@@ -19,6 +19,7 @@ public struct NetsConnector: ProviderConnector {
         OperationSpec(.createSubscription, movesMoney: true),
         OperationSpec(.getSubscription, movesMoney: false),
         OperationSpec(.chargeSubscription, movesMoney: true),
+        OperationSpec(.scheduleNets, movesMoney: false),
     ]
 
     let config: PaypipeConfig
@@ -205,6 +206,8 @@ public struct NetsConnector: ProviderConnector {
     /// A completed subscription checkout opens the subscription its later charges name; it ends
     /// at the order's `endDate`, which Nets reports nothing about.
     public func opensSubscription(_ operation: Operation) -> Bool { operation == .createSubscription }
+
+    public var scheduledCharging: (any ScheduledCharging)? { NetsScheduledCharging() }
 
     public func subscriptionOpening(for order: Order, outcome: Outcome) -> SubscriptionOpening? {
         guard let reference = outcome.result?["subscriptionId"]?.stringValue, !reference.isEmpty else { return nil }

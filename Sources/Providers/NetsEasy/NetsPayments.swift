@@ -13,7 +13,8 @@ public enum NetsPayments {
         NetsWebhookEvent.Kind.chargeCreated.eventName, "payment.charge.failed.v2",
     ]
 
-    public static let createSubscriptionParams = ["endDate", "interval", "reference", "items", "checkoutUrl", "termsUrl"]
+    /// `schedule` is the ledger's (docs/protocol.md, "Schedules"): nothing Nets is sent.
+    public static let createSubscriptionParams = ["endDate", "interval", "reference", "items", "checkoutUrl", "termsUrl", "schedule"]
     public static let getSubscriptionParams = ["paymentId"]
     public static let chargeSubscriptionParams = ["subscriptionId", "reference", "items"]
 

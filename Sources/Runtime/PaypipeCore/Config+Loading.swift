@@ -156,6 +156,17 @@ extension PaypipeConfig {
             }
             try r.finish()
         }
+        if var s = try root.optionalObject("schedules") {
+            if let value = s.take("retryAfterDays") {
+                guard case .array(let items) = value, items.count <= 20,
+                    case let days = items.compactMap(\.integerValue), days.count == items.count, days.allSatisfy({ (1...365).contains($0) })
+                else { throw ConfigError(path: s.child("retryAfterDays"), reason: "must be a list of at most 20 whole days from 1 to 365") }
+                config.schedules.retryAfterDays = days
+            }
+            config.schedules.batch = try s.positiveInteger("batch") ?? config.schedules.batch
+            config.schedules.clockOffsetFile = try s.optionalString("clockOffsetFile")
+            try s.finish()
+        }
         if var s = try root.optionalObject("store") { config.store = try StoreSettings.parse(&s) }
         try root.finish()
 

@@ -6,6 +6,8 @@ public struct PaypipeConfig: Sendable {
     /// CURVE on the internal links (nil: plaintext, as in v1).
     public var curve: CurveConfig?
     public var retention = Retention()
+    /// How the ledger charges subscriptions on schedule.
+    public var schedules = Schedules()
     /// Where the ledger keeps orders and outcomes.
     public var store = StoreSettings.sqlite(path: StoreSettings.defaultSQLitePath)
 
@@ -70,6 +72,19 @@ public struct PaypipeConfig: Sendable {
         /// A subscription whose provider pushes nothing when access lapses (Cleeng) has its
         /// entitlement checked at its expiry and at least this often.
         public var entitlementRecheckMs: Int64 = 86_400_000
+        public init() {}
+    }
+
+    /// How the ledger charges subscriptions on schedule (docs/protocol.md, "Schedules").
+    public struct Schedules: Sendable, Equatable {
+        /// A declined cycle is tried again this many days after each decline, one entry per
+        /// retry; once they are used up the cycle is given up (`renewal.abandoned`).
+        public var retryAfterDays: [Int64] = [1, 3, 7]
+        /// How many due steps one ledger tick turns into orders at most.
+        public var batch: Int64 = 1000
+        /// For tests and demos only: a file holding milliseconds that the schedules' clock runs
+        /// ahead of the wall clock (read on every tick); nil in production.
+        public var clockOffsetFile: String?
         public init() {}
     }
 

@@ -71,6 +71,9 @@ public protocol ProviderConnector: Sendable {
     /// How the pollers check a subscription's entitlement around its expiry, for a provider that
     /// sends nothing when access lapses; nil for the others.
     var entitlementChecking: (any EntitlementChecking)? { get }
+    /// How paypipe charges this provider's subscriptions on schedule, for a provider that never
+    /// charges by itself; nil for the others.
+    var scheduledCharging: (any ScheduledCharging)? { get }
 
     /// The secret settings (merchant config keys) whose values this provider's outcomes carry
     /// for the app, e.g. Viva's `isvClientSecret` in the sale URL. The ledger loads these and
@@ -242,6 +245,7 @@ extension ProviderConnector {
     public func opensSubscription(_ operation: Operation) -> Bool { false }
     public func subscriptionOpening(for order: Order, outcome: Outcome) -> SubscriptionOpening? { nil }
     public var entitlementChecking: (any EntitlementChecking)? { nil }
+    public var scheduledCharging: (any ScheduledCharging)? { nil }
 }
 
 /// Why an HTTP exchange produced no response.

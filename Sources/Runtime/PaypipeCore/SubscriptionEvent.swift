@@ -10,6 +10,10 @@ public struct SubscriptionEvent: Sendable, Equatable {
         case renewalSucceeded = "renewal.succeeded"
         case renewalSettled = "renewal.settled"
         case renewalFailed = "renewal.failed"
+        /// A scheduled cycle was declined and is tried again at `dueAt` (the retry policy).
+        case renewalRetrying = "renewal.retrying"
+        /// A scheduled cycle was declined on every attempt the policy allows: it is given up.
+        case renewalAbandoned = "renewal.abandoned"
         case subscriptionActivated = "subscription.activated"
         case subscriptionSuspended = "subscription.suspended"
         case subscriptionCancelled = "subscription.cancelled"
@@ -25,14 +29,14 @@ public struct SubscriptionEvent: Sendable, Equatable {
         public var state: SubscriptionState? {
             switch self {
             case .renewalSucceeded, .subscriptionActivated, .mandateResumed, .entitlementGranted: .active
-            case .renewalFailed: .pastDue
+            case .renewalFailed, .renewalAbandoned: .pastDue
             case .subscriptionSuspended: .suspended
             case .subscriptionCancelled: .cancelled
             case .subscriptionEnded: .ended
             case .mandateRevoked: .revoked
             case .mandatePaused: .paused
             case .entitlementExpired: .expired
-            case .renewalScheduled, .renewalSettled, .correction: nil
+            case .renewalScheduled, .renewalSettled, .renewalRetrying, .correction: nil
             }
         }
     }
@@ -58,10 +62,13 @@ public struct SubscriptionEvent: Sendable, Equatable {
     public var expiresAt: Int64?
     /// The provider's code when a charge was declined, or why the state changed.
     public var reason: String?
+    /// When the next attempt is due (epoch ms): a retry's time.
+    public var dueAt: Int64?
 
     public init(
         merchant: String, provider: Provider, subscription: String, dedupeKey: String, kind: Kind, amount: Int64? = nil,
-        currency: String? = nil, providerReference: String? = nil, cycle: Int64? = nil, expiresAt: Int64? = nil, reason: String? = nil
+        currency: String? = nil, providerReference: String? = nil, cycle: Int64? = nil, expiresAt: Int64? = nil, reason: String? = nil,
+        dueAt: Int64? = nil
     ) {
         self.merchant = merchant
         self.provider = provider
@@ -74,6 +81,7 @@ public struct SubscriptionEvent: Sendable, Equatable {
         self.cycle = cycle
         self.expiresAt = expiresAt
         self.reason = reason
+        self.dueAt = dueAt
     }
 
     /// Stable for the same provider fact, whichever copy of the pipeline sees it and however
@@ -92,6 +100,7 @@ public struct SubscriptionEvent: Sendable, Equatable {
             "at": .string(at),
         ]
         o.merge(details(expiry: .string(expiresAt.map { Timestamp.iso8601(milliseconds: $0) } ?? ""))) { first, _ in first }
+        if let dueAt { o["dueAt"] = .string(Timestamp.iso8601(milliseconds: dueAt)) }
         return .object(o)
     }
 
@@ -102,6 +111,7 @@ public struct SubscriptionEvent: Sendable, Equatable {
             "dedupeKey": .string(dedupeKey), "kind": .string(kind.rawValue),
         ]
         o.merge(details(expiry: .integer(expiresAt ?? 0))) { first, _ in first }
+        if let dueAt { o["dueAt"] = .integer(dueAt) }
         return .object(o)
     }
 
@@ -127,7 +137,7 @@ public struct SubscriptionEvent: Sendable, Equatable {
             merchant: merchant, provider: Provider(provider), subscription: subscription, dedupeKey: dedupeKey, kind: kind,
             amount: json["amount"]?.integerValue, currency: json["currency"]?.stringValue,
             providerReference: json["providerReference"]?.stringValue, cycle: json["cycle"]?.integerValue,
-            expiresAt: json["expiresAt"]?.integerValue, reason: json["reason"]?.stringValue)
+            expiresAt: json["expiresAt"]?.integerValue, reason: json["reason"]?.stringValue, dueAt: json["dueAt"]?.integerValue)
     }
 }
 

@@ -18,7 +18,9 @@ extension LedgerCore {
             let opening = connector.subscriptionOpening(for: order, outcome: outcome)
         else { return [] }
         let checkAt = opening.expiresAt.map { min($0, now + entitlementRecheckMilliseconds) } ?? now + entitlementRecheckMilliseconds
-        try store.openSubscription(opening, provider: provider, key: key, checkAt: checkAt, now: now)
+        let target = connector.scheduledCharging?.target(of: order, outcome: outcome)
+        try store.openSubscription(opening, provider: provider, key: key, checkAt: checkAt, chargeTarget: target, now: now)
+        try attachSchedule(order: order, opening: opening, target: target, now: now)
         guard corrected else { return [] }
         let correction = SubscriptionEvent(
             merchant: key.merchant, provider: provider, subscription: opening.reference, dedupeKey: "correction|\(key.orderId)", kind: .correction,

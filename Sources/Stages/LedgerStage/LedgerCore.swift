@@ -39,6 +39,8 @@ package struct LedgerCore {
         package var subscriptionEvents: [String: Int] = [:]
         /// Subscription events reported again (a provider's redelivery).
         package var subscriptionEventDuplicates = 0
+        /// Orders the schedules made (a step of an attempt at a cycle).
+        package var scheduledOrders = 0
 
         package init() {}
     }
@@ -72,12 +74,21 @@ package struct LedgerCore {
     let eventMerchants: Set<String>
     /// How often at least a checked subscription's entitlement is checked.
     let entitlementRecheckMilliseconds: Int64
+    /// How long after each decline a scheduled cycle is tried again (`schedules.retryAfterDays`).
+    let retryAfterMilliseconds: [Int64]
+    /// Due schedule steps one tick turns into orders at most.
+    let scheduleBatch: Int
+    /// How far the schedules' clock runs ahead of the ledger's (tests and demos only).
+    package var scheduleClockOffset: Int64 = 0
 
     package init(
         store: Store, registry: ConnectorRegistry, timers: PaypipeConfig.Timers = PaypipeConfig.Timers(),
-        redeliverAfterMilliseconds: Int64 = 60_000, eventMerchants: Set<String> = []
+        redeliverAfterMilliseconds: Int64 = 60_000, eventMerchants: Set<String> = [],
+        schedules: PaypipeConfig.Schedules = PaypipeConfig.Schedules()
     ) {
         self.store = store
+        retryAfterMilliseconds = schedules.retryAfterDays.map { $0 * 86_400_000 }
+        scheduleBatch = Int(schedules.batch)
         self.registry = registry
         self.eventMerchants = eventMerchants
         entitlementRecheckMilliseconds = timers.entitlementRecheckMs
@@ -119,6 +130,8 @@ package struct LedgerCore {
             /// sender may not use it, so it must not be filed where it could shadow a real order.
             case refused(Rejection, identity: OrderIdentity)
             case order(Order, json: String, references: [String])
+            /// A `schedule` order: the ledger's own to apply (docs/protocol.md, "Schedules").
+            case scheduleChange(Order, ScheduleChange)
         }
 
         package struct Result: Sendable {
@@ -161,6 +174,8 @@ package struct LedgerCore {
                 switch decoded {
                 case .dropped(let rejection): return .dropped(rejection)
                 case .rejected(let rejection, let identity): return .rejected(rejection, identity: identity)
+                case .order(let order) where order.operation.rawValue == ScheduleChange.operationName || order.params["schedule"] != nil:
+                    return scheduling(order, json: String(decoding: frame, as: UTF8.self))
                 case .order(let order):
                     // Stored and dispatched as upstream sent it: every stage that reads it again
                     // decodes it to this same order, so writing it anew would buy nothing.
@@ -169,6 +184,29 @@ package struct LedgerCore {
                         references: registry.connector(for: order.provider)?.callbackReferences(for: order) ?? [])
                 }
             }
+        }
+
+        /// A `schedule` order, or a first order that attaches a schedule: its schedule is read
+        /// here, so that a broken one is rejected before anything is sent.
+        func scheduling(_ order: Order, json: String) -> IntakeItem {
+            let identity = OrderIdentity(
+                orderId: order.orderId, merchant: order.merchant, provider: order.provider.rawValue, operation: order.operation.rawValue)
+            guard let connector = registry.connector(for: order.provider), connector.scheduledCharging != nil else {
+                return .rejected(
+                    Rejection(.invalidParam, field: "params.schedule", "\(order.provider.rawValue) subscriptions are not charged on schedule"),
+                    identity: identity)
+            }
+            do throws(Rejection) {
+                if order.operation.rawValue == ScheduleChange.operationName { return .scheduleChange(order, try ScheduleChange(order: order)) }
+                guard connector.opensSubscription(order.operation) else {
+                    throw Rejection.invalidParam("schedule", "is only taken by an order that opens a subscription")
+                }
+                _ = try ChargeSchedule(
+                    json: order.params["schedule"]!, field: "schedule", defaultAmount: order.amount, defaultCurrency: order.currency)
+            } catch {
+                return .rejected(error, identity: identity)
+            }
+            return .order(order, json: json, references: connector.callbackReferences(for: order))
         }
 
         /// Result frames (`StageResult`) with their sender's role; anything else is skipped.
@@ -206,7 +244,7 @@ package struct LedgerCore {
             case .intake(let items):
                 items.contains { item in
                     switch item {
-                    case .rejected, .refused: true
+                    case .rejected, .refused, .scheduleChange: true
                     case .dropped, .order: false
                     }
                 }
@@ -259,9 +297,9 @@ package struct LedgerCore {
         var effects: [Effect] = []
         var counters = self.counters
         /// A first sighting gets `firstTime`; a repeat gets its latest outcome again, if any.
-        func admitted(_ admission: Store.Admission, firstTime: Effect) {
+        func admitted(_ admission: Store.Admission, firstTime: Effect?) {
             switch admission {
-            case .new: effects.append(firstTime)
+            case .new: if let firstTime { effects.append(firstTime) }
             case .duplicate(let stored):
                 counters.duplicates += 1
                 effects.append(.emit(Array(stored.utf8)))
@@ -303,6 +341,14 @@ package struct LedgerCore {
                     counters.outcomesOut["rejected", default: 0] += 1
                 case .refused(let rejection, let identity):
                     try refuse(rejection, identity)
+                case .scheduleChange(let order, let change):
+                    if let admission = try store.known(order.key) {
+                        admitted(admission, firstTime: nil)
+                        continue
+                    }
+                    let outcome = try applyScheduleChange(change, of: order, now: now)
+                    try fileRejection(outcome.serialized, order.key)
+                    counters.outcomesOut[outcome.status.rawValue, default: 0] += 1
                 case .order(let order, let json, let references):
                     let admission = try store.admit(order, json: json, references: references, now: now)
                     if case .referenceInUse(let reference) = admission {
@@ -336,7 +382,7 @@ package struct LedgerCore {
         var uses: [OrderKey: Int] = [:]
         for item in items {
             switch item {
-            case .order(let order, _, _): uses[order.key, default: 0] += 1
+            case .order(let order, _, _), .scheduleChange(let order, _): uses[order.key, default: 0] += 1
             case .rejected(_, let identity): uses[OrderKey(merchant: identity.merchant, orderId: identity.orderId), default: 0] += 1
             case .dropped, .refused: break
             }
@@ -380,6 +426,7 @@ package struct LedgerCore {
                     if item.outcome.status == .succeeded {
                         effects += try openSubscription(after: item.outcome, corrected: recorded.corrected, counters: &counters, now: now)
                     }
+                    effects += try advanceSchedule(after: item.outcome, counters: &counters, now: now)
                 }
                 if let pending = recorded.becamePending {
                     effects.append(.poll(pollFrame(json: pending.json, pendingAt: pending.since, key: pending.key, generation: pending.generation)))
@@ -429,11 +476,13 @@ package struct LedgerCore {
                 if outcome.status == .succeeded {
                     effects += try openSubscription(after: outcome, corrected: recorded.corrected, counters: &subscriptionCounters, now: now)
                 }
+                effects += try advanceSchedule(after: outcome, counters: &subscriptionCounters, now: now)
                 return (true, false, recorded.corrected)
             }
             if let refusal { return (.failure("refused: \(refusal)"), []) }
             counters.subscriptionEvents = subscriptionCounters.subscriptionEvents
             counters.subscriptionEventDuplicates = subscriptionCounters.subscriptionEventDuplicates
+            counters.scheduledOrders = subscriptionCounters.scheduledOrders
             if applied {
                 counters.callbacksApplied += 1
                 counters.outcomesOut[outcome?.status.rawValue ?? "", default: 0] += 1
@@ -530,10 +579,12 @@ package struct LedgerCore {
                 }
             }
             effects += try endSubscriptions(counters: &subscriptionCounters, now: now, limit: limit)
+            effects += try chargeDueSchedules(counters: &subscriptionCounters, now: now, limit: scheduleBatch)
             return effects
         }
         counters.subscriptionEvents = subscriptionCounters.subscriptionEvents
         counters.subscriptionEventDuplicates = subscriptionCounters.subscriptionEventDuplicates
+        counters.scheduledOrders = subscriptionCounters.scheduledOrders
         counters.redelivered += redelivered
         counters.statusChecks += statusChecks
         counters.dispatchCapReached += capped

@@ -23,16 +23,26 @@ package final class LedgerService: MeasuredStage {
         let decoder: LedgerCore.FrameDecoder
         let revealer: OutcomeRevealer?
 
-        init(core: sending LedgerCore) {
+        /// `schedules.clockOffsetFile` (tests and demos only).
+        let clockOffsetFile: String?
+
+        init(core: sending LedgerCore, clockOffsetFile: String? = nil) {
             decoder = core.decoder
             revealer = core.revealer
+            self.clockOffsetFile = clockOffsetFile
             locked = Mutex(core)
         }
 
         func commit(_ work: [LedgerCore.Work]) throws -> [LedgerCore.Done] {
             try locked.withLock { core in try core.commit(work, now: steadyMilliseconds()) }
         }
-        func redeliver() throws -> [LedgerCore.Effect] { try locked.withLock { core in try core.redeliver(now: steadyMilliseconds()) } }
+        func redeliver() throws -> [LedgerCore.Effect] {
+            let offset = clockOffsetFile.flatMap(readWholeFile).flatMap { Int64(String(decoding: $0, as: UTF8.self).trimmingWhitespace) }
+            return try locked.withLock { core in
+                if let offset { core.scheduleClockOffset = offset }
+                return try core.redeliver(now: steadyMilliseconds())
+            }
+        }
         func resumeLeases() throws { try locked.withLock { core in try core.resumeLeases(now: steadyMilliseconds()) } }
         var counters: LedgerCore.Counters { locked.withLock { $0.counters } }
         /// The seqs the last commit logged (`LedgerStore.lastCommittedSeqs`).
@@ -110,7 +120,8 @@ package final class LedgerService: MeasuredStage {
         let core = Core(
             core: LedgerCore(
                 store: store, registry: registry, timers: config.timers, redeliverAfterMilliseconds: redeliverAfterMilliseconds,
-                eventMerchants: Set(config.merchants.filter(\.value.subscriptionEvents).keys)))
+                eventMerchants: Set(config.merchants.filter(\.value.subscriptionEvents).keys), schedules: config.schedules),
+            clockOffsetFile: config.schedules.clockOffsetFile)
         try core.resumeLeases()
         running.withLock { $0 = core }
         defer { running.withLock { $0 = nil } }
@@ -330,5 +341,11 @@ package final class LedgerMetrics: Sendable {
             metrics.counter("paypipe_subscription_events_duplicate_total", help: "Subscription events reported again (a provider's redelivery)")
                 .increment(by: Int64(now.subscriptionEventDuplicates - before.subscriptionEventDuplicates))
         }
+    }
+}
+
+extension String {
+    fileprivate var trimmingWhitespace: String {
+        String(drop { $0 == " " || $0 == "\n" }.reversed().drop { $0 == " " || $0 == "\n" }.reversed())
     }
 }

@@ -51,6 +51,14 @@ extension LedgerStore {
         return .recorded(logged.text)
     }
 
+    /// What an order sent again under `key` gets, or nil when the key is new. Call inside `transaction`.
+    package func known(_ key: OrderKey) throws -> Admission? {
+        guard try !db.query("SELECT 1 FROM orders WHERE merchant=? AND order_id=?", [.text(key.merchant), .text(key.orderId)]).isEmpty else {
+            return nil
+        }
+        return try existing(merchant: key.merchant, orderId: key.orderId)
+    }
+
     private func existing(merchant: String, orderId: String) throws -> Admission {
         let rows = try db.query("SELECT state, outcome FROM orders WHERE merchant=? AND order_id=?", [.text(merchant), .text(orderId)])
         if let row = rows.first, let outcome = row[1].text { return .duplicate(replay: outcome) }

@@ -26,6 +26,7 @@ extension LedgerStore {
                 StoreMigration(version: 2) { try $0.createEpochs(integer: "INTEGER") },
                 StoreMigration(version: 3) { try $0.addEpochsLastSeq(integer: "INTEGER") },
                 StoreMigration(version: 4) { try $0.createSubscriptions(integer: "INTEGER") },
+                StoreMigration(version: 5) { try $0.createSchedules(integer: "INTEGER") },
             ]
         case .postgres:
             [
@@ -37,12 +38,13 @@ extension LedgerStore {
                     try $0.db.query("UPDATE log_head SET last_seq=GREATEST(last_seq, COALESCE((SELECT MAX(seq) FROM outcome_log), 0))")
                 },
                 StoreMigration(version: 4) { try $0.createSubscriptions(integer: "BIGINT") },
+                StoreMigration(version: 5) { try $0.createSchedules(integer: "BIGINT") },
             ]
         }
     }
 
     /// The schema version this paypipe writes.
-    static let schemaVersion = 4
+    static let schemaVersion = 5
 
     /// Brings the schema to `schemaVersion`, recording each step in `meta`; refuses a store
     /// whose schema is newer than this paypipe knows, which an older ledger would corrupt.

@@ -33,18 +33,32 @@ extension LedgerStore {
     /// Records the subscription a first order opened; a second opening of the same reference
     /// (a correction, a redelivered callback) changes nothing. `checkAt`: when its entitlement
     /// is first checked, for a provider that is checked. Call inside `transaction`.
-    package func openSubscription(_ opening: SubscriptionOpening, provider: Provider, key: OrderKey, checkAt: Int64?, now: Int64) throws {
+    /// `chargeTarget`: what charging it on schedule takes (`ScheduledCharging.target`), for a
+    /// provider paypipe charges.
+    package func openSubscription(
+        _ opening: SubscriptionOpening, provider: Provider, key: OrderKey, checkAt: Int64?, chargeTarget: JSONValue? = nil, now: Int64
+    ) throws {
         try db.query(
             """
             INSERT INTO subscriptions(provider, reference, merchant, order_id, state, opened_at, updated_at, final_cycle, ends_at,
-              expires_at, check_json, check_at)
-            VALUES(?,?,?,?,'active',?,?,?,?,?,?,?) ON CONFLICT DO NOTHING
+              expires_at, check_json, check_at, charge_target)
+            VALUES(?,?,?,?,'active',?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING
             """,
             [
                 .text(provider.rawValue), .text(opening.reference), .text(key.merchant), .text(key.orderId), .integer(now), .integer(now),
                 Self.value(opening.finalCycle), Self.value(opening.endsAt), Self.value(opening.expiresAt),
                 opening.check.map { .text($0.serialized) } ?? .null, Self.value(opening.check == nil ? nil : checkAt),
+                chargeTarget.map { .text($0.serialized) } ?? .null,
             ])
+    }
+
+    /// What charging a subscription on schedule takes; nil when the store knows no such
+    /// subscription, or its provider is not charged by paypipe.
+    package func chargeTarget(merchant: String, provider: Provider, reference: String) throws -> JSONValue? {
+        try db.query(
+            "SELECT charge_target FROM subscriptions WHERE reference=? AND provider=? AND merchant=?",
+            [.text(reference), .text(provider.rawValue), .text(merchant)]
+        ).first?[0].text.flatMap { try? JSONValue.parse(Array($0.utf8)) }
     }
 
     /// Records `event` against its subscription, once per event id, moving the subscription to
@@ -177,6 +191,7 @@ extension LedgerStore {
             "orderId": row[0].text.map(JSONValue.string) ?? .null, "state": row[1].text.map(JSONValue.string) ?? .null,
             "openedAt": time(row[2]), "updatedAt": time(row[3]), "finalCycle": row[4].integer.map(JSONValue.integer) ?? .null,
             "endsAt": time(row[5]), "expiresAt": time(row[6]), "events": .array(events),
+            "schedule": try schedule(merchant: merchant, provider: provider, reference: reference)?.json ?? .null,
         ]
     }
 

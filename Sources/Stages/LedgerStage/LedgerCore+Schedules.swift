@@ -1,0 +1,241 @@
+import PaypipeCore
+import StageWire
+
+/// Subscriptions paypipe charges on schedule (docs/protocol.md, "Schedules"): each due step of
+/// an attempt at a cycle becomes an order the pipeline makes for itself, in the transaction that
+/// moves the schedule on, so a cycle is decided once under the store's locks however many
+/// ledgers tick and however often they restart. Its order id, and every provider idempotency
+/// reference derived from it, come from the subscription, the cycle and the attempt.
+extension LedgerCore {
+    /// The schedules' clock: the ledger's, plus the offset a test or demo set.
+    func scheduleTime(_ now: Int64) -> Int64 { now + scheduleClockOffset }
+
+    /// Attaches the schedule the first order carried (`params.schedule`), once its subscription
+    /// opened. A second opening of the same subscription changes nothing. Call inside the
+    /// transaction that opened it.
+    func attachSchedule(order: Order, opening: SubscriptionOpening, target: JSONValue?, now: Int64) throws {
+        guard let json = order.params["schedule"], let charging = registry.connector(for: order.provider)?.scheduledCharging,
+            let schedule = try? ChargeSchedule(json: json, field: "schedule", defaultAmount: order.amount, defaultCurrency: order.currency),
+            let target, try store.schedule(merchant: order.merchant, provider: order.provider, reference: opening.reference) == nil
+        else { return }
+        var plan = ScheduleRecord(
+            merchant: order.merchant, provider: order.provider, reference: opening.reference, schedule: schedule, target: target,
+            state: .active, cycle: 1, attempt: 1, step: 0, dueAt: nil, orderId: nil, carried: nil)
+        plan.dueAt = firstStepDue(plan, charging: charging)
+        try store.save(plan, now: now)
+    }
+
+    /// When the first step of the record's current attempt at its cycle is due.
+    func firstStepDue(_ plan: ScheduleRecord, charging: any ScheduledCharging) -> Int64 {
+        plan.schedule.dueAt(cycle: plan.cycle) - (charging.steps.first?.leadMilliseconds ?? 0)
+    }
+
+    /// A `schedule` order (`ScheduleChange`): applied, and answered with the schedule as it now
+    /// stands, or rejected naming the rule. Applying one twice leaves what applying it once did,
+    /// so two ledgers taking in the same new order at once do no harm; the second gets the first's outcome.
+    func applyScheduleChange(_ change: ScheduleChange, of order: Order, now: Int64) throws -> Outcome {
+        let at = Timestamp.iso8601(milliseconds: now)
+        func rejected(_ rejection: Rejection) -> Outcome {
+            Outcome.rejected(
+                rejection,
+                identity: OrderIdentity(
+                    orderId: order.orderId, merchant: order.merchant, provider: order.provider.rawValue, operation: order.operation.rawValue),
+                at: at)
+        }
+        guard let charging = registry.connector(for: order.provider)?.scheduledCharging else {
+            return rejected(Rejection(.unknownOperation, field: "operation", "\(order.provider.rawValue) subscriptions are not charged on schedule"))
+        }
+        let existing = try store.schedule(merchant: order.merchant, provider: order.provider, reference: change.subscription)
+        let scheduleNow = scheduleTime(now)
+        var plan: ScheduleRecord
+        switch (change.action, existing) {
+        case (.set, .none):
+            guard let schedule = change.schedule,
+                let target = try store.chargeTarget(merchant: order.merchant, provider: order.provider, reference: change.subscription)
+            else {
+                return rejected(
+                    Rejection(
+                        .subscriptionNotFound, field: "params.subscription",
+                        "no \(order.provider.rawValue) subscription \(change.subscription.prefix(64)) of merchant \(order.merchant.prefix(64)) whose first order succeeded is known"
+                    ))
+            }
+            plan = ScheduleRecord(
+                merchant: order.merchant, provider: order.provider, reference: change.subscription, schedule: schedule, target: target,
+                state: .active, cycle: 1, attempt: 1, step: 0, dueAt: nil, orderId: nil, carried: nil)
+            plan.dueAt = firstStepDue(plan, charging: charging)
+        case (_, .none):
+            return rejected(
+                Rejection(.subscriptionNotFound, field: "params.subscription", "subscription \(change.subscription.prefix(64)) has no schedule"))
+        case (let action, .some(let found)):
+            plan = found
+            if plan.state == .completed || plan.state == .ended || (plan.state == .cancelled && action != .cancel) {
+                return rejected(
+                    Rejection(.scheduleState, field: "params.action", "the schedule is \(plan.state.rawValue): it cannot be changed any more"))
+            }
+            let waiting = plan.dueAt != nil || plan.orderId == nil
+            switch action {
+            case .set:
+                // From the next cycle not yet started; one in flight finishes as it began.
+                plan.schedule = change.schedule ?? plan.schedule
+                if waiting && plan.state == .active && plan.step == 0 && plan.attempt == 1 {
+                    plan.dueAt = firstStepDue(plan, charging: charging)
+                }
+            case .pause:
+                if waiting { plan.dueAt = nil }
+                plan.state = .paused
+            case .resume:
+                guard plan.state == .paused else { break }
+                plan.state = .active
+                if waiting { resumeCycle(&plan, charging: charging, scheduleNow: scheduleNow) }
+            case .cancel:
+                plan.state = .cancelled
+                if waiting { plan.dueAt = nil }
+            }
+        }
+        try store.save(plan, now: now)
+        var result = plan.json
+        if case .object(var o) = result {
+            o.removeValue(forKey: "merchant")
+            result = .object(o)
+        }
+        return Outcome(
+            orderId: order.orderId, merchant: order.merchant, provider: order.provider.rawValue, operation: order.operation.rawValue,
+            status: .succeeded, result: ["schedule": result], attempts: 0, at: at)
+    }
+
+    /// A resumed schedule charges from the first cycle due now or later: the cycles that fell
+    /// due while it was paused are not charged.
+    func resumeCycle(_ plan: inout ScheduleRecord, charging: any ScheduledCharging, scheduleNow: Int64) {
+        if plan.step > 0 || plan.attempt > 1 || plan.orderId != nil {
+            // The cycle the pause interrupted was under way (or done): the next one.
+            if plan.orderId != nil || plan.step > 0 || plan.attempt > 1 { plan.cycle += 1 }
+        }
+        while plan.schedule.dueAt(cycle: plan.cycle) < scheduleNow - 86_400_000 && plan.schedule.includes(cycle: plan.cycle) {
+            plan.cycle += 1
+        }
+        plan.attempt = 1
+        plan.step = 0
+        plan.carried = nil
+        plan.orderId = nil
+        plan.dueAt = firstStepDue(plan, charging: charging)
+    }
+
+    /// Turns due steps into orders (in `redeliver`'s transaction): each schedule is moved on and
+    /// its order admitted together, so a crash leaves both or neither.
+    func chargeDueSchedules(counters: inout Counters, now: Int64, limit: Int) throws -> [Effect] {
+        var effects: [Effect] = []
+        let scheduleNow = scheduleTime(now)
+        for (found, subscriptionState) in try store.dueSchedules(now: scheduleNow, limit: limit) {
+            var plan = found
+            guard let charging = registry.connector(for: plan.provider)?.scheduledCharging, plan.step < charging.steps.count else { continue }
+            if subscriptionState?.isFinal ?? true {
+                plan.state = .ended
+                plan.dueAt = nil
+                try store.save(plan, now: now)
+                continue
+            }
+            if !plan.schedule.includes(cycle: plan.cycle) {
+                effects += try complete(&plan, counters: &counters, now: now)
+                continue
+            }
+            let step = charging.steps[plan.step]
+            let attempt = plan.attemptIdentity
+            let order = Order(
+                orderId: attempt.orderId(step: plan.step), merchant: plan.merchant, operation: step.operation,
+                amount: plan.schedule.amount, currency: plan.schedule.currency,
+                params: charging.params(step: plan.step, target: plan.target, attempt: attempt, carried: plan.carried))
+            plan.orderId = order.orderId
+            plan.dueAt = nil
+            try store.save(plan, now: now)
+            let json = order.serialized
+            let references = registry.connector(for: order.provider)?.callbackReferences(for: order) ?? []
+            switch try store.admit(order, json: json, references: references, now: now) {
+            case .new:
+                counters.scheduledOrders += 1
+                let ticket = store.tickets.ticket(for: order.key, generation: 1)
+                effects.append(.dispatch(DispatchFrame.encode(orderJSON: json, acceptedAt: now, token: ticket.token)))
+            case .duplicate(let stored):
+                // Made before (the schedule was set back by hand): its outcome moves the schedule on.
+                if let outcome = try? Outcome.parse(Array(stored.utf8)) {
+                    effects += try advanceSchedule(after: outcome, counters: &counters, now: now)
+                }
+            case .duplicateInFlight, .referenceInUse: break
+            }
+        }
+        return effects
+    }
+
+    /// Moves a schedule on after an outcome of the order it made: the next step, the next cycle,
+    /// a retry after a decline, or giving the cycle up. Only a final word moves it: a pending or
+    /// unknown order is still being resolved, and one in review holds its schedule until it is
+    /// resolved. Call inside the transaction that recorded the outcome.
+    func advanceSchedule(after outcome: Outcome, counters: inout Counters, now: Int64) throws -> [Effect] {
+        guard outcome.orderId.hasPrefix(ScheduledAttempt.orderIdPrefix),
+            outcome.status == .succeeded || outcome.status == .failed || outcome.status == .rejected,
+            var plan = try store.schedule(holding: OrderKey(merchant: outcome.merchant, orderId: outcome.orderId)),
+            let charging = registry.connector(for: plan.provider)?.scheduledCharging
+        else { return [] }
+        // A late correction of an attempt the schedule already moved past changes the history
+        // (the provider's own events), not the schedule.
+        guard plan.orderId == plan.attemptIdentity.orderId(step: plan.step) else { return [] }
+        let scheduleNow = scheduleTime(now)
+        let running = plan.state == .active
+        if outcome.status == .succeeded {
+            if plan.step + 1 < charging.steps.count {
+                let (carried, notBefore) = charging.carry(from: outcome)
+                plan.step += 1
+                plan.carried = carried
+                let cycleDue = plan.schedule.dueAt(cycle: plan.cycle) - charging.steps[plan.step].leadMilliseconds
+                plan.dueAt = running ? max(cycleDue, notBefore ?? cycleDue) : nil
+                try store.save(plan, now: now)
+                return []
+            }
+            return try nextCycle(&plan, charging: charging, counters: &counters, now: now)
+        }
+        let reason = outcome.error?.code ?? "DECLINED"
+        let retries = retryAfterMilliseconds
+        if plan.attempt <= Int64(retries.count) {
+            let dueAt = scheduleNow + retries[Int(plan.attempt - 1)]
+            let retrying = SubscriptionEvent(
+                merchant: plan.merchant, provider: plan.provider, subscription: plan.reference,
+                dedupeKey: "retrying|\(plan.cycle)|\(plan.attempt)", kind: .renewalRetrying, amount: plan.schedule.amount,
+                currency: plan.schedule.currency, cycle: plan.cycle, reason: reason, dueAt: dueAt)
+            plan.attempt += 1
+            plan.step = 0
+            plan.carried = nil
+            plan.dueAt = running ? dueAt : nil
+            try store.save(plan, now: now)
+            return try self.record(retrying, counters: &counters, now: now) ?? []
+        }
+        let abandoned = SubscriptionEvent(
+            merchant: plan.merchant, provider: plan.provider, subscription: plan.reference, dedupeKey: "abandoned|\(plan.cycle)",
+            kind: .renewalAbandoned, amount: plan.schedule.amount, currency: plan.schedule.currency, cycle: plan.cycle,
+            reason: "\(reason) on all \(plan.attempt) attempts")
+        let effects = try self.record(abandoned, counters: &counters, now: now) ?? []
+        return effects + (try nextCycle(&plan, charging: charging, counters: &counters, now: now))
+    }
+
+    /// The cycle is done (charged or given up): the next one is due on its date, or the
+    /// schedule is complete.
+    private func nextCycle(_ plan: inout ScheduleRecord, charging: any ScheduledCharging, counters: inout Counters, now: Int64) throws -> [Effect] {
+        plan.cycle += 1
+        plan.attempt = 1
+        plan.step = 0
+        plan.carried = nil
+        guard plan.schedule.includes(cycle: plan.cycle) else { return try complete(&plan, counters: &counters, now: now) }
+        plan.dueAt = plan.state == .active ? firstStepDue(plan, charging: charging) : nil
+        try store.save(plan, now: now)
+        return []
+    }
+
+    /// Every cycle was charged or given up: the schedule is complete, and so is the subscription.
+    private func complete(_ plan: inout ScheduleRecord, counters: inout Counters, now: Int64) throws -> [Effect] {
+        plan.state = .completed
+        plan.dueAt = nil
+        try store.save(plan, now: now)
+        let ended = SubscriptionEvent(
+            merchant: plan.merchant, provider: plan.provider, subscription: plan.reference, dedupeKey: "ended|schedule",
+            kind: .subscriptionEnded, cycle: plan.cycle - 1, reason: "the schedule's last cycle was charged")
+        return try self.record(ended, counters: &counters, now: now) ?? []
+    }
+}

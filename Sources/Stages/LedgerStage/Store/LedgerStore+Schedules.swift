@@ -1,0 +1,171 @@
+import PaypipeCore
+import StageWire
+
+/// Where a subscription's charge schedule stands (schema step 5, `schedules`).
+package struct ScheduleRecord: Sendable, Equatable {
+    package enum State: String, Sendable {
+        case active, paused, cancelled
+        /// Every cycle of the schedule was charged or given up.
+        case completed
+        /// The subscription itself ended (revoked, cancelled or ended at the provider).
+        case ended
+    }
+
+    package var merchant: String
+    package var provider: Provider
+    package var reference: String
+    package var schedule: ChargeSchedule
+    /// What the connector kept to charge the subscription (`ScheduledCharging.target`).
+    package var target: JSONValue
+    package var state: State
+    /// The cycle being charged, or next due.
+    package var cycle: Int64
+    /// The attempt at `cycle` (1 for the first).
+    package var attempt: Int64
+    /// The attempt's step being taken, or next due (0-based).
+    package var step: Int
+    /// When the step is due (epoch ms, on the schedules' clock); nil while its order is in flight
+    /// or the schedule is not active.
+    package var dueAt: Int64?
+    /// The last order the schedule made: in flight while `dueAt` is nil and the state active.
+    package var orderId: String?
+    /// What the attempt's earlier steps left for the next (`ScheduledCharging.carry`).
+    package var carried: JSONValue?
+
+    package var attemptIdentity: ScheduledAttempt {
+        ScheduledAttempt(merchant: merchant, provider: provider, subscription: reference, cycle: cycle, attempt: attempt)
+    }
+
+    package var json: JSONValue {
+        [
+            "merchant": .string(merchant), "provider": .string(provider.rawValue), "subscription": .string(reference),
+            "schedule": schedule.json, "state": .string(state.rawValue), "cycle": .integer(cycle), "attempt": .integer(attempt),
+            "step": .integer(Int64(step + 1)), "dueAt": dueAt.map { .string(Timestamp.iso8601(milliseconds: $0)) } ?? .null,
+            "orderId": orderId.map(JSONValue.string) ?? .null,
+        ]
+    }
+}
+
+extension LedgerStore {
+    /// Schema step 5: one schedule per subscription paypipe charges.
+    func createSchedules(integer: String) throws {
+        try db.execute(
+            """
+            ALTER TABLE subscriptions ADD COLUMN charge_target TEXT;
+            CREATE TABLE IF NOT EXISTS schedules(provider TEXT NOT NULL, reference TEXT NOT NULL, merchant TEXT NOT NULL,
+              schedule_json TEXT NOT NULL, target_json TEXT NOT NULL, state TEXT NOT NULL, cycle \(integer) NOT NULL,
+              attempt \(integer) NOT NULL, step \(integer) NOT NULL, due_at \(integer), order_id TEXT, carried_json TEXT,
+              updated_at \(integer) NOT NULL, PRIMARY KEY(reference, provider, merchant));
+            CREATE INDEX IF NOT EXISTS schedules_due ON schedules(due_at) WHERE due_at IS NOT NULL;
+            CREATE INDEX IF NOT EXISTS schedules_order ON schedules(order_id, merchant) WHERE order_id IS NOT NULL;
+            """)
+    }
+
+    private static func schedule(_ row: [StoreValue]) -> ScheduleRecord? {
+        guard let merchant = row[0].text, let provider = row[1].text, let reference = row[2].text,
+            let scheduleText = row[3].text, let scheduleJSON = try? JSONValue.parse(Array(scheduleText.utf8)),
+            let schedule = try? ChargeSchedule(json: scheduleJSON, field: "schedule", defaultAmount: nil, defaultCurrency: nil),
+            let targetText = row[4].text, let target = try? JSONValue.parse(Array(targetText.utf8)),
+            let state = row[5].text.flatMap(ScheduleRecord.State.init(rawValue:)), let cycle = row[6].integer, let attempt = row[7].integer,
+            let step = row[8].integer
+        else { return nil }
+        return ScheduleRecord(
+            merchant: merchant, provider: Provider(provider), reference: reference, schedule: schedule, target: target, state: state,
+            cycle: cycle, attempt: attempt, step: Int(step), dueAt: row[9].integer, orderId: row[10].text,
+            carried: row[11].text.flatMap { try? JSONValue.parse(Array($0.utf8)) })
+    }
+
+    /// One subscription's schedule, locked for this transaction (on PostgreSQL, so that a change
+    /// and a tick of two ledgers take turns at it). Call inside `transaction`.
+    package func schedule(merchant: String, provider: Provider, reference: String) throws -> ScheduleRecord? {
+        let key: [StoreValue] = [.text(reference), .text(provider.rawValue), .text(merchant)]
+        let rows: [[StoreValue]]
+        switch db.dialect {
+        case .sqlite:
+            rows = try db.query(
+                "SELECT merchant, provider, reference, schedule_json, target_json, state, cycle, attempt, step, due_at, order_id, carried_json FROM schedules WHERE reference=? AND provider=? AND merchant=?",
+                key)
+        case .postgres:
+            rows = try db.query(
+                "SELECT merchant, provider, reference, schedule_json, target_json, state, cycle, attempt, step, due_at, order_id, carried_json FROM schedules WHERE reference=? AND provider=? AND merchant=? FOR UPDATE",
+                key)
+        }
+        return rows.first.flatMap(Self.schedule)
+    }
+
+    /// The schedule whose last order is `key`'s, locked for this transaction. Call inside `transaction`.
+    package func schedule(holding key: OrderKey) throws -> ScheduleRecord? {
+        let bindings: [StoreValue] = [.text(key.orderId), .text(key.merchant)]
+        let rows: [[StoreValue]]
+        switch db.dialect {
+        case .sqlite:
+            rows = try db.query(
+                "SELECT merchant, provider, reference, schedule_json, target_json, state, cycle, attempt, step, due_at, order_id, carried_json FROM schedules WHERE order_id=? AND merchant=?",
+                bindings)
+        case .postgres:
+            rows = try db.query(
+                "SELECT merchant, provider, reference, schedule_json, target_json, state, cycle, attempt, step, due_at, order_id, carried_json FROM schedules WHERE order_id=? AND merchant=? FOR UPDATE",
+                bindings)
+        }
+        return rows.first.flatMap(Self.schedule)
+    }
+
+    /// Writes `record` whole. Call inside `transaction`.
+    package func save(_ record: ScheduleRecord, now: Int64) throws {
+        try db.query(
+            """
+            INSERT INTO schedules(merchant, provider, reference, schedule_json, target_json, state, cycle, attempt, step, due_at, order_id, carried_json, updated_at) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)
+            ON CONFLICT(reference, provider, merchant) DO UPDATE SET schedule_json=excluded.schedule_json, target_json=excluded.target_json,
+              state=excluded.state, cycle=excluded.cycle, attempt=excluded.attempt, step=excluded.step, due_at=excluded.due_at,
+              order_id=excluded.order_id, carried_json=excluded.carried_json, updated_at=excluded.updated_at
+            """,
+            [
+                .text(record.merchant), .text(record.provider.rawValue), .text(record.reference), .text(record.schedule.json.serialized),
+                .text(record.target.serialized), .text(record.state.rawValue), .integer(record.cycle), .integer(record.attempt),
+                .integer(Int64(record.step)), Self.value(record.dueAt), record.orderId.map(StoreValue.text) ?? .null,
+                record.carried.map { .text($0.serialized) } ?? .null, .integer(now),
+            ])
+    }
+
+    /// Schedules whose next step is due at `now` (the schedules' clock), oldest first, at most
+    /// `limit`, each locked for this transaction (another ledger skips it), with the state of
+    /// their subscription. Call inside `transaction`.
+    package func dueSchedules(now: Int64, limit: Int) throws -> [(record: ScheduleRecord, subscription: SubscriptionState?)] {
+        let bindings: [StoreValue] = [.integer(now), .integer(Int64(limit))]
+        let rows: [[StoreValue]]
+        switch db.dialect {
+        case .sqlite:
+            rows = try db.query(
+                """
+                SELECT schedules.merchant, schedules.provider, schedules.reference, schedules.schedule_json, schedules.target_json, schedules.state, schedules.cycle, schedules.attempt, schedules.step, schedules.due_at, schedules.order_id, schedules.carried_json, subscriptions.state FROM schedules LEFT JOIN subscriptions ON subscriptions.reference=schedules.reference
+                  AND subscriptions.provider=schedules.provider AND subscriptions.merchant=schedules.merchant
+                WHERE schedules.due_at IS NOT NULL AND schedules.due_at <= ? ORDER BY schedules.due_at LIMIT ?
+                """, bindings)
+        case .postgres:
+            rows = try db.query(
+                """
+                SELECT schedules.merchant, schedules.provider, schedules.reference, schedules.schedule_json, schedules.target_json, schedules.state, schedules.cycle, schedules.attempt, schedules.step, schedules.due_at, schedules.order_id, schedules.carried_json, subscriptions.state FROM schedules LEFT JOIN subscriptions ON subscriptions.reference=schedules.reference
+                  AND subscriptions.provider=schedules.provider AND subscriptions.merchant=schedules.merchant
+                WHERE schedules.due_at IS NOT NULL AND schedules.due_at <= ? ORDER BY schedules.due_at LIMIT ?
+                FOR UPDATE OF schedules SKIP LOCKED
+                """, bindings)
+        }
+        return rows.compactMap { row in
+            Self.schedule(row).map { ($0, row[12].text.flatMap(SubscriptionState.init(rawValue:))) }
+        }
+    }
+
+    /// Schedules for `paypipe schedules`, soonest due first. nil filters match all.
+    package func schedules(merchant: String?, provider: Provider?, state: String?, limit: Int) throws -> [ScheduleRecord] {
+        func optional(_ text: String?) -> StoreValue { text.map(StoreValue.text) ?? .null }
+        return try db.query(
+            """
+            SELECT merchant, provider, reference, schedule_json, target_json, state, cycle, attempt, step, due_at, order_id, carried_json FROM schedules WHERE (CAST(? AS TEXT) IS NULL OR merchant=?) AND (CAST(? AS TEXT) IS NULL OR provider=?)
+              AND (CAST(? AS TEXT) IS NULL OR state=?)
+            ORDER BY due_at IS NULL, due_at, reference LIMIT ?
+            """,
+            [optional(merchant), optional(merchant), optional(provider?.rawValue), optional(provider?.rawValue), optional(state), optional(state)]
+                + [.integer(Int64(limit))]
+        ).compactMap(Self.schedule)
+    }
+}
