@@ -51,6 +51,10 @@ public struct SandboxConfiguration: Sendable {
     /// Settings of emulators that have no field here, by `<provider>.<name>`
     /// (`SandboxContext.option`). Default none.
     public var providerOptions: [String: String]
+    /// A file the sandbox writes its clock's offset to (ms ahead of the wall clock) whenever
+    /// `/_sandbox/clock` moves it: the ledger's `schedules.clockOffsetFile`, so that the
+    /// schedules and the providers keep one time in tests and the demo. Default none.
+    public var clockOffsetFile: String?
 
     public init(
         host: String = "127.0.0.1",
@@ -68,7 +72,8 @@ public struct SandboxConfiguration: Sendable {
         netsCompleteCheckoutAfterMilliseconds: Int? = 2000,
         ledgerKeyLimit: Int = 2_000_000,
         maxBodyBytes: Int = 1 << 20,
-        providerOptions: [String: String] = [:]
+        providerOptions: [String: String] = [:],
+        clockOffsetFile: String? = nil
     ) {
         self.host = host
         self.port = port
@@ -86,6 +91,7 @@ public struct SandboxConfiguration: Sendable {
         self.ledgerKeyLimit = ledgerKeyLimit
         self.maxBodyBytes = maxBodyBytes
         self.providerOptions = providerOptions
+        self.clockOffsetFile = clockOffsetFile
     }
 
     /// The problems with these settings, one line each; empty when they are usable.

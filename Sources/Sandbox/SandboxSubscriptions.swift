@@ -11,6 +11,9 @@ public final class SandboxClock: Sendable {
     /// Epoch milliseconds in the sandbox's time.
     public var nowMilliseconds: Int64 { Timestamp.nowMilliseconds() + offsetMilliseconds.withLock { $0 } }
 
+    /// How far the clock runs ahead of the wall clock.
+    public var offset: Int64 { offsetMilliseconds.withLock { $0 } }
+
     /// Moves the clock on by `milliseconds`; returns the time before and after.
     func advance(by milliseconds: Int64) -> (from: Int64, to: Int64) {
         let real = Timestamp.nowMilliseconds()
@@ -66,6 +69,10 @@ extension SandboxRouter {
                 }
             }
         } while remaining > 0
+        if let file = context.configuration.clockOffsetFile {
+            // Written whole, then renamed: a ledger reading it never sees half a number.
+            try? String(context.clock.offset).write(toFile: file, atomically: true, encoding: .utf8)
+        }
         return SandboxContext.json(
             200, ["now": .string(Timestamp.iso8601(milliseconds: context.clock.nowMilliseconds)), "sent": .integer(Int64(sent))])
     }

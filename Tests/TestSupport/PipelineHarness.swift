@@ -56,7 +56,7 @@ package final class PipelineHarness: @unchecked Sendable {
         timers: [String: Int64] = [:], connectOutcomes: Bool = true, curve: Bool = false,
         extraMerchants: [String: JSONValue] = [:], leavingOut: Set<String> = [],
         providerFront: ((String) async throws -> String)? = nil, redeliverAfterMilliseconds: Int64 = 60_000,
-        upstream: [(name: String, merchants: [String]?)] = [], store: String? = nil
+        upstream: [(name: String, merchants: [String]?)] = [], store: String? = nil, schedules: [String: JSONValue]? = nil
     ) async throws {
         self.redeliverAfterMilliseconds = redeliverAfterMilliseconds
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-e2e-\(UUID().uuidString)")
@@ -66,6 +66,9 @@ package final class PipelineHarness: @unchecked Sendable {
         let callbacks = "127.0.0.1:\(callbacksPort)"
         var sandboxConfiguration = sandboxConfiguration
         sandboxConfiguration.port = 0
+        // The schedules run on the sandbox's clock.
+        let clockOffsetFile = directory.appendingPathComponent("clock-offset").path
+        if schedules != nil { sandboxConfiguration.clockOffsetFile = clockOffsetFile }
         let credentials = try PaypipeConfig.parse(Array(DemoConfig.text(sandboxURL: "http://127.0.0.1:9", callbacks: callbacks).utf8))
         var logger = Logger(label: "e2e-sandbox")
         logger.logLevel = .critical
@@ -111,6 +114,11 @@ package final class PipelineHarness: @unchecked Sendable {
             }
             if !clients.isEmpty { section["upstream"] = .array(clients) }
             document["curve"] = .object(section)
+            text = JSONValue.object(document).serialized
+        }
+        if var section = schedules, case .object(var document) = try JSONValue.parse(Array(text.utf8)) {
+            section["clockOffsetFile"] = .string(clockOffsetFile)
+            document["schedules"] = .object(section)
             text = JSONValue.object(document).serialized
         }
         configPath = directory.appendingPathComponent("config.json").path

@@ -21,6 +21,8 @@ public struct PhonePeAuthInitParams: Sendable, Equatable {
 
     public static let allowedKeys: Set<String> = [
         "merchantUserId", "subscriptionId", "authRequestId", "authWorkflowType", "merchantCallBackScheme",
+        // The ledger's (docs/protocol.md, "Schedules"): nothing PhonePe is sent.
+        "schedule",
     ]
 
     public init(

@@ -20,7 +20,11 @@ public struct PhonePeConnector: ProviderConnector {
             movesMoney: { params in
                 (params["authWorkflowType"]?.stringValue ?? PhonePeAuthWorkflowType.transaction.rawValue)
                     == PhonePeAuthWorkflowType.transaction.rawValue
-            })
+            }),
+        // The notification moves no money; the debit does.
+        OperationSpec(.debitNotify, movesMoney: false),
+        OperationSpec(.debitExecute, movesMoney: true),
+        OperationSpec(.schedulePhonePe, movesMoney: false),
     ]
 
     /// What reading auth/init and auth status answers needs beyond the order.
@@ -63,6 +67,7 @@ public struct PhonePeConnector: ProviderConnector {
     // MARK: - Signer
 
     public func sign(_ order: Order, purpose: DispatchPurpose, nowSeconds: Int64) throws(Rejection) -> Signed<Context> {
+        if order.operation != .authInit { return try signDebit(order) }
         let authInit = try PhonePeAuthInit(order: order, merchant: try merchant(order.merchant))
         let context = Context(authRequestId: authInit.authRequestId, merchantId: authInit.merchantId)
         return .request(SignedRequest(request: authInit.request, resolve: authInit.statusRequest, context: context))
@@ -74,16 +79,34 @@ public struct PhonePeConnector: ProviderConnector {
     public func signStatusCheck(
         _ order: Order, pending: [String: JSONValue], purpose: DispatchPurpose, nowSeconds: Int64
     ) throws(Rejection) -> Signed<Context>? {
+        if order.operation != .authInit { return try signDebit(order, statusOnly: true) }
         let phonepe = try merchant(order.merchant)
         let status = try PhonePeAuthStatus.request(order: order, config: phonepe.config, checksum: phonepe.checksum)
         let context = Context(authRequestId: try PhonePeAuthInitParams(order: order).authRequestId, merchantId: phonepe.config.merchantId)
         return .request(SignedRequest(request: status, resolve: status, context: context))
     }
 
+    /// A scheduled debit's notification or execution, resolved by the debit-status call.
+    func signDebit(_ order: Order, statusOnly: Bool = false) throws(Rejection) -> Signed<Context> {
+        let debit = try PhonePeDebit(order: order)
+        let phonepe = try merchant(order.merchant)
+        let (request, status) = try debit.requests(merchant: phonepe)
+        let context = Context(authRequestId: debit.transactionId, merchantId: phonepe.config.merchantId)
+        return .request(SignedRequest(request: statusOnly ? status : request, resolve: status, context: context))
+    }
+
     // MARK: - Submitter
 
     public func read(_ response: HTTPResponseSpec, to current: HTTPRequestSpec, in exchange: Exchange<Context>) -> ProviderReading {
         let context = exchange.signed.context
+        if exchange.order.operation != .authInit {
+            guard let debit = try? PhonePeDebit(order: exchange.order) else {
+                return .verdict(.unknown(reason: "the debit order's params no longer read"))
+            }
+            return .verdict(
+                exchange.phase == .resolving || exchange.purpose.isStatusCheck
+                    ? debit.classifyStatus(response, beforeResubmit: exchange.resolvingBeforeResubmit) : debit.classify(response))
+        }
         guard exchange.phase == .resolving else {
             return .verdict(PhonePeAuthInit.classify(response, authRequestId: context.authRequestId))
         }
@@ -134,7 +157,19 @@ public struct PhonePeConnector: ProviderConnector {
         }
         guard let (merchant, merchantId, callback) = authenticated else { throw lastError }
         guard callback.callbackType == .auth else {
-            return CallbackDecision(subscriptionEvents: try callback.subscriptionEvent(merchant: merchant).map { [$0] } ?? [])
+            let events = try callback.subscriptionEvent(merchant: merchant).map { [$0] } ?? []
+            // A debit paypipe made on schedule is also its order's result.
+            guard callback.callbackType == .debit, let transactionId = callback.data["transactionId"]?.stringValue,
+                transactionId.hasPrefix(ScheduledAttempt.attemptReferencePrefix)
+            else { return CallbackDecision(subscriptionEvents: events) }
+            let order = try await orders.order(reference: transactionId, provider: .phonepe, merchant: merchant)
+            guard let debit = try? PhonePeDebit(order: order), let transaction = callback.data["transactionDetails"]?.objectValue else {
+                return CallbackDecision(subscriptionEvents: events)
+            }
+            var decision = CallbackDecision(
+                order: order, event: "DEBIT|\(transactionId)|\(transaction["state"]?.stringValue ?? "-")", verdict: debit.settles(transaction))
+            decision.subscriptionEvents = events
+            return decision
         }
         let order = try await orders.order(reference: callback.authRequestId, provider: .phonepe, merchant: merchant)
         switch callback.effect(order: order, merchantId: merchantId) {
@@ -163,11 +198,13 @@ public struct PhonePeConnector: ProviderConnector {
     /// index the same reference a second time. An order whose other params the signer then
     /// rejects keeps its reference: no request under it ever reaches PhonePe.
     public func callbackReferences(for order: Order) -> [String] {
-        PhonePeAuthInitParams.authRequestId(of: order).map { [$0] } ?? []
+        if order.operation == .debitExecute { return PhonePeDebit.transactionId(of: order).map { [$0] } ?? [] }
+        return PhonePeAuthInitParams.authRequestId(of: order).map { [$0] } ?? []
     }
 
+    /// A debit whose DEBIT callback does not come is asked after as a mandate's auth is.
     public func pendingFollowUp(for operation: Operation, timers: PaypipeConfig.Timers) -> PendingFollowUp? {
-        operation == .authInit ? .statusCheck(afterMilliseconds: timers.phonepeCallbackWaitMs) : nil
+        operation == .authInit || operation == .debitExecute ? .statusCheck(afterMilliseconds: timers.phonepeCallbackWaitMs) : nil
     }
 
     // MARK: - Subscriptions
@@ -175,6 +212,8 @@ public struct PhonePeConnector: ProviderConnector {
     /// An authorised mandate is the subscription its later DEBIT, NOTIFY and SUBSCRIPTION
     /// callbacks name by PhonePe's subscriptionId, which the order carries.
     public func opensSubscription(_ operation: Operation) -> Bool { operation == .authInit }
+
+    public var scheduledCharging: (any ScheduledCharging)? { PhonePeScheduledCharging() }
 
     public func subscriptionOpening(for order: Order, outcome: Outcome) -> SubscriptionOpening? {
         (try? PhonePeAuthInitParams(order: order)).map { SubscriptionOpening(reference: $0.subscriptionId) }

@@ -8,6 +8,10 @@ import PaypipeCore
 public enum PhonePeRules {
     public static let authInitPath = "/v3/recurring/auth/init"
     public static let authStatusPathPrefix = "/v3/recurring/auth/status/"
+    /// The pre-debit notification ("Recurring INIT"), the debit, and the debit's status.
+    public static let debitInitPath = "/v3/recurring/debit/init"
+    public static let debitExecutePath = "/v3/recurring/debit/execute"
+    public static let debitStatusPathPrefix = "/v3/recurring/debit/status/"
 
     /// `authRequestId`: merchant's unique transaction id; it also appears in the status URL path.
     public static let authRequestIdMaxLength = 35

@@ -235,7 +235,9 @@ public struct ScheduledAttempt: Sendable, Equatable {
 
     /// One reference for the whole attempt, where a provider's steps share one (PhonePe's
     /// `transactionId`): letters and digits only.
-    public var attemptReference: String { "SC\(subscriptionDigest)C\(cycle)A\(attempt)" }
+    public var attemptReference: String { "\(Self.attemptReferencePrefix)\(subscriptionDigest.prefix(16))C\(cycle)A\(attempt)" }
+
+    public static let attemptReferencePrefix = "SCHED"
 
     /// Every scheduled order's id starts so; upstream's own ids may too, which is harmless: the
     /// ledger finds a schedule by the exact order id it made.

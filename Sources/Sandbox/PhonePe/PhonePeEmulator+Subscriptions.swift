@@ -8,7 +8,9 @@ import Synchronization
 /// DEBIT; the user's "Remove Autopay", pause and unpause, or the merchant's cancel →
 /// SUBSCRIPTION). The debits are the merchant's to ask for; these actions stand in for them
 /// (and for the user) in tests and the demo:
-/// - `debit` `{"subscription", "amount"?, "decline"?}`: NOTIFY, then DEBIT COMPLETED (or FAILED);
+/// - `debit` `{"subscription", "amount"?, "decline"?}`: NOTIFY, then DEBIT COMPLETED (or FAILED),
+///   as if the merchant had debited outside paypipe;
+/// - `declineNext` `{"subscription"}`: the next debit paypipe executes fails (AUTHORIZATION_FAILED);
 /// - `revoke`, `pause`, `unpause`, `cancel` `{"subscription"}`: SUBSCRIPTION with the new state;
 /// - `resendLast` `{"subscription"}`: the last callback again, as PhonePe redelivers one.
 /// Callbacks go to the merchant's `phonepe.callbackURL`, signed by the sandbox's own checksum.
@@ -26,9 +28,9 @@ extension PhonePeEmulator: SubscriptionEmulator {
         switch action {
         case "debit":
             let amount = body["amount"]?.integerValue ?? mandate.amount ?? 100
-            let number = debits.withLock { counts -> Int in
-                counts[subscriptionId, default: 0] += 1
-                return counts[subscriptionId]!
+            let number = debits.withLock { debits -> Int in
+                debits.actionCounts[subscriptionId, default: 0] += 1
+                return debits.actionCounts[subscriptionId]!
             }
             let transactionId = "TX" + String(Digest.sha256Hex(Array("\(subscriptionId)|\(number)".utf8)).prefix(20))
             let notificationId = "NO" + String(Digest.sha256Hex(Array("notify|\(transactionId)".utf8)).prefix(20))
@@ -50,6 +52,9 @@ extension PhonePeEmulator: SubscriptionEmulator {
                     "payResponseCode": declined ? "AUTHORIZATION_FAILED" : "SUCCESS",
                 ],
             ])
+        case "declineNext":
+            declineNextDebit.withLock { _ = $0.insert(subscriptionId) }
+            return SandboxContext.json(200, ["subscription": .string(subscriptionId), "declineNext": true])
         case "resendLast":
             guard let last = lastCallbacks.withLock({ $0[subscriptionId] }) else { return SandboxContext.json(404, ["error": "nothing sent yet"]) }
             callbacks.append(last)
@@ -60,17 +65,10 @@ extension PhonePeEmulator: SubscriptionEmulator {
                 "subscriptionDetails": ["subscriptionId": .string(subscriptionId), "state": .string(state), "stateStartDate": .integer(now)],
             ])
         default:
-            return SandboxContext.json(404, ["error": "phonepe actions: debit, revoke, pause, unpause, cancel, resendLast"])
+            return SandboxContext.json(404, ["error": "phonepe actions: debit, declineNext, revoke, pause, unpause, cancel, resendLast"])
         }
+        for data in callbacks { await sendCallback(data, merchant: merchant, context: context) }
         if let last = callbacks.last { lastCallbacks.withLock { $0[subscriptionId] = last } }
-        for data in callbacks {
-            let document: JSONValue = ["success": true, "code": "SUCCESS", "message": "Your request has been processed.", "data": .object(data)]
-            let response = Data(document.bytes).base64EncodedString()
-            let callback = PhonePeSandboxCallback(
-                url: merchant.config.callbackURL, body: Array("{\"response\":\"\(response)\"}".utf8),
-                xVerify: merchant.sandbox.checksum(for: response))
-            await context.outbound.deliver(callback.request, label: "phonepe \(data["callbackType"]?.stringValue ?? "") callback")
-        }
         return SandboxContext.json(200, ["subscription": .string(subscriptionId), "sent": .integer(Int64(callbacks.count))])
     }
 }

@@ -35,12 +35,21 @@ final class PhonePeEmulator: ProviderEmulator {
     let byMerchantId: [String: Merchant]
     /// "merchantId \0 authRequestId" → the accepted mandate.
     let records = Mutex<[String: Record]>([:])
-    /// Debits asked for per subscriptionId (`debit` action), numbering their transactions.
-    let debits = Mutex<[String: Int]>([:])
+    struct Debits: Sendable {
+        /// Debits asked for per subscriptionId (`debit` action), numbering their transactions.
+        var actionCounts: [String: Int] = [:]
+        /// "merchantId \0 transactionId" → the merchant's notification and debit.
+        var records: [String: Debit] = [:]
+    }
+    let debits = Mutex(Debits())
+    /// Subscriptions whose next debit is declined (`declineNext` action).
+    let declineNextDebit = Mutex<Set<String>>([])
     /// The last callback `act` sent per subscriptionId, for `resendLast`.
     let lastCallbacks = Mutex<[String: [String: JSONValue]]>([:])
 
-    func ledgerKey(_ request: HTTPRequestSpec) -> SandboxLedgerKey { .now(Self.peekPayload(request)?.authRequestId ?? nil) }
+    func ledgerKey(_ request: HTTPRequestSpec) -> SandboxLedgerKey {
+        .now(Self.peekPayload(request)?.authRequestId ?? debitLedgerKey(request))
+    }
 
     convenience init(config: PaypipeConfig) {
         self.init(merchants: SandboxMerchants.of(PhonePeConfig.self, in: config))
@@ -79,6 +88,10 @@ final class PhonePeEmulator: ProviderEmulator {
             let merchantId = request.url.dropFirst(PhonePeSandbox.authStatusPathPrefix.count).split(separator: "/").first.map(String.init)
             return authStatus(request, merchant: merchantId.flatMap { byMerchantId[$0] } ?? fallback, context: context)
         }
+        if request.method == .POST, request.url == PhonePeRules.debitInitPath || request.url == PhonePeRules.debitExecutePath {
+            return await debitRequest(request, context: context)
+        }
+        if request.method == .GET, request.url.hasPrefix(PhonePeRules.debitStatusPathPrefix) { return debitStatus(request, context: context) }
         return SandboxContext.json(404, ["success": false, "code": "NOT_FOUND", "message": "No such PhonePe API"])
     }
 

@@ -1,0 +1,231 @@
+import Foundation
+import NetsEasy
+import PaypipeCore
+import PhonePe
+import Sandbox
+import StageRuntime
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Charging on schedule through real processes (docs/protocol.md, "Schedules"): Nets and
+/// PhonePe subscriptions charged monthly for a year against the sandbox, on a clock the test
+/// moves (the sandbox's, which the ledger's schedules follow through `schedules.clockOffsetFile`).
+/// The sandbox counts every request and every charge by its idempotency reference (the Nets
+/// `Idempotency-Key`, the PhonePe `transactionId`): each cycle must be charged exactly once.
+@Suite("Schedules through real processes", .serialized)
+struct ScheduleTests {
+    static let day: Int64 = 86_400_000
+
+    /// One run: subscriptions created, then the clock moved month by month, each cycle's steps
+    /// waited for; `between` runs while a step's orders are under way (the kill test kills there).
+    struct Year {
+        let h: PipelineHarness
+        let nets: Int
+        let phonePe: Int
+        let months: Int64
+        /// Subscriptions whose given cycle's first attempt is declined.
+        let declines: Set<Int64>
+        var offset: Int64 = 0
+        var references: [(provider: Provider, reference: String)] = []
+        /// Every final outcome of a scheduled order, by order id.
+        var finals: [String: String] = [:]
+        var events: [JSONValue] = []
+        var firstDate = CivilDate(daysSinceEpoch: 0)
+
+        init(_ h: PipelineHarness, nets: Int, phonePe: Int, months: Int64, declines: Set<Int64> = []) {
+            self.h = h
+            self.nets = nets
+            self.phonePe = phonePe
+            self.months = months
+            self.declines = declines
+        }
+
+        var sandboxNow: Int64 { Timestamp.nowMilliseconds() + offset }
+
+        mutating func advance(to target: Int64) async throws {
+            let step = target - sandboxNow
+            guard step > 0 else { return }
+            let answer = await h.sandboxPost("/_sandbox/clock", ["advanceMs": .integer(step)])
+            try #require(answer?.0 == 200, "the sandbox clock moved")
+            offset += step
+        }
+
+        func attempt(_ index: Int, cycle: Int64, attempt: Int64) -> ScheduledAttempt {
+            let (provider, reference) = references[index]
+            return ScheduledAttempt(merchant: "default", provider: provider, subscription: reference, cycle: cycle, attempt: attempt)
+        }
+
+        /// Creates the subscriptions with a monthly schedule of `months` cycles from the day after
+        /// tomorrow (sandbox time), and waits until each is open.
+        mutating func create() async throws {
+            firstDate = CivilDate(daysSinceEpoch: sandboxNow / ScheduleTests.day + 2)
+            let schedule = #"{"interval":"P1M","firstChargeDate":"\#(firstDate.iso8601)","count":\#(months)}"#
+            let endDate = firstDate.addingMonths(Int(months) + 12).iso8601 + "T00:00:00Z"
+            var ids: [String] = []
+            for index in 0..<nets {
+                let id = "nets-sched-\(index)"
+                ids.append(id)
+                try await h.send(
+                    #"{"v":1,"orderId":"\#(id)","provider":"nets","operation":"createSubscription","amount":9900,"currency":"SEK","params":{"endDate":"\#(endDate)","interval":0,"reference":"r\#(index)","schedule":\#(schedule)}}"#
+                )
+            }
+            for index in 0..<phonePe {
+                let id = "pp-sched-\(index)"
+                ids.append(id)
+                try await h.send(
+                    #"{"v":1,"orderId":"\#(id)","provider":"phonepe","operation":"authInit","amount":39900,"currency":"INR","params":{"merchantUserId":"U-\#(id)","subscriptionId":"SUB-\#(id)","schedule":\#(schedule)}}"#
+                )
+            }
+            let wanted = Set(ids)
+            let created = try await h.collect(timeout: .seconds(120)) { outcomes in
+                wanted.isSubset(of: Set(outcomes.filter { $0.status != .pending }.map(\.orderId)))
+            }
+            for id in ids {
+                let outcome = try #require(
+                    created.first { $0.orderId == id && $0.status == .succeeded },
+                    "\(id) succeeded: \(created.filter { $0.orderId == id }.map(\.serialized))")
+                if id.hasPrefix("nets") {
+                    references.append((.nets, try #require(outcome.result?["subscriptionId"]?.stringValue)))
+                } else {
+                    references.append((.phonepe, "SUB-\(id)"))
+                }
+            }
+        }
+
+        /// Reads the live stream until every order in `wanted` has a final outcome.
+        mutating func waitFor(_ wanted: Set<String>, timeout: Duration = .seconds(180)) async throws {
+            var missing = wanted.subtracting(finals.keys)
+            guard !missing.isEmpty else { return }
+            var collected: [JSONValue] = []
+            _ = try await h.collectMessages(timeout: timeout) { messages in
+                collected = messages
+                for message in messages {
+                    if let id = message["orderId"]?.stringValue, ["succeeded", "failed", "rejected"].contains(message["status"]?.stringValue) {
+                        missing.remove(id)
+                    }
+                }
+                return missing.isEmpty
+            }
+            for message in collected {
+                if message["kind"] == "event" {
+                    events.append(message)
+                } else if let id = message["orderId"]?.stringValue, id.hasPrefix(ScheduledAttempt.orderIdPrefix),
+                    let status = message["status"]?.stringValue, ["succeeded", "failed", "rejected"].contains(status)
+                {
+                    #expect(finals[id] == nil || finals[id] == status, "\(id) ended twice differently")
+                    finals[id] = status
+                }
+            }
+            try #require(missing.isEmpty, "orders without an outcome: \(missing.sorted().prefix(5))")
+        }
+
+        /// Every month: the clock to a day before the cycle's date (PhonePe's notifications go),
+        /// then to its date (the charges and debits); a declined first attempt is retried a day
+        /// later. `between` runs after each move of the clock.
+        mutating func run(between: (Int) async throws -> Void = { _ in }) async throws {
+            var step = 0
+            let indices = 0..<(nets + phonePe)
+            for cycle in 1...months {
+                let due = firstDate.addingMonths(Int(cycle - 1)).daysSinceEpoch * ScheduleTests.day
+                for index in indices where declines.contains(cycle) && (index == 0 || index == nets) {
+                    let subscription: JSONValue = ["subscription": .string(references[index].reference)]
+                    let provider = references[index].provider.rawValue
+                    #expect(await h.sandboxPost("/_sandbox/subscriptions/\(provider)/declineNext", subscription)?.0 == 200)
+                }
+                // A notification a day ahead, within its window.
+                try await advance(to: due - ScheduleTests.day + 3_600_000)
+                try await between(step)
+                step += 1
+                try await waitFor(Set(indices.filter { $0 >= nets }.map { attempt($0, cycle: cycle, attempt: 1).orderId(step: 0) }))
+                try await advance(to: due + 3_600_000)
+                try await between(step)
+                step += 1
+                try await waitFor(Set(indices.map { attempt($0, cycle: cycle, attempt: 1).orderId(step: $0 >= nets ? 1 : 0) }))
+                guard declines.contains(cycle) else { continue }
+                // The declined ones: tried again a day later (PhonePe notifies again first).
+                try await advance(to: due + ScheduleTests.day + 2 * 3_600_000)
+                try await between(step)
+                step += 1
+                let retried = [0, nets].filter { $0 < nets + phonePe }
+                try await waitFor(Set(retried.map { attempt($0, cycle: cycle, attempt: 2).orderId(step: 0) }))
+                if nets < nets + phonePe {
+                    try await advance(to: due + 2 * ScheduleTests.day + 3 * 3_600_000)
+                    try await between(step)
+                    step += 1
+                    try await waitFor([attempt(nets, cycle: cycle, attempt: 2).orderId(step: 1)])
+                }
+            }
+        }
+
+        /// Reads what is still coming (the events that follow the last outcomes).
+        mutating func drain() async throws {
+            events += try await h.collectMessages(timeout: .seconds(3)) { _ in false }.filter { $0["kind"] == "event" }
+        }
+
+        /// What the sandbox counted, checked cycle by cycle: one charge per cycle per
+        /// subscription, under the reference of the attempt that succeeded, and nothing else.
+        func checkCharges() async throws {
+            let text = try #require(httpGet("http://127.0.0.1:\(h.sandboxPort)/_sandbox/ledger"))
+            let ledger = try JSONValue.parse(Array(text.utf8))
+            let effects = Set(ledger["effects"]?.objectValue?.keys.filter { $0.hasPrefix("nets:") || $0.hasPrefix("phonepe:debit:") } ?? [])
+            var expected: Set<String> = []
+            var twice = 0, skipped = 0
+            for index in 0..<(nets + phonePe) {
+                for cycle in 1...months {
+                    let charged = (1...3).map { attempt(index, cycle: cycle, attempt: $0) }.filter { effects.contains(key(for: $0)) }
+                    if charged.count > 1 { twice += 1 }
+                    if charged.isEmpty { skipped += 1 }
+                    expected.formUnion(charged.map(key(for:)))
+                }
+            }
+            let createdKeys = effects.filter { key in !expected.contains(key) && !key.hasPrefix("phonepe:") }
+            #expect(twice == 0, "cycles charged twice")
+            #expect(skipped == 0, "cycles never charged")
+            // The only other Nets effects are the subscriptions' own creation.
+            #expect(createdKeys.count == nets, "other Nets effects: \(createdKeys.count)")
+            #expect(effects.filter { $0.hasPrefix("phonepe:debit:") }.count == phonePe * Int(months))
+        }
+
+        func key(for attempt: ScheduledAttempt) -> String {
+            attempt.provider == .nets
+                ? "nets:" + NetsPayments.idempotencyKey(for: OrderKey(merchant: "default", orderId: attempt.orderId(step: 0)))
+                : "phonepe:debit:" + attempt.attemptReference
+        }
+    }
+
+    static func harness(store: String? = nil) async throws -> PipelineHarness {
+        try await PipelineHarness(
+            sandboxConfiguration: SandboxConfiguration(
+                port: 0, phonePeCallbackDelayMilliseconds: 100, outboundAttempts: 12, netsCompleteCheckoutAfterMilliseconds: 50),
+            timers: ["phonepeCallbackWaitMs": 3000], redeliverAfterMilliseconds: 5000, store: store, schedules: ["retryAfterDays": [1, 3]])
+    }
+
+    @Test func aYearOfMonthlyCyclesIsChargedOnceEachAndADeclineIsRetried() async throws {
+        let h = try await Self.harness()
+        defer { Task { await h.shutdown() } }
+        try h.startSigner()
+        try h.startSubmitter()
+        try h.startCallbacks()
+        var year = Year(h, nets: 24, phonePe: 12, months: 12, declines: [3])
+        try await year.create()
+        try await year.run()
+        try await year.checkCharges()
+
+        // Upstream: the declined cycle's retry, and each subscription's end after its last cycle.
+        try await year.drain()
+        let retrying = year.events.filter { $0["type"] == "renewal.retrying" }
+        #expect(retrying.count == 2 && retrying.allSatisfy { $0["cycle"] == 3 && $0["dueAt"]?.stringValue != nil })
+        let ended = year.events.filter { $0["type"] == "subscription.ended" }.compactMap { $0["subscription"]?["reference"]?.stringValue }
+        #expect(Set(ended).count == 36)
+        #expect(year.finals.values.filter { $0 == "failed" }.count == 2, "the two declined attempts")
+        let steps: Int = 24 * 12 + 1 + 12 * 12 * 2 + 2
+        #expect(year.finals.count == steps, "every step of every attempt once")
+        let record = try #require(try await SubscriptionEventsTests.subscriptionRecord(h, provider: "nets", reference: year.references[0].reference))
+        #expect(record["schedule"]?["state"] == "completed" && record["state"] == "ended")
+        await h.shutdown()
+    }
+}
