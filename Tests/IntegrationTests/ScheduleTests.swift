@@ -168,7 +168,10 @@ struct ScheduleTests {
 
         /// What the sandbox counted, checked cycle by cycle: one charge per cycle per
         /// subscription, under the reference of the attempt that succeeded, and nothing else.
-        func checkCharges() async throws {
+        /// Returns how many status calls resolved what a killed role left undecided (the requests
+        /// the sandbox got under no idempotency reference, less the Nets checkouts' reads).
+        @discardableResult
+        func checkCharges() async throws -> Int {
             let text = try #require(httpGet("http://127.0.0.1:\(h.sandboxPort)/_sandbox/ledger"))
             let ledger = try JSONValue.parse(Array(text.utf8))
             let effects = Set(ledger["effects"]?.objectValue?.keys.filter { $0.hasPrefix("nets:") || $0.hasPrefix("phonepe:debit:") } ?? [])
@@ -188,6 +191,10 @@ struct ScheduleTests {
             // The only other Nets effects are the subscriptions' own creation.
             #expect(createdKeys.count == nets, "other Nets effects: \(createdKeys.count)")
             #expect(effects.filter { $0.hasPrefix("phonepe:debit:") }.count == phonePe * Int(months))
+            let requests = ledger["requests"]?.objectValue ?? [:]
+            let keyed = requests.values.reduce(0) { $0 + Int($1.integerValue ?? 0) }
+            // A Nets subscription's creation reads its payment once.
+            return Int(ledger["total"]?.integerValue ?? 0) - keyed - nets
         }
 
         func key(for attempt: ScheduledAttempt) -> String {
@@ -197,11 +204,15 @@ struct ScheduleTests {
         }
     }
 
-    static func harness(store: String? = nil) async throws -> PipelineHarness {
+    /// Short leases and waits, so that what a killed role held goes out again within seconds.
+    /// `latency`: the sandbox's answer time (ms), so that a kill finds requests in flight.
+    static func harness(store: String? = nil, latency: Int = 0) async throws -> PipelineHarness {
         try await PipelineHarness(
             sandboxConfiguration: SandboxConfiguration(
-                port: 0, phonePeCallbackDelayMilliseconds: 100, outboundAttempts: 12, netsCompleteCheckoutAfterMilliseconds: 50),
-            timers: ["phonepeCallbackWaitMs": 3000], redeliverAfterMilliseconds: 5000, store: store, schedules: ["retryAfterDays": [1, 3]])
+                port: 0, latencyMilliseconds: latency, phonePeCallbackDelayMilliseconds: 100, outboundAttempts: 12,
+                netsCompleteCheckoutAfterMilliseconds: 50),
+            timers: ["phonepeCallbackWaitMs": 3000, "httpRequestTimeoutMs": 2000, "leaseMs": 4000],
+            redeliverAfterMilliseconds: 3000, store: store, schedules: ["retryAfterDays": [1, 3]])
     }
 
     @Test func aYearOfMonthlyCyclesIsChargedOnceEachAndADeclineIsRetried() async throws {
@@ -213,7 +224,8 @@ struct ScheduleTests {
         var year = Year(h, nets: 24, phonePe: 12, months: 12, declines: [3])
         try await year.create()
         try await year.run()
-        try await year.checkCharges()
+        let unkeyed = try await year.checkCharges()
+        #expect(unkeyed == 0, "nothing needed resolving")
 
         // Upstream: the declined cycle's retry, and each subscription's end after its last cycle.
         try await year.drain()
@@ -226,6 +238,62 @@ struct ScheduleTests {
         #expect(year.finals.count == steps, "every step of every attempt once")
         let record = try #require(try await SubscriptionEventsTests.subscriptionRecord(h, provider: "nets", reference: year.references[0].reference))
         #expect(record["schedule"]?["state"] == "completed" && record["state"] == "ended")
+        await h.shutdown()
+    }
+
+    enum Role: String, CaseIterable {
+        case ledger, signer, submitter, callbacks, postgres
+    }
+
+    /// Every time the clock moves and cycles come due, one role is killed with -9 a moment
+    /// later (in turn: the ledger, the signer, the submitter, the callback validator and, on
+    /// PostgreSQL, the database server) and started again. No cycle may be charged twice or
+    /// skipped, and no step may end twice differently.
+    @Test func killingEveryRoleWhileCyclesComeDueChargesEachCycleOnce() async throws {
+        let server = try await PostgresServer.start()
+        defer { server?.stop() }
+        let h = try await Self.harness(store: server.map { $0.url + "&schema=schedules" }, latency: 700)
+        defer { Task { await h.shutdown() } }
+        var running: [Role: Process] = [.signer: try h.startSigner(), .submitter: try h.startSubmitter(), .callbacks: try h.startCallbacks()]
+        let roles = Role.allCases.filter { $0 != .postgres || server != nil }
+        var kills: [Role: Int] = [:]
+        var year = Year(h, nets: 12, phonePe: 6, months: 6, declines: [2])
+        try await year.create()
+        var random = SystemRandomNumberGenerator()
+        try await year.run { step in
+            // Each role in turn, over notification steps and charge steps alike.
+            let role = roles[(step + step / 2) % roles.count]
+            // While the tick that follows the clock makes the cycle's orders, or they are under way.
+            try await Task.sleep(for: .milliseconds(Int.random(in: 300...1200, using: &random)))
+            switch role {
+            case .postgres:
+                try await server?.kill()
+                try await Task.sleep(for: .seconds(1))
+                try await server?.restart()
+            case .ledger:
+                let process = h.ledgerProcess
+                kill(process.processIdentifier, SIGKILL)
+                _ = await eventually(within: .seconds(10)) { !process.isRunning }
+                try h.restartLedger()
+            case .signer, .submitter, .callbacks:
+                let process = try #require(running[role])
+                kill(process.processIdentifier, SIGKILL)
+                _ = await eventually(within: .seconds(10)) { !process.isRunning }
+                running[role] =
+                    switch role {
+                    case .signer: try h.startSigner()
+                    case .submitter: try h.startSubmitter()
+                    default: try h.startCallbacks()
+                    }
+            }
+            kills[role, default: 0] += 1
+        }
+        let repeated = try await year.checkCharges()
+        print(
+            "schedule kill test: kills \(kills.sorted { $0.key.rawValue < $1.key.rawValue }), status calls that resolved what a kill left undecided \(repeated)"
+        )
+        #expect(year.finals.values.filter { $0 == "failed" }.count == 2, "only the two declined attempts failed")
+        #expect(roles.allSatisfy { kills[$0, default: 0] >= 2 }, "kills \(kills)")
         await h.shutdown()
     }
 }
