@@ -238,7 +238,27 @@ struct ScheduleTests {
         #expect(year.finals.count == steps, "every step of every attempt once")
         let record = try #require(try await SubscriptionEventsTests.subscriptionRecord(h, provider: "nets", reference: year.references[0].reference))
         #expect(record["schedule"]?["state"] == "completed" && record["state"] == "ended")
+
+        // `paypipe schedules` lists them all, through the replay endpoint.
+        let listing = try Self.paypipe(["schedules", "--replay", h.ledgerEndpoints["outcomesReplay"]!, "--json", "--limit", "1000"])
+        let listed = listing.split(separator: "\n").compactMap { try? JSONValue.parse(Array($0.utf8)) }
+        #expect(listed.count == 36 && listed.allSatisfy { $0["state"] == "completed" && $0["cycle"] == 13 }, "\(listing.prefix(400))")
+        let table = try Self.paypipe(["schedules", "--replay", h.ledgerEndpoints["outcomesReplay"]!, "--provider", "phonepe"])
+        #expect(table.split(separator: "\n").count == 13 && table.contains("39900 INR every P1M from \(year.firstDate.iso8601), 12 cycles"))
         await h.shutdown()
+    }
+
+    /// Runs the `paypipe` command and returns what it printed.
+    static func paypipe(_ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = PipelineHarness.buildDirectory().appendingPathComponent("paypipe")
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
     }
 
     enum Role: String, CaseIterable {

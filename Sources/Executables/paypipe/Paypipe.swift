@@ -13,7 +13,8 @@ struct Paypipe: AsyncParsableCommand {
         commandName: "paypipe",
         abstract: "The paypipe operator CLI.",
         subcommands: [
-            Up.self, Send.self, OutcomesCommand.self, SubscriptionCommand.self, ReviewCommand.self, KeysCommand.self, ProbeCommand.self,
+            Up.self, Send.self, OutcomesCommand.self, SubscriptionCommand.self, SchedulesCommand.self, ReviewCommand.self, KeysCommand.self,
+            ProbeCommand.self,
             SandboxCommand.self,
         ])
 }

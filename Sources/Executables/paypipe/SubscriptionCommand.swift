@@ -125,5 +125,5 @@ func sandboxPost(_ url: String, _ body: JSONValue) async throws {
 }
 
 extension String {
-    fileprivate func padding(_ width: Int) -> String { count >= width ? self : self + String(repeating: " ", count: width - count) }
+    func padding(_ width: Int) -> String { count >= width ? self : self + String(repeating: " ", count: width - count) }
 }

@@ -55,6 +55,15 @@ package final class OutcomeReplayClient: Sendable {
         return .object(o)
     }
 
+    /// The schedules the query names (`OutcomeReplay.SchedulesQuery`); nil when refused.
+    package func schedules(_ query: OutcomeReplay.SchedulesQuery, timeoutMilliseconds: Int64 = 5000) async throws -> [JSONValue]? {
+        guard duplex.send(ZMQMessage(query.bytes)) else { throw Failure(description: "the replay client is closed") }
+        guard let message = try await duplex.nextBatch(timeoutMilliseconds: timeoutMilliseconds)?.first,
+            case .object(let o)? = try? JSONValue.parse(message.body)
+        else { throw Failure(description: "no answer from the replay endpoint within \(timeoutMilliseconds) ms") }
+        return o["schedules"]?.arrayValue
+    }
+
     package func close() async {
         duplex.stop()
         await duplex.waitUntilClosed()

@@ -40,6 +40,42 @@ package enum OutcomeReplay {
         }
     }
 
+    /// `{"schedules": {"merchant"?, "provider"?, "state"?, "limit"?}}` on the replay socket: the
+    /// schedules (docs/protocol.md, "Schedules"), soonest due first, answered in one message
+    /// `{"schedules": [...]}`. A client limited to some merchants must name one of them.
+    package struct SchedulesQuery: Sendable, Equatable {
+        package var merchant: String?
+        package var provider: Provider?
+        package var state: String?
+        package var limit: Int
+
+        package init(merchant: String? = nil, provider: Provider? = nil, state: String? = nil, limit: Int = 100) {
+            self.merchant = merchant
+            self.provider = provider
+            self.state = state
+            self.limit = limit
+        }
+
+        package var bytes: [UInt8] {
+            var o: [String: JSONValue] = ["limit": .integer(Int64(limit))]
+            if let merchant { o["merchant"] = .string(merchant) }
+            if let provider { o["provider"] = .string(provider.rawValue) }
+            if let state { o["state"] = .string(state) }
+            return JSONValue.object(["schedules": .object(o)]).bytes
+        }
+
+        /// nil when `bytes` is not a schedules query.
+        package static func parse(_ bytes: [UInt8]) throws(EnvelopeError) -> SchedulesQuery? {
+            guard case .object(let o)? = try? JSONValue.parse(bytes), let value = o["schedules"] else { return nil }
+            guard o.count == 1, case .object(let q) = value, q.keys.allSatisfy(["merchant", "provider", "state", "limit"].contains),
+                q.values.allSatisfy({ $0.stringValue != nil || $0.integerValue != nil })
+            else { throw EnvelopeError("a schedules query is {\"schedules\": {\"merchant\"?, \"provider\"?, \"state\"?, \"limit\"?}}") }
+            return SchedulesQuery(
+                merchant: q["merchant"]?.stringValue, provider: q["provider"]?.stringValue.map { Provider($0) }, state: q["state"]?.stringValue,
+                limit: Int(min(max(q["limit"]?.integerValue ?? 100, 1), Int64(maxLimit))))
+        }
+    }
+
     package struct Request: Sendable, Equatable {
         package var since: Int64
         package var limit: Int

@@ -65,6 +65,11 @@ package final class LedgerService: MeasuredStage {
         func subscription(merchant: String, provider: Provider, reference: String) throws -> JSONValue? {
             try locked.withLock { core in try core.store.subscription(merchant: merchant, provider: provider, reference: reference) }
         }
+        func schedules(_ query: OutcomeReplay.SchedulesQuery) throws -> [JSONValue] {
+            try locked.withLock { core in
+                try core.store.schedules(merchant: query.merchant, provider: query.provider, state: query.state, limit: query.limit).map(\.json)
+            }
+        }
         func reviewOutcomes(limit: Int) throws -> [String] { try locked.withLock { core in try core.store.reviewOutcomes(limit: limit) } }
         /// One tick of retention: at most `limit` rows of each kind, in one transaction.
         func applyRetention(_ retention: PaypipeConfig.Retention, limit: Int) throws {
@@ -246,6 +251,15 @@ extension LedgerService {
                     let record = try core.subscription(merchant: query.merchant, provider: query.provider, reference: query.reference)
                 else { throw EnvelopeError("no such subscription") }
                 replies = [record.bytes]
+                if let envelope { return [ZMQMessage(frames: envelope + replies)] }
+                return replies.map { ZMQMessage(frames: [identity, $0]) }
+            }
+            if let query = try OutcomeReplay.SchedulesQuery.parse(body) {
+                guard sender == .anyMerchant || query.merchant.map(sender.allows) == true else {
+                    throw EnvelopeError("this client must name one of its merchants")
+                }
+                let found = try core.schedules(query)
+                replies = [JSONValue.object(["schedules": .array(found)]).bytes]
                 if let envelope { return [ZMQMessage(frames: envelope + replies)] }
                 return replies.map { ZMQMessage(frames: [identity, $0]) }
             }

@@ -1,0 +1,74 @@
+import ArgumentParser
+import PaypipeCore
+import StageRuntime
+import StageWire
+import ZeroMQ
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `paypipe schedules`: the subscriptions paypipe charges on schedule (docs/protocol.md,
+/// "Schedules"), soonest due first, asked of the ledger's replay endpoint.
+struct SchedulesCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "schedules",
+        abstract: "List the charge schedules, soonest due first, from the ledger's replay endpoint.",
+        discussion: """
+            One line per schedule: provider, subscription, state (active, paused, cancelled, completed, ended), the cycle \
+            and attempt under way or next, when its next step is due, and the schedule itself. --json prints the \
+            records as the ledger answers them.
+            """)
+
+    @Option(help: "Only this merchant's.") var merchant: String?
+    @Option(help: "Only this provider's: nets or phonepe.") var provider: String?
+    @Option(help: "Only schedules in this state.") var state: String?
+    @Option(help: "At most this many (up to 1000).") var limit = 100
+    @Flag(help: "Print the records as JSON lines.") var json = false
+    @Option(help: "Replay endpoint (default: endpoints.outcomesReplay of --config, else tcp://127.0.0.1:5558).") var replay: String?
+    @Option(help: "Config file to take endpoints.outcomesReplay from; default $PAYPIPE_CONFIG.") var config: String?
+    @Option(help: "With upstream CURVE: this client's key pair, <path>.public and <path>.secret (paypipe keys generate --upstream).")
+    var upstreamKey: String?
+
+    init() {}
+
+    func run() async throws {
+        let endpoint = replay ?? configuredEndpoints(config)?.outcomesReplay ?? "tcp://127.0.0.1:5558"
+        let context = try ZMQContext()
+        defer { context.terminate() }
+        let client = try OutcomeReplayClient(
+            context: context, endpoint: endpoint, options: UpstreamKey.clientOptions(stageOptions(), keyPath: upstreamKey, configPath: config))
+        let query = OutcomeReplay.SchedulesQuery(merchant: merchant, provider: provider.map { Provider($0) }, state: state, limit: limit)
+        let answer: [JSONValue]?
+        do {
+            answer = try await client.schedules(query)
+        } catch {
+            await client.close()
+            StageProcess.fail("\(error) (\(endpoint))")
+        }
+        await client.close()
+        guard let schedules = answer else { StageProcess.fail("the ledger refused the query (a limited client must name its --merchant)") }
+        let lines = json ? schedules.map(\.serialized) : [Self.header] + schedules.map(Self.line)
+        StageProcess.writeAll(Array((lines.joined(separator: "\n") + "\n").utf8), to: STDOUT_FILENO)
+    }
+
+    static let header = "provider  subscription                       state      cycle  attempt  due                       schedule"
+
+    static func line(_ record: JSONValue) -> String {
+        func text(_ value: JSONValue?) -> String {
+            switch value {
+            case .string(let s)?: s
+            case .integer(let i)?: String(i)
+            default: "-"
+            }
+        }
+        let schedule = record["schedule"]
+        let plan =
+            "\(text(schedule?["amount"])) \(text(schedule?["currency"])) every \(text(schedule?["interval"])) from \(text(schedule?["firstChargeDate"]))"
+            + (schedule?["count"].map { ", \(text($0)) cycles" } ?? "") + (schedule?["endDate"].map { " until \(text($0))" } ?? "")
+        return [
+            text(record["provider"]).padding(9), text(record["subscription"]).padding(34), text(record["state"]).padding(10),
+            text(record["cycle"]).padding(6), text(record["attempt"]).padding(8), text(record["dueAt"]).padding(25), plan,
+        ].joined(separator: " ")
+    }
+}
