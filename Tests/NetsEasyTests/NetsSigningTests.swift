@@ -203,7 +203,7 @@ import Testing
         }
         #expect(
             message(Fixtures.createOrder(merging: ["termUrl": "https://x.example"]))
-                == "params.termUrl is not a parameter of nets createSubscription (allowed: checkoutUrl, endDate, interval, items, reference, termsUrl)"
+                == "params.termUrl is not a parameter of nets createSubscription (allowed: checkoutUrl, endDate, interval, items, reference, schedule, termsUrl)"
         )
         #expect(message(Fixtures.createOrder(merging: ["reference": ""])) == "params.reference must be 1-128 characters without control characters")
         #expect(message(Fixtures.createOrder(merging: ["interval": "30"])) == "params.interval must be an integer, got a string")

@@ -114,7 +114,7 @@ import Testing
         #expect(r?.field == "params.authWorkflowtype")
         #expect(
             r?.message
-                == "params.authWorkflowtype is not a parameter of phonepe authInit (allowed: authRequestId, authWorkflowType, merchantCallBackScheme, merchantUserId, subscriptionId)"
+                == "params.authWorkflowtype is not a parameter of phonepe authInit (allowed: authRequestId, authWorkflowType, merchantCallBackScheme, merchantUserId, schedule, subscriptionId)"
         )
     }
 

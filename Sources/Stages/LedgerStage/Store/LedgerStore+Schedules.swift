@@ -49,9 +49,16 @@ package struct ScheduleRecord: Sendable, Equatable {
 extension LedgerStore {
     /// Schema step 5: one schedule per subscription paypipe charges.
     func createSchedules(integer: String) throws {
+        // Idempotent, like the steps before it: a store that lost its version record runs them again.
+        switch db.dialect {
+        case .postgres: try db.execute("ALTER TABLE subscriptions ADD COLUMN IF NOT EXISTS charge_target TEXT")
+        case .sqlite:
+            if try db.query("SELECT 1 FROM pragma_table_info('subscriptions') WHERE name='charge_target'").isEmpty {
+                try db.execute("ALTER TABLE subscriptions ADD COLUMN charge_target TEXT")
+            }
+        }
         try db.execute(
             """
-            ALTER TABLE subscriptions ADD COLUMN charge_target TEXT;
             CREATE TABLE IF NOT EXISTS schedules(provider TEXT NOT NULL, reference TEXT NOT NULL, merchant TEXT NOT NULL,
               schedule_json TEXT NOT NULL, target_json TEXT NOT NULL, state TEXT NOT NULL, cycle \(integer) NOT NULL,
               attempt \(integer) NOT NULL, step \(integer) NOT NULL, due_at \(integer), order_id TEXT, carried_json TEXT,
