@@ -308,6 +308,13 @@ var benchmarkTargets: [Target] {
             swiftSettings: strict
         ),
         .executableTarget(
+            name: "paypipe-schedules-bench",
+            dependencies: ["BenchSupport", "Connectors", "PaypipeCore", "StageRuntime", "ZeroMQ"],
+            path: "bench/schedules",
+            exclude: ["run"],
+            swiftSettings: strict
+        ),
+        .executableTarget(
             name: "paypipe-zmq-bench",
             dependencies: ["ZeroMQ", "CZeroMQ"],
             path: "bench/zmq",

@@ -133,6 +133,13 @@ struct ScheduleCoreTests {
         let fifth = try #require(Self.dispatched(try Self.tick(&core, at: Self.date("2027-01-29"), now: 60)).first)
         #expect(fifth.amount == 12900 && fifth.orderId.hasSuffix("-5-1-1"))
         Self.settle(&core, fifth, .succeeded, now: 70)
+        // Paused after a paid cycle and resumed before the next is due: that next one is not skipped.
+        _ = try change("pause-2", #"{"subscription":"sub-1","action":"pause"}"#)
+        _ = try change("resume-3", #"{"subscription":"sub-1","action":"resume"}"#)
+        #expect(Self.dispatched(try Self.tick(&core, at: Self.date("2027-02-04"), now: 72)).isEmpty)
+        let sixth = try #require(Self.dispatched(try Self.tick(&core, at: Self.date("2027-02-05"), now: 74)).first)
+        #expect(sixth.orderId.hasSuffix("-6-1-1"))
+        Self.settle(&core, sixth, .succeeded, now: 76)
         _ = try change("cancel-1", #"{"subscription":"sub-1","action":"cancel"}"#)
         #expect(Self.dispatched(try Self.tick(&core, at: Self.date("2027-03-01"), now: 80)).isEmpty)
         // Refused with the rule: a cancelled schedule does not resume; an unknown subscription has none.
@@ -148,6 +155,22 @@ struct ScheduleCoreTests {
             "set-3",
             #"{"subscription":"sub-1","action":"set","schedule":{"amount":100,"currency":"SEK","interval":"P0M","firstChargeDate":"2027-01-01"}}"#)
         #expect(bad["error"]?["code"] == "INVALID_PARAM" && bad["error"]?["message"]?.stringValue?.hasPrefix("params.schedule.interval") == true)
+    }
+
+    /// A declined attempt corrected by the provider's later word (the money was taken after all)
+    /// pays its cycle: the retry is not made.
+    @Test func aCorrectedDeclinePaysTheCycleAndItsRetryIsNotMade() async throws {
+        var core = LedgerCore(store: try temporaryStore(), registry: await testRegistry(), eventMerchants: ["default"])
+        try Self.opened(&core, schedule: #"{"interval":"P1M","firstChargeDate":"2027-01-10","count":2}"#, now: 10)
+        let first = try #require(Self.dispatched(try Self.tick(&core, at: Self.date("2027-01-10"), now: 20)).first)
+        Self.settle(&core, first, .failed, now: 30)
+        let corrected = core.handle(
+            .settle(first.key, event: "nets|late", outcome: Outcome(order: first, status: .succeeded, result: ["paymentId": "p", "chargeId": "c"])),
+            now: 40)
+        #expect(corrected.0 == .settled(applied: true, duplicate: false, corrected: true))
+        #expect(Self.dispatched(try Self.tick(&core, at: Self.date("2027-01-12"), now: 50)).isEmpty, "no retry")
+        let second = try #require(Self.dispatched(try Self.tick(&core, at: Self.date("2027-02-10"), now: 60)).first)
+        #expect(second.orderId.hasSuffix("-2-1-1"))
     }
 
     @Test func aFirstOrderWithABrokenScheduleIsRejectedBeforeAnythingIsSent() async throws {

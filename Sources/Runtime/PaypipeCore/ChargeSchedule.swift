@@ -240,6 +240,17 @@ public struct ScheduledAttempt: Sendable, Equatable {
     public static let attemptReferencePrefix = "SCHED"
 
     /// Every scheduled order's id starts so; upstream's own ids may too, which is harmless: the
-    /// ledger finds a schedule by the exact order id it made.
+    /// ledger finds a schedule by the digest such an id carries, and moves it only for the order
+    /// it made.
     public static let orderIdPrefix = "sched-"
+
+    /// The parts of a scheduled order's id (`orderId(step:)`); nil for any other id.
+    public static func step(ofOrderId orderId: String) -> (digest: String, cycle: Int64, attempt: Int64, step: Int)? {
+        guard orderId.hasPrefix(orderIdPrefix) else { return nil }
+        let parts = orderId.dropFirst(orderIdPrefix.count).split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 4, parts[0].utf8.count == 20, let cycle = Int64(parts[1]), let attempt = Int64(parts[2]), let step = Int(parts[3]),
+            step >= 1
+        else { return nil }
+        return (String(parts[0]), cycle, attempt, step - 1)
+    }
 }

@@ -72,7 +72,8 @@ extension LedgerCore {
                 return rejected(
                     Rejection(.scheduleState, field: "params.action", "the schedule is \(plan.state.rawValue): it cannot be changed any more"))
             }
-            let waiting = plan.dueAt != nil || plan.orderId == nil
+            // No order of it in flight: its next step waits for its time (or for `resume`).
+            let waiting = plan.orderId == nil
             switch action {
             case .set:
                 // From the next cycle not yet started; one in flight finishes as it began.
@@ -103,20 +104,17 @@ extension LedgerCore {
             status: .succeeded, result: ["schedule": result], attempts: 0, at: at)
     }
 
-    /// A resumed schedule charges from the first cycle due now or later: the cycles that fell
-    /// due while it was paused are not charged.
+    /// A resumed schedule charges from the first cycle due within the last day or later: the
+    /// cycles that fell due while it was paused are not charged. An attempt the pause interrupted
+    /// between its steps starts again as a new attempt (its notification may have lapsed).
     func resumeCycle(_ plan: inout ScheduleRecord, charging: any ScheduledCharging, scheduleNow: Int64) {
-        if plan.step > 0 || plan.attempt > 1 || plan.orderId != nil {
-            // The cycle the pause interrupted was under way (or done): the next one.
-            if plan.orderId != nil || plan.step > 0 || plan.attempt > 1 { plan.cycle += 1 }
-        }
-        while plan.schedule.dueAt(cycle: plan.cycle) < scheduleNow - 86_400_000 && plan.schedule.includes(cycle: plan.cycle) {
-            plan.cycle += 1
-        }
-        plan.attempt = 1
+        if plan.step > 0 { plan.attempt += 1 }
         plan.step = 0
         plan.carried = nil
-        plan.orderId = nil
+        while plan.schedule.dueAt(cycle: plan.cycle) < scheduleNow - 86_400_000 && plan.schedule.includes(cycle: plan.cycle) {
+            plan.cycle += 1
+            plan.attempt = 1
+        }
         plan.dueAt = firstStepDue(plan, charging: charging)
     }
 
@@ -172,12 +170,20 @@ extension LedgerCore {
     func advanceSchedule(after outcome: Outcome, counters: inout Counters, now: Int64) throws -> [Effect] {
         guard outcome.orderId.hasPrefix(ScheduledAttempt.orderIdPrefix),
             outcome.status == .succeeded || outcome.status == .failed || outcome.status == .rejected,
-            var plan = try store.schedule(holding: OrderKey(merchant: outcome.merchant, orderId: outcome.orderId)),
+            let step = ScheduledAttempt.step(ofOrderId: outcome.orderId),
+            var plan = try store.schedule(merchant: outcome.merchant, digest: step.digest),
             let charging = registry.connector(for: plan.provider)?.scheduledCharging
         else { return [] }
-        // A late correction of an attempt the schedule already moved past changes the history
-        // (the provider's own events), not the schedule.
-        guard plan.orderId == plan.attemptIdentity.orderId(step: plan.step) else { return [] }
+        guard plan.orderId == outcome.orderId, step.cycle == plan.cycle, step.attempt == plan.attempt, step.step == plan.step else {
+            // A late correction: an attempt the schedule gave up as declined took the money after
+            // all. While its retry has not started, the cycle is paid and the retry is not made;
+            // once started, the provider's events tell upstream of both.
+            guard outcome.status == .succeeded, step.cycle == plan.cycle, step.attempt < plan.attempt, plan.orderId == nil,
+                step.step == charging.steps.count - 1
+            else { return [] }
+            return try nextCycle(&plan, charging: charging, counters: &counters, now: now)
+        }
+        plan.orderId = nil
         let scheduleNow = scheduleTime(now)
         let running = plan.state == .active
         if outcome.status == .succeeded {

@@ -328,6 +328,7 @@ package final class LedgerMetrics: Sendable {
                 seen.outcomesOut.merge(now.outcomesOut, uniquingKeysWith: max)
                 seen.subscriptionEvents.merge(now.subscriptionEvents, uniquingKeysWith: max)
                 seen.subscriptionEventDuplicates = max(seen.subscriptionEventDuplicates, now.subscriptionEventDuplicates)
+                seen.scheduledOrders = max(seen.scheduledOrders, now.scheduledOrders)
             }
             return seen
         }
@@ -354,6 +355,10 @@ package final class LedgerMetrics: Sendable {
         if now.subscriptionEventDuplicates > before.subscriptionEventDuplicates {
             metrics.counter("paypipe_subscription_events_duplicate_total", help: "Subscription events reported again (a provider's redelivery)")
                 .increment(by: Int64(now.subscriptionEventDuplicates - before.subscriptionEventDuplicates))
+        }
+        if now.scheduledOrders > before.scheduledOrders {
+            metrics.counter("paypipe_scheduled_orders_total", help: "Orders the charge schedules made (a step of an attempt at a cycle)")
+                .increment(by: Int64(now.scheduledOrders - before.scheduledOrders))
         }
     }
 }

@@ -27,7 +27,7 @@ package struct ScheduleRecord: Sendable, Equatable {
     /// When the step is due (epoch ms, on the schedules' clock); nil while its order is in flight
     /// or the schedule is not active.
     package var dueAt: Int64?
-    /// The last order the schedule made: in flight while `dueAt` is nil and the state active.
+    /// The order of the step under way; nil while the step waits for its time.
     package var orderId: String?
     /// What the attempt's earlier steps left for the next (`ScheduledCharging.carry`).
     package var carried: JSONValue?
@@ -62,9 +62,9 @@ extension LedgerStore {
             CREATE TABLE IF NOT EXISTS schedules(provider TEXT NOT NULL, reference TEXT NOT NULL, merchant TEXT NOT NULL,
               schedule_json TEXT NOT NULL, target_json TEXT NOT NULL, state TEXT NOT NULL, cycle \(integer) NOT NULL,
               attempt \(integer) NOT NULL, step \(integer) NOT NULL, due_at \(integer), order_id TEXT, carried_json TEXT,
-              updated_at \(integer) NOT NULL, PRIMARY KEY(reference, provider, merchant));
+              updated_at \(integer) NOT NULL, digest TEXT NOT NULL, PRIMARY KEY(reference, provider, merchant));
             CREATE INDEX IF NOT EXISTS schedules_due ON schedules(due_at) WHERE due_at IS NOT NULL;
-            CREATE INDEX IF NOT EXISTS schedules_order ON schedules(order_id, merchant) WHERE order_id IS NOT NULL;
+            CREATE UNIQUE INDEX IF NOT EXISTS schedules_digest ON schedules(digest, merchant);
             """)
     }
 
@@ -100,18 +100,19 @@ extension LedgerStore {
         return rows.first.flatMap(Self.schedule)
     }
 
-    /// The schedule whose last order is `key`'s, locked for this transaction. Call inside `transaction`.
-    package func schedule(holding key: OrderKey) throws -> ScheduleRecord? {
-        let bindings: [StoreValue] = [.text(key.orderId), .text(key.merchant)]
+    /// The schedule whose orders' ids carry `digest` (`ScheduledAttempt.subscriptionDigest`),
+    /// locked for this transaction. Call inside `transaction`.
+    package func schedule(merchant: String, digest: String) throws -> ScheduleRecord? {
+        let bindings: [StoreValue] = [.text(digest), .text(merchant)]
         let rows: [[StoreValue]]
         switch db.dialect {
         case .sqlite:
             rows = try db.query(
-                "SELECT merchant, provider, reference, schedule_json, target_json, state, cycle, attempt, step, due_at, order_id, carried_json FROM schedules WHERE order_id=? AND merchant=?",
+                "SELECT merchant, provider, reference, schedule_json, target_json, state, cycle, attempt, step, due_at, order_id, carried_json FROM schedules WHERE digest=? AND merchant=?",
                 bindings)
         case .postgres:
             rows = try db.query(
-                "SELECT merchant, provider, reference, schedule_json, target_json, state, cycle, attempt, step, due_at, order_id, carried_json FROM schedules WHERE order_id=? AND merchant=? FOR UPDATE",
+                "SELECT merchant, provider, reference, schedule_json, target_json, state, cycle, attempt, step, due_at, order_id, carried_json FROM schedules WHERE digest=? AND merchant=? FOR UPDATE",
                 bindings)
         }
         return rows.first.flatMap(Self.schedule)
@@ -121,7 +122,7 @@ extension LedgerStore {
     package func save(_ record: ScheduleRecord, now: Int64) throws {
         try db.query(
             """
-            INSERT INTO schedules(merchant, provider, reference, schedule_json, target_json, state, cycle, attempt, step, due_at, order_id, carried_json, updated_at) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)
+            INSERT INTO schedules(merchant, provider, reference, schedule_json, target_json, state, cycle, attempt, step, due_at, order_id, carried_json, updated_at, digest) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)
             ON CONFLICT(reference, provider, merchant) DO UPDATE SET schedule_json=excluded.schedule_json, target_json=excluded.target_json,
               state=excluded.state, cycle=excluded.cycle, attempt=excluded.attempt, step=excluded.step, due_at=excluded.due_at,
               order_id=excluded.order_id, carried_json=excluded.carried_json, updated_at=excluded.updated_at
@@ -130,7 +131,7 @@ extension LedgerStore {
                 .text(record.merchant), .text(record.provider.rawValue), .text(record.reference), .text(record.schedule.json.serialized),
                 .text(record.target.serialized), .text(record.state.rawValue), .integer(record.cycle), .integer(record.attempt),
                 .integer(Int64(record.step)), Self.value(record.dueAt), record.orderId.map(StoreValue.text) ?? .null,
-                record.carried.map { .text($0.serialized) } ?? .null, .integer(now),
+                record.carried.map { .text($0.serialized) } ?? .null, .integer(now), .text(record.attemptIdentity.subscriptionDigest),
             ])
     }
 
