@@ -33,6 +33,8 @@ struct SchedulesBench {
         let work = NSTemporaryDirectory() + "paypipe-schedules-bench-\(UUID().uuidString.prefix(8))"
         let logs = work + "/logs"
         try FileManager.default.createDirectory(atPath: logs, withIntermediateDirectories: true)
+        // The store of a full run is large: removed once every child has stopped (`--keep` keeps it).
+        defer { if !CommandLine.arguments.contains("--keep") { try? FileManager.default.removeItem(atPath: work) } }
         defer { ChildRegistry.shared.stopAll() }
 
         let ports = try freePorts(2)
@@ -61,7 +63,10 @@ struct SchedulesBench {
         _ = try waitForMarker(
             try start(
                 "sandbox",
-                ["--config", config, "--port", String(sandboxPort), "--log-level", "error", "--nets-complete-checkout-after-ms", "10"]),
+                [
+                    "--config", config, "--port", String(sandboxPort), "--log-level", argument("--sandbox-log-level") ?? "error",
+                    "--nets-complete-checkout-after-ms", "10", "--outbound-attempts", "30",
+                ]),
             "listening")
         let ready = try waitForMarker(
             try start("ledger", ["--config", config, "--store", store, "--metrics", "127.0.0.1:0"]), LedgerAddresses.readyMarker)
@@ -120,9 +125,14 @@ struct SchedulesBench {
 
         func wait(_ label: String, seconds limit: Double, _ done: (Tally) -> Bool) throws {
             let deadline = monotonicNanoseconds() + UInt64(limit * 1e9)
+            var nextReport = monotonicNanoseconds() + 10_000_000_000
             while monotonicNanoseconds() < deadline {
                 let t = tally.withLock { $0 }
                 if done(t) { return }
+                if monotonicNanoseconds() > nextReport {
+                    log("\(label): created \(t.created), charged \(t.charged), scheduled \(t.scheduled)")
+                    nextReport += 10_000_000_000
+                }
                 if !t.other.isEmpty { throw BenchError("\(label): unexpected outcomes \(t.other)") }
                 usleep(50_000)
             }

@@ -61,6 +61,12 @@ struct SandboxCommand: AsyncParsableCommand {
     var netsCompleteCheckoutAfterMilliseconds = 2000
 
     @Option(
+        name: .customLong("outbound-attempts"),
+        help:
+            "How often a callback or webhook is delivered before it is dropped (providers retry for hours; a load test needs more than the default).")
+    var outboundAttempts = 4
+
+    @Option(
         name: .customLong("provider-option"),
         help: "A setting of an emulator that has no flag of its own, as <provider>.<name>=<value> (repeatable).")
     var providerOptions: [String] = []
@@ -102,7 +108,7 @@ struct SandboxCommand: AsyncParsableCommand {
         let settings = SandboxConfiguration(
             host: host, port: port, latencyMilliseconds: latencyMilliseconds, errorRate: errorRate, errorSeed: errorSeed,
             phonePeCallbackDelayMilliseconds: phonePeCallbackDelayMilliseconds,
-            phonePeCallbackVariant: phonePeCallbackVariant.sandboxVariant,
+            phonePeCallbackVariant: phonePeCallbackVariant.sandboxVariant, outboundAttempts: max(1, outboundAttempts),
             cleengGrantAfterMilliseconds: cleengGrantAfterMilliseconds < 0 ? nil : cleengGrantAfterMilliseconds,
             cleengGrantOnPoll: cleengGrantOnPoll,
             netsWebhookVariant: NetsWebhookVariant(rawValue: netsWebhookVariant)

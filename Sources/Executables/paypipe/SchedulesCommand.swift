@@ -25,28 +25,13 @@ struct SchedulesCommand: AsyncParsableCommand {
     @Option(help: "Only schedules in this state.") var state: String?
     @Option(help: "At most this many (up to 1000).") var limit = 100
     @Flag(help: "Print the records as JSON lines.") var json = false
-    @Option(help: "Replay endpoint (default: endpoints.outcomesReplay of --config, else tcp://127.0.0.1:5558).") var replay: String?
-    @Option(help: "Config file to take endpoints.outcomesReplay from; default $PAYPIPE_CONFIG.") var config: String?
-    @Option(help: "With upstream CURVE: this client's key pair, <path>.public and <path>.secret (paypipe keys generate --upstream).")
-    var upstreamKey: String?
+    @OptionGroup var connection: ReplayConnection
 
     init() {}
 
     func run() async throws {
-        let endpoint = replay ?? configuredEndpoints(config)?.outcomesReplay ?? "tcp://127.0.0.1:5558"
-        let context = try ZMQContext()
-        defer { context.terminate() }
-        let client = try OutcomeReplayClient(
-            context: context, endpoint: endpoint, options: UpstreamKey.clientOptions(stageOptions(), keyPath: upstreamKey, configPath: config))
         let query = OutcomeReplay.SchedulesQuery(merchant: merchant, provider: provider.map { Provider($0) }, state: state, limit: limit)
-        let answer: [JSONValue]?
-        do {
-            answer = try await client.schedules(query)
-        } catch {
-            await client.close()
-            StageProcess.fail("\(error) (\(endpoint))")
-        }
-        await client.close()
+        let answer = try await connection.ask { try await $0.schedules(query) }
         guard let schedules = answer else { StageProcess.fail("the ledger refused the query (a limited client must name its --merchant)") }
         let lines = json ? schedules.map(\.serialized) : [Self.header] + schedules.map(Self.line)
         StageProcess.writeAll(Array((lines.joined(separator: "\n") + "\n").utf8), to: STDOUT_FILENO)

@@ -25,28 +25,13 @@ struct SubscriptionCommand: AsyncParsableCommand {
     @Option(help: "The provider's reference of the subscription.") var reference: String
     @Option(help: "The merchant.") var merchant = "default"
     @Flag(help: "Print the record as JSON.") var json = false
-    @Option(help: "Replay endpoint (default: endpoints.outcomesReplay of --config, else tcp://127.0.0.1:5558).") var replay: String?
-    @Option(help: "Config file to take endpoints.outcomesReplay from; default $PAYPIPE_CONFIG.") var config: String?
-    @Option(help: "With upstream CURVE: this client's key pair, <path>.public and <path>.secret (paypipe keys generate --upstream).")
-    var upstreamKey: String?
+    @OptionGroup var connection: ReplayConnection
 
     init() {}
 
     func run() async throws {
-        let endpoint = replay ?? configuredEndpoints(config)?.outcomesReplay ?? "tcp://127.0.0.1:5558"
-        let context = try ZMQContext()
-        defer { context.terminate() }
-        let client = try OutcomeReplayClient(
-            context: context, endpoint: endpoint, options: UpstreamKey.clientOptions(stageOptions(), keyPath: upstreamKey, configPath: config))
         let query = OutcomeReplay.SubscriptionQuery(merchant: merchant, provider: Provider(provider), reference: reference)
-        let answer: JSONValue?
-        do {
-            answer = try await client.subscription(query)
-        } catch {
-            await client.close()
-            StageProcess.fail("\(error) (\(endpoint))")
-        }
-        await client.close()
+        let answer = try await connection.ask { try await $0.subscription(query) }
         guard let record = answer else { StageProcess.fail("no \(provider) subscription \(reference) of merchant \(merchant)") }
         StageProcess.writeAll(Array((json ? record.serialized : Self.table(record)).utf8) + [UInt8(ascii: "\n")], to: STDOUT_FILENO)
     }
@@ -74,6 +59,34 @@ struct SubscriptionCommand: AsyncParsableCommand {
                 ].joined(separator: " "))
         }
         return lines.joined(separator: "\n")
+    }
+}
+
+/// How a command reaches the ledger's replay endpoint, as an order system would.
+struct ReplayConnection: ParsableArguments {
+    @Option(help: "Replay endpoint (default: endpoints.outcomesReplay of --config, else tcp://127.0.0.1:5558).") var replay: String?
+    @Option(help: "Config file to take endpoints.outcomesReplay from; default $PAYPIPE_CONFIG.") var config: String?
+    @Option(help: "With upstream CURVE: this client's key pair, <path>.public and <path>.secret (paypipe keys generate --upstream).")
+    var upstreamKey: String?
+
+    init() {}
+
+    /// One exchange with the replay endpoint; a failure to reach it ends the command with the reason.
+    func ask<Answer>(_ exchange: (OutcomeReplayClient) async throws -> Answer) async throws -> Answer {
+        let endpoint = replay ?? configuredEndpoints(config)?.outcomesReplay ?? "tcp://127.0.0.1:5558"
+        let context = try ZMQContext()
+        defer { context.terminate() }
+        let client = try OutcomeReplayClient(
+            context: context, endpoint: endpoint, options: UpstreamKey.clientOptions(stageOptions(), keyPath: upstreamKey, configPath: config))
+        let answer: Answer
+        do {
+            answer = try await exchange(client)
+        } catch {
+            await client.close()
+            StageProcess.fail("\(error) (\(endpoint))")
+        }
+        await client.close()
+        return answer
     }
 }
 

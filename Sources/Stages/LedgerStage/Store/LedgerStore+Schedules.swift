@@ -85,19 +85,8 @@ extension LedgerStore {
     /// One subscription's schedule, locked for this transaction (on PostgreSQL, so that a change
     /// and a tick of two ledgers take turns at it). Call inside `transaction`.
     package func schedule(merchant: String, provider: Provider, reference: String) throws -> ScheduleRecord? {
-        let key: [StoreValue] = [.text(reference), .text(provider.rawValue), .text(merchant)]
-        let rows: [[StoreValue]]
-        switch db.dialect {
-        case .sqlite:
-            rows = try db.query(
-                "SELECT merchant, provider, reference, schedule_json, target_json, state, cycle, attempt, step, due_at, order_id, carried_json FROM schedules WHERE reference=? AND provider=? AND merchant=?",
-                key)
-        case .postgres:
-            rows = try db.query(
-                "SELECT merchant, provider, reference, schedule_json, target_json, state, cycle, attempt, step, due_at, order_id, carried_json FROM schedules WHERE reference=? AND provider=? AND merchant=? FOR UPDATE",
-                key)
-        }
-        return rows.first.flatMap(Self.schedule)
+        let digest = ScheduledAttempt(merchant: merchant, provider: provider, subscription: reference, cycle: 0, attempt: 0).subscriptionDigest
+        return try schedule(merchant: merchant, digest: digest).flatMap { $0.reference == reference && $0.provider == provider ? $0 : nil }
     }
 
     /// The schedule whose orders' ids carry `digest` (`ScheduledAttempt.subscriptionDigest`),
