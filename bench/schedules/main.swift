@@ -8,8 +8,8 @@ import ZeroMQ
 
 /// Many subscriptions coming due at the same moment (docs/protocol.md, "Schedules"), charged by
 /// the whole pipeline (release binaries: sandbox, ledger, signer, submitter, callbacks):
-/// 1. `--count` Nets subscriptions are created through upstream, each with a one-cycle monthly
-///    schedule from tomorrow;
+/// 1. `--count` Nets subscriptions are created through upstream, each with a monthly schedule of
+///    `--cycles` cycles (12) from tomorrow;
 /// 2. the pipeline's own capacity: the same count of upstream `chargeSubscription` orders, timed
 ///    from the first sent to the last outcome;
 /// 3. the schedules' clock is moved to just past tomorrow's midnight, so every cycle falls due at
@@ -141,7 +141,8 @@ struct SchedulesBench {
 
         // 1. The subscriptions, each with one cycle due tomorrow.
         let tomorrow = CivilDate(daysSinceEpoch: Timestamp.nowMilliseconds() / 86_400_000 + 1)
-        let schedule = #"{"interval":"P1M","firstChargeDate":"\#(tomorrow.iso8601)","count":1}"#
+        // With one cycle, each charge would also end its subscription (one more event per charge).
+        let schedule = #"{"interval":"P1M","firstChargeDate":"\#(tomorrow.iso8601)","count":\#(argument("--cycles", 12))}"#
         let createStart = monotonicNanoseconds()
         for index in 0..<count {
             let order =
