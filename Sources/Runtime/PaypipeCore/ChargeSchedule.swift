@@ -225,7 +225,9 @@ public struct ScheduledAttempt: Sendable, Equatable {
     }
 
     /// The subscription's part of every id: the same for every copy of the pipeline.
-    public var subscriptionDigest: String {
+    public var subscriptionDigest: String { Self.subscriptionDigest(merchant: merchant, provider: provider, subscription: subscription) }
+
+    public static func subscriptionDigest(merchant: String, provider: Provider, subscription: String) -> String {
         String(Digest.sha256Hex(Array("\(merchant)\u{0}\(provider.rawValue)\u{0}\(subscription)".utf8)).prefix(20))
     }
 

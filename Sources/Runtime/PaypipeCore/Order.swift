@@ -61,6 +61,11 @@ public struct Order: Sendable, Equatable {
     /// The idempotency key at the edge: every provider reference is derived from it.
     public var key: OrderKey { OrderKey(merchant: merchant, orderId: orderId) }
 
+    /// What an outcome about this order echoes (a rejection's, say).
+    public var identity: OrderIdentity {
+        OrderIdentity(orderId: orderId, merchant: merchant, provider: provider.rawValue, operation: operation.rawValue)
+    }
+
     public var json: JSONValue {
         var object: [String: JSONValue] = [
             "v": .integer(Order.version), "orderId": .string(orderId), "merchant": .string(merchant),

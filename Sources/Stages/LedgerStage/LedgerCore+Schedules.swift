@@ -18,11 +18,20 @@ extension LedgerCore {
             let schedule = try? ChargeSchedule(json: json, field: "schedule", defaultAmount: order.amount, defaultCurrency: order.currency),
             let target, try store.schedule(merchant: order.merchant, provider: order.provider, reference: opening.reference) == nil
         else { return }
+        try store.save(
+            newPlan(of: order, reference: opening.reference, schedule: schedule, target: target, charging: charging), now: now)
+    }
+
+    /// A new schedule of the subscription `reference` of `order`'s merchant and provider: its
+    /// first cycle's first step due on time.
+    func newPlan(
+        of order: Order, reference: String, schedule: ChargeSchedule, target: JSONValue, charging: any ScheduledCharging
+    ) -> ScheduleRecord {
         var plan = ScheduleRecord(
-            merchant: order.merchant, provider: order.provider, reference: opening.reference, schedule: schedule, target: target,
+            merchant: order.merchant, provider: order.provider, reference: reference, schedule: schedule, target: target,
             state: .active, cycle: 1, attempt: 1, step: 0, dueAt: nil, orderId: nil, carried: nil)
         plan.dueAt = firstStepDue(plan, charging: charging)
-        try store.save(plan, now: now)
+        return plan
     }
 
     /// When the first step of the record's current attempt at its cycle is due.
@@ -35,13 +44,7 @@ extension LedgerCore {
     /// so two ledgers taking in the same new order at once do no harm; the second gets the first's outcome.
     func applyScheduleChange(_ change: ScheduleChange, of order: Order, now: Int64) throws -> Outcome {
         let at = Timestamp.iso8601(milliseconds: now)
-        func rejected(_ rejection: Rejection) -> Outcome {
-            Outcome.rejected(
-                rejection,
-                identity: OrderIdentity(
-                    orderId: order.orderId, merchant: order.merchant, provider: order.provider.rawValue, operation: order.operation.rawValue),
-                at: at)
-        }
+        func rejected(_ rejection: Rejection) -> Outcome { Outcome.rejected(rejection, identity: order.identity, at: at) }
         guard let charging = registry.connector(for: order.provider)?.scheduledCharging else {
             return rejected(Rejection(.unknownOperation, field: "operation", "\(order.provider.rawValue) subscriptions are not charged on schedule"))
         }
@@ -59,10 +62,7 @@ extension LedgerCore {
                         "no \(order.provider.rawValue) subscription \(change.subscription.prefix(64)) of merchant \(order.merchant.prefix(64)) whose first order succeeded is known"
                     ))
             }
-            plan = ScheduleRecord(
-                merchant: order.merchant, provider: order.provider, reference: change.subscription, schedule: schedule, target: target,
-                state: .active, cycle: 1, attempt: 1, step: 0, dueAt: nil, orderId: nil, carried: nil)
-            plan.dueAt = firstStepDue(plan, charging: charging)
+            plan = newPlan(of: order, reference: change.subscription, schedule: schedule, target: target, charging: charging)
         case (_, .none):
             return rejected(
                 Rejection(.subscriptionNotFound, field: "params.subscription", "subscription \(change.subscription.prefix(64)) has no schedule"))
@@ -99,21 +99,16 @@ extension LedgerCore {
             o.removeValue(forKey: "merchant")
             result = .object(o)
         }
-        return Outcome(
-            orderId: order.orderId, merchant: order.merchant, provider: order.provider.rawValue, operation: order.operation.rawValue,
-            status: .succeeded, result: ["schedule": result], attempts: 0, at: at)
+        return Outcome(order: order, status: .succeeded, result: ["schedule": result], attempts: 0, at: at)
     }
 
     /// A resumed schedule charges from the first cycle due within the last day or later: the
     /// cycles that fell due while it was paused are not charged. An attempt the pause interrupted
     /// between its steps starts again as a new attempt (its notification may have lapsed).
     func resumeCycle(_ plan: inout ScheduleRecord, charging: any ScheduledCharging, scheduleNow: Int64) {
-        if plan.step > 0 { plan.attempt += 1 }
-        plan.step = 0
-        plan.carried = nil
+        plan.begin(cycle: plan.cycle, attempt: plan.step > 0 ? plan.attempt + 1 : plan.attempt)
         while plan.schedule.dueAt(cycle: plan.cycle) < scheduleNow - 86_400_000 && plan.schedule.includes(cycle: plan.cycle) {
-            plan.cycle += 1
-            plan.attempt = 1
+            plan.begin(cycle: plan.cycle + 1, attempt: 1)
         }
         plan.dueAt = firstStepDue(plan, charging: charging)
     }
@@ -125,7 +120,9 @@ extension LedgerCore {
         let scheduleNow = scheduleTime(now)
         for (found, subscriptionState) in try store.dueSchedules(now: scheduleNow, limit: limit) {
             var plan = found
-            guard let charging = registry.connector(for: plan.provider)?.scheduledCharging, plan.step < charging.steps.count else { continue }
+            guard let connector = registry.connector(for: plan.provider), let charging = connector.scheduledCharging,
+                plan.step < charging.steps.count
+            else { continue }
             if subscriptionState?.isFinal ?? true {
                 plan.state = .ended
                 plan.dueAt = nil
@@ -146,8 +143,7 @@ extension LedgerCore {
             plan.dueAt = nil
             try store.save(plan, now: now)
             let json = order.serialized
-            let references = registry.connector(for: order.provider)?.callbackReferences(for: order) ?? []
-            switch try store.admit(order, json: json, references: references, now: now) {
+            switch try store.admit(order, json: json, references: connector.callbackReferences(for: order), now: now) {
             case .new:
                 counters.scheduledOrders += 1
                 let ticket = store.tickets.ticket(for: order.key, generation: 1)
@@ -206,9 +202,7 @@ extension LedgerCore {
                 merchant: plan.merchant, provider: plan.provider, subscription: plan.reference,
                 dedupeKey: "retrying|\(plan.cycle)|\(plan.attempt)", kind: .renewalRetrying, amount: plan.schedule.amount,
                 currency: plan.schedule.currency, cycle: plan.cycle, reason: reason, dueAt: dueAt)
-            plan.attempt += 1
-            plan.step = 0
-            plan.carried = nil
+            plan.begin(cycle: plan.cycle, attempt: plan.attempt + 1)
             plan.dueAt = running ? dueAt : nil
             try store.save(plan, now: now)
             return try self.record(retrying, counters: &counters, now: now) ?? []
@@ -224,10 +218,7 @@ extension LedgerCore {
     /// The cycle is done (charged or given up): the next one is due on its date, or the
     /// schedule is complete.
     private func nextCycle(_ plan: inout ScheduleRecord, charging: any ScheduledCharging, counters: inout Counters, now: Int64) throws -> [Effect] {
-        plan.cycle += 1
-        plan.attempt = 1
-        plan.step = 0
-        plan.carried = nil
+        plan.begin(cycle: plan.cycle + 1, attempt: 1)
         guard plan.schedule.includes(cycle: plan.cycle) else { return try complete(&plan, counters: &counters, now: now) }
         plan.dueAt = plan.state == .active ? firstStepDue(plan, charging: charging) : nil
         try store.save(plan, now: now)

@@ -189,8 +189,7 @@ package struct LedgerCore {
         /// A `schedule` order, or a first order that attaches a schedule: its schedule is read
         /// here, so that a broken one is rejected before anything is sent.
         func scheduling(_ order: Order, json: String) -> IntakeItem {
-            let identity = OrderIdentity(
-                orderId: order.orderId, merchant: order.merchant, provider: order.provider.rawValue, operation: order.operation.rawValue)
+            let identity = order.identity
             guard let connector = registry.connector(for: order.provider), connector.scheduledCharging != nil else {
                 return .rejected(
                     Rejection(.invalidParam, field: "params.schedule", "\(order.provider.rawValue) subscriptions are not charged on schedule"),
@@ -359,10 +358,7 @@ package struct LedgerCore {
                         try fileRejection(
                             Outcome.rejected(
                                 rejection,
-                                identity: OrderIdentity(
-                                    orderId: order.orderId, merchant: order.merchant, provider: order.provider.rawValue,
-                                    operation: order.operation.rawValue),
-                                at: Timestamp.iso8601(milliseconds: now)
+                                identity: order.identity, at: Timestamp.iso8601(milliseconds: now)
                             ).serialized, order.key)
                         counters.outcomesOut["rejected", default: 0] += 1
                         continue
@@ -463,7 +459,8 @@ package struct LedgerCore {
             }
             var effects: [Effect] = []
             var refusal: String?
-            var subscriptionCounters = self.counters
+            // Counted in a copy, kept only once the transaction has committed.
+            var updated = self.counters
             let (applied, duplicate, corrected) = try store.transaction { () throws -> (Bool, Bool, Bool) in
                 if let event, try !store.recordCallbackEvent(event, for: key, now: now) { return (false, true, false) }
                 guard let outcome else { return (false, false, false) }
@@ -474,15 +471,13 @@ package struct LedgerCore {
                 guard refusal == nil, let text = recorded.emit else { return (false, false, false) }
                 effects.append(.emit(Array(text.utf8)))
                 if outcome.status == .succeeded {
-                    effects += try openSubscription(after: outcome, corrected: recorded.corrected, counters: &subscriptionCounters, now: now)
+                    effects += try openSubscription(after: outcome, corrected: recorded.corrected, counters: &updated, now: now)
                 }
-                effects += try advanceSchedule(after: outcome, counters: &subscriptionCounters, now: now)
+                effects += try advanceSchedule(after: outcome, counters: &updated, now: now)
                 return (true, false, recorded.corrected)
             }
             if let refusal { return (.failure("refused: \(refusal)"), []) }
-            counters.subscriptionEvents = subscriptionCounters.subscriptionEvents
-            counters.subscriptionEventDuplicates = subscriptionCounters.subscriptionEventDuplicates
-            counters.scheduledOrders = subscriptionCounters.scheduledOrders
+            counters = updated
             if applied {
                 counters.callbacksApplied += 1
                 counters.outcomesOut[outcome?.status.rawValue ?? "", default: 0] += 1
@@ -531,8 +526,8 @@ package struct LedgerCore {
         let cutoff = now - redeliverAfterMilliseconds
         let expiredBefore = now - pendingExpireAfterMilliseconds
         var redelivered = 0, statusChecks = 0, capped = 0
-        var outcomesOut = counters.outcomesOut
-        var subscriptionCounters = counters
+        // Counted in a copy, kept only once the transaction has committed.
+        var updated = counters
         let (maxDispatches, leaseMaxMilliseconds) = (self.maxDispatches, self.leaseMaxMilliseconds)
         let effects = try store.transaction { () throws -> [Effect] in
             let stalled = try store.stalled(
@@ -552,7 +547,7 @@ package struct LedgerCore {
                 let recorded = try store.record(outcome, serialized: outcome.serialized, references: [], polled: false, now: now, from: .ledger)
                 if let text = recorded.emit {
                     capped += 1
-                    outcomesOut[outcome.status.rawValue, default: 0] += 1
+                    updated.outcomesOut[outcome.status.rawValue, default: 0] += 1
                     effects.append(.emit(Array(text.utf8)))
                 }
             }
@@ -578,17 +573,14 @@ package struct LedgerCore {
                     effects += lost.map { .poll(pollFrame(json: $0.json, pendingAt: $0.pendingAt, key: $0.key, generation: $0.generation)) }
                 }
             }
-            effects += try endSubscriptions(counters: &subscriptionCounters, now: now, limit: limit)
-            effects += try chargeDueSchedules(counters: &subscriptionCounters, now: now, limit: scheduleBatch)
+            effects += try endSubscriptions(counters: &updated, now: now, limit: limit)
+            effects += try chargeDueSchedules(counters: &updated, now: now, limit: scheduleBatch)
             return effects
         }
-        counters.subscriptionEvents = subscriptionCounters.subscriptionEvents
-        counters.subscriptionEventDuplicates = subscriptionCounters.subscriptionEventDuplicates
-        counters.scheduledOrders = subscriptionCounters.scheduledOrders
+        counters = updated
         counters.redelivered += redelivered
         counters.statusChecks += statusChecks
         counters.dispatchCapReached += capped
-        counters.outcomesOut = outcomesOut
         return effects
     }
 }

@@ -32,6 +32,14 @@ package struct ScheduleRecord: Sendable, Equatable {
     /// What the attempt's earlier steps left for the next (`ScheduledCharging.carry`).
     package var carried: JSONValue?
 
+    /// Starts `attempt` at `cycle` from its first step.
+    package mutating func begin(cycle: Int64, attempt: Int64) {
+        self.cycle = cycle
+        self.attempt = attempt
+        step = 0
+        carried = nil
+    }
+
     package var attemptIdentity: ScheduledAttempt {
         ScheduledAttempt(merchant: merchant, provider: provider, subscription: reference, cycle: cycle, attempt: attempt)
     }
@@ -85,7 +93,7 @@ extension LedgerStore {
     /// One subscription's schedule, locked for this transaction (on PostgreSQL, so that a change
     /// and a tick of two ledgers take turns at it). Call inside `transaction`.
     package func schedule(merchant: String, provider: Provider, reference: String) throws -> ScheduleRecord? {
-        let digest = ScheduledAttempt(merchant: merchant, provider: provider, subscription: reference, cycle: 0, attempt: 0).subscriptionDigest
+        let digest = ScheduledAttempt.subscriptionDigest(merchant: merchant, provider: provider, subscription: reference)
         return try schedule(merchant: merchant, digest: digest).flatMap { $0.reference == reference && $0.provider == provider ? $0 : nil }
     }
 
