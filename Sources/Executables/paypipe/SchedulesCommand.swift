@@ -40,20 +40,13 @@ struct SchedulesCommand: AsyncParsableCommand {
     static let header = "provider  subscription                       state      cycle  attempt  due                       schedule"
 
     static func line(_ record: JSONValue) -> String {
-        func text(_ value: JSONValue?) -> String {
-            switch value {
-            case .string(let s)?: s
-            case .integer(let i)?: String(i)
-            default: "-"
-            }
-        }
         let schedule = record["schedule"]
         let plan =
-            "\(text(schedule?["amount"])) \(text(schedule?["currency"])) every \(text(schedule?["interval"])) from \(text(schedule?["firstChargeDate"]))"
-            + (schedule?["count"].map { ", \(text($0)) cycles" } ?? "") + (schedule?["endDate"].map { " until \(text($0))" } ?? "")
+            "\(cellText(schedule?["amount"])) \(cellText(schedule?["currency"])) every \(cellText(schedule?["interval"])) from \(cellText(schedule?["firstChargeDate"]))"
+            + (schedule?["count"].map { ", \(cellText($0)) cycles" } ?? "") + (schedule?["endDate"].map { " until \(cellText($0))" } ?? "")
         return [
-            text(record["provider"]).padding(9), text(record["subscription"]).padding(34), text(record["state"]).padding(10),
-            text(record["cycle"]).padding(6), text(record["attempt"]).padding(8), text(record["dueAt"]).padding(25), plan,
+            cellText(record["provider"]).padding(9), cellText(record["subscription"]).padding(34), cellText(record["state"]).padding(10),
+            cellText(record["cycle"]).padding(6), cellText(record["attempt"]).padding(8), cellText(record["dueAt"]).padding(25), plan,
         ].joined(separator: " ")
     }
 }

@@ -38,27 +38,29 @@ struct SubscriptionCommand: AsyncParsableCommand {
 
     /// The record's head line and one line per event.
     static func table(_ record: JSONValue) -> String {
-        func text(_ value: JSONValue?) -> String {
-            switch value {
-            case .string(let s)?: s
-            case .integer(let i)?: String(i)
-            default: "-"
-            }
-        }
         var lines = [
-            "\(text(record["provider"])) subscription \(text(record["reference"])) of order \(text(record["orderId"])): "
-                + "\(text(record["state"])) (opened \(text(record["openedAt"])))",
+            "\(cellText(record["provider"])) subscription \(cellText(record["reference"])) of order \(cellText(record["orderId"])): "
+                + "\(cellText(record["state"])) (opened \(cellText(record["openedAt"])))",
             "seq      at                        event                   cycle  amount      state",
         ]
         for event in record["events"]?.arrayValue ?? [] {
-            let amount = event["amount"].map { "\(text($0)) \(text(event["currency"]))" } ?? "-"
+            let amount = event["amount"].map { "\(cellText($0)) \(cellText(event["currency"]))" } ?? "-"
             lines.append(
                 [
-                    text(event["seq"]).padding(8), text(event["at"]).padding(25), text(event["type"]).padding(23),
-                    text(event["cycle"]).padding(6), amount.padding(11), text(event["subscription"]?["state"]),
+                    cellText(event["seq"]).padding(8), cellText(event["at"]).padding(25), cellText(event["type"]).padding(23),
+                    cellText(event["cycle"]).padding(6), amount.padding(11), cellText(event["subscription"]?["state"]),
                 ].joined(separator: " "))
         }
         return lines.joined(separator: "\n")
+    }
+}
+
+/// A field of a ledger record as a table cell: text and numbers as they are, anything else "-".
+func cellText(_ value: JSONValue?) -> String {
+    switch value {
+    case .string(let s)?: s
+    case .integer(let i)?: String(i)
+    default: "-"
     }
 }
 
