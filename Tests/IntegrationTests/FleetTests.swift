@@ -44,7 +44,7 @@ struct FleetTests {
     func run(_ h: PipelineHarness, counting: EffectCountingFront) async throws {
         let a = h.ledgerEndpoints
         var b: [String: String] = [:]
-        for name in ["intake", "outcomes", "signQueue", "results", "ledgerRPC", "pollQueue", "outcomesReplay"] {
+        for name in ["intake", "outcomes", "signQueue", "results", "ledgerRPC", "pollQueue", "outcomesReplay", "admin"] {
             b[name] = "tcp://127.0.0.1:\(try freeLoopbackPort())"
         }
         let (_, bReady) = try h.spawn(
@@ -52,7 +52,7 @@ struct FleetTests {
             PipelineHarness.ledgerArguments(configPath: h.configPath, store: h.storeArgument, redeliverAfterMilliseconds: 4000) + [
                 "--no-streamer", "--intake", b["intake"]!, "--outcomes", b["outcomes"]!, "--sign-queue", b["signQueue"]!,
                 "--results", b["results"]!, "--ledger-rpc", b["ledgerRPC"]!, "--poll-queue", b["pollQueue"]!,
-                "--outcomes-replay", b["outcomesReplay"]!, "--metrics", "127.0.0.1:0",
+                "--outcomes-replay", b["outcomesReplay"]!, "--admin", b["admin"]!, "--metrics", "127.0.0.1:0",
             ], waitForLine: LedgerAddresses.readyMarker)
         #expect(bReady?.contains("signedIn=none") == true)
         let (_, streamerReady) = try h.spawn(

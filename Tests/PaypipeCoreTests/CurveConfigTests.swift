@@ -89,7 +89,7 @@ struct CurveConfigTests {
         #expect(throws: ConfigError(path: "curve.signer.publicKey", reason: "must be a 40-character Z85 CURVE key")) {
             try parse(Self.config(publicKey: { $0 == "signer" ? "short" : Self.publicKey($0) }))
         }
-        #expect(throws: ConfigError(path: "curve", reason: "every role and every upstream client needs its own key pair")) {
+        #expect(throws: ConfigError(path: "curve", reason: "every role, upstream client and operator needs its own key pair")) {
             try parse(Self.config(publicKey: { _ in Self.key("K") }))
         }
         let typo = Self.config().replacingOccurrences(of: #""poller": {"#, with: #""pollers": {}, "poller": {"#)

@@ -11,13 +11,14 @@ struct LedgerAddressesTests {
     static let bound = LedgerAddresses(
         intake: "tcp://127.0.0.1:40001", outcomes: "tcp://127.0.0.1:40002", signQueue: "tcp://127.0.0.1:40003",
         signedIn: "tcp://127.0.0.1:40004", signedOut: "tcp://127.0.0.1:40005", results: "tcp://127.0.0.1:40006",
-        ledgerRPC: "tcp://127.0.0.1:40007", pollQueue: "tcp://127.0.0.1:40008", outcomesReplay: "ipc:///tmp/replay")
+        ledgerRPC: "tcp://127.0.0.1:40007", pollQueue: "tcp://127.0.0.1:40008", outcomesReplay: "ipc:///tmp/replay",
+        admin: "tcp://127.0.0.1:40009")
 
     @Test func aReadyLineReadsBackAsTheAddressesItWasWrittenFrom() {
         let line = Self.bound.readyLine
         #expect(line.hasPrefix("paypipe-ledger ready intake=tcp://127.0.0.1:40001 outcomes=tcp://127.0.0.1:40002 "))
         #expect(LedgerAddresses(readyLine: line) == Self.bound)
-        #expect(LedgerAddresses.printed(in: line).count == 9)
+        #expect(LedgerAddresses.printed(in: line).count == 10)
     }
 
     @Test func aLineWithAnAddressMissingOrUnboundNamesNoLedger() {

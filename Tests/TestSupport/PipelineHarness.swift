@@ -56,7 +56,8 @@ package final class PipelineHarness: @unchecked Sendable {
         timers: [String: Int64] = [:], connectOutcomes: Bool = true, curve: Bool = false,
         extraMerchants: [String: JSONValue] = [:], leavingOut: Set<String> = [],
         providerFront: ((String) async throws -> String)? = nil, redeliverAfterMilliseconds: Int64 = 60_000,
-        upstream: [(name: String, merchants: [String]?)] = [], store: String? = nil, schedules: [String: JSONValue]? = nil
+        upstream: [(name: String, merchants: [String]?)] = [], store: String? = nil, schedules: [String: JSONValue]? = nil,
+        admins: [String] = []
     ) async throws {
         self.redeliverAfterMilliseconds = redeliverAfterMilliseconds
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-e2e-\(UUID().uuidString)")
@@ -86,7 +87,7 @@ package final class PipelineHarness: @unchecked Sendable {
         // range can be given that very port as its own end (a TCP self-connect), which the
         // ledger then cannot bind.
         var endpoints = ["ledgerMetrics": "127.0.0.1:0"]
-        for name in ["intake", "outcomes", "signQueue", "signedIn", "signedOut", "results", "ledgerRPC", "pollQueue", "outcomesReplay"] {
+        for name in ["intake", "outcomes", "signQueue", "signedIn", "signedOut", "results", "ledgerRPC", "pollQueue", "outcomesReplay", "admin"] {
             endpoints[name] = "tcp://127.0.0.1:\(try freeLoopbackPort())"
         }
         var text = DemoConfig.text(
@@ -113,6 +114,13 @@ package final class PipelineHarness: @unchecked Sendable {
                 clients.append(.object(entry))
             }
             if !clients.isEmpty { section["upstream"] = .array(clients) }
+            var operators: [JSONValue] = []
+            for name in admins {
+                let pair = try ZMQCurveKeyPair.generate()
+                try Self.writeKeyPair(pair, at: directory.appendingPathComponent("admin-\(name)").path)
+                operators.append(["name": .string(name), "publicKey": .string(pair.publicKey)])
+            }
+            if !operators.isEmpty { section["admins"] = .array(operators) }
             document["curve"] = .object(section)
             text = JSONValue.object(document).serialized
         }
@@ -145,6 +153,17 @@ package final class PipelineHarness: @unchecked Sendable {
         sender = try ZMQSender(socket: push)
     }
 
+    /// Where an operator's key pair (`admins:`) is, as `paypipe keys generate --admin` writes it:
+    /// `<path>.public` and `<path>.secret`.
+    package func adminKeyPath(_ name: String) -> String { directory.appendingPathComponent("admin-\(name)").path }
+
+    /// Writes `pair` as `<path>.public` and `<path>.secret` (mode 0600).
+    package static func writeKeyPair(_ pair: ZMQCurveKeyPair, at path: String) throws {
+        try (pair.publicKey + "\n").write(toFile: path + ".public", atomically: true, encoding: .utf8)
+        try (pair.secretKey + "\n").write(toFile: path + ".secret", atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path + ".secret")
+    }
+
     /// Socket options of an upstream client holding `pair` (nil: plaintext).
     package func upstreamClientOptions(_ pair: ZMQCurveKeyPair?) -> ZMQSocketOptions { Self.upstreamClientOptions(pair, ledger: curveKeys[.ledger]) }
 
@@ -170,7 +189,7 @@ package final class PipelineHarness: @unchecked Sendable {
         let pinned = [
             "--intake", e["intake"]!, "--outcomes", e["outcomes"]!, "--outcomes-replay", e["outcomesReplay"]!,
             "--sign-queue", e["signQueue"]!, "--signed-in", e["signedIn"]!, "--signed-out", e["signedOut"]!,
-            "--results", e["results"]!, "--ledger-rpc", e["ledgerRPC"]!, "--poll-queue", e["pollQueue"]!,
+            "--results", e["results"]!, "--ledger-rpc", e["ledgerRPC"]!, "--poll-queue", e["pollQueue"]!, "--admin", e["admin"]!,
         ]
         let ((process, errorFile), _) = try PipelineHarness.spawn(
             "paypipe-ledger",
@@ -285,7 +304,7 @@ package final class PipelineHarness: @unchecked Sendable {
     package func metricsPort(of process: Process) -> Int? {
         guard let index = children.firstIndex(where: { $0 === process }) else { return nil }
         let text = stderr(of: index)
-        guard let range = text.range(of: #"port=(\d+) \[\w+\] \w+ metrics"#, options: .regularExpression) else { return nil }
+        guard let range = text.range(of: #"port=(\d+) \[\w+\] [\w-]+ metrics"#, options: .regularExpression) else { return nil }
         return Int(text[range].dropFirst(5).prefix(while: \.isNumber))
     }
 

@@ -199,6 +199,7 @@ func runScenario(_ spec: ScenarioSpec, allTemplates: [OrderTemplate], settings: 
                         [
                             "--config", configPath, "--store", store, "--metrics", "127.0.0.1:0", "--no-streamer", "--intake", any, "--outcomes", any,
                             "--sign-queue", any, "--results", any, "--ledger-rpc", any, "--poll-queue", any, "--outcomes-replay", any,
+                            "--admin", any,
                         ]), LedgerAddresses.readyMarker)
                 guard let other = LedgerAddresses(readyLine: line) else { throw BenchError("ledger \(copy)'s ready line: \(line)") }
                 others.append(other)

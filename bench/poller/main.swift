@@ -159,7 +159,7 @@ do {
                 String(
                     format: "t=%5.1f s  polls=%8.0f  holding=%6.0f  ended=%6d  maxDrift=%6.0f ms  rss=%d MiB",
                     Double((clock.now - began).components.seconds), sum(texts, "paypipe_cleeng_polls_total"),
-                    sum(texts, "paypipe_cleeng_receipts_polling"), ended, worst(texts, "paypipe_cleeng_poll_drift_max_ms"),
+                    sum(texts, "paypipe_cleeng_receipts_polling"), ended, 1000 * worst(texts, "paypipe_cleeng_poll_drift_max_seconds"),
                     peakRSS() / 1024))
         }
     }
@@ -167,7 +167,7 @@ do {
     let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     let texts = metrics()
     let pollCount = sum(texts, "paypipe_cleeng_polls_total")
-    let drift = worst(texts, "paypipe_cleeng_poll_drift_max_ms")
+    let drift = 1000 * worst(texts, "paypipe_cleeng_poll_drift_max_seconds")
     let rss = peakRSS()
     let cpuUsed = cpu() - cpuBefore
     print("")

@@ -1,13 +1,15 @@
 import ArgumentParser
 import CallbacksStage
 import Connectors
+import PaypipeCore
 import StageRuntime
 
 @main
 struct CallbacksCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "paypipe-callbacks",
-        abstract: "The callback validator: HTTP ingress for provider callbacks (docs/protocol.md), plus /metrics and /healthz on the same address.")
+        abstract: "The callback validator: HTTP ingress for provider callbacks (docs/protocol.md), plus /metrics and /healthz on the same address.",
+        version: PaypipeVersion.current)
 
     @OptionGroup var options: StageOptions
     @Option(help: "Override endpoints.callbacks (host:port; port 0: any free port, logged).") var listen: String?

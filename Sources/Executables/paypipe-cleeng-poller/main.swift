@@ -1,5 +1,6 @@
 import ArgumentParser
 import Connectors
+import PaypipeCore
 import PollerStage
 import StageRuntime
 
@@ -8,8 +9,8 @@ struct PollerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "paypipe-cleeng-poller",
         abstract:
-            "Polls the pending orders of polled providers (Cleeng getAccessStatus every timers.cleengPollIntervalMs, giving up after timers.cleengGiveUpMs). Holds no secrets."
-    )
+            "Polls the pending orders of polled providers (Cleeng getAccessStatus every timers.cleengPollIntervalMs, giving up after timers.cleengGiveUpMs). Holds no secrets.",
+        version: PaypipeVersion.current)
 
     @OptionGroup var options: StageOptions
     @Option(help: "Polls in flight at once.") var concurrency = 256

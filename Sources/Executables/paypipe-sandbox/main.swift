@@ -14,7 +14,7 @@ struct SandboxCommand: AsyncParsableCommand {
         discussion: """
             Prints exactly one line to stdout once listening: "paypipe-sandbox listening on http://HOST:PORT". \
             Logs go to stderr. SIGTERM/SIGINT stop it gracefully.
-            """)
+            """, version: PaypipeVersion.current)
 
     @Option(help: "The pipeline's config file (docs/configuration.md); the sandbox checks requests against its credentials.")
     var config: String

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Connectors
+import PaypipeCore
 import SignerStage
 import StageRuntime
 
@@ -7,7 +8,7 @@ import StageRuntime
 struct SignerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "paypipe-signer",
-        abstract: "Builds and signs provider requests; the only pipeline stage with signing secrets.")
+        abstract: "Builds and signs provider requests; the only pipeline stage with signing secrets.", version: PaypipeVersion.current)
 
     @OptionGroup var options: StageOptions
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Connectors
+import PaypipeCore
 import StageRuntime
 import StreamerStage
 
@@ -8,8 +9,8 @@ struct StreamerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "paypipe-streamer",
         abstract:
-            "Forwards signed requests from the signers to the submitters; binds endpoints.signedIn and endpoints.signedOut. Run any number beside ledgers started with --no-streamer."
-    )
+            "Forwards signed requests from the signers to the submitters; binds endpoints.signedIn and endpoints.signedOut. Run any number beside ledgers started with --no-streamer.",
+        version: PaypipeVersion.current)
 
     @OptionGroup var options: StageOptions
 

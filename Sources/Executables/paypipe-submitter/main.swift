@@ -1,5 +1,6 @@
 import ArgumentParser
 import Connectors
+import PaypipeCore
 import StageRuntime
 import SubmitterStage
 
@@ -7,7 +8,8 @@ import SubmitterStage
 struct SubmitterCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "paypipe-submitter",
-        abstract: "Sends signed requests to providers over HTTP: retries, timeouts, unknown-outcome resolution. Holds no secrets.")
+        abstract: "Sends signed requests to providers over HTTP: retries, timeouts, unknown-outcome resolution. Holds no secrets.",
+        version: PaypipeVersion.current)
 
     @OptionGroup var options: StageOptions
     @Option(help: "Requests in flight at once.") var concurrency = 256

@@ -28,7 +28,7 @@ struct KeysCommand: ParsableCommand {
                 \(CurveConfig.Role.allCases.map(\.rawValue).joined(separator: ", ")). Give each process only its own \
                 role's .secret file; the printed section names them as file: secrets. Each --upstream NAME adds a \
                 key pair for one upstream order system (upstream-NAME.secret, upstream-NAME.public) and its entry \
-                in `curve.upstream`, which turns on CURVE for intake, outcomes and replay.
+                in `curve.upstream`, which turns on CURVE for intake, outcomes and replay. Each --admin NAME adds an                 operator's key pair (admin-NAME.secret, admin-NAME.public) and its entry in `curve.admins`, the keys                 the admin endpoint admits (paypipe order, paypipe orders).
                 """)
 
         @Option(help: "Directory for the key files (created if missing).") var dir = "curve-keys"
@@ -37,6 +37,7 @@ struct KeysCommand: ParsableCommand {
                 "Directory the config names for the secret files, e.g. /run/secrets when they are mounted there; default: --dir as an absolute path.")
         var secretsPath: String?
         @Option(help: "An upstream order system to make a client key pair for (repeatable).") var upstream: [String] = []
+        @Option(help: "An operator to make a key pair for the admin endpoint for (repeatable).") var admin: [String] = []
         @Flag(help: "Replace key files that already exist.") var force = false
 
         func run() throws {
@@ -44,8 +45,8 @@ struct KeysCommand: ParsableCommand {
             try manager.createDirectory(atPath: dir, withIntermediateDirectories: true)
             let absolute = URL(fileURLWithPath: dir).standardizedFileURL.path
             let named = secretsPath ?? absolute
-            for name in upstream where !CurveConfig.isUpstreamName(name) {
-                StageProcess.fail("--upstream \(name.prefix(64)): a name is 1-64 characters of [A-Za-z0-9._-]")
+            for name in upstream + admin where !CurveConfig.isUpstreamName(name) {
+                StageProcess.fail("\(name.prefix(64)): a name is 1-64 characters of [A-Za-z0-9._-]")
             }
             var lines: [String] = []
             for role in CurveConfig.Role.allCases {
@@ -60,6 +61,12 @@ struct KeysCommand: ParsableCommand {
                 clients.append(#"      { "name": "\#(name)", "publicKey": "\#(pair.publicKey)" }"#)
             }
             if !clients.isEmpty { lines.append("    \"upstream\": [\n" + clients.joined(separator: ",\n") + "\n    ]") }
+            var operators: [String] = []
+            for name in admin {
+                let pair = try writeKeyPair("admin-" + name)
+                operators.append(#"      { "name": "\#(name)", "publicKey": "\#(pair.publicKey)" }"#)
+            }
+            if !operators.isEmpty { lines.append("    \"admins\": [\n" + operators.joined(separator: ",\n") + "\n    ]") }
             StageProcess.printLine("\"curve\": {\n" + lines.joined(separator: ",\n") + "\n}")
         }
 

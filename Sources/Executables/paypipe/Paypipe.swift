@@ -12,8 +12,11 @@ struct Paypipe: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "paypipe",
         abstract: "The paypipe operator CLI.",
+        version: PaypipeVersion.current,
         subcommands: [
-            Up.self, Send.self, OutcomesCommand.self, SubscriptionCommand.self, SchedulesCommand.self, ReviewCommand.self, KeysCommand.self,
+            Up.self, Send.self, OutcomesCommand.self, SubscriptionCommand.self, SchedulesCommand.self, ReviewCommand.self, OrderCommand.self,
+            OrdersCommand.self,
+            KeysCommand.self, ConfigCommand.self,
             ProbeCommand.self,
             SandboxCommand.self,
         ])

@@ -21,9 +21,18 @@ struct Send: AsyncParsableCommand {
     @Option(help: "With upstream CURVE: the config naming the ledger's key (default $PAYPIPE_CONFIG).") var config: String?
     @Option(help: "With upstream CURVE: this client's key pair, <path>.public and <path>.secret (paypipe keys generate --upstream).")
     var upstreamKey: String?
+    @Flag(help: "Send with a config that names real provider hosts, taking outcomes away from the upstream order system.")
+    var allowProduction = false
 
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
+        if !allowProduction, let path = config ?? environment["PAYPIPE_CONFIG"], !path.isEmpty,
+            let hosts = ProductionConfig.providerHosts(inConfigAt: path), !hosts.isEmpty
+        {
+            StageProcess.fail(
+                "\(path) names provider hosts that are not the sandbox (\(hosts.sorted().prefix(3).joined(separator: ", "))): paypipe send is for tests and the sandbox. It reads the live outcomes socket, so against a production pipeline it takes outcomes away from the upstream order system. Pass --allow-production to send anyway."
+            )
+        }
         let intakeEndpoint = intake ?? environment["PAYPIPE_INTAKE"] ?? "tcp://127.0.0.1:5550"
         let outcomesEndpoint = outcomes ?? environment["PAYPIPE_OUTCOMES"] ?? "tcp://127.0.0.1:5559"
         let data: Data
@@ -120,5 +129,48 @@ struct Send: AsyncParsableCommand {
         for (status, n) in counts.sorted(by: { $0.key < $1.key }) where n > 0 { print("  \(status): \(n)") }
         if settled == 0 && expected.count > 0 { throw ExitCode(2) }
         if counts["no outcome", default: 0] > 0 { throw ExitCode(2) }
+    }
+}
+
+/// Whether a config sends orders to real providers: `paypipe send` refuses one unless told.
+enum ProductionConfig {
+    /// The hosts of the provider URLs under `merchants` that are neither loopback nor the
+    /// sandbox's service name; nil when the file does not read as JSON.
+    static func providerHosts(inConfigAt path: String) -> Set<String>? {
+        guard let bytes = readWholeFile(path), let merchants = (try? JSONValue.parse(bytes))?["merchants"] else { return nil }
+        var hosts = Set<String>()
+        func visit(_ value: JSONValue) {
+            switch value {
+            case .object(let object):
+                for (key, member) in object {
+                    if providerURLKeys.contains(key), let text = member.stringValue, let host = host(of: text), !isSandbox(host) {
+                        hosts.insert(host)
+                    }
+                    visit(member)
+                }
+            case .array(let items): items.forEach(visit)
+            default: break
+            }
+        }
+        visit(merchants)
+        return hosts
+    }
+
+    /// The settings that name where a provider's API is (the rest, callback and webhook URLs,
+    /// name paypipe's own callback validators).
+    static let providerURLKeys: Set<String> = ["baseURL", "apiURL", "receiptURL", "accountsURL"]
+
+    static func host(of url: String) -> String? {
+        guard let scheme = url.range(of: "://"), url.hasPrefix("http") else { return nil }
+        let rest = url[scheme.upperBound...]
+        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        if authority.hasPrefix("[") {
+            return authority.firstIndex(of: "]").map { String(authority[authority.index(after: authority.startIndex)..<$0]) }
+        }
+        return String(authority.prefix { $0 != ":" }).lowercased()
+    }
+
+    static func isSandbox(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.") || host == "sandbox" || host.hasPrefix("paypipe-sandbox")
     }
 }

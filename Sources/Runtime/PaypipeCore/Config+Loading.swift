@@ -106,6 +106,7 @@ extension PaypipeConfig {
             config.endpoints.ledgerMetrics = try e.optionalString("ledgerMetrics") ?? config.endpoints.ledgerMetrics
             config.endpoints.ledgerRPC = try e.optionalString("ledgerRPC") ?? config.endpoints.ledgerRPC
             config.endpoints.pollQueue = try e.optionalString("pollQueue") ?? config.endpoints.pollQueue
+            config.endpoints.admin = try e.optionalString("admin") ?? config.endpoints.admin
             try e.finish()
         }
         if var t = try root.optionalObject("timers") {

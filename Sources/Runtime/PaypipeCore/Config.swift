@@ -41,6 +41,9 @@ public struct PaypipeConfig: Sendable {
         public var pollQueue = "tcp://127.0.0.1:5556"
         /// HTTP address of the ledger's /metrics and /healthz.
         public var ledgerMetrics = "127.0.0.1:9090"
+        /// The operators' link (`paypipe order`, `paypipe orders`; the ledger binds a ROUTER):
+        /// with `curve`, only the keys on `curve.admins` are admitted.
+        public var admin = "tcp://127.0.0.1:5557"
         public init() {}
     }
 

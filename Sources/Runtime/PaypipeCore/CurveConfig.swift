@@ -29,10 +29,28 @@ public struct CurveConfig: Sendable {
         public static let userIdPrefix = "upstream:"
     }
 
+    /// An operator allowed on the admin link (`curve.admins`): `paypipe order` and `paypipe
+    /// orders`. Its name is recorded with every resolution it makes, beside the `--by` it gives.
+    public struct AdminClient: Sendable, Equatable {
+        public var name: String
+        public var publicKey: String
+
+        public var userId: String { Self.userIdPrefix + name }
+        public static let userIdPrefix = "admin:"
+    }
+
     let entries: [Role: Entry]
     let sources: PaypipeConfig.Sources
     /// Empty: intake, outcomes and replay stay plaintext.
     public let upstream: [UpstreamClient]
+    /// Empty: nobody is admitted to the admin link.
+    public let admins: [AdminClient]
+
+    /// The operator a CURVE User-Id names.
+    public func adminClient(userId: String) -> AdminClient? {
+        guard userId.hasPrefix(AdminClient.userIdPrefix) else { return nil }
+        return admins.first { $0.userId == userId }
+    }
 
     public func publicKey(of role: Role) -> String { entries[role]!.publicKey }
 
@@ -112,11 +130,27 @@ public struct CurveConfig: Sendable {
             }
             guard !upstream.isEmpty else { throw ConfigError(path: reader.child("upstream"), reason: "must list at least one client") }
         }
-        try reader.finish()
-        let keys = entries.values.map(\.publicKey) + upstream.map(\.publicKey)
-        guard Set(keys).count == keys.count else {
-            throw ConfigError(path: "curve", reason: "every role and every upstream client needs its own key pair")
+        var admins: [AdminClient] = []
+        if let list = reader.take("admins") {
+            guard let items = list.arrayValue, !items.isEmpty else {
+                throw ConfigError(path: reader.child("admins"), reason: "must be a non-empty array of operators")
+            }
+            for (index, item) in items.enumerated() {
+                var r = try ConfigReader(item, path: reader.child("admins[\(index)]"), sources: reader.sources)
+                let name = try r.string("name")
+                guard isUpstreamName(name) else { throw ConfigError(path: r.child("name"), reason: "must be 1-64 characters of [A-Za-z0-9._-]") }
+                guard !admins.contains(where: { $0.name == name }) else { throw ConfigError(path: r.child("name"), reason: "is used twice") }
+                let publicKey = try r.string("publicKey")
+                guard isZ85Key(publicKey) else { throw ConfigError(path: r.child("publicKey"), reason: "must be a 40-character Z85 CURVE key") }
+                try r.finish()
+                admins.append(AdminClient(name: name, publicKey: publicKey))
+            }
         }
-        return CurveConfig(entries: entries, sources: reader.sources, upstream: upstream)
+        try reader.finish()
+        let keys = entries.values.map(\.publicKey) + upstream.map(\.publicKey) + admins.map(\.publicKey)
+        guard Set(keys).count == keys.count else {
+            throw ConfigError(path: "curve", reason: "every role, upstream client and operator needs its own key pair")
+        }
+        return CurveConfig(entries: entries, sources: reader.sources, upstream: upstream, admins: admins)
     }
 }

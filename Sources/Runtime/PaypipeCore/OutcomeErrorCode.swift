@@ -28,6 +28,9 @@ public struct OutcomeErrorCode: RawRepresentable, Hashable, Sendable, Expressibl
 extension OutcomeErrorCode {
     /// `unknown`: money may have moved and nothing more can tell; an operator decides.
     public static let needsReview = OutcomeErrorCode(rawValue: "NEEDS_REVIEW")
+    /// `failed`: an operator resolved the order in review: the provider did not take the money
+    /// (the outcome's `resolution` says who and why).
+    public static let resolvedByOperator = OutcomeErrorCode(rawValue: "RESOLVED_BY_OPERATOR")
     /// `unknown`: the provider's answer is not known yet; the ledger redelivers the order, resolved first.
     public static let outcomeUnknown = OutcomeErrorCode(rawValue: "OUTCOME_UNKNOWN")
     /// `failed`: still pending at the provider at its last status check, which confirms nothing was taken.

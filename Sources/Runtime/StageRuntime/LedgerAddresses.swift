@@ -4,13 +4,16 @@
 /// so it is written and read here only.
 package struct LedgerAddresses: Sendable, Equatable {
     package var intake, outcomes, signQueue, signedIn, signedOut, results, ledgerRPC, pollQueue, outcomesReplay: String
+    /// The operators' link (`endpoints.admin`); "none" when read from a ready line without it.
+    package var admin: String
 
     package static let readyMarker = "paypipe-ledger ready"
 
     package init(
         intake: String, outcomes: String, signQueue: String, signedIn: String, signedOut: String, results: String, ledgerRPC: String,
-        pollQueue: String, outcomesReplay: String
+        pollQueue: String, outcomesReplay: String, admin: String = "none"
     ) {
+        self.admin = admin
         (self.intake, self.outcomes, self.signQueue, self.signedIn, self.signedOut) = (intake, outcomes, signQueue, signedIn, signedOut)
         (self.results, self.ledgerRPC, self.pollQueue, self.outcomesReplay) = (results, ledgerRPC, pollQueue, outcomesReplay)
     }
@@ -25,14 +28,14 @@ package struct LedgerAddresses: Sendable, Equatable {
         else { return nil }
         self.init(
             intake: intake, outcomes: outcomes, signQueue: signQueue, signedIn: signedIn, signedOut: signedOut, results: results,
-            ledgerRPC: ledgerRPC, pollQueue: pollQueue, outcomesReplay: outcomesReplay)
+            ledgerRPC: ledgerRPC, pollQueue: pollQueue, outcomesReplay: outcomesReplay, admin: bound("admin") ?? "none")
     }
 
     /// Each address by its name in the config's `endpoints`, in the ready line's order.
     package var all: [(name: String, address: String)] {
         [
             ("intake", intake), ("outcomes", outcomes), ("signQueue", signQueue), ("signedIn", signedIn), ("signedOut", signedOut),
-            ("results", results), ("ledgerRPC", ledgerRPC), ("pollQueue", pollQueue), ("outcomesReplay", outcomesReplay),
+            ("results", results), ("ledgerRPC", ledgerRPC), ("pollQueue", pollQueue), ("outcomesReplay", outcomesReplay), ("admin", admin),
         ]
     }
 

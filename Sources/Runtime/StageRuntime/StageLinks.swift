@@ -73,6 +73,26 @@ package struct StageLinks: Sendable {
         return options
     }
 
+    static let adminDomain = "admin"
+
+    /// `options` for the ledger's admin socket: with `curve`, a CURVE server admitting only the
+    /// operators on `curve.admins` (nobody when it lists none); plaintext without it, as every
+    /// internal link is.
+    package func adminServer(_ options: ZMQSocketOptions) -> ZMQSocketOptions {
+        guard curve != nil, let secretKey else { return options }
+        var options = options
+        options.curve = .server(secretKey: secretKey.reveal())
+        options.zapDomain = Self.adminDomain
+        return options
+    }
+
+    /// The operator who sent a message on the admin socket: its name on `curve.admins`; nil
+    /// without `curve` (nobody is authenticated).
+    package func adminName(of message: ZMQMessage) -> String? {
+        guard let curve, let user = message.userId else { return nil }
+        return curve.adminClient(userId: user)?.name
+    }
+
     /// Who sent an upstream message, as far as the ledger may trust it.
     package enum UpstreamSender: Sendable, Equatable {
         /// Anyone may send (no upstream CURVE), or a client allowed every merchant.
@@ -112,6 +132,8 @@ package struct StageLinks: Sendable {
         domains["upstream." + UpstreamLink.intake.rawValue] = everyClient
         domains["upstream." + UpstreamLink.outcomesReplay.rawValue] = everyClient
         domains["upstream." + UpstreamLink.outcomes.rawValue] = Set(curve.upstream.filter { $0.merchants == nil }.map(\.userId))
+        for admin in curve.admins { users[admin.publicKey] = admin.userId }
+        domains[Self.adminDomain] = Set(curve.admins.map(\.userId))
         return try ZMQCurveAuthenticator(context: context, policy: .init(users: users, domains: domains))
     }
 

@@ -2,6 +2,7 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import PaypipeCore
 import Prometheus
 import ServiceLifecycle
 import Synchronization
@@ -39,9 +40,9 @@ package final class StageMetrics: Sendable {
         registry.makeGauge(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), labels: labels)
     }
 
-    package func latency(_ name: String, help: String) -> DurationHistogram {
+    package func latency(_ name: String, _ labels: [(String, String)] = [], help: String) -> DurationHistogram {
         registry.makeDurationHistogram(
-            descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help),
+            descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), labels: labels,
             buckets: [
                 .milliseconds(1), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
                 .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2.5), .seconds(5), .seconds(10),
@@ -59,9 +60,15 @@ package final class StageMetrics: Sendable {
         guard parts.count >= 2, let port = Int(parts.last!) else { throw EndpointError("an HTTP address must be host:port, got \(address)") }
         let host = parts.dropLast().joined(separator: ":")
         let registry = self.registry
+        // Which release each process runs, and whether it is ready, as series a dashboard and
+        // an alert can read without probing every process.
+        gauge("paypipe_build_info", [("stage", logger.label), ("version", PaypipeVersion.current)], help: "Always 1: the stage and its release")
+            .set(1.0)
+        let ready = gauge("paypipe_ready", help: "1 while the stage can take work (its /readyz answers 200), else 0")
         let router = Router(context: StageRequestContext.self)
         router.get("/metrics") { _, _ -> Response in
-            Response(
+            ready.set(self.notReady == nil ? 1.0 : 0.0)
+            return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
                 body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
         }

@@ -18,6 +18,7 @@ package struct StageOptions: ParsableArguments {
     @Option(help: "Override endpoints.intake.") var intake: String?
     @Option(help: "Override endpoints.outcomes.") var outcomes: String?
     @Option(help: "Override endpoints.outcomesReplay.") var outcomesReplay: String?
+    @Option(help: "Override endpoints.admin.") var admin: String?
     @Option(help: "Override endpoints.signQueue.") var signQueue: String?
     @Option(help: "Override endpoints.signedIn.") var signedIn: String?
     @Option(help: "Override endpoints.signedOut.") var signedOut: String?
@@ -47,7 +48,7 @@ package struct StageOptions: ParsableArguments {
         let overrides: [(String?, WritableKeyPath<PaypipeConfig.Endpoints, String>)] = [
             (intake, \.intake), (outcomes, \.outcomes), (outcomesReplay, \.outcomesReplay), (signQueue, \.signQueue), (signedIn, \.signedIn),
             (signedOut, \.signedOut), (results, \.results), (ledgerRpc, \.ledgerRPC), (pollQueue, \.pollQueue),
-            (callbacks, \.callbacks),
+            (callbacks, \.callbacks), (admin, \.admin),
         ]
         for case (let value?, let keyPath) in overrides { loaded.endpoints[keyPath: keyPath] = value }
         return loaded

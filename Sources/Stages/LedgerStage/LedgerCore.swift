@@ -24,7 +24,8 @@ package struct LedgerCore {
         package var ordersIn = 0
         package var duplicates = 0
         package var dropped: [String: Int] = [:]
-        package var outcomesOut: [String: Int] = [:]
+        /// Outcomes sent upstream, by status, provider and operation.
+        package var outcomesOut: [OutcomeLabels: Int] = [:]
         package var redelivered = 0
         package var callbacksApplied = 0
         package var callbacksDuplicate = 0
@@ -41,9 +42,37 @@ package struct LedgerCore {
         package var subscriptionEventDuplicates = 0
         /// Orders the schedules made (a step of an attempt at a cycle).
         package var scheduledOrders = 0
+        /// Orders in review that operators resolved, by the status they gave.
+        package var resolvedByOperators: [String: Int] = [:]
 
         package init() {}
+
+        /// One more outcome sent upstream.
+        package mutating func countOut(_ labels: OutcomeLabels) { outcomesOut[labels, default: 0] += 1 }
     }
+
+    /// The labels an outcome is counted under. A provider or operation that no connector
+    /// registers (a rejected order's own words) is counted as "unknown", so that no order can
+    /// make a new series.
+    package struct OutcomeLabels: Sendable, Hashable {
+        package var status: String
+        package var provider: String
+        package var operation: String
+
+        package init(status: String, provider: String, operation: String) {
+            (self.status, self.provider, self.operation) = (status, provider, operation)
+        }
+    }
+
+    func labels(_ status: Outcome.Status, provider: String, operation: String) -> OutcomeLabels {
+        guard registry.catalog.operation(named: operation, of: Provider(provider)) != nil else {
+            let knownProvider = registry.connector(for: Provider(provider)) != nil
+            return OutcomeLabels(status: status.rawValue, provider: knownProvider ? provider : "unknown", operation: "unknown")
+        }
+        return OutcomeLabels(status: status.rawValue, provider: provider, operation: operation)
+    }
+
+    func labels(_ outcome: Outcome) -> OutcomeLabels { labels(outcome.status, provider: outcome.provider, operation: outcome.operation) }
 
     /// The concrete store rather than a generic parameter or `any LedgerStorage`: every store
     /// call on the per-order path stays statically dispatched and open to inlining, also from the
@@ -310,7 +339,7 @@ package struct LedgerCore {
         func refuse(_ rejection: Rejection, _ identity: OrderIdentity) throws {
             let outcome = Outcome.rejected(rejection, identity: identity, at: Timestamp.iso8601(milliseconds: now))
             effects.append(.emit(Array(try store.logOutcome(outcome.serialized, now: now).utf8)))
-            counters.outcomesOut["rejected", default: 0] += 1
+            counters.countOut(labels(outcome))
         }
         /// Files a rejection as its key's terminal outcome, unless the key is known.
         func fileRejection(_ text: String, _ key: OrderKey) throws {
@@ -337,7 +366,7 @@ package struct LedgerCore {
                         continue
                     }
                     try fileRejection(text, OrderKey(merchant: identity.merchant, orderId: identity.orderId))
-                    counters.outcomesOut["rejected", default: 0] += 1
+                    counters.countOut(labels(outcome))
                 case .refused(let rejection, let identity):
                     try refuse(rejection, identity)
                 case .scheduleChange(let order, let change):
@@ -347,7 +376,7 @@ package struct LedgerCore {
                     }
                     let outcome = try applyScheduleChange(change, of: order, now: now)
                     try fileRejection(outcome.serialized, order.key)
-                    counters.outcomesOut[outcome.status.rawValue, default: 0] += 1
+                    counters.countOut(labels(outcome))
                 case .order(let order, let json, let references):
                     let admission = try store.admit(order, json: json, references: references, now: now)
                     if case .referenceInUse(let reference) = admission {
@@ -360,7 +389,7 @@ package struct LedgerCore {
                                 rejection,
                                 identity: order.identity, at: Timestamp.iso8601(milliseconds: now)
                             ).serialized, order.key)
-                        counters.outcomesOut["rejected", default: 0] += 1
+                        counters.countOut(labels(.rejected, provider: order.provider.rawValue, operation: order.operation.rawValue))
                         continue
                     }
                     let ticket = store.tickets.ticket(for: order.key, generation: 1)
@@ -417,7 +446,7 @@ package struct LedgerCore {
                         ))
                 }
                 if let text = recorded.emit {
-                    counters.outcomesOut[item.outcome.status.rawValue, default: 0] += 1
+                    counters.countOut(labels(item.outcome))
                     effects.append(.emit(Array(text.utf8)))
                     if item.outcome.status == .succeeded {
                         effects += try openSubscription(after: item.outcome, corrected: recorded.corrected, counters: &counters, now: now)
@@ -480,7 +509,7 @@ package struct LedgerCore {
             counters = updated
             if applied {
                 counters.callbacksApplied += 1
-                counters.outcomesOut[outcome?.status.rawValue ?? "", default: 0] += 1
+                if let outcome { counters.countOut(labels(outcome)) }
             }
             if corrected { counters.corrections += 1 }
             if duplicate { counters.callbacksDuplicate += 1 }
@@ -547,7 +576,7 @@ package struct LedgerCore {
                 let recorded = try store.record(outcome, serialized: outcome.serialized, references: [], polled: false, now: now, from: .ledger)
                 if let text = recorded.emit {
                     capped += 1
-                    updated.outcomesOut[outcome.status.rawValue, default: 0] += 1
+                    updated.countOut(labels(outcome))
                     effects.append(.emit(Array(text.utf8)))
                 }
             }

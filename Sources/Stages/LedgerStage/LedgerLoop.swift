@@ -17,7 +17,7 @@ import ZeroMQ
 /// order's latency.
 final class LedgerLoop: Sendable {
     struct Sockets: Sendable {
-        let intake, results, rpc, replay: ZMQSocket
+        let intake, results, rpc, replay, admin: ZMQSocket
         let dispatch, outcomes, polls: ZMQSocket
     }
 
@@ -94,7 +94,7 @@ final class LedgerLoop: Sendable {
 
     /// What the loop's thread alone touches between passes.
     private struct Outboxes {
-        var dispatch, outcomes, polls, rpc, replay: ZMQOutbox
+        var dispatch, outcomes, polls, rpc, replay, admin: ZMQOutbox
         /// The highest seq pushed live (or skipped): the live push follows the log's order.
         var published: Int64 = 0
     }
@@ -104,9 +104,11 @@ final class LedgerLoop: Sendable {
             dispatch: ZMQOutbox(socket: sockets.dispatch, drainMilliseconds: limits.drainMilliseconds),
             outcomes: ZMQOutbox(socket: sockets.outcomes, drainMilliseconds: limits.drainMilliseconds),
             polls: ZMQOutbox(socket: sockets.polls, drainMilliseconds: limits.pollsDrainMilliseconds),
-            rpc: ZMQOutbox(socket: sockets.rpc), replay: ZMQOutbox(socket: sockets.replay))
+            rpc: ZMQOutbox(socket: sockets.rpc), replay: ZMQOutbox(socket: sockets.replay), admin: ZMQOutbox(socket: sockets.admin))
         defer {
-            for socket in [sockets.intake, sockets.results, sockets.rpc, sockets.replay, sockets.dispatch, sockets.outcomes, sockets.polls] {
+            for socket in [
+                sockets.intake, sockets.results, sockets.rpc, sockets.replay, sockets.admin, sockets.dispatch, sockets.outcomes, sockets.polls,
+            ] {
                 socket.close()
             }
         }
@@ -122,14 +124,15 @@ final class LedgerLoop: Sendable {
                     (sockets.intake, takesOrders ? .readable : []), (sockets.results, .readable),
                     (sockets.rpc, out.rpc.pollEvents.union(.readable)), (sockets.replay, out.replay.pollEvents.union(.readable)),
                     (sockets.dispatch, out.dispatch.pollEvents), (sockets.outcomes, out.outcomes.pollEvents),
-                    (sockets.polls, out.polls.pollEvents),
+                    (sockets.polls, out.polls.pollEvents), (sockets.admin, out.admin.pollEvents.union(.readable)),
                 ],
                 timeoutMilliseconds: Int(max(0, min(nextTick - steadyMilliseconds(), limits.idleMilliseconds))), busy: busy)
             let intake = ready[0].contains(.readable) ? try read(sockets.intake) : []
             let results = ready[1].contains(.readable) ? try read(sockets.results) : []
             let requests = ready[2].contains(.readable) ? try read(sockets.rpc) : []
             let replays = ready[3].contains(.readable) ? try read(sockets.replay) : []
-            busy = !(intake.isEmpty && results.isEmpty && requests.isEmpty && replays.isEmpty)
+            let operators = ready[7].contains(.readable) ? try read(sockets.admin) : []
+            busy = !(intake.isEmpty && results.isEmpty && requests.isEmpty && replays.isEmpty && operators.isEmpty)
             try takeWork(intake: intake, results: results, requests: requests, &out)
             for message in replays {
                 let sender = links.upstreamSender(of: message)
@@ -137,6 +140,7 @@ final class LedgerLoop: Sendable {
                     try out.replay.send(reply)
                 }
             }
+            for message in operators { try administer(message, &out) }
             if shared, steadyMilliseconds() >= nextTail {
                 // What other ledgers logged goes out here too, in seq order.
                 if let last = try? core.lastLoggedSeq() { try catchUp(to: last, &out) }
@@ -148,7 +152,7 @@ final class LedgerLoop: Sendable {
                 nextTick = steadyMilliseconds() + limits.tickMilliseconds
             }
         }
-        try drainOnStop([out.dispatch, out.outcomes, out.polls, out.rpc, out.replay], logger: logger)
+        try drainOnStop([out.dispatch, out.outcomes, out.polls, out.rpc, out.replay, out.admin], logger: logger)
     }
 
     private func read(_ socket: ZMQSocket) throws(ZMQError) -> [ZMQMessage] {
@@ -286,6 +290,42 @@ final class LedgerLoop: Sendable {
         try out.polls.flush()
         try out.rpc.flush()
         try out.replay.flush()
+        try out.admin.flush()
+    }
+
+    /// One operator's request, `[identity, request]` from a DEALER: answered with one message,
+    /// after what it changed is committed and its effects (an outcome upstream, a status check)
+    /// are out. With CURVE only the keys on `curve.admins` get here (the ZAP handler refuses
+    /// everyone else during the handshake).
+    private func administer(_ message: ZMQMessage, _ out: inout Outboxes) throws {
+        guard message.frames.count == 2 else { return }
+        let operatorKey = links.adminName(of: message)
+        let reply: [UInt8]
+        do {
+            guard !links.isSecured || operatorKey != nil else { throw EnvelopeError("forbidden: the sender's key is not on curve.admins") }
+            let request = try AdminRequest.parse(message.frames[1])
+            let answer = try retrying.run("an operator's request") { try core.administer(request, operatorKey: operatorKey) }
+            if let logged = core.committedSeqs, request.changesAnOrder { try catchUp(to: logged.lowerBound - 1, &out) }
+            try perform(answer.effects, &out)
+            if let logged = core.committedSeqs, request.changesAnOrder { out.published = max(out.published, logged.upperBound) }
+            exported.update(core.counters)
+            if request.changesAnOrder {
+                logger.notice(
+                    "an operator acted on an order",
+                    metadata: [
+                        "request": "\(String(decoding: message.frames[1].prefix(600), as: UTF8.self))", "operatorKey": "\(operatorKey ?? "-")",
+                    ])
+            }
+            reply = answer.reply.bytes
+        } catch let error as EnvelopeError {
+            reply = AdminRequest.errorReply(error.description)
+        } catch let failure as LedgerStoreFailure {
+            throw failure
+        } catch {
+            logger.error("an operator's request failed", metadata: ["error": "\(error)"])
+            reply = AdminRequest.errorReply("the ledger store failed")
+        }
+        try out.admin.send(ZMQMessage(frames: [message.frames[0], reply]))
     }
 
     /// Redelivery (unless the signers' queue is full: what it would send stays due in the store),
@@ -300,11 +340,22 @@ final class LedgerLoop: Sendable {
         }
         try retrying.run("retention") { try core.applyRetention(retention, limit: 1000) }
         if let counts = try? core.counts() { gauges.update(counts) }
+        let now = steadyMilliseconds()
+        if now >= gauges.agesDue, let oldest = try? core.oldestInFlight() {
+            gauges.updateAges(oldest, now: now)
+        }
     }
 
-    private struct Gauges {
+    private final class Gauges {
+        let metrics: StageMetrics
         let open, pending, review: Gauge
+        /// The oldest open and pending order's age are read from the store this often.
+        static let agesEveryMilliseconds: Int64 = 5000
+        var agesDue: Int64 = 0
+        var oldestOpen: [String: Gauge] = [:], oldestPending: [String: Gauge] = [:]
+
         init(_ metrics: StageMetrics) {
+            self.metrics = metrics
             open = metrics.gauge("paypipe_orders_open", help: "Accepted orders with no outcome yet, or an unknown one (the work queue depth)")
             pending = metrics.gauge("paypipe_orders_pending", help: "Orders waiting on the customer or an asynchronous provider step")
             review = metrics.gauge("paypipe_orders_review", help: "Orders that could not be resolved and wait for an operator (NEEDS_REVIEW)")
@@ -313,6 +364,23 @@ final class LedgerLoop: Sendable {
             open.set(Double(counts[.open, default: 0] + counts[.unknown, default: 0]))
             pending.set(Double(counts[.pending, default: 0]))
             review.set(Double(counts[.review, default: 0]))
+        }
+
+        /// Each provider's oldest open and oldest pending order's age; 0 once it has none.
+        func updateAges(_ oldest: (open: [String: Int64], pending: [String: Int64]), now: Int64) {
+            agesDue = now + Self.agesEveryMilliseconds
+            func set(_ gauges: inout [String: Gauge], _ ages: [String: Int64], _ name: String, _ help: String) {
+                for provider in ages.keys where gauges[provider] == nil {
+                    gauges[provider] = metrics.gauge(name, [("provider", provider)], help: help)
+                }
+                for (provider, gauge) in gauges { gauge.set(Double(ages[provider].map { max(0, now - $0) } ?? 0) / 1000) }
+            }
+            set(
+                &oldestOpen, oldest.open, "paypipe_oldest_open_order_age_seconds",
+                "Age of the oldest order with no outcome yet (open or unknown), by provider; 0 when none")
+            set(
+                &oldestPending, oldest.pending, "paypipe_oldest_pending_order_age_seconds",
+                "Time the oldest pending order has been pending, by provider; 0 when none")
         }
     }
 }

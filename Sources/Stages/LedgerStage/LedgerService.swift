@@ -84,6 +84,12 @@ package final class LedgerService: MeasuredStage {
             }
         }
         func counts() throws -> [OrderState: Int] { try locked.withLock { core in try core.store.counts() } }
+        func oldestInFlight() throws -> (open: [String: Int64], pending: [String: Int64]) {
+            try locked.withLock { core in try core.store.oldestInFlight() }
+        }
+        func administer(_ request: AdminRequest, operatorKey: String?) throws -> (reply: JSONValue, effects: [LedgerCore.Effect]) {
+            try locked.withLock { core in try core.administer(request, operatorKey: operatorKey, now: steadyMilliseconds()) }
+        }
     }
 
     let config: PaypipeConfig
@@ -149,6 +155,7 @@ package final class LedgerService: MeasuredStage {
         // A ROUTER drops what exceeds a peer's HWM, so the HWM holds several whole answers.
         let replaySocket = try context.socket(
             .router, options: links.upstreamServer(stageOptions(highWaterMark: Int32(8 * (OutcomeReplay.maxLimit + 1))), .outcomesReplay))
+        let adminSocket = try context.socket(.router, options: links.adminServer(stageOptions()))
         let streamer =
             runsStreamer ? try Streamer(context: context, links: links, signedIn: e.signedIn, signedOut: e.signedOut) : nil
         let bound = LedgerAddresses(
@@ -156,10 +163,10 @@ package final class LedgerService: MeasuredStage {
             signQueue: try signSocket.bind(e.signQueue), signedIn: streamer?.signedIn ?? "none",
             signedOut: streamer?.signedOut ?? "none", results: try resultsSocket.bind(e.results),
             ledgerRPC: try rpcSocket.bind(e.ledgerRPC), pollQueue: try pollSocket.bind(e.pollQueue),
-            outcomesReplay: try replaySocket.bind(e.outcomesReplay))
+            outcomesReplay: try replaySocket.bind(e.outcomesReplay), admin: try adminSocket.bind(e.admin))
         let loop = LedgerLoop(
             sockets: .init(
-                intake: intakeSocket, results: resultsSocket, rpc: rpcSocket, replay: replaySocket,
+                intake: intakeSocket, results: resultsSocket, rpc: rpcSocket, replay: replaySocket, admin: adminSocket,
                 dispatch: signSocket, outcomes: outcomesSocket, polls: pollSocket),
             core: core, links: links,
             retrying: StoreRetry(policy: self.store.isDatabaseServer ? .databaseServer : .init(), metrics: metrics, logger: logger),
@@ -326,6 +333,7 @@ package final class LedgerMetrics: Sendable {
                 seen.corrections = max(seen.corrections, now.corrections)
                 seen.dropped.merge(now.dropped, uniquingKeysWith: max)
                 seen.outcomesOut.merge(now.outcomesOut, uniquingKeysWith: max)
+                seen.resolvedByOperators.merge(now.resolvedByOperators, uniquingKeysWith: max)
                 seen.subscriptionEvents.merge(now.subscriptionEvents, uniquingKeysWith: max)
                 seen.subscriptionEventDuplicates = max(seen.subscriptionEventDuplicates, now.subscriptionEventDuplicates)
                 seen.scheduledOrders = max(seen.scheduledOrders, now.scheduledOrders)
@@ -344,9 +352,16 @@ package final class LedgerMetrics: Sendable {
             metrics.counter("paypipe_frames_dropped_total", [("reason", reason)], help: "Intake frames dropped unparsed, by reason")
                 .increment(by: Int64(count - before.dropped[reason, default: 0]))
         }
-        for (status, count) in now.outcomesOut where count > before.outcomesOut[status, default: 0] {
-            metrics.counter("paypipe_outcomes_out_total", [("status", status)], help: "Outcomes sent upstream, by status")
-                .increment(by: Int64(count - before.outcomesOut[status, default: 0]))
+        for (labels, count) in now.outcomesOut where count > before.outcomesOut[labels, default: 0] {
+            metrics.counter(
+                "paypipe_outcomes_out_total", [("status", labels.status), ("provider", labels.provider), ("operation", labels.operation)],
+                help: "Outcomes sent upstream, by status, provider and operation"
+            )
+            .increment(by: Int64(count - before.outcomesOut[labels, default: 0]))
+        }
+        for (status, count) in now.resolvedByOperators where count > before.resolvedByOperators[status, default: 0] {
+            metrics.counter("paypipe_orders_resolved_total", [("status", status)], help: "Orders in review resolved by an operator, by status")
+                .increment(by: Int64(count - before.resolvedByOperators[status, default: 0]))
         }
         for (type, count) in now.subscriptionEvents where count > before.subscriptionEvents[type, default: 0] {
             metrics.counter("paypipe_subscription_events_total", [("type", type)], help: "Subscription events recorded, by type")

@@ -57,7 +57,9 @@ package enum ResultAuthority {
         func admits(_ role: CurveConfig.Role) -> Bool {
             switch (role, answering) {
             case (.submitter, .submit): order.claimedGeneration == ticket.generation
-            case (.submitter, .statusCheck), (.submitter, .expiryCheck): order.state == .pending
+            // An operator's re-check of an order in review is a status check too.
+            case (.submitter, .statusCheck): order.state == .pending || order.state == .review
+            case (.submitter, .expiryCheck): order.state == .pending
             case (.signer, .submit):
                 review || ((outcome.status == .rejected || outcome.status == .pending) && order.attempts == 0 && order.claimedGeneration == nil)
             case (.signer, .statusCheck), (.signer, .expiryCheck): review && order.state == .pending

@@ -1,4 +1,5 @@
 import Logging
+import Prometheus
 import StageRuntime
 import Synchronization
 
@@ -47,7 +48,11 @@ final class StoreRetry: Sendable {
     let logger: Logger
     private let failure = Mutex<LedgerStoreFailure?>(nil)
 
+    /// Created with the ledger, so that it reads 0 before the first failure.
+    private let errors: Counter
+
     init(policy: Policy = Policy(), metrics: StageMetrics, logger: Logger) {
+        errors = metrics.counter("paypipe_store_errors_total", help: "Ledger store transactions that failed (each is retried, then the ledger exits)")
         self.policy = policy
         self.metrics = metrics
         self.logger = logger
@@ -70,6 +75,7 @@ final class StoreRetry: Sendable {
                 return value
             } catch {
                 // SQLite's messages name the failure (locked, full, I/O), never a row's contents.
+                errors.increment()
                 guard attempt < policy.attempts else { try giveUp(operation, error) }
                 metrics.setNotReady("the ledger store is failing (\(operation)), retrying: \(error)")
                 logger.warning(

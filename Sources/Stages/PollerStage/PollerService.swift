@@ -56,7 +56,7 @@ package final class PollerService: MeasuredStage {
         let (logger, metrics, catalog) = (self.logger, self.metrics, self.catalog)
         let held = metrics.gauge("paypipe_cleeng_receipts_polling", help: "Accepted receipts this poller is polling")
         let pollsSent = metrics.counter("paypipe_cleeng_polls_total", help: "getAccessStatus calls sent")
-        let maxDrift = metrics.gauge("paypipe_cleeng_poll_drift_max_ms", help: "Largest lateness of a poll against its schedule, in ms")
+        let maxDrift = metrics.gauge("paypipe_cleeng_poll_drift_max_seconds", help: "Largest lateness of a poll against its schedule")
         let drift = metrics.latency("paypipe_cleeng_poll_drift_seconds", help: "Lateness of each poll against its schedule")
         let entitlementChecks = metrics.counter(
             "paypipe_entitlement_checks_total", help: "Subscriptions whose entitlement this poller checked (Cleeng access after the first grant)")
@@ -135,7 +135,7 @@ package final class PollerService: MeasuredStage {
                         if self.stopped.load(ordering: .relaxed) { break }
                         polls.due()
                         held.set(Double(polls.count))
-                        maxDrift.set(Double(self.worstDriftMs.load(ordering: .relaxed)))
+                        maxDrift.set(Double(self.worstDriftMs.load(ordering: .relaxed)) / 1000)
                     }
                 }
                 // The resume request and the receive loop; the outcome sender and the timer end only

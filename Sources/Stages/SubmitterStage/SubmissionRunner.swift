@@ -1,6 +1,7 @@
 import HTTPTransport
 import NIOCore
 import PaypipeCore
+import Prometheus
 import StageRuntime
 import StageWire
 import Synchronization
@@ -31,6 +32,7 @@ final class SubmissionRunner: Sendable {
     private let leases: LeaseWindow
     private let runningChanged: @Sendable (Int) -> Void
     private let onFinish: @Sendable (Finished) -> Void
+    private let requests: ProviderRequestMetrics?
     private let jitter = Jitter()
 
     /// `onFinish` gets each finished piece of work on the thread it finished on (often an event
@@ -40,8 +42,10 @@ final class SubmissionRunner: Sendable {
     /// nothing running.
     init(
         concurrency: Int, registry: ConnectorRegistry, policy: SubmissionPolicy, http: ProviderHTTPClient, leases: LeaseWindow = .unchecked,
-        runningChanged: @escaping @Sendable (Int) -> Void = { _ in }, onFinish: @escaping @Sendable (Finished) -> Void
+        requests: ProviderRequestMetrics? = nil, runningChanged: @escaping @Sendable (Int) -> Void = { _ in },
+        onFinish: @escaping @Sendable (Finished) -> Void
     ) {
+        self.requests = requests
         self.concurrency = max(1, concurrency)
         self.registry = registry
         self.policy = policy
@@ -102,7 +106,9 @@ final class SubmissionRunner: Sendable {
             if let next = end(submission.work, nil) { run(next) }
             return
         }
+        let sentAt = ContinuousClock.now
         http.execute(request) { result in
+            self.requests?.observe(submission.work.order, since: sentAt, result)
             var submission = submission
             let action =
                 switch result {
@@ -143,5 +149,49 @@ final class Jitter: Sendable {
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         z ^= z >> 31
         return Double(z >> 11) * 0x1p-53
+    }
+}
+
+/// Each provider request's duration and what came back, by provider and operation
+/// (`paypipe_provider_request_duration_seconds`, `paypipe_provider_responses_total`).
+final class ProviderRequestMetrics: Sendable {
+    private struct Series {
+        let duration: DurationHistogram
+        var responses: [String: Counter]
+    }
+
+    private let metrics: StageMetrics
+    private let series = Mutex<[String: Series]>([:])
+
+    init(metrics: StageMetrics) { self.metrics = metrics }
+
+    func observe(_ order: Order, since sentAt: ContinuousClock.Instant, _ result: Result<HTTPResponseSpec, TransportFailure>) {
+        let elapsed = ContinuousClock.now - sentAt
+        let statusClass: String
+        switch result {
+        case .success(let response): statusClass = "\(min(max(response.status / 100, 1), 5))xx"
+        case .failure: statusClass = "transport"
+        }
+        let (provider, operation) = (order.provider.rawValue, order.operation.rawValue)
+        let (duration, responses) = series.withLock { all -> (DurationHistogram, Counter) in
+            let key = provider + "/" + operation
+            var entry =
+                all[key]
+                ?? Series(
+                    duration: metrics.latency(
+                        "paypipe_provider_request_duration_seconds", [("provider", provider), ("operation", operation)],
+                        help: "Time from sending a provider request to its answer or transport failure, by provider and operation"),
+                    responses: [:])
+            let counter =
+                entry.responses[statusClass]
+                ?? metrics.counter(
+                    "paypipe_provider_responses_total", [("provider", provider), ("operation", operation), ("status_class", statusClass)],
+                    help: "Provider answers by HTTP status class (2xx to 5xx), or transport for none (timeout, refused, reset)")
+            entry.responses[statusClass] = counter
+            all[key] = entry
+            return (entry.duration, counter)
+        }
+        duration.record(elapsed)
+        responses.increment()
     }
 }

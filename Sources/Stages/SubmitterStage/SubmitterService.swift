@@ -53,7 +53,7 @@ package final class SubmitterService: MeasuredStage {
         let window = LeaseWindow(requestTimeoutMilliseconds: config.timers.httpRequestTimeoutMs)
         let runner = SubmissionRunner(
             concurrency: concurrency, registry: registry, policy: policy, http: http, leases: window,
-            runningChanged: { inFlightGauge.set(Double($0)) }
+            requests: ProviderRequestMetrics(metrics: metrics), runningChanged: { inFlightGauge.set(Double($0)) }
         ) { done in
             finished.append(done)
         }
@@ -101,12 +101,15 @@ package final class SubmitterService: MeasuredStage {
         }
         let (stale, unclaimed, leaseLost) = (dropped("stale"), dropped("unclaimed"), dropped("lease_lost"))
         // Looked up once per status: a lookup by labels hashes them under the registry's lock.
-        var outcomeCounters: [Outcome.Status: Counter] = [:]
+        var outcomeCounters: [String: Counter] = [:]
         func count(_ outcome: Outcome) {
-            if let counter = outcomeCounters[outcome.status] { return counter.increment() }
+            let key = outcome.status.rawValue + "/" + outcome.provider + "/" + outcome.operation
+            if let counter = outcomeCounters[key] { return counter.increment() }
             let counter = metrics.counter(
-                "paypipe_submitter_outcomes_total", [("status", outcome.status.rawValue)], help: "Outcomes from the submitter, by status")
-            outcomeCounters[outcome.status] = counter
+                "paypipe_submitter_outcomes_total",
+                [("status", outcome.status.rawValue), ("provider", outcome.provider), ("operation", outcome.operation)],
+                help: "Outcomes from the submitter, by status, provider and operation")
+            outcomeCounters[key] = counter
             counter.increment()
         }
 

@@ -27,6 +27,7 @@ extension LedgerStore {
                 StoreMigration(version: 3) { try $0.addEpochsLastSeq(integer: "INTEGER") },
                 StoreMigration(version: 4) { try $0.createSubscriptions(integer: "INTEGER") },
                 StoreMigration(version: 5) { try $0.createSchedules(integer: "INTEGER") },
+                StoreMigration(version: 6) { try $0.createOrderAudit(integer: "INTEGER") },
             ]
         case .postgres:
             [
@@ -39,12 +40,13 @@ extension LedgerStore {
                 },
                 StoreMigration(version: 4) { try $0.createSubscriptions(integer: "BIGINT") },
                 StoreMigration(version: 5) { try $0.createSchedules(integer: "BIGINT") },
+                StoreMigration(version: 6) { try $0.createOrderAudit(integer: "BIGINT") },
             ]
         }
     }
 
     /// The schema version this paypipe writes.
-    static let schemaVersion = 5
+    static let schemaVersion = 6
 
     /// Brings the schema to `schemaVersion`, recording each step in `meta`; refuses a store
     /// whose schema is newer than this paypipe knows, which an older ledger would corrupt.

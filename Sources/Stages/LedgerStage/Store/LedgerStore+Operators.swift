@@ -1,0 +1,197 @@
+import PaypipeCore
+import StageWire
+
+/// What the operators' commands read and write (docs/operations.md, "Finding and resolving an
+/// order"): one order's story, lists of orders, and the audit trail of what operators did.
+extension LedgerStore {
+    /// Schema step 6: every operator action on an order (a resolution, a re-check), with who,
+    /// why and when. Rows are never updated or deleted, retention included.
+    func createOrderAudit(integer: String) throws {
+        try db.execute(
+            """
+            CREATE TABLE IF NOT EXISTS order_audit(merchant TEXT NOT NULL, order_id TEXT NOT NULL, at \(integer) NOT NULL,
+              action TEXT NOT NULL, actor TEXT NOT NULL, operator_key TEXT, reason TEXT NOT NULL, detail TEXT);
+            CREATE INDEX IF NOT EXISTS order_audit_order ON order_audit(order_id, merchant);
+            """)
+    }
+
+    /// Records an operator's action on `key`. Call inside `transaction`, with the change it records.
+    func audit(_ key: OrderKey, action: String, by actor: String, operatorKey: String?, reason: String, detail: JSONValue?, now: Int64) throws {
+        try db.query(
+            "INSERT INTO order_audit(merchant, order_id, at, action, actor, operator_key, reason, detail) VALUES(?,?,?,?,?,?,?,?)",
+            [
+                .text(key.merchant), .text(key.orderId), .integer(now), .text(action), .text(actor), operatorKey.map(StoreValue.text) ?? .null,
+                .text(reason), detail.map { .text($0.serialized) } ?? .null,
+            ])
+    }
+
+    /// What deciding an operator action on an order needs to know.
+    struct OperatorFacts {
+        var state: State
+        var provider: String
+        var operation: String
+        var json: String?
+        var outcome: String?
+        var generation: Int64
+        var acceptedAt: Int64
+        var pendingAt: Int64?
+    }
+
+    func operatorFacts(_ key: OrderKey) throws -> OperatorFacts? {
+        guard
+            let row = try db.query(
+                "SELECT state, provider, operation, order_json, outcome, dispatches, accepted_at, pending_at FROM orders WHERE merchant=? AND order_id=?",
+                [.text(key.merchant), .text(key.orderId)]
+            ).first, let state = row[0].text.flatMap(State.init(rawValue:))
+        else { return nil }
+        return OperatorFacts(
+            state: state, provider: row[1].text ?? "", operation: row[2].text ?? "", json: row[3].text, outcome: row[4].text,
+            generation: row[5].integer ?? 1, acceptedAt: row[6].integer ?? 0, pendingAt: row[7].integer)
+    }
+
+    /// Marks a pending or review order dispatched now, for an operator's re-check; false when it
+    /// is no longer in `state`.
+    func markRechecked(_ key: OrderKey, state: State, now: Int64) throws -> Bool {
+        try db.query(
+            "UPDATE orders SET dispatched_at=? WHERE merchant=? AND order_id=? AND state=?",
+            [.integer(now), .text(key.merchant), .text(key.orderId), .text(state.rawValue)])
+        return db.changes == 1
+    }
+
+    /// One order's story: its state and times, its dispatches and claim, the order as received
+    /// (secret-looking params redacted), the provider references it is known by, its callbacks,
+    /// every outcome logged for it with its seq, and what operators did. nil: no such order.
+    package func orderStory(_ key: OrderKey, outcomesLimit: Int = 200) throws -> JSONValue? {
+        let k: [StoreValue] = [.text(key.merchant), .text(key.orderId)]
+        guard
+            let row = try read({
+                try db.query(
+                    """
+                    SELECT state, provider, operation, order_json, outcome, accepted_at, dispatched_at, dispatches, pending_at, lease_until,
+                      attempts, claimed_generation, claimed_at, corrected_at, ended_at FROM orders WHERE merchant=? AND order_id=?
+                    """, k
+                ).first
+            })
+        else { return nil }
+        func time(_ value: StoreValue) -> JSONValue { value.integer.map { .string(Timestamp.iso8601(milliseconds: $0)) } ?? .null }
+        func json(_ value: StoreValue) -> JSONValue { value.text.flatMap { try? JSONValue.parse(Array($0.utf8)) } ?? .null }
+        let references = try db.query("SELECT provider, ref FROM refs WHERE order_id=? AND merchant=?", [k[1], k[0]]).map {
+            JSONValue.object(["provider": .string($0[0].text ?? ""), "reference": .string($0[1].text ?? "")])
+        }
+        let callbacks = try db.query("SELECT event, at FROM callback_events WHERE order_id=? AND merchant=? ORDER BY at", [k[1], k[0]]).map {
+            JSONValue.object(["event": .string($0[0].text ?? ""), "at": time($0[1])])
+        }
+        // The log is keyed by seq alone; an operator's one order is found by its id's text,
+        // then kept only when the outcome is that merchant's.
+        let pattern = "%\"orderId\":\"" + Self.likeEscaped(key.orderId) + "\"%"
+        let outcomes = try db.query(
+            "SELECT seq, at, outcome FROM outcome_log WHERE outcome LIKE ? ESCAPE '\\' ORDER BY seq LIMIT ?",
+            [.text(pattern), .integer(Int64(outcomesLimit))]
+        ).compactMap { row -> JSONValue? in
+            guard case .object(let outcome) = json(row[2]), outcome["orderId"]?.stringValue == key.orderId,
+                outcome["merchant"]?.stringValue == key.merchant
+            else { return nil }
+            return .object(["seq": row[0].integer.map(JSONValue.integer) ?? .null, "loggedAt": time(row[1]), "outcome": .object(outcome)])
+        }
+        let audit = try db.query(
+            "SELECT at, action, actor, operator_key, reason, detail FROM order_audit WHERE order_id=? AND merchant=? ORDER BY at", [k[1], k[0]]
+        ).map { a in
+            JSONValue.object([
+                "at": time(a[0]), "action": .string(a[1].text ?? ""), "by": .string(a[2].text ?? ""),
+                "operatorKey": a[3].text.map(JSONValue.string) ?? .null, "reason": .string(a[4].text ?? ""), "detail": json(a[5]),
+            ])
+        }
+        let order = json(row[3])
+        return .object([
+            "merchant": .string(key.merchant), "orderId": .string(key.orderId), "state": .string(row[0].text ?? ""),
+            "provider": .string(row[1].text ?? ""), "operation": .string(row[2].text ?? ""),
+            "times": .object([
+                "acceptedAt": time(row[5]), "lastDispatchedAt": time(row[6]), "pendingAt": time(row[8]), "endedAt": time(row[14]),
+                "correctedAt": time(row[13]),
+            ]),
+            "dispatches": .object([
+                "generation": row[7].integer.map(JSONValue.integer) ?? .null, "claimed": row[10].integer.map(JSONValue.integer) ?? .null,
+                "claimedGeneration": row[11].integer.map(JSONValue.integer) ?? .null, "claimedAt": time(row[12]), "leaseUntil": time(row[9]),
+            ]),
+            "order": order == .null ? .string("compacted by retention") : Self.redacted(order),
+            "outcome": json(row[4]), "references": .array(references), "callbacks": .array(callbacks), "outcomes": .array(outcomes),
+            "audit": .array(audit),
+        ])
+    }
+
+    /// The orders `filter` names, oldest first, each as a summary line's fields.
+    package func listOrders(_ filter: AdminRequest.OrderFilter, now: Int64) throws -> [JSONValue] {
+        let acceptedBefore = filter.olderThanMilliseconds.map { now - $0 } ?? Int64.max
+        let rows = try read {
+            try db.query(
+                """
+                SELECT merchant, order_id, state, provider, operation, accepted_at, dispatches, pending_at, ended_at, outcome FROM orders
+                WHERE (CAST(? AS TEXT) IS NULL OR state = ?) AND (CAST(? AS TEXT) IS NULL OR merchant = ?)
+                  AND (CAST(? AS TEXT) IS NULL OR provider = ?) AND (CAST(? AS TEXT) IS NULL OR operation = ?) AND accepted_at <= ?
+                ORDER BY accepted_at LIMIT ?
+                """,
+                [
+                    filter.state.map(StoreValue.text) ?? .null, filter.state.map(StoreValue.text) ?? .null,
+                    filter.merchant.map(StoreValue.text) ?? .null, filter.merchant.map(StoreValue.text) ?? .null,
+                    filter.provider.map(StoreValue.text) ?? .null, filter.provider.map(StoreValue.text) ?? .null,
+                    filter.operation.map(StoreValue.text) ?? .null, filter.operation.map(StoreValue.text) ?? .null,
+                    .integer(acceptedBefore), .integer(Int64(filter.limit)),
+                ])
+        }
+        return rows.map { row in
+            let outcome = row[9].text.flatMap { try? JSONValue.parse(Array($0.utf8)) }
+            return .object([
+                "merchant": .string(row[0].text ?? ""), "orderId": .string(row[1].text ?? ""), "state": .string(row[2].text ?? ""),
+                "provider": .string(row[3].text ?? ""), "operation": .string(row[4].text ?? ""),
+                "acceptedAt": row[5].integer.map { .string(Timestamp.iso8601(milliseconds: $0)) } ?? .null,
+                "ageSeconds": row[5].integer.map { .integer(max(0, now - $0) / 1000) } ?? .null,
+                "generation": row[6].integer.map(JSONValue.integer) ?? .null,
+                "status": outcome?["status"] ?? .null, "code": outcome?["error"]?["code"] ?? .null,
+            ])
+        }
+    }
+
+    /// The oldest open (or unknown) and the oldest pending order's acceptance time per provider.
+    package func oldestInFlight() throws -> (open: [String: Int64], pending: [String: Int64]) {
+        try read {
+            var open: [String: Int64] = [:], pending: [String: Int64] = [:]
+            for row in try db.query("SELECT provider, MIN(accepted_at) FROM orders WHERE state IN ('open','unknown') GROUP BY provider") {
+                if let provider = row[0].text, let at = row[1].integer { open[provider] = at }
+            }
+            for row in try db.query("SELECT provider, MIN(pending_at) FROM orders WHERE state='pending' GROUP BY provider") {
+                if let provider = row[0].text, let at = row[1].integer { pending[provider] = at }
+            }
+            return (open, pending)
+        }
+    }
+
+    static func likeEscaped(_ text: String) -> String {
+        var escaped = ""
+        for character in text {
+            if character == "%" || character == "_" || character == "\\" { escaped.append("\\") }
+            escaped.append(character)
+        }
+        return escaped
+    }
+
+    /// Param names whose values an operator's screen never shows: any name containing one of
+    /// these, and the short ones only as the whole name.
+    static let secretLooking = ["secret", "password", "token", "receipt", "cvv", "jwt", "signature", "authorization", "salt", "card"]
+    static let secretNames: Set<String> = ["pan", "key", "apikey"]
+
+    /// `value` with every member whose name looks like a secret replaced by "[redacted]".
+    static func redacted(_ value: JSONValue) -> JSONValue {
+        switch value {
+        case .object(let object):
+            var copy: [String: JSONValue] = [:]
+            for (name, member) in object {
+                let lower = name.lowercased()
+                let secret = secretLooking.contains(where: lower.contains) || secretNames.contains(lower)
+                copy[name] = secret ? .string("[redacted]") : redacted(member)
+            }
+            return .object(copy)
+        case .array(let items): return .array(items.map(redacted))
+        default: return value
+        }
+    }
+}
