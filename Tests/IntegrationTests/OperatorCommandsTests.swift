@@ -165,3 +165,41 @@ struct OperatorCommandsTests {
         #expect(!allowed.errors.contains("--allow-production"), "\(allowed.errors)")
     }
 }
+
+/// `--log-format json`: every line a stage writes is one JSON object with time, level, stage and
+/// event, and the ledger writes one info line per order transition with the order's identity,
+/// never a secret.
+@Suite("JSON logs through real processes")
+struct JSONLogTests {
+    @Test func theLedgerLogsEachTransitionAsOneJSONLine() async throws {
+        let h = try await PipelineHarness(ledgerLogFormat: "json")
+        defer { Task { await h.shutdown() } }
+        try h.startSigner()
+        try h.startSubmitter()
+        try await h.send(phonePeAuthInit("log-1", authRequestId: "ARlog1"))
+        try await h.send(#"{"v":1,"orderId":"log-2","provider":"phonepe","operation":"authInit","amount":-5,"currency":"INR","params":{}}"#)
+        _ = try await h.collect(timeout: .seconds(30)) { outcomes in
+            outcomes.contains { $0.orderId == "log-1" && $0.status == .pending } && outcomes.contains { $0.orderId == "log-2" }
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        let lines = h.stderr(of: 0).split(separator: "\n").filter { !$0.isEmpty }
+        #expect(!lines.isEmpty)
+        let records = lines.compactMap { try? JSONValue.parse(Array($0.utf8)) }
+        #expect(records.count == lines.count, "every line is JSON: \(lines.prefix(3))")
+        for record in records {
+            #expect(record["time"]?.stringValue != nil && record["level"]?.stringValue != nil && record["event"]?.stringValue != nil)
+            #expect(record["stage"]?.stringValue?.hasPrefix("paypipe-ledger") == true)
+        }
+        func event(_ name: String, _ orderId: String) -> JSONValue? {
+            records.first { $0["event"]?.stringValue == name && $0["orderId"]?.stringValue == orderId }
+        }
+        let accepted = try #require(event("order.accepted", "log-1"), "\(lines)")
+        #expect(accepted["generation"]?.stringValue == "1" && accepted["provider"]?.stringValue == "phonepe")
+        #expect(accepted["operation"]?.stringValue == "authInit" && accepted["merchant"]?.stringValue == "default" && accepted["level"] == "info")
+        #expect(event("order.pending", "log-1")?["seq"]?.stringValue != nil)
+        #expect(event("order.rejected", "log-2")?["code"]?.stringValue != nil)
+        let text = h.stderr(of: 0)
+        for secret in ["demo-salt-099eb0cd", "demo-nets-secret-key", "demoWebhookAuth123"] { #expect(!text.contains(secret)) }
+        await h.shutdown()
+    }
+}

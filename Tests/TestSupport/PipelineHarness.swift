@@ -57,7 +57,7 @@ package final class PipelineHarness: @unchecked Sendable {
         extraMerchants: [String: JSONValue] = [:], leavingOut: Set<String> = [],
         providerFront: ((String) async throws -> String)? = nil, redeliverAfterMilliseconds: Int64 = 60_000,
         upstream: [(name: String, merchants: [String]?)] = [], store: String? = nil, schedules: [String: JSONValue]? = nil,
-        admins: [String] = []
+        admins: [String] = [], ledgerLogFormat: String? = nil
     ) async throws {
         self.redeliverAfterMilliseconds = redeliverAfterMilliseconds
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-e2e-\(UUID().uuidString)")
@@ -135,7 +135,8 @@ package final class PipelineHarness: @unchecked Sendable {
         context = try ZMQContext()
         let (ledger, ready) = try PipelineHarness.spawn(
             "paypipe-ledger",
-            PipelineHarness.ledgerArguments(configPath: configPath, store: storeArgument, redeliverAfterMilliseconds: redeliverAfterMilliseconds),
+            PipelineHarness.ledgerArguments(configPath: configPath, store: storeArgument, redeliverAfterMilliseconds: redeliverAfterMilliseconds)
+                + (ledgerLogFormat.map { ["--log-format", $0] } ?? []),
             in: directory, index: 0,
             waitForLine: LedgerAddresses.readyMarker)
         children.append(ledger.0)

@@ -3,6 +3,7 @@ import FoundationEssentials
 import Logging
 import PaypipeCore
 import ServiceLifecycle
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -14,6 +15,8 @@ package struct StageOptions: ParsableArguments {
     @Option(help: "Config file (docs/configuration.md); default $PAYPIPE_CONFIG.") package var config: String?
     @Option(help: "Log level (trace, debug, info, notice, warning, error, critical); default $PAYPIPE_LOG_LEVEL or info.")
     package var logLevel: String?
+    @Option(help: "Log format: text, or json (one object per line); default $PAYPIPE_LOG_FORMAT or text.")
+    package var logFormat: String?
     @Option(help: "host:port for GET /metrics and /healthz (port 0: any free port, logged).") package var metrics: String?
     @Option(help: "Override endpoints.intake.") var intake: String?
     @Option(help: "Override endpoints.outcomes.") var outcomes: String?
@@ -54,9 +57,11 @@ package struct StageOptions: ParsableArguments {
         return loaded
     }
 
-    /// A logger writing to stderr at `--log-level`.
+    /// A logger writing to stderr at `--log-level`, in `--log-format`.
     package func logger(_ label: String) -> Logger {
-        _ = StageOptions.logsToStandardError
+        let format = logFormat ?? ProcessInfo.processInfo.environment["PAYPIPE_LOG_FORMAT"]
+        if let format, format != "text", format != "json" { StageProcess.fail("--log-format must be text or json, got \(format.prefix(32))") }
+        StageOptions.bootstrapLogging(json: format == "json")
         var logger = Logger(label: label)
         let level = logLevel ?? ProcessInfo.processInfo.environment["PAYPIPE_LOG_LEVEL"]
         logger.logLevel = level.flatMap(Logger.Level.init(rawValue:)) ?? .info
@@ -65,8 +70,20 @@ package struct StageOptions: ParsableArguments {
 }
 
 extension StageOptions {
-    /// swift-log may be bootstrapped once per process; a global's initializer runs once.
-    private static let logsToStandardError: Void = LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+    /// swift-log may be bootstrapped once per process.
+    private static let bootstrapped = Mutex(false)
+
+    static func bootstrapLogging(json: Bool) {
+        bootstrapped.withLock { done in
+            guard !done else { return }
+            done = true
+            if json {
+                LoggingSystem.bootstrap { JSONLogHandler(label: $0) }
+            } else {
+                LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+            }
+        }
+    }
 }
 
 /// What every stage executable shares beyond its options.

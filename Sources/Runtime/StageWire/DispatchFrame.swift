@@ -53,6 +53,16 @@ package struct DispatchFrame: Sendable, Equatable {
         frame.first == binaryTag ? BinaryFrameReader.order(in: frame, tag: binaryTag) : nil
     }
 
+    /// A binary frame's generation and purpose, read without its order; nil for a JSON frame or
+    /// one that does not read.
+    package static func header(of frame: [UInt8]) -> (generation: Int64, purpose: DispatchPurpose)? {
+        guard frame.first == binaryTag, var reader = try? BinaryFrameReader(frame, tag: binaryTag, label: "dispatch"),
+            (try? reader.integer("acceptedAt")) != nil, let generation = try? reader.integer("generation"), (try? reader.integer("token")) != nil,
+            let purpose = (try? reader.string("purpose")).flatMap(DispatchPurpose.init(rawValue:))
+        else { return nil }
+        return (generation, purpose)
+    }
+
     private static func decodeBinary(_ frame: [UInt8], catalog: OrderCatalog) throws(EnvelopeError) -> DispatchFrame {
         var reader = try BinaryFrameReader(frame, tag: binaryTag, label: "dispatch")
         let acceptedAt = try reader.integer("acceptedAt")

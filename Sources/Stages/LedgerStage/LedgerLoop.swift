@@ -219,6 +219,7 @@ final class LedgerLoop: Sendable {
 
     private func perform(_ effects: [LedgerCore.Effect], _ out: inout Outboxes) throws {
         for effect in effects {
+            TransitionLog.log(effect, to: logger)
             switch effect {
             case .dispatch(let frame): try out.dispatch.send(ZMQMessage(frame))
             case .emit(let frame):
