@@ -6,66 +6,57 @@ import ZeroMQ
 /// request at a time. After a timeout a late answer could still arrive, so drop the client and
 /// make a new one.
 package final class OutcomeReplayClient: Sendable {
-    package struct Failure: Error, CustomStringConvertible {
-        package let description: String
-    }
+    package typealias Failure = LedgerDealer.Failure
 
-    let duplex: ZMQDuplex
+    let dealer: LedgerDealer
 
     package init(context: ZMQContext, endpoint: String, options: ZMQSocketOptions = stageOptions()) throws(ZMQError) {
-        let socket = try context.socket(.dealer, options: options)
-        _ = try socket.connect(endpoint)
-        duplex = try ZMQDuplex(socket: socket)
+        dealer = try LedgerDealer(context: context, endpoint: endpoint, options: options)
     }
 
     /// The outcomes with a seq above `since` (at most `limit`, as bytes) and the trailer.
     package func fetch(
         since: Int64, limit: Int, timeoutMilliseconds: Int64 = 5000
     ) async throws -> (outcomes: [[UInt8]], trailer: OutcomeReplay.Trailer) {
-        guard duplex.send(ZMQMessage(OutcomeReplay.Request(since: since, limit: limit).bytes)) else {
-            throw Failure(description: "the replay client is closed")
-        }
+        try dealer.send(OutcomeReplay.Request(since: since, limit: limit).bytes)
         var outcomes: [[UInt8]] = []
         let clock = ContinuousClock()
         let deadline = clock.now + .milliseconds(timeoutMilliseconds)
         while clock.now < deadline {
             let left = deadline - clock.now
             let wait = max(1, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000)
-            guard let batch = try await duplex.nextBatch(timeoutMilliseconds: wait) else { break }
+            guard let batch = try await dealer.next(timeoutMilliseconds: wait) else { break }
             for message in batch {
                 let body = message.body
                 if let trailer = OutcomeReplay.Trailer.parse(body) { return (outcomes, trailer) }
                 if case .object(let o)? = try? JSONValue.parse(body), o["status"] == nil, let error = o["error"]?.stringValue {
-                    throw Failure(description: "the ledger refused the replay request: \(error)")
+                    throw Failure("the ledger refused the replay request: \(error)")
                 }
                 outcomes.append(body)
             }
         }
-        throw Failure(description: "no complete answer from the replay endpoint within \(timeoutMilliseconds) ms")
+        throw Failure("no complete answer from the replay endpoint within \(timeoutMilliseconds) ms")
     }
 
     /// One subscription's record and history (`OutcomeReplay.SubscriptionQuery`); nil when
     /// the ledger knows no such subscription.
     package func subscription(_ query: OutcomeReplay.SubscriptionQuery, timeoutMilliseconds: Int64 = 5000) async throws -> JSONValue? {
-        guard duplex.send(ZMQMessage(query.bytes)) else { throw Failure(description: "the replay client is closed") }
-        guard let message = try await duplex.nextBatch(timeoutMilliseconds: timeoutMilliseconds)?.first,
+        try dealer.send(query.bytes)
+        guard let message = try await dealer.next(timeoutMilliseconds: timeoutMilliseconds)?.first,
             case .object(let o)? = try? JSONValue.parse(message.body)
-        else { throw Failure(description: "no answer from the replay endpoint within \(timeoutMilliseconds) ms") }
+        else { throw Failure("no answer from the replay endpoint within \(timeoutMilliseconds) ms") }
         guard o["error"] == nil else { return Optional<JSONValue>.none }
         return .object(o)
     }
 
     /// The schedules the query names (`OutcomeReplay.SchedulesQuery`); nil when refused.
     package func schedules(_ query: OutcomeReplay.SchedulesQuery, timeoutMilliseconds: Int64 = 5000) async throws -> [JSONValue]? {
-        guard duplex.send(ZMQMessage(query.bytes)) else { throw Failure(description: "the replay client is closed") }
-        guard let message = try await duplex.nextBatch(timeoutMilliseconds: timeoutMilliseconds)?.first,
+        try dealer.send(query.bytes)
+        guard let message = try await dealer.next(timeoutMilliseconds: timeoutMilliseconds)?.first,
             case .object(let o)? = try? JSONValue.parse(message.body)
-        else { throw Failure(description: "no answer from the replay endpoint within \(timeoutMilliseconds) ms") }
+        else { throw Failure("no answer from the replay endpoint within \(timeoutMilliseconds) ms") }
         return o["schedules"]?.arrayValue
     }
 
-    package func close() async {
-        duplex.stop()
-        await duplex.waitUntilClosed()
-    }
+    package func close() async { await dealer.close() }
 }
