@@ -42,81 +42,81 @@ struct OperatorCommandsTests {
         let h = try await PipelineHarness(
             sandboxConfiguration: SandboxConfiguration(port: 0, latencyMilliseconds: 1500, phonePeCallbackDelayMilliseconds: 3_600_000),
             timers: ["leaseMs": 900, "httpRequestTimeoutMs": 500], curve: true, redeliverAfterMilliseconds: 700, admins: ["alice"])
-        defer { Task { await h.shutdown() } }
-        try h.startSigner()
-        try h.startSubmitter()
-        try await h.send(phonePeAuthInit("op-review-1", authRequestId: "ARopreview1"))
-        // An order that broke a rule has ended: it cannot be resolved by hand.
-        try await h.send(#"{"v":1,"orderId":"op-ended-1","provider":"phonepe","operation":"authInit","amount":-5,"currency":"INR","params":{}}"#)
-        _ = try await h.collect(timeout: .seconds(60)) { (outcomes: [Outcome]) -> Bool in
-            let review = outcomes.contains { (o: Outcome) in o.orderId == "op-review-1" && o.error?.code == "NEEDS_REVIEW" }
-            return review && outcomes.contains { (o: Outcome) in o.orderId == "op-ended-1" }
+        try await h.stopping { h in
+            try h.startSigner()
+            try h.startSubmitter()
+            try await h.send(phonePeAuthInit("op-review-1", authRequestId: "ARopreview1"))
+            // An order that broke a rule has ended: it cannot be resolved by hand.
+            try await h.send(#"{"v":1,"orderId":"op-ended-1","provider":"phonepe","operation":"authInit","amount":-5,"currency":"INR","params":{}}"#)
+            _ = try await h.collect(timeout: .seconds(60)) { (outcomes: [Outcome]) -> Bool in
+                let review = outcomes.contains { (o: Outcome) in o.orderId == "op-review-1" && o.error?.code == "NEEDS_REVIEW" }
+                return review && outcomes.contains { (o: Outcome) in o.orderId == "op-ended-1" }
+            }
+            let admin = h.ledgerEndpoints["admin"]!
+            let asAlice = ["--admin", admin, "--config", h.configPath, "--admin-key", h.adminKeyPath("alice")]
+
+            let listed = try Self.paypipe(["orders", "list", "--review", "--json"] + asAlice)
+            #expect(listed.status == 0, "\(listed.errors)")
+            let rows = listed.output.split(separator: "\n").compactMap { try? JSONValue.parse(Array($0.utf8)) }
+            #expect(rows.map { $0["orderId"]?.stringValue } == ["op-review-1"], "\(listed.output)")
+            #expect(rows.first?["code"]?.stringValue == "NEEDS_REVIEW")
+            let table = try Self.paypipe(["orders", "list", "--older-than", "0s"] + asAlice)
+            #expect(table.output.contains("default/op-review-1") && table.output.contains("default/op-ended-1"), "\(table.output)")
+
+            // A re-check sends the provider's status call now.
+            let before = h.sandbox.ledger.total
+            let recheck = try Self.paypipe(["order", "recheck", "default/op-review-1"] + asAlice)
+            #expect(recheck.status == 0 && recheck.output.contains(#""state":"review""#), "\(recheck.output) \(recheck.errors)")
+            for _ in 0..<100 where h.sandbox.ledger.total == before { try await Task.sleep(for: .milliseconds(100)) }
+            #expect(h.sandbox.ledger.total > before, "the status call reached the provider")
+
+            let refused = try Self.paypipe(["order", "resolve", "op-ended-1", "--status", "failed", "--reason", "x", "--by", "alice"] + asAlice)
+            #expect(refused.status != 0 && refused.errors.contains("is terminal, not in review"), "\(refused.errors)")
+
+            let resolved = try Self.paypipe(
+                [
+                    "order", "resolve", "op-review-1", "--status", "failed", "--reason", "PhonePe support: the mandate was never created", "--by",
+                    "Alice Ops",
+                ]
+                    + asAlice)
+            #expect(resolved.status == 0, "\(resolved.errors)")
+            let upstream = try await h.collect(timeout: .seconds(20)) { outcomes in
+                outcomes.contains { $0.orderId == "op-review-1" && $0.status == .failed }
+            }
+            let outcome = try #require(upstream.last { $0.orderId == "op-review-1" })
+            #expect(outcome.status == .failed && outcome.error?.code == "RESOLVED_BY_OPERATOR")
+            #expect(outcome.error?.message == "PhonePe support: the mandate was never created")
+            let again = try Self.paypipe(["order", "resolve", "op-review-1", "--status", "succeeded", "--reason", "y", "--by", "bob"] + asAlice)
+            #expect(again.status != 0, "a resolved order is resolved once")
+
+            let shown = try Self.paypipe(["order", "show", "op-review-1", "--json"] + asAlice)
+            let story = try JSONValue.parse(Array(shown.output.utf8))
+            #expect(story["state"]?.stringValue == "terminal" && story["provider"]?.stringValue == "phonepe")
+            let audit = story["audit"]?.arrayValue ?? []
+            #expect(audit.map { $0["action"]?.stringValue } == ["recheck", "resolve"], "\(shown.output)")
+            #expect(audit.last?["by"]?.stringValue == "Alice Ops" && audit.last?["operatorKey"]?.stringValue == "alice")
+            #expect(audit.last?["reason"]?.stringValue == "PhonePe support: the mandate was never created")
+            let logged = story["outcomes"]?.arrayValue ?? []
+            #expect(logged.first?["outcome"]?["error"]?["code"]?.stringValue == "OUTCOME_UNKNOWN" || logged.count >= 2)
+            let last = try #require(logged.last)
+            #expect(last["outcome"]?["resolution"]?["by"]?.stringValue == "Alice Ops" && last["seq"]?.integerValue != nil)
+            #expect(story["order"]?["params"]?["authRequestId"]?.stringValue == "ARopreview1")
+            let text = try Self.paypipe(["order", "show", "default/op-review-1"] + asAlice)
+            #expect(text.output.contains("resolve by Alice Ops (key alice)"), "\(text.output)")
+
+            // No key, or a key that is not an operator's (here the signer's own), gets no answer.
+            let signerKey = h.directory.appendingPathComponent("signer-as-admin").path
+            try PipelineHarness.writeKeyPair(h.curveKeys[.signer]!, at: signerKey)
+            let asSigner = try Self.paypipe(["orders", "list", "--admin", admin, "--config", h.configPath, "--admin-key", signerKey])
+            #expect(asSigner.status != 0 && asSigner.errors.contains("no answer"), "\(asSigner.errors)")
+            let context = try ZMQContext()
+            let plaintext = try AdminClient(context: context, endpoint: admin)
+            await #expect(throws: AdminClient.Failure.self) { _ = try await plaintext.ask(.list(.init()), timeoutMilliseconds: 1500) }
+            await plaintext.close()
+            context.terminate()
+            let noKey = try Self.paypipe(["orders", "list", "--admin", admin, "--config", h.configPath])
+            #expect(noKey.status != 0 && noKey.errors.contains("--admin-key"))
         }
-        let admin = h.ledgerEndpoints["admin"]!
-        let asAlice = ["--admin", admin, "--config", h.configPath, "--admin-key", h.adminKeyPath("alice")]
-
-        let listed = try Self.paypipe(["orders", "list", "--review", "--json"] + asAlice)
-        #expect(listed.status == 0, "\(listed.errors)")
-        let rows = listed.output.split(separator: "\n").compactMap { try? JSONValue.parse(Array($0.utf8)) }
-        #expect(rows.map { $0["orderId"]?.stringValue } == ["op-review-1"], "\(listed.output)")
-        #expect(rows.first?["code"]?.stringValue == "NEEDS_REVIEW")
-        let table = try Self.paypipe(["orders", "list", "--older-than", "0s"] + asAlice)
-        #expect(table.output.contains("default/op-review-1") && table.output.contains("default/op-ended-1"), "\(table.output)")
-
-        // A re-check sends the provider's status call now.
-        let before = h.sandbox.ledger.total
-        let recheck = try Self.paypipe(["order", "recheck", "default/op-review-1"] + asAlice)
-        #expect(recheck.status == 0 && recheck.output.contains(#""state":"review""#), "\(recheck.output) \(recheck.errors)")
-        for _ in 0..<100 where h.sandbox.ledger.total == before { try await Task.sleep(for: .milliseconds(100)) }
-        #expect(h.sandbox.ledger.total > before, "the status call reached the provider")
-
-        let refused = try Self.paypipe(["order", "resolve", "op-ended-1", "--status", "failed", "--reason", "x", "--by", "alice"] + asAlice)
-        #expect(refused.status != 0 && refused.errors.contains("is terminal, not in review"), "\(refused.errors)")
-
-        let resolved = try Self.paypipe(
-            [
-                "order", "resolve", "op-review-1", "--status", "failed", "--reason", "PhonePe support: the mandate was never created", "--by",
-                "Alice Ops",
-            ]
-                + asAlice)
-        #expect(resolved.status == 0, "\(resolved.errors)")
-        let upstream = try await h.collect(timeout: .seconds(20)) { outcomes in
-            outcomes.contains { $0.orderId == "op-review-1" && $0.status == .failed }
-        }
-        let outcome = try #require(upstream.last { $0.orderId == "op-review-1" })
-        #expect(outcome.status == .failed && outcome.error?.code == "RESOLVED_BY_OPERATOR")
-        #expect(outcome.error?.message == "PhonePe support: the mandate was never created")
-        let again = try Self.paypipe(["order", "resolve", "op-review-1", "--status", "succeeded", "--reason", "y", "--by", "bob"] + asAlice)
-        #expect(again.status != 0, "a resolved order is resolved once")
-
-        let shown = try Self.paypipe(["order", "show", "op-review-1", "--json"] + asAlice)
-        let story = try JSONValue.parse(Array(shown.output.utf8))
-        #expect(story["state"]?.stringValue == "terminal" && story["provider"]?.stringValue == "phonepe")
-        let audit = story["audit"]?.arrayValue ?? []
-        #expect(audit.map { $0["action"]?.stringValue } == ["recheck", "resolve"], "\(shown.output)")
-        #expect(audit.last?["by"]?.stringValue == "Alice Ops" && audit.last?["operatorKey"]?.stringValue == "alice")
-        #expect(audit.last?["reason"]?.stringValue == "PhonePe support: the mandate was never created")
-        let logged = story["outcomes"]?.arrayValue ?? []
-        #expect(logged.first?["outcome"]?["error"]?["code"]?.stringValue == "OUTCOME_UNKNOWN" || logged.count >= 2)
-        let last = try #require(logged.last)
-        #expect(last["outcome"]?["resolution"]?["by"]?.stringValue == "Alice Ops" && last["seq"]?.integerValue != nil)
-        #expect(story["order"]?["params"]?["authRequestId"]?.stringValue == "ARopreview1")
-        let text = try Self.paypipe(["order", "show", "default/op-review-1"] + asAlice)
-        #expect(text.output.contains("resolve by Alice Ops (key alice)"), "\(text.output)")
-
-        // No key, or a key that is not an operator's (here the signer's own), gets no answer.
-        let signerKey = h.directory.appendingPathComponent("signer-as-admin").path
-        try PipelineHarness.writeKeyPair(h.curveKeys[.signer]!, at: signerKey)
-        let asSigner = try Self.paypipe(["orders", "list", "--admin", admin, "--config", h.configPath, "--admin-key", signerKey])
-        #expect(asSigner.status != 0 && asSigner.errors.contains("no answer"), "\(asSigner.errors)")
-        let context = try ZMQContext()
-        let plaintext = try AdminClient(context: context, endpoint: admin)
-        await #expect(throws: AdminClient.Failure.self) { _ = try await plaintext.ask(.list(.init()), timeoutMilliseconds: 1500) }
-        await plaintext.close()
-        context.terminate()
-        let noKey = try Self.paypipe(["orders", "list", "--admin", admin, "--config", h.configPath])
-        #expect(noKey.status != 0 && noKey.errors.contains("--admin-key"))
-        await h.shutdown()
     }
 
     /// `paypipe config check` reports every error of a config in one run, naming each path and
@@ -173,33 +173,33 @@ struct OperatorCommandsTests {
 struct JSONLogTests {
     @Test func theLedgerLogsEachTransitionAsOneJSONLine() async throws {
         let h = try await PipelineHarness(ledgerLogFormat: "json")
-        defer { Task { await h.shutdown() } }
-        try h.startSigner()
-        try h.startSubmitter()
-        try await h.send(phonePeAuthInit("log-1", authRequestId: "ARlog1"))
-        try await h.send(#"{"v":1,"orderId":"log-2","provider":"phonepe","operation":"authInit","amount":-5,"currency":"INR","params":{}}"#)
-        _ = try await h.collect(timeout: .seconds(30)) { outcomes in
-            outcomes.contains { $0.orderId == "log-1" && $0.status == .pending } && outcomes.contains { $0.orderId == "log-2" }
+        try await h.stopping { h in
+            try h.startSigner()
+            try h.startSubmitter()
+            try await h.send(phonePeAuthInit("log-1", authRequestId: "ARlog1"))
+            try await h.send(#"{"v":1,"orderId":"log-2","provider":"phonepe","operation":"authInit","amount":-5,"currency":"INR","params":{}}"#)
+            _ = try await h.collect(timeout: .seconds(30)) { outcomes in
+                outcomes.contains { $0.orderId == "log-1" && $0.status == .pending } && outcomes.contains { $0.orderId == "log-2" }
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            let lines = h.stderr(of: 0).split(separator: "\n").filter { !$0.isEmpty }
+            #expect(!lines.isEmpty)
+            let records = lines.compactMap { try? JSONValue.parse(Array($0.utf8)) }
+            #expect(records.count == lines.count, "every line is JSON: \(lines.prefix(3))")
+            for record in records {
+                #expect(record["time"]?.stringValue != nil && record["level"]?.stringValue != nil && record["event"]?.stringValue != nil)
+                #expect(record["stage"]?.stringValue?.hasPrefix("paypipe-ledger") == true)
+            }
+            func event(_ name: String, _ orderId: String) -> JSONValue? {
+                records.first { $0["event"]?.stringValue == name && $0["orderId"]?.stringValue == orderId }
+            }
+            let accepted = try #require(event("order.accepted", "log-1"), "\(lines)")
+            #expect(accepted["generation"]?.stringValue == "1" && accepted["provider"]?.stringValue == "phonepe")
+            #expect(accepted["operation"]?.stringValue == "authInit" && accepted["merchant"]?.stringValue == "default" && accepted["level"] == "info")
+            #expect(event("order.pending", "log-1")?["seq"]?.stringValue != nil)
+            #expect(event("order.rejected", "log-2")?["code"]?.stringValue != nil)
+            let text = h.stderr(of: 0)
+            for secret in ["demo-salt-099eb0cd", "demo-nets-secret-key", "demoWebhookAuth123"] { #expect(!text.contains(secret)) }
         }
-        try await Task.sleep(for: .milliseconds(300))
-        let lines = h.stderr(of: 0).split(separator: "\n").filter { !$0.isEmpty }
-        #expect(!lines.isEmpty)
-        let records = lines.compactMap { try? JSONValue.parse(Array($0.utf8)) }
-        #expect(records.count == lines.count, "every line is JSON: \(lines.prefix(3))")
-        for record in records {
-            #expect(record["time"]?.stringValue != nil && record["level"]?.stringValue != nil && record["event"]?.stringValue != nil)
-            #expect(record["stage"]?.stringValue?.hasPrefix("paypipe-ledger") == true)
-        }
-        func event(_ name: String, _ orderId: String) -> JSONValue? {
-            records.first { $0["event"]?.stringValue == name && $0["orderId"]?.stringValue == orderId }
-        }
-        let accepted = try #require(event("order.accepted", "log-1"), "\(lines)")
-        #expect(accepted["generation"]?.stringValue == "1" && accepted["provider"]?.stringValue == "phonepe")
-        #expect(accepted["operation"]?.stringValue == "authInit" && accepted["merchant"]?.stringValue == "default" && accepted["level"] == "info")
-        #expect(event("order.pending", "log-1")?["seq"]?.stringValue != nil)
-        #expect(event("order.rejected", "log-2")?["code"]?.stringValue != nil)
-        let text = h.stderr(of: 0)
-        for secret in ["demo-salt-099eb0cd", "demo-nets-secret-key", "demoWebhookAuth123"] { #expect(!text.contains(secret)) }
-        await h.shutdown()
     }
 }

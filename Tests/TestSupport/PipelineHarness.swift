@@ -357,6 +357,20 @@ package final class PipelineHarness: @unchecked Sendable {
         }
     }
 
+    /// Runs `body`, then stops every process the harness started, whether `body` threw or not:
+    /// a test that fails part-way leaves no stage running.
+    package func stopping(after body: (PipelineHarness) async throws -> Void) async throws {
+        let result: Result<Void, any Error>
+        do {
+            try await body(self)
+            result = .success(())
+        } catch {
+            result = .failure(error)
+        }
+        await shutdown()
+        try result.get()
+    }
+
     package func shutdown() async {
         for process in children.reversed() where process.isRunning {
             kill(process.processIdentifier, SIGTERM)
