@@ -9,22 +9,12 @@ import Testing
 struct MetricsExpositionTests {
     /// promtool's findings on `exposition`; nil when it passed.
     static func promtoolFindings(_ exposition: String) throws -> String? {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["promtool", "check", "metrics"]
-        let (input, output) = (Pipe(), Pipe())
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        input.fileHandleForWriting.write(Data(exposition.utf8))
-        try input.fileHandleForWriting.close()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        if process.terminationStatus == 127 || text.contains("No such file") {
+        let run = try runCapturing("/usr/bin/env", ["promtool", "check", "metrics"], input: Array(exposition.utf8))
+        let text = run.output + run.errors
+        if run.status == 127 || text.contains("No such file") {
             throw HarnessError("promtool is missing: apt-get install prometheus (.ci/install-packages does)")
         }
-        return process.terminationStatus == 0 && text.isEmpty ? nil : text
+        return run.status == 0 && text.isEmpty ? nil : text
     }
 
     @Test func everyStagesLiveScrapePassesPromtoolAndCarriesTheDashboardsSeries() async throws {

@@ -18,20 +18,11 @@ struct OperatorCommandsTests {
     }
 
     static func paypipe(_ arguments: [String], environment: [String: String] = [:]) throws -> Run {
-        let process = Process()
-        process.executableURL = PipelineHarness.buildDirectory().appendingPathComponent("paypipe")
-        process.arguments = arguments
         var inherited = ProcessInfo.processInfo.environment
         inherited["PAYPIPE_CONFIG"] = nil
-        process.environment = inherited.merging(environment) { $1 }
-        let (output, errors) = (Pipe(), Pipe())
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        let err = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Run(status: process.terminationStatus, output: String(decoding: out, as: UTF8.self), errors: String(decoding: err, as: UTF8.self))
+        let run = try runCapturing(
+            PipelineHarness.buildDirectory().appendingPathComponent("paypipe").path, arguments, environment: inherited.merging(environment) { $1 })
+        return Run(status: run.status, output: run.output, errors: run.errors)
     }
 
     /// An order the pipeline gave up on (PhonePe never answers in time) is listed, shown,

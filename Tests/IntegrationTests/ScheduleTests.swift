@@ -254,15 +254,7 @@ struct ScheduleTests {
 
     /// Runs the `paypipe` command and returns what it printed.
     static func paypipe(_ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = PipelineHarness.buildDirectory().appendingPathComponent("paypipe")
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
+        try runCapturing(PipelineHarness.buildDirectory().appendingPathComponent("paypipe").path, arguments).output
     }
 
     enum Role: String, CaseIterable {

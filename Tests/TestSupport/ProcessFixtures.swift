@@ -74,3 +74,33 @@ package func runToEnd(_ path: String, _ arguments: [String], within limit: Durat
 package func runToEndBlocking(_ path: String, _ arguments: [String]) -> Int32? {
     (try? ChildCommand([path] + arguments))?.exitStatus(blocking: true)
 }
+
+/// Runs a command to its end and returns its status and what it wrote. Its output goes to files,
+/// not pipes: `FileHandle.readDataToEndOfFile` traps when a signal (another test's child ending)
+/// interrupts its read.
+package func runCapturing(
+    _ path: String, _ arguments: [String], environment: [String: String]? = nil, input: [UInt8] = []
+) throws -> (status: Int32, output: String, errors: String) {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-run-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let inputPath = directory.appendingPathComponent("in").path
+    let outputPath = directory.appendingPathComponent("out").path
+    let errorsPath = directory.appendingPathComponent("err").path
+    try Data(input).write(to: URL(fileURLWithPath: inputPath))
+    try Data().write(to: URL(fileURLWithPath: outputPath))
+    try Data().write(to: URL(fileURLWithPath: errorsPath))
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    if let environment { process.environment = environment }
+    process.standardInput = FileHandle(forReadingAtPath: inputPath)
+    process.standardOutput = FileHandle(forWritingAtPath: outputPath)
+    process.standardError = FileHandle(forWritingAtPath: errorsPath)
+    try process.run()
+    process.waitUntilExit()
+    return (
+        process.terminationStatus, String(decoding: readWholeFile(outputPath) ?? [], as: UTF8.self),
+        String(decoding: readWholeFile(errorsPath) ?? [], as: UTF8.self)
+    )
+}
