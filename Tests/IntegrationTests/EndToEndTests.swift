@@ -73,9 +73,16 @@ struct EndToEndTests {
         let created = try await h.collect { $0.contains { $0.orderId == "nets-c" } }
         let paymentId = try #require(created.first?.result?["paymentId"]?.stringValue)
         #expect(created.first?.status == .pending)
-        try await Task.sleep(for: .milliseconds(300))  // the customer completes the hosted page
-        try await h.send(#"{"v":1,"orderId":"nets-g","provider":"nets","operation":"getSubscription","params":{"paymentId":"\#(paymentId)"}}"#)
-        let fetched = try await h.collect { $0.contains { $0.orderId == "nets-g" } }
+        // The customer completes the hosted page a moment later (the sandbox, on its own timer,
+        // which a busy machine can delay): read until the payment has its subscription.
+        var fetched: [Outcome] = []
+        for attempt in 1...20 {
+            try await Task.sleep(for: .milliseconds(300))
+            let id = "nets-g-\(attempt)"
+            try await h.send(#"{"v":1,"orderId":"\#(id)","provider":"nets","operation":"getSubscription","params":{"paymentId":"\#(paymentId)"}}"#)
+            fetched = try await h.collect { $0.contains { $0.orderId == id } }.filter { $0.orderId == id }
+            if fetched.first?.error?.code != "NETS_SUBSCRIPTION_NOT_FOUND" { break }
+        }
         #expect(fetched.first?.status == .succeeded, "\(fetched)")
         let subscriptionId = try #require(fetched.first?.result?["subscriptionId"]?.stringValue)
         let charge =
