@@ -33,6 +33,8 @@ struct ScheduleTests {
         var references: [(provider: Provider, reference: String)] = []
         /// Every final outcome of a scheduled order, by order id.
         var finals: [String: String] = [:]
+        /// Declines that took: the attempts a decline ended `failed` (a kill can lose one).
+        var declinesTaken = 0
         var events: [JSONValue] = []
         var firstDate = CivilDate(daysSinceEpoch: 0)
 
@@ -146,13 +148,19 @@ struct ScheduleTests {
                 step += 1
                 try await waitFor(Set(indices.map { attempt($0, cycle: cycle, attempt: 1).orderId(step: $0 >= nets ? 1 : 0) }))
                 guard declines.contains(cycle) else { continue }
-                // The declined ones: tried again a day later (PhonePe notifies again first).
+                // The declined ones: tried again a day later (PhonePe notifies again first). A
+                // kill can lose the declined answer; the redelivered charge, read by its key and
+                // found not taken, is then sent again and taken: that cycle has no retry.
+                let retried = [0, nets].filter { $0 < nets + phonePe }.filter { index in
+                    finals[attempt(index, cycle: cycle, attempt: 1).orderId(step: index >= nets ? 1 : 0)] == "failed"
+                }
+                declinesTaken += retried.count
+                guard !retried.isEmpty else { continue }
                 try await advance(to: due + ScheduleTests.day + 2 * 3_600_000)
                 try await between(step)
                 step += 1
-                let retried = [0, nets].filter { $0 < nets + phonePe }
                 try await waitFor(Set(retried.map { attempt($0, cycle: cycle, attempt: 2).orderId(step: 0) }))
-                if nets < nets + phonePe {
+                if retried.contains(nets) {
                     try await advance(to: due + 2 * ScheduleTests.day + 3 * 3_600_000)
                     try await between(step)
                     step += 1
@@ -237,7 +245,7 @@ struct ScheduleTests {
         #expect(retrying.count == 2 && retrying.allSatisfy { $0["cycle"] == 3 && $0["dueAt"]?.stringValue != nil })
         let ended = year.events.filter { $0["type"] == "subscription.ended" }.compactMap { $0["subscription"]?["reference"]?.stringValue }
         #expect(Set(ended).count == 36)
-        #expect(year.finals.values.filter { $0 == "failed" }.count == 2, "the two declined attempts")
+        #expect(year.declinesTaken == 2 && year.finals.values.filter { $0 == "failed" }.count == 2, "the two declined attempts")
         let steps: Int = 24 * 12 + 1 + 12 * 12 * 2 + 2
         #expect(year.finals.count == steps, "every step of every attempt once")
         let record = try #require(try await SubscriptionEventsTests.subscriptionRecord(h, provider: "nets", reference: year.references[0].reference))
@@ -308,7 +316,7 @@ struct ScheduleTests {
         print(
             "schedule kill test: kills \(kills.sorted { $0.key.rawValue < $1.key.rawValue }), status calls that resolved what a kill left undecided \(repeated)"
         )
-        #expect(year.finals.values.filter { $0 == "failed" }.count == 2, "only the two declined attempts failed")
+        #expect(year.finals.values.filter { $0 == "failed" }.count == year.declinesTaken, "only the declined attempts failed")
         #expect(roles.allSatisfy { kills[$0, default: 0] >= 2 }, "kills \(kills)")
         await h.shutdown()
     }
