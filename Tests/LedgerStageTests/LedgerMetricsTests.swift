@@ -5,7 +5,7 @@ import Testing
 @testable import LedgerStage
 
 struct LedgerMetricsTests {
-    static let accepted = LedgerCore.OutcomeLabels(status: "accepted", provider: "nets", operation: "createSubscription")
+    static let accepted = OutcomeLabels(status: "accepted", provider: "nets", operation: "createSubscription")
 
     /// The ledger performs its turns concurrently, so the counters of an earlier turn can be
     /// exported after a later one's: nothing may be counted twice or lost.

@@ -95,6 +95,17 @@ public struct CurveConfig: Sendable {
         return text.utf8.count == 40 && text.utf8.allSatisfy(alphabet.contains)
     }
 
+    /// The `name` and `publicKey` of a `curve.upstream` or `curve.admins` entry; a name already
+    /// `taken` in the same list is refused.
+    private static func namedKey(_ r: inout ConfigReader, taken: [String]) throws(ConfigError) -> (name: String, publicKey: String) {
+        let name = try r.string("name")
+        guard isUpstreamName(name) else { throw ConfigError(path: r.child("name"), reason: "must be 1-64 characters of [A-Za-z0-9._-]") }
+        guard !taken.contains(name) else { throw ConfigError(path: r.child("name"), reason: "is used twice") }
+        let publicKey = try r.string("publicKey")
+        guard isZ85Key(publicKey) else { throw ConfigError(path: r.child("publicKey"), reason: "must be a 40-character Z85 CURVE key") }
+        return (name, publicKey)
+    }
+
     static func parse(_ reader: inout ConfigReader) throws(ConfigError) -> CurveConfig {
         var entries: [Role: Entry] = [:]
         for role in Role.allCases {
@@ -113,11 +124,7 @@ public struct CurveConfig: Sendable {
             guard let items = list.arrayValue else { throw ConfigError(path: reader.child("upstream"), reason: "must be an array of clients") }
             for (index, item) in items.enumerated() {
                 var r = try ConfigReader(item, path: reader.child("upstream[\(index)]"), sources: reader.sources)
-                let name = try r.string("name")
-                guard isUpstreamName(name) else { throw ConfigError(path: r.child("name"), reason: "must be 1-64 characters of [A-Za-z0-9._-]") }
-                guard !upstream.contains(where: { $0.name == name }) else { throw ConfigError(path: r.child("name"), reason: "is used twice") }
-                let publicKey = try r.string("publicKey")
-                guard isZ85Key(publicKey) else { throw ConfigError(path: r.child("publicKey"), reason: "must be a 40-character Z85 CURVE key") }
+                let (name, publicKey) = try namedKey(&r, taken: upstream.map(\.name))
                 var merchants: Set<String>?
                 if let value = r.take("merchants") {
                     guard let names = value.arrayValue?.compactMap(\.stringValue), names.count == value.arrayValue?.count, !names.isEmpty else {
@@ -137,11 +144,7 @@ public struct CurveConfig: Sendable {
             }
             for (index, item) in items.enumerated() {
                 var r = try ConfigReader(item, path: reader.child("admins[\(index)]"), sources: reader.sources)
-                let name = try r.string("name")
-                guard isUpstreamName(name) else { throw ConfigError(path: r.child("name"), reason: "must be 1-64 characters of [A-Za-z0-9._-]") }
-                guard !admins.contains(where: { $0.name == name }) else { throw ConfigError(path: r.child("name"), reason: "is used twice") }
-                let publicKey = try r.string("publicKey")
-                guard isZ85Key(publicKey) else { throw ConfigError(path: r.child("publicKey"), reason: "must be a 40-character Z85 CURVE key") }
+                let (name, publicKey) = try namedKey(&r, taken: admins.map(\.name))
                 try r.finish()
                 admins.append(AdminClient(name: name, publicKey: publicKey))
             }

@@ -99,6 +99,22 @@ package final class StageMetrics: Sendable {
     }
 }
 
+/// The labels an outcome is counted under (`paypipe_outcomes_out_total` on the ledger,
+/// `paypipe_submitter_outcomes_total` on the submitters), and the key of its counter.
+package struct OutcomeLabels: Sendable, Hashable {
+    package var status: String
+    package var provider: String
+    package var operation: String
+
+    package init(status: String, provider: String, operation: String) {
+        (self.status, self.provider, self.operation) = (status, provider, operation)
+    }
+
+    package init(_ outcome: Outcome) { self.init(status: outcome.status.rawValue, provider: outcome.provider, operation: outcome.operation) }
+
+    package var pairs: [(String, String)] { [("status", status), ("provider", provider), ("operation", operation)] }
+}
+
 /// The request context of a stage's HTTP server: Hummingbird's basics plus the peer's address
 /// (the callback validator limits requests per sender).
 package struct StageRequestContext: RequestContext, RemoteAddressRequestContext {

@@ -29,7 +29,9 @@ extension LedgerCore {
     private mutating func resolve(
         _ key: OrderKey, _ resolution: AdminRequest.Resolution, operatorKey: String?, now: Int64
     ) throws -> (reply: JSONValue, effects: [Effect]) {
+        // Counted in a copy, kept only once the transaction has committed.
         var counters = self.counters
+        var resolved = false
         let at = Timestamp.iso8601(milliseconds: now)
         let answer = try store.transaction { () throws -> (reply: JSONValue, effects: [Effect]) in
             guard let facts = try store.operatorFacts(key) else { return (Self.refusal("no order \(key) in this store"), []) }
@@ -59,13 +61,14 @@ extension LedgerCore {
                 detail: ["status": .string(resolution.status.rawValue)], now: now)
             counters.countOut(labels(outcome))
             counters.resolvedByOperators[outcome.status.rawValue, default: 0] += 1
+            resolved = true
             var effects: [Effect] = [.emit(Array(text.utf8))]
             if outcome.status == .succeeded { effects += try openSubscription(after: outcome, corrected: false, counters: &counters, now: now) }
             effects += try advanceSchedule(after: outcome, counters: &counters, now: now)
             let logged = (try? JSONValue.parse(Array(text.utf8))) ?? .string(text)
             return (["resolved": logged], effects)
         }
-        if answer.reply["resolved"] != nil { self.counters = counters }
+        if resolved { self.counters = counters }
         return answer
     }
 
@@ -73,7 +76,7 @@ extension LedgerCore {
     /// answer ends the order only when the provider can tell (a review order stays in review
     /// otherwise). An open order is already in the pipeline's hands, an ended one is over.
     private mutating func recheck(_ key: OrderKey, operatorKey: String?, now: Int64) throws -> (reply: JSONValue, effects: [Effect]) {
-        try store.transaction { () throws -> (reply: JSONValue, effects: [Effect]) in
+        let answer = try store.transaction { () throws -> (reply: JSONValue, effects: [Effect]) in
             guard let facts = try store.operatorFacts(key) else { return (Self.refusal("no order \(key) in this store"), []) }
             guard facts.state == .pending || facts.state == .review, let json = facts.json else {
                 return (
@@ -90,7 +93,6 @@ extension LedgerCore {
             let frame = DispatchFrame.encode(
                 orderJSON: json, acceptedAt: facts.pendingAt ?? facts.acceptedAt, purpose: .statusCheck, pending: pending,
                 generation: facts.generation, token: store.tickets.token(for: key, generation: facts.generation))
-            counters.statusChecks += 1
             return (
                 [
                     "rechecking": [
@@ -100,5 +102,7 @@ extension LedgerCore {
                 ], [.dispatch(frame)]
             )
         }
+        if !answer.effects.isEmpty { counters.statusChecks += 1 }
+        return answer
     }
 }

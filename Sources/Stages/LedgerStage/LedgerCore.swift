@@ -54,16 +54,6 @@ package struct LedgerCore {
     /// The labels an outcome is counted under. A provider or operation that no connector
     /// registers (a rejected order's own words) is counted as "unknown", so that no order can
     /// make a new series.
-    package struct OutcomeLabels: Sendable, Hashable {
-        package var status: String
-        package var provider: String
-        package var operation: String
-
-        package init(status: String, provider: String, operation: String) {
-            (self.status, self.provider, self.operation) = (status, provider, operation)
-        }
-    }
-
     func labels(_ status: Outcome.Status, provider: String, operation: String) -> OutcomeLabels {
         guard registry.catalog.operation(named: operation, of: Provider(provider)) != nil else {
             let knownProvider = registry.connector(for: Provider(provider)) != nil

@@ -294,6 +294,16 @@ final class LedgerLoop: Sendable {
         try out.admin.flush()
     }
 
+    /// The effects of a transaction outside a pass's intake (redelivery, an operator's request):
+    /// what other ledgers logged below its outcomes goes out first, and the live push moves past
+    /// them. After a read, which commits nothing, `committedSeqs` names seqs already pushed, and
+    /// both steps change nothing.
+    private func performCommitted(_ effects: [LedgerCore.Effect], _ out: inout Outboxes) throws {
+        if let logged = core.committedSeqs { try catchUp(to: logged.lowerBound - 1, &out) }
+        try perform(effects, &out)
+        if let logged = core.committedSeqs { out.published = max(out.published, logged.upperBound) }
+    }
+
     /// One operator's request, `[identity, request]` from a DEALER: answered with one message,
     /// after what it changed is committed and its effects (an outcome upstream, a status check)
     /// are out. With CURVE only the keys on `curve.admins` get here (the ZAP handler refuses
@@ -306,9 +316,7 @@ final class LedgerLoop: Sendable {
             guard !links.isSecured || operatorKey != nil else { throw EnvelopeError("forbidden: the sender's key is not on curve.admins") }
             let request = try AdminRequest.parse(message.frames[1])
             let answer = try retrying.run("an operator's request") { try core.administer(request, operatorKey: operatorKey) }
-            if let logged = core.committedSeqs, request.changesAnOrder { try catchUp(to: logged.lowerBound - 1, &out) }
-            try perform(answer.effects, &out)
-            if let logged = core.committedSeqs, request.changesAnOrder { out.published = max(out.published, logged.upperBound) }
+            try performCommitted(answer.effects, &out)
             exported.update(core.counters)
             if request.changesAnOrder {
                 logger.notice(
@@ -333,10 +341,7 @@ final class LedgerLoop: Sendable {
     /// retention and the gauges.
     private func tick(_ out: inout Outboxes, _ gauges: Gauges) throws {
         if out.dispatch.count < limits.dispatchBacklog {
-            let effects = try retrying.run("redelivery") { try core.redeliver() }
-            if let logged = core.committedSeqs { try catchUp(to: logged.lowerBound - 1, &out) }
-            try perform(effects, &out)
-            if let logged = core.committedSeqs { out.published = max(out.published, logged.upperBound) }
+            try performCommitted(try retrying.run("redelivery") { try core.redeliver() }, &out)
             exported.update(core.counters)
         }
         try retrying.run("retention") { try core.applyRetention(retention, limit: 1000) }

@@ -354,7 +354,7 @@ package final class LedgerMetrics: Sendable {
         }
         for (labels, count) in now.outcomesOut where count > before.outcomesOut[labels, default: 0] {
             metrics.counter(
-                "paypipe_outcomes_out_total", [("status", labels.status), ("provider", labels.provider), ("operation", labels.operation)],
+                "paypipe_outcomes_out_total", labels.pairs,
                 help: "Outcomes sent upstream, by status, provider and operation"
             )
             .increment(by: Int64(count - before.outcomesOut[labels, default: 0]))

@@ -161,7 +161,11 @@ final class ProviderRequestMetrics: Sendable {
     }
 
     private let metrics: StageMetrics
-    private let series = Mutex<[String: Series]>([:])
+    private struct Key: Hashable {
+        let provider, operation: String
+    }
+
+    private let series = Mutex<[Key: Series]>([:])
 
     init(metrics: StageMetrics) { self.metrics = metrics }
 
@@ -174,7 +178,7 @@ final class ProviderRequestMetrics: Sendable {
         }
         let (provider, operation) = (order.provider.rawValue, order.operation.rawValue)
         let (duration, responses) = series.withLock { all -> (DurationHistogram, Counter) in
-            let key = provider + "/" + operation
+            let key = Key(provider: provider, operation: operation)
             var entry =
                 all[key]
                 ?? Series(

@@ -101,14 +101,12 @@ package final class SubmitterService: MeasuredStage {
         }
         let (stale, unclaimed, leaseLost) = (dropped("stale"), dropped("unclaimed"), dropped("lease_lost"))
         // Looked up once per status: a lookup by labels hashes them under the registry's lock.
-        var outcomeCounters: [String: Counter] = [:]
+        var outcomeCounters: [OutcomeLabels: Counter] = [:]
         func count(_ outcome: Outcome) {
-            let key = outcome.status.rawValue + "/" + outcome.provider + "/" + outcome.operation
+            let key = OutcomeLabels(outcome)
             if let counter = outcomeCounters[key] { return counter.increment() }
             let counter = metrics.counter(
-                "paypipe_submitter_outcomes_total",
-                [("status", outcome.status.rawValue), ("provider", outcome.provider), ("operation", outcome.operation)],
-                help: "Outcomes from the submitter, by status, provider and operation")
+                "paypipe_submitter_outcomes_total", key.pairs, help: "Outcomes from the submitter, by status, provider and operation")
             outcomeCounters[key] = counter
             counter.increment()
         }
