@@ -31,6 +31,9 @@ public final class SandboxLedger: Sendable {
         var total = 0
         var injectedErrors = 0
         var untrackedKeys = 0
+        /// Requests waiting out the configured latency now, and the most there ever were.
+        var delaying = 0
+        var mostDelayingAtOnce = 0
         /// Per Cleeng customer token: when each getAccessStatus arrived, in ms after its receipt.
         var cleengPolls: [String: [Int64]] = [:]
     }
@@ -70,6 +73,19 @@ public final class SandboxLedger: Sendable {
 
     /// When each getAccessStatus for `customerToken` arrived, in ms after the receipt was accepted.
     public func cleengPollTimes(customerToken: String) -> [Int64] { state.withLock { $0.cleengPolls[customerToken] ?? [] } }
+
+    /// Brackets a request's configured latency, so a test can see how many were served at once.
+    public func delayStarted() {
+        state.withLock { state in
+            state.delaying += 1
+            state.mostDelayingAtOnce = max(state.mostDelayingAtOnce, state.delaying)
+        }
+    }
+
+    public func delayEnded() { state.withLock { $0.delaying -= 1 } }
+
+    /// The most requests that were waiting out the configured latency at the same time.
+    public var mostDelayingAtOnce: Int { state.withLock { $0.mostDelayingAtOnce } }
 
     public func injectedError() {
         state.withLock { $0.injectedErrors += 1 }

@@ -70,6 +70,8 @@ final class SandboxRouter: Sendable {
         let keying = emulator.ledgerKey(request)
         if case .now(let key) = keying { ledger.received(key.map { type(of: emulator).provider.rawValue + ":" + $0.prefix(128) }) }
         if context.configuration.latencyMilliseconds > 0 {
+            ledger.delayStarted()
+            defer { ledger.delayEnded() }
             try? await Task.sleep(for: .milliseconds(context.configuration.latencyMilliseconds))
         }
         if injector.shouldFail() {
