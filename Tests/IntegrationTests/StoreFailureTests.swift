@@ -223,9 +223,18 @@ struct StoreFailureTests {
         // Down longer than one short wait, yet within the validator's budget: the callback is
         // answered once the ledger is back.
         try await Task.sleep(for: .seconds(6))
+        let restarting = clock.now
         try h.restartLedger()
+        let restarted = clock.now
         let reply = await answer.value
-        #expect(reply?.0 == 200, "\(String(describing: reply)) after \(clock.now - sent)")
+        #expect(
+            reply?.0 == 200,
+            """
+            \(String(describing: reply)) after \(clock.now - sent); the ledger was restarted \(restarting - sent) after the \
+            callback and was ready \(restarted - restarting) later
+            the restarted ledger's log: \(h.stderr(of: 0).split(separator: "\n").suffix(40).joined(separator: "\n"))
+            the callbacks' log: \(h.stderr(of: 3).split(separator: "\n").suffix(40).joined(separator: "\n"))
+            """)
         #expect(reply?.1.contains("applied") == true)
         #expect(clock.now - sent < .seconds(25))
         #expect(try await AsyncFlowTests.outcome(h, "pp-restart", .succeeded) != nil)
