@@ -31,6 +31,7 @@ func stage(_ name: String, _ extra: [Target.Dependency] = []) -> Target {
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "Tracing", package: "swift-distributed-tracing"),
         ] + extra,
         path: "Sources/Stages/\(name)",
         swiftSettings: strict
@@ -103,6 +104,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", exact: "1.8.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", exact: "0.2.0"),
         .package(url: "https://github.com/vapor/postgres-nio", exact: "1.33.2"),
+        // Tracing (off unless configured): swift-otel's tracer and its OTLP/HTTP exporter only.
+        .package(url: "https://github.com/swift-otel/swift-otel", exact: "1.6.0", traits: ["OTLPHTTP"]),
+        .package(url: "https://github.com/apple/swift-distributed-tracing", exact: "1.7.3"),
     ],
     targets: [
         // C libraries, in Sources/CLibraries.
@@ -140,6 +144,8 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "OTel", package: "swift-otel"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]),
     ]
         + providers.map { provider in

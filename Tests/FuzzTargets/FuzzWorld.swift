@@ -150,7 +150,7 @@ final class FuzzWorld: @unchecked Sendable {
     /// it answers what the pipeline dispatched).
     private func record(written result: StageResult, mustBeTaken: Bool = true) {
         let frame = result.frame
-        guard let (_, _, bytes) = StageResult.decode(frame) else { Invariant.fail("a result frame a stage wrote does not decode", frame) }
+        guard let (_, _, bytes, _) = StageResult.decode(frame) else { Invariant.fail("a result frame a stage wrote does not decode", frame) }
         readOutcome(Array(bytes))
         for effect in commit([.results(ledger.decoder.results([(frame, nil)]))], frame) {
             switch effect {
@@ -216,16 +216,23 @@ final class FuzzWorld: @unchecked Sendable {
     /// Frames of each kind the stages really send, as seed inputs.
     func internalFrames() -> [[UInt8]] {
         var seeds: [[UInt8]] = []
+        // Each frame also as it travels while tracing is on, with its trace field.
+        let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
         for frame in Self.exampleOrders {
-            seeds.append([0] + DispatchFrame.encode(orderJSON: String(decoding: frame, as: UTF8.self), acceptedAt: now))
+            let dispatch = DispatchFrame.encode(orderJSON: String(decoding: frame, as: UTF8.self), acceptedAt: now)
+            seeds.append([0] + dispatch)
+            seeds.append([0] + DispatchFrame.appendingTrace(traceparent, to: dispatch))
         }
-        for work in works {
+        for var work in works {
+            seeds.append([1] + work.frame)
+            work.trace = traceparent
             seeds.append([1] + work.frame)
             if let lease = work.lease { seeds.append([3] + LedgerRequest.claim([lease]).json.bytes) }
         }
         let failed = Outcome(order: works[0].order, status: .failed, error: .init(code: "X", message: "y"), attempts: 1)
         seeds.append([2] + failed.bytes)
         seeds.append([6] + StageResult(answering: .submit, ticket: works[0].ticket, outcome: failed).frame)
+        seeds.append([6] + StageResult(answering: .submit, ticket: works[0].ticket, outcome: failed, trace: traceparent).frame)
         seeds.append([3] + LedgerRequest.lookup(works[0].order.key).json.bytes)
         seeds.append([4] + Array(#"{"ok":true,"granted":[true,false]}"#.utf8))
         seeds.append([5] + Array(#"{"since":0,"limit":10}"#.utf8))

@@ -22,6 +22,16 @@ struct AsyncFlowTests {
         #"{"v":1,"orderId":"\#(id)","provider":"phonepe","operation":"authInit","amount":\#(amount),"currency":"INR","params":{"merchantUserId":"U-\#(id)","subscriptionId":"SUB-\#(id)"}}"#
     }
 
+    /// PhonePe's genuine callback that the mandate of `phonePeOrder(orderId)` completed, for its
+    /// pending outcome (which names the authRequestId).
+    static func completedMandate(_ orderId: String, pending: Outcome, amount: Int64 = 39900) throws -> PhonePeSandboxCallback {
+        let authRequestId = try #require(pending.result?["authRequestId"]?.stringValue)
+        let mandate = PhonePeSandboxMandate(
+            merchantId: "MERCHANTUAT", merchantUserId: "U-\(orderId)", subscriptionId: "SUB-\(orderId)", authRequestId: authRequestId,
+            amount: amount, callbackURL: "")
+        return PhonePeSandbox(config: merchant.phonepe!).callback(for: mandate, outcome: .completed)
+    }
+
     /// Waits for the outcome of `orderId` with `status`.
     static func outcome(_ h: PipelineHarness, _ orderId: String, _ status: Outcome.Status, timeout: Duration = .seconds(20)) async throws -> Outcome?
     {

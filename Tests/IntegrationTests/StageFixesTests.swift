@@ -92,7 +92,7 @@ struct StageFixesTests {
             while !received.contains(where: { $0.outcome.orderId == orderId }), ContinuousClock.now < deadline {
                 if received.isEmpty { try await sender.send(readable + [0]) }
                 for message in try await outcomes.nextBatch(timeoutMilliseconds: 500) ?? [] {
-                    if let (answering, ticket, bytes) = StageResult.decode(message.body), let outcome = try? Outcome.parse(bytes) {
+                    if let (answering, ticket, bytes, _) = StageResult.decode(message.body), let outcome = try? Outcome.parse(bytes) {
                         received.append(StageResult(answering: answering, ticket: ticket, outcome: outcome))
                     }
                 }

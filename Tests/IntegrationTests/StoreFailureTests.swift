@@ -202,11 +202,7 @@ struct StoreFailureTests {
         try h.startCallbacks()
         try await h.send(AsyncFlowTests.phonePeOrder("pp-restart"))
         let pending = try #require(try await AsyncFlowTests.outcome(h, "pp-restart", .pending))
-        let authRequestId = try #require(pending.result?["authRequestId"]?.stringValue)
-        let mandate = PhonePeSandboxMandate(
-            merchantId: "MERCHANTUAT", merchantUserId: "U-pp-restart", subscriptionId: "SUB-pp-restart", authRequestId: authRequestId,
-            amount: 39900, callbackURL: "")
-        let callback = PhonePeSandbox(config: AsyncFlowTests.merchant.phonepe!).callback(for: mandate, outcome: .completed)
+        let callback = try AsyncFlowTests.completedMandate("pp-restart", pending: pending)
 
         let old = h.ledgerProcess
         kill(old.processIdentifier, SIGKILL)

@@ -57,7 +57,7 @@ package final class PipelineHarness: @unchecked Sendable {
         extraMerchants: [String: JSONValue] = [:], leavingOut: Set<String> = [],
         providerFront: ((String) async throws -> String)? = nil, redeliverAfterMilliseconds: Int64 = 60_000,
         upstream: [(name: String, merchants: [String]?)] = [], store: String? = nil, schedules: [String: JSONValue]? = nil,
-        admins: [String] = [], ledgerLogFormat: String? = nil
+        admins: [String] = [], ledgerLogFormat: String? = nil, tracing: JSONValue? = nil
     ) async throws {
         self.redeliverAfterMilliseconds = redeliverAfterMilliseconds
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-e2e-\(UUID().uuidString)")
@@ -127,6 +127,10 @@ package final class PipelineHarness: @unchecked Sendable {
         if var section = schedules, case .object(var document) = try JSONValue.parse(Array(text.utf8)) {
             section["clockOffsetFile"] = .string(clockOffsetFile)
             document["schedules"] = .object(section)
+            text = JSONValue.object(document).serialized
+        }
+        if let tracing, case .object(var document) = try JSONValue.parse(Array(text.utf8)) {
+            document["tracing"] = tracing
             text = JSONValue.object(document).serialized
         }
         configPath = directory.appendingPathComponent("config.json").path

@@ -21,6 +21,6 @@ struct CallbacksCommand: AsyncParsableCommand {
         let callbacks = CallbacksService(config: config, registry: await StandardConnectors.registry(config: config), logger: logger) { port in
             StageProcess.printLine("paypipe-callbacks listening port=\(port)")
         }
-        await StageProcess.run([callbacks], logger: logger)
+        await StageProcess.run([callbacks], logger: logger, tracing: config.tracing)
     }
 }

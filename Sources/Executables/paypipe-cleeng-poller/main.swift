@@ -20,6 +20,7 @@ struct PollerCommand: AsyncParsableCommand {
         let logger = options.logger("paypipe-cleeng-poller")
         let poller = PollerService(
             config: config, registry: await StandardConnectors.registry(config: config), concurrency: concurrency, logger: logger)
-        await StageProcess.run(stage: poller, metricsAddress: options.metrics ?? "127.0.0.1:0", role: "cleeng-poller", logger: logger)
+        await StageProcess.run(
+            stage: poller, metricsAddress: options.metrics ?? "127.0.0.1:0", role: "cleeng-poller", logger: logger, tracing: config.tracing)
     }
 }

@@ -38,7 +38,8 @@ struct LedgerCommand: AsyncParsableCommand {
             StageProcess.printLine(bound.readyLine)
         }
         do {
-            await StageProcess.run([ledger, try ledger.metricsServer(address: config.endpoints.ledgerMetrics)], logger: logger)
+            await StageProcess.run(
+                [ledger, try ledger.metricsServer(address: config.endpoints.ledgerMetrics)], logger: logger, tracing: config.tracing)
         } catch {
             StageProcess.fail("\(error)")
         }

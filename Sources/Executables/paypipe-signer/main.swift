@@ -16,6 +16,7 @@ struct SignerCommand: AsyncParsableCommand {
         let config = options.loadConfig(secrets: true, connectors: StandardConnectors.all)
         let logger = options.logger("paypipe-signer")
         let signer = SignerService(config: config, registry: await StandardConnectors.registry(config: config), logger: logger)
-        await StageProcess.run(stage: signer, metricsAddress: options.metrics ?? "127.0.0.1:0", role: "signer", logger: logger)
+        await StageProcess.run(
+            stage: signer, metricsAddress: options.metrics ?? "127.0.0.1:0", role: "signer", logger: logger, tracing: config.tracing)
     }
 }

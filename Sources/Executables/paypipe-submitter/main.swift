@@ -20,6 +20,7 @@ struct SubmitterCommand: AsyncParsableCommand {
         let logger = options.logger("paypipe-submitter")
         let submitter = SubmitterService(
             config: config, registry: await StandardConnectors.registry(config: config), concurrency: concurrency, backlog: backlog, logger: logger)
-        await StageProcess.run(stage: submitter, metricsAddress: options.metrics ?? "127.0.0.1:0", role: "submitter", logger: logger)
+        await StageProcess.run(
+            stage: submitter, metricsAddress: options.metrics ?? "127.0.0.1:0", role: "submitter", logger: logger, tracing: config.tracing)
     }
 }

@@ -169,12 +169,45 @@ extension PaypipeConfig {
             try s.finish()
         }
         if var s = try root.optionalObject("store") { config.store = try StoreSettings.parse(&s) }
+        if var t = try root.optionalObject("tracing") { config.tracing = try Tracing.parse(&t) }
         try root.finish()
 
         if let v = sources.environment("PAYPIPE_INTAKE"), !v.isEmpty { config.endpoints.intake = v }
         if let v = sources.environment("PAYPIPE_OUTCOMES"), !v.isEmpty { config.endpoints.outcomes = v }
         if let v = sources.environment("PAYPIPE_CALLBACK_ADDR"), !v.isEmpty { config.endpoints.callbacks = v }
         return config
+    }
+}
+
+extension PaypipeConfig.Tracing {
+    static func parse(_ t: inout ConfigReader) throws(ConfigError) -> Self {
+        guard let endpoint = try t.optionalString("otlpEndpoint") else {
+            throw ConfigError(path: t.child("otlpEndpoint"), reason: "is required: the collector's base URL, e.g. http://127.0.0.1:4318")
+        }
+        guard endpoint.hasPrefix("http://") || endpoint.hasPrefix("https://"), endpoint.utf8.count > 8 else {
+            throw ConfigError(path: t.child("otlpEndpoint"), reason: "must be an http:// or https:// URL")
+        }
+        var tracing = Self(otlpEndpoint: endpoint)
+        if let value = try t.optionalString("protocol") {
+            guard Self.protocols.contains(value) else {
+                throw ConfigError(path: t.child("protocol"), reason: "must be one of \(Self.protocols.joined(separator: ", "))")
+            }
+            tracing.protocol = value
+        }
+        if let value = t.take("sampleRatio") {
+            let ratio: Double? =
+                switch value {
+                case .integer(let whole): Double(whole)
+                case .fraction(let fraction): fraction
+                default: nil
+                }
+            guard let ratio, ratio > 0, ratio <= 1 else {
+                throw ConfigError(path: t.child("sampleRatio"), reason: "must be a number above 0 and at most 1")
+            }
+            tracing.sampleRatio = ratio
+        }
+        try t.finish()
+        return tracing
     }
 }
 

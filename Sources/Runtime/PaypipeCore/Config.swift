@@ -10,12 +10,29 @@ public struct PaypipeConfig: Sendable {
     public var schedules = Schedules()
     /// Where the ledger keeps orders and outcomes.
     public var store = StoreSettings.sqlite(path: StoreSettings.defaultSQLitePath)
+    /// Where the stages send their spans; nil (the default): no tracing.
+    public var tracing: Tracing?
 
     public init(merchants: [String: MerchantConfig], endpoints: Endpoints = Endpoints(), timers: Timers = Timers()) {
         self.merchants = merchants
         self.endpoints = endpoints
         self.timers = timers
         curve = nil
+    }
+
+    /// Distributed tracing (docs/operations.md, "Traces"): every stage exports its spans over
+    /// OTLP/HTTP to `otlpEndpoint`; the standard `OTEL_*` variables override these settings.
+    public struct Tracing: Sendable, Equatable {
+        /// The collector's base URL (`http://host:4318`); spans go to its `/v1/traces`.
+        public var otlpEndpoint: String
+        /// `http/protobuf` (what collectors take by default) or `http/json`.
+        public var `protocol` = "http/protobuf"
+        /// The share of orders traced, decided once per trace from its id, so every stage keeps
+        /// or drops the same orders.
+        public var sampleRatio = 1.0
+
+        public init(otlpEndpoint: String) { self.otlpEndpoint = otlpEndpoint }
+        public static let protocols = ["http/protobuf", "http/json"]
     }
 
     public struct Endpoints: Sendable, Equatable {

@@ -109,9 +109,11 @@ package enum StageProcess {
         }
     }
 
+    /// The executable's name, as it was started.
+    package static var processName: String { CommandLine.arguments.first?.split(separator: "/").last.map(String.init) ?? "paypipe" }
+
     package static func fail(_ reason: String, status: Int32 = 1) -> Never {
-        let name = CommandLine.arguments.first?.split(separator: "/").last.map(String.init) ?? "paypipe"
-        writeAll(Array("\(name): \(reason)\n".utf8), to: STDERR_FILENO)
+        writeAll(Array("\(processName): \(reason)\n".utf8), to: STDERR_FILENO)
         exit(status)
     }
 
@@ -146,7 +148,16 @@ package enum StageProcess {
     /// accepted a connection: NIO traps on a server channel's connection that nobody served
     /// ("Deinited NIOAsyncWriter without calling finish()", apple/swift-nio#3481), so a ledger
     /// giving up on its store would die of SIGILL instead of exiting 75.
-    package static func run(_ services: [any Service], logger: Logger) async {
+    ///
+    /// With `tracing`, the span exporter runs first, so it stops last and sends the stage's last
+    /// spans.
+    package static func run(_ services: [any Service], logger: Logger, tracing: PaypipeConfig.Tracing? = nil) async {
+        var services = services
+        do {
+            if let exporter = try StageTracing.bootstrap(tracing, serviceName: processName) { services.insert(exporter, at: 0) }
+        } catch {
+            fail("tracing: \(error)")
+        }
         let configured = services.map {
             ServiceGroupConfiguration.ServiceConfiguration(
                 service: $0, successTerminationBehavior: .gracefullyShutdownGroup, failureTerminationBehavior: .gracefullyShutdownGroup)
@@ -166,9 +177,11 @@ package enum StageProcess {
 
 extension StageProcess {
     /// Runs a stage with its `/metrics` and `/healthz` server beside it.
-    package static func run(stage: some MeasuredStage, metricsAddress: String, role: String, logger: Logger) async {
+    package static func run(
+        stage: some MeasuredStage, metricsAddress: String, role: String, logger: Logger, tracing: PaypipeConfig.Tracing? = nil
+    ) async {
         do {
-            await run([stage, try stage.metrics.server(address: metricsAddress, role: role, logger: logger)], logger: logger)
+            await run([stage, try stage.metrics.server(address: metricsAddress, role: role, logger: logger)], logger: logger, tracing: tracing)
         } catch {
             fail("\(error)")
         }

@@ -42,6 +42,24 @@ struct BinaryFrameWriter {
         }
     }
 
+    /// The optional last field of every frame: the W3C `traceparent` of the span that sent it
+    /// (`StageTracing`), written only while tracing is on, so a frame without it is as before.
+    mutating func trace(_ traceparent: String?) {
+        if let traceparent { string(traceparent) }
+    }
+
+    /// `frame` with a trace field appended: for a frame that was written without one.
+    static func appendingTrace(_ traceparent: String, to frame: [UInt8]) -> [UInt8] {
+        var writer = BinaryFrameWriter(frame: frame, extra: 4 + traceparent.utf8.count)
+        writer.string(traceparent)
+        return writer.bytes
+    }
+
+    private init(frame: [UInt8], extra: Int) {
+        bytes = frame
+        bytes.reserveCapacity(frame.count + extra)
+    }
+
     /// A field whose bytes `write` appends in place; its length is filled in afterwards.
     mutating func field(_ write: (inout [UInt8]) -> Void) {
         let start = bytes.count
@@ -109,6 +127,17 @@ struct BinaryFrameReader {
     /// A field that must hold one JSON value.
     mutating func json(_ name: StaticString) throws(EnvelopeError) -> JSONValue {
         guard let value = try? JSONValue.parse(try field(name)) else { throw EnvelopeError("\(label).\(name) is not JSON") }
+        return value
+    }
+
+    /// The trace field when the frame has one left (`BinaryFrameWriter.trace`); a traceparent
+    /// is short printable ASCII, and anything else there is refused.
+    mutating func trace() throws(EnvelopeError) -> String? {
+        guard offset < frame.count else { return nil }
+        let value = try string("trace")
+        guard value.utf8.count <= 512, value.utf8.allSatisfy({ (0x20...0x7E).contains($0) }) else {
+            throw EnvelopeError("\(label).trace is not a traceparent")
+        }
         return value
     }
 

@@ -16,12 +16,15 @@ package struct DispatchFrame: Sendable, Equatable {
     /// The ledger's proof that it sent this generation (`DispatchTicket`): a stage's claim or
     /// outcome for the order counts only with it.
     package var token: UInt64 = 0
+    /// The W3C `traceparent` of the ledger's span for this dispatch, while tracing is on.
+    package var trace: String?
 
     /// The first byte of a binary dispatch frame; a JSON frame starts with "{".
     static let binaryTag: UInt8 = 0x02
 
     /// The binary frame (`BinaryFrame.swift`), in this order: tag, acceptedAt, generation,
-    /// token, purpose, the order's JSON, the pending result (a presence byte, then JSON). Up to the
+    /// token, purpose, the order's JSON, the pending result (a presence byte, then JSON), and the
+    /// trace when there is one (`appendingTrace`). Up to the
     /// order it is laid out as `SubmitWork.frame`, so a frame either stage cannot read is
     /// answered for its order the same way (`Outcome.unreadableWork`). In JSON, the signer
     /// would build a dictionary of the envelope and another of the order before reading either.
@@ -38,6 +41,11 @@ package struct DispatchFrame: Sendable, Equatable {
         writer.byte(pending == nil ? 0 : 1)
         if let pending { writer.field { JSONValue.object(pending).write(into: &$0) } }
         return writer.bytes
+    }
+
+    /// A binary dispatch frame with the trace of the span that sends it.
+    package static func appendingTrace(_ traceparent: String, to frame: [UInt8]) -> [UInt8] {
+        BinaryFrameWriter.appendingTrace(traceparent, to: frame)
     }
 
     /// Reads the binary frame, or the JSON frame of earlier releases
@@ -79,8 +87,10 @@ package struct DispatchFrame: Sendable, Equatable {
             guard let object = try reader.json("pending").objectValue else { throw EnvelopeError("dispatch.pending is not an object") }
             pending = object
         }
+        let trace = try reader.trace()
         try reader.end()
-        return DispatchFrame(order: order, acceptedAt: acceptedAt, purpose: purpose, pending: pending, generation: generation, token: token)
+        return DispatchFrame(
+            order: order, acceptedAt: acceptedAt, purpose: purpose, pending: pending, generation: generation, token: token, trace: trace)
     }
 
     private static func decodeJSON(_ frame: [UInt8], catalog: OrderCatalog) throws(EnvelopeError) -> DispatchFrame {

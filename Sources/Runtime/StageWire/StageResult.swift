@@ -40,18 +40,22 @@ package struct StageResult: Sendable, Equatable {
     package var answering: Answering
     package var ticket: DispatchTicket
     package var outcome: Outcome
+    /// The W3C `traceparent` of the span that produced the outcome, while tracing is on.
+    package var trace: String?
 
-    package init(answering: Answering, ticket: DispatchTicket, outcome: Outcome) {
+    package init(answering: Answering, ticket: DispatchTicket, outcome: Outcome, trace: String? = nil) {
         self.answering = answering
         self.ticket = ticket
         self.outcome = outcome
+        self.trace = trace
     }
 
     /// The first byte of a result frame; a bare outcome (an earlier stage's) starts with "{".
     static let binaryTag: UInt8 = 0x03
 
     /// The binary frame (`BinaryFrame.swift`): tag, generation, token, what it answers, then the
-    /// outcome's JSON as the stage wrote it (the ledger stores those bytes as they are).
+    /// outcome's JSON as the stage wrote it (the ledger stores those bytes as they are), and the
+    /// trace when there is one.
     package var frame: [UInt8] {
         let outcomeBytes = outcome.bytes
         var writer = BinaryFrameWriter(tag: Self.binaryTag, capacity: 40 + outcomeBytes.count)
@@ -59,16 +63,25 @@ package struct StageResult: Sendable, Equatable {
         writer.integer(Int64(bitPattern: ticket.token))
         writer.string(answering.rawValue)
         writer.field(outcomeBytes)
+        writer.trace(trace)
         return writer.bytes
     }
 
     /// A result frame's parts, the outcome left as its bytes; nil for any other frame.
-    package static func decode(_ frame: [UInt8]) -> (answering: Answering, ticket: DispatchTicket, outcome: ArraySlice<UInt8>)? {
-        guard var reader = try? BinaryFrameReader(frame, tag: binaryTag, label: "result"),
-            let generation = try? reader.integer("generation"), let token = try? reader.integer("token"),
-            let answering = (try? reader.string("answering")).flatMap(Answering.init(rawValue:)),
-            let outcome = try? reader.field("outcome"), (try? reader.end()) != nil
-        else { return nil }
-        return (answering, DispatchTicket(generation: generation, token: UInt64(bitPattern: token)), outcome)
+    package static func decode(_ frame: [UInt8]) -> (answering: Answering, ticket: DispatchTicket, outcome: ArraySlice<UInt8>, trace: String?)? {
+        try? parts(of: frame)
+    }
+
+    private static func parts(
+        of frame: [UInt8]
+    ) throws(EnvelopeError) -> (answering: Answering, ticket: DispatchTicket, outcome: ArraySlice<UInt8>, trace: String?) {
+        var reader = try BinaryFrameReader(frame, tag: binaryTag, label: "result")
+        let generation = try reader.integer("generation")
+        let token = UInt64(bitPattern: try reader.integer("token"))
+        guard let answering = Answering(rawValue: try reader.string("answering")) else { throw EnvelopeError("result.answering is invalid") }
+        let outcome = try reader.field("outcome")
+        let trace = try reader.trace()
+        try reader.end()
+        return (answering, DispatchTicket(generation: generation, token: token), outcome, trace)
     }
 }

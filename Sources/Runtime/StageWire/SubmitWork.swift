@@ -21,10 +21,13 @@ package struct SubmitWork: Sendable, Equatable {
     /// The ledger's proof that it sent this generation (`DispatchFrame.token`), passed on to the
     /// claim and the outcome.
     package var token: UInt64
+    /// The W3C `traceparent` of the signer's span for this work, while tracing is on.
+    package var trace: String?
 
     package init(
         order: Order, request: HTTPRequestSpec, resolve: HTTPRequestSpec? = nil, context: JSONValue = .null,
-        purpose: DispatchPurpose = .submit, pending: [String: JSONValue]? = nil, acceptedAt: Int64, generation: Int64 = 1, token: UInt64 = 0
+        purpose: DispatchPurpose = .submit, pending: [String: JSONValue]? = nil, acceptedAt: Int64, generation: Int64 = 1, token: UInt64 = 0,
+        trace: String? = nil
     ) {
         self.order = order
         self.request = request
@@ -35,6 +38,7 @@ package struct SubmitWork: Sendable, Equatable {
         self.acceptedAt = acceptedAt
         self.generation = generation
         self.token = token
+        self.trace = trace
     }
 
     /// The dispatch this work answers, as its outcome names it to the ledger.
@@ -48,7 +52,8 @@ package struct SubmitWork: Sendable, Equatable {
 
     /// The binary frame (`BinaryFrame.swift`), in this order: tag, acceptedAt, generation,
     /// token, purpose, the order and the context as JSON, the pending result (a presence byte, then
-    /// JSON), the request, the resolving request (a presence byte, then the request). A request
+    /// JSON), the request, the resolving request (a presence byte, then the request), and the trace
+    /// when there is one. A request
     /// is its method, URL, header count, each header's name and value, and its body as is.
     /// JSON with Base64 bodies would make parsing most of the submitter's decoding.
     package var frame: [UInt8] { frame(orderJSON: nil) }
@@ -77,6 +82,7 @@ package struct SubmitWork: Sendable, Equatable {
         SubmitWork.write(request, into: &writer)
         writer.byte(resolve == nil ? 0 : 1)
         if let resolve { SubmitWork.write(resolve, into: &writer) }
+        writer.trace(trace)
         return writer.bytes
     }
 
@@ -113,10 +119,11 @@ package struct SubmitWork: Sendable, Equatable {
         }
         let request = try readRequest(&reader)
         let resolve = try reader.byte("resolve") != 0 ? try readRequest(&reader) : nil
+        let trace = try reader.trace()
         try reader.end()
         return SubmitWork(
             order: order, request: request, resolve: resolve, context: context, purpose: purpose, pending: pending, acceptedAt: acceptedAt,
-            generation: generation, token: token)
+            generation: generation, token: token, trace: trace)
     }
 
     private static func readOrder(_ reader: inout BinaryFrameReader, catalog: OrderCatalog) throws(EnvelopeError) -> Order {

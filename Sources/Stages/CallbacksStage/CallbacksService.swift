@@ -77,7 +77,15 @@ package final class CallbacksService: Service {
                         guard let buffer = try? await request.body.collect(upTo: Order.maxFrameBytes) else { return answer(route.label, tooLarge) }
                         let headers = headerNames.flatMap { name in request.headers[values: name].map { HTTPHeader(name.canonicalName, $0) } }
                         let callback = CallbackRequest(headers: headers, body: Array(buffer.readableBytesView))
-                        return answer(route.label, await validator.handle(route, callback, from: context.remoteAddress?.ipAddress))
+                        let span = StageTracing.startSpan("POST \(route.path)", continuing: nil, root: true, kind: .server)
+                        let result = await validator.handle(route, callback, from: context.remoteAddress?.ipAddress)
+                        if let span {
+                            span.attributes["http.route"] = route.path
+                            span.attributes["http.response.status_code"] = result.status
+                            span.attributes["paypipe.callback_result"] = result.result
+                            span.end()
+                        }
+                        return answer(route.label, result)
                     }
                 }
             },

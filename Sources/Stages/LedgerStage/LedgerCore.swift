@@ -230,7 +230,7 @@ package struct LedgerCore {
         /// Result frames (`StageResult`) with their sender's role; anything else is skipped.
         package func results(_ frames: [(frame: [UInt8], role: CurveConfig.Role?)]) -> [Result] {
             frames.compactMap { frame, role in
-                guard let (answering, ticket, bytes) = StageResult.decode(frame), var outcome = try? Outcome.parse(bytes) else { return nil }
+                guard let (answering, ticket, bytes, _) = StageResult.decode(frame), var outcome = try? Outcome.parse(bytes) else { return nil }
                 let provider = Provider(outcome.provider)
                 let operation = registry.catalog.operation(named: outcome.operation, of: provider)?.operation
                 var serialized = String(decoding: bytes, as: UTF8.self)

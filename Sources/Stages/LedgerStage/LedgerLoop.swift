@@ -4,6 +4,7 @@ import Prometheus
 import StageRuntime
 import StageWire
 import Synchronization
+import Tracing
 import ZeroMQ
 
 /// The ledger's one thread. Each pass polls the sockets that bring work (intake, results, the
@@ -97,6 +98,8 @@ final class LedgerLoop: Sendable {
         var dispatch, outcomes, polls, rpc, replay, admin: ZMQOutbox
         /// The highest seq pushed live (or skipped): the live push follows the log's order.
         var published: Int64 = 0
+        /// While tracing: when this pass's poll returned, where its spans start.
+        var passStarted: DefaultTracerClock.Instant?
     }
 
     private func serve() throws {
@@ -127,6 +130,7 @@ final class LedgerLoop: Sendable {
                     (sockets.polls, out.polls.pollEvents), (sockets.admin, out.admin.pollEvents.union(.readable)),
                 ],
                 timeoutMilliseconds: Int(max(0, min(nextTick - steadyMilliseconds(), limits.idleMilliseconds))), busy: busy)
+            if StageTracing.isEnabled { out.passStarted = DefaultTracerClock.now }
             let intake = ready[0].contains(.readable) ? try read(sockets.intake) : []
             let results = ready[1].contains(.readable) ? try read(sockets.results) : []
             let requests = ready[2].contains(.readable) ? try read(sockets.rpc) : []
@@ -180,6 +184,8 @@ final class LedgerLoop: Sendable {
             parsedRequests.append((message, parsed))
         }
         guard !work.isEmpty || !parsedRequests.isEmpty else { return }
+        let recording = StageTracing.isEnabled ? LedgerTracing.recording(results, since: out.passStarted) : []
+        defer { LedgerTracing.recorded(recording) }
         var done: ArraySlice<LedgerCore.Done> = []
         var logged: ClosedRange<Int64>?
         if !work.isEmpty {
@@ -221,7 +227,9 @@ final class LedgerLoop: Sendable {
         for effect in effects {
             TransitionLog.log(effect, to: logger)
             switch effect {
-            case .dispatch(let frame): try out.dispatch.send(ZMQMessage(frame))
+            case .dispatch(let frame):
+                let traced = StageTracing.isEnabled ? LedgerTracing.dispatching(frame, poll: false, since: out.passStarted) : frame
+                try out.dispatch.send(ZMQMessage(traced))
             case .emit(let frame):
                 if shared, let seq = Self.loggedSeq(of: frame) {
                     if seq > out.published + 1 {
@@ -233,7 +241,10 @@ final class LedgerLoop: Sendable {
                 }
                 try pushLive(frame, &out)
             case .poll(let frame):
-                if out.polls.count < limits.pollsBacklog { try out.polls.send(ZMQMessage(frame)) }
+                if out.polls.count < limits.pollsBacklog {
+                    let traced = StageTracing.isEnabled ? LedgerTracing.dispatching(frame, poll: true, since: out.passStarted) : frame
+                    try out.polls.send(ZMQMessage(traced))
+                }
             case .drop(let rejection):
                 logger.warning("dropped an intake frame", metadata: ["code": "\(rejection.code)", "reason": "\(rejection.message.prefix(120))"])
             case .refuse(let reason):

@@ -65,9 +65,9 @@ package struct PollerCore: Sendable {
 
     /// A pending order from the ledger. One already held is left alone (a resume or a sweep can
     /// send it twice); one past its deadline gets one last check.
-    package mutating func add(_ order: Order, pendingSince: Int64, ticket: DispatchTicket, now: Int64) -> [Action] {
+    package mutating func add(_ order: Order, pendingSince: Int64, ticket: DispatchTicket, trace: String? = nil, now: Int64) -> [Action] {
         guard rowOfOrder[order.key] == nil else { return [] }
-        let polledOrder = PolledOrder(order, ticket: ticket)
+        let polledOrder = PolledOrder(order, ticket: ticket, trace: trace)
         guard let provider = polled[order.provider] else {
             return [.emit(outcome(polledOrder, .failed(code: .notPolled, message: "\(order.provider.rawValue) orders are not polled")))]
         }
@@ -182,7 +182,7 @@ package struct PollerCore: Sendable {
     }
 
     func outcome(_ order: PolledOrder, _ verdict: ProviderVerdict) -> StageResult {
-        StageResult(answering: .poll, ticket: order.ticket, outcome: outcomeOnly(order, verdict))
+        StageResult(answering: .poll, ticket: order.ticket, outcome: outcomeOnly(order, verdict), trace: order.trace)
     }
 
     /// A verdict that is not an ending (a connector's reading should never give one) ends the
@@ -209,12 +209,15 @@ struct PolledOrder: Sendable {
     var provider: Provider
     var operation: Operation
     var ticket: DispatchTicket
+    /// The ledger's trace for this poll, passed on to the outcome.
+    var trace: String?
 
-    init(_ order: Order, ticket: DispatchTicket) {
+    init(_ order: Order, ticket: DispatchTicket, trace: String? = nil) {
         key = order.key
         provider = order.provider
         operation = order.operation
         self.ticket = ticket
+        self.trace = trace
     }
 }
 

@@ -107,7 +107,7 @@ package final class PollerService: MeasuredStage {
                                 let dispatch = try DispatchFrame.decode(message.body, catalog: catalog)
                                 polls.add(
                                     dispatch.order, pendingSince: dispatch.acceptedAt,
-                                    ticket: DispatchTicket(generation: dispatch.generation, token: dispatch.token))
+                                    ticket: DispatchTicket(generation: dispatch.generation, token: dispatch.token), trace: dispatch.trace)
                             } catch {
                                 logger.warning("unreadable poll frame", metadata: ["bytes": "\(message.body.count)", "reason": "\(error)"])
                                 if var result = StageResult.unreadableWork(message.body, reason: error.description) {
@@ -199,8 +199,8 @@ final class PollDriver: Sendable {
 
     var count: Int { state.withLock { $0.core.count } }
 
-    func add(_ order: Order, pendingSince: Int64, ticket: DispatchTicket) {
-        perform { $0.add(order, pendingSince: pendingSince, ticket: ticket, now: milliseconds()) }
+    func add(_ order: Order, pendingSince: Int64, ticket: DispatchTicket, trace: String? = nil) {
+        perform { $0.add(order, pendingSince: pendingSince, ticket: ticket, trace: trace, now: milliseconds()) }
     }
 
     func due() {

@@ -96,15 +96,22 @@ package final class SignerService: MeasuredStage {
                     }
                     continue
                 }
+                let span = StageTracing.startSpan("paypipe.sign", continuing: dispatch.trace, kind: .consumer)
+                defer { span?.end() }
+                if let span { StageTracing.describe(span, order: dispatch.order.identity) }
                 switch core.sign(dispatch, nowSeconds: milliseconds() / 1000) {
-                case .submit(let work):
+                case .submit(var work):
                     signedCount.increment()
+                    work.trace = StageTracing.traceparent(of: span)
                     // The work's order is the dispatch's (`signWork`), so its bytes go on as they came.
                     try signed.send(ZMQMessage(work.frame(orderJSON: DispatchFrame.orderJSON(in: message.body))))
                 case .outcome(let outcome):
                     (outcome.status == .rejected ? rejectedCount : directCount).increment()
+                    span?.attributes["paypipe.status"] = outcome.status.rawValue
                     let ticket = DispatchTicket(generation: dispatch.generation, token: dispatch.token)
-                    try results.send(ZMQMessage(StageResult(answering: .init(dispatch.purpose), ticket: ticket, outcome: outcome).frame))
+                    let result = StageResult(
+                        answering: .init(dispatch.purpose), ticket: ticket, outcome: outcome, trace: StageTracing.traceparent(of: span))
+                    try results.send(ZMQMessage(result.frame))
                 case .nothing:
                     uncheckedCount.increment()
                 }

@@ -5,6 +5,7 @@ import Prometheus
 import StageRuntime
 import StageWire
 import Synchronization
+import Tracing
 
 /// Runs claimed submissions, at most `concurrency` at once, on the HTTP client's event loops:
 /// each answer is read where it arrives and the next send leaves from there, so a request costs
@@ -17,6 +18,8 @@ final class SubmissionRunner: Sendable {
         /// nil: the work stopped unfinished because its lease was lost; the order is not this
         /// submitter's to answer any more.
         var outcome: Outcome?
+        /// The `traceparent` of the submission's span, for the outcome's frame.
+        var trace: String? = nil
     }
 
     private struct State {
@@ -82,33 +85,38 @@ final class SubmissionRunner: Sendable {
         var next: SubmitWork? = first
         while let item = next {
             next = nil
+            let span = StageTracing.startSpan("paypipe.submit", continuing: item.trace, kind: .consumer)
+            if let span { StageTracing.describe(span, order: item.order.identity) }
             guard let connector = registry.connector(for: item.order.provider) else {
-                next = end(item, Submission.unsent(item, .unknownProvider, "this submitter has no connector for \(item.order.provider.rawValue)"))
+                next = end(
+                    item, Submission.unsent(item, .unknownProvider, "this submitter has no connector for \(item.order.provider.rawValue)"), span)
                 continue
             }
             guard leases.allowsSend(item) else {
-                next = end(item, nil)
+                next = end(item, nil, span)
                 continue
             }
             var submission = Submission(work: item, connector: connector, policy: policy)
             switch submission.start() {
-            case .finish(let outcome): next = end(item, outcome)
-            case .send(let request, let delay): send(request, after: delay, submission)
+            case .finish(let outcome): next = end(item, outcome, span)
+            case .send(let request, let delay): send(request, after: delay, submission, span)
             }
         }
     }
 
     /// Every send checks the lease first, after its backoff: once the lease is lost, or could
     /// lapse before this request is answered, nothing more leaves for the order.
-    private func send(_ request: HTTPRequestSpec, after delay: Int64, _ submission: Submission) {
-        guard delay <= 0 else { return http.schedule(afterMilliseconds: delay) { self.send(request, after: 0, submission) } }
+    private func send(_ request: HTTPRequestSpec, after delay: Int64, _ submission: Submission, _ span: (any Span)?) {
+        guard delay <= 0 else { return http.schedule(afterMilliseconds: delay) { self.send(request, after: 0, submission, span) } }
         guard leases.allowsSend(submission.work) else {
-            if let next = end(submission.work, nil) { run(next) }
+            if let next = end(submission.work, nil, span) { run(next) }
             return
         }
         let sentAt = ContinuousClock.now
+        let call = span.flatMap { StageTracing.startHTTPSpan(request, in: $0) }
         http.execute(request) { result in
             self.requests?.observe(submission.work.order, since: sentAt, result)
+            if let call { StageTracing.endHTTPSpan(call, result.map(\.status)) }
             var submission = submission
             let action =
                 switch result {
@@ -116,8 +124,8 @@ final class SubmissionRunner: Sendable {
                 case .failure(let failure): submission.fail(failure, jitter: self.jitter.next())
                 }
             switch action {
-            case .send(let request, let delay): self.send(request, after: delay, submission)
-            case .finish(let outcome): if let next = self.end(submission.work, outcome) { self.run(next) }
+            case .send(let request, let delay): self.send(request, after: delay, submission, span)
+            case .finish(let outcome): if let next = self.end(submission.work, outcome, span) { self.run(next) }
             }
         }
     }
@@ -125,14 +133,20 @@ final class SubmissionRunner: Sendable {
     /// Hands the outcome on and frees the slot; returns the waiting item that takes it.
     /// The count goes down before the outcome goes out, so whoever reads the outcome reads a
     /// `running` that no longer counts it.
-    private func end(_ item: SubmitWork, _ outcome: Outcome?) -> SubmitWork? {
+    private func end(_ item: SubmitWork, _ outcome: Outcome?, _ span: (any Span)?) -> SubmitWork? {
         let next = state.withLock { state -> SubmitWork? in
             if let next = state.waiting.popFirst() { return next }
             state.running -= 1
             runningChanged(state.running)
             return nil
         }
-        onFinish(Finished(work: item, outcome: outcome))
+        var trace: String?
+        if let span {
+            span.attributes["paypipe.status"] = outcome?.status.rawValue ?? "lease_lost"
+            trace = StageTracing.traceparent(of: span)
+            span.end()
+        }
+        onFinish(Finished(work: item, outcome: outcome, trace: trace))
         return next
     }
 }

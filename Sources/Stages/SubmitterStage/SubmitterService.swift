@@ -190,7 +190,7 @@ package final class SubmitterService: MeasuredStage {
                         leaseLost.increment()
                         continue
                     }
-                    try report(StageResult(answering: .init(done.work.purpose), ticket: done.work.ticket, outcome: outcome))
+                    try report(StageResult(answering: .init(done.work.purpose), ticket: done.work.ticket, outcome: outcome, trace: done.trace))
                     if outcome.attempts > 1 { retries.increment(by: Int64(outcome.attempts - 1)) }
                     if done.work.acceptedAt > 0 { latency.recordNanoseconds(max(0, reportedAt - done.work.acceptedAt) * 1_000_000) }
                 }
