@@ -154,10 +154,12 @@ struct HostLossTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let hosts = try NamespaceHosts(count: 5, directory: directory)
         defer {
-            hosts.tearDown()
-            for server in ["pg-primary", "pg-standby"] {
+            // The servers go first, while their links are up: a primary whose standby's link is
+            // gone waits for its walsender and outlives the test.
+            for server in ["pg-standby", "pg-primary"] {
                 _ = runToEndBlocking(PostgresServer.haScript, ["stop", directory.appendingPathComponent(server).path])
             }
+            hosts.tearDown()
             if environment["PAYPIPE_HOSTLOSS_KEEP"] == nil { try? FileManager.default.removeItem(at: directory) }
         }
         try await run(hosts, directory: directory, total: total, rate: rate)
@@ -253,117 +255,133 @@ struct HostLossTests {
         defer { live.stop() }
 
         func send(_ host: Int, _ json: String) async throws { try await toLedger[host]!.send(Array(json.utf8)) }
-        let upstream = ChaosTests.Upstream()
-        var liveSeqs: [Int64] = []
-        var liveBytes: [Int64: [UInt8]] = [:]
-        func drain(waiting milliseconds: Int64) async throws {
-            for message in try await live.nextBatch(timeoutMilliseconds: milliseconds) ?? [] {
-                if let seq = seq(of: message.body), liveBytes[seq] == nil {
-                    liveSeqs.append(seq)
-                    liveBytes[seq] = message.body
+        // The links close on every way out, before the context is terminated: a sender still
+        // open would keep zmq_ctx_term, and with it a thread of the test's pool, waiting forever.
+        func closeLinks() async {
+            live.stop()
+            for sender in toLedger.values { _ = await sender.finish(drainTimeoutMilliseconds: 100) }
+        }
+        func exercise() async throws {
+            let upstream = ChaosTests.Upstream()
+            var liveSeqs: [Int64] = []
+            var liveBytes: [Int64: [UInt8]] = [:]
+            func drain(waiting milliseconds: Int64) async throws {
+                for message in try await live.nextBatch(timeoutMilliseconds: milliseconds) ?? [] {
+                    if let seq = seq(of: message.body), liveBytes[seq] == nil {
+                        liveSeqs.append(seq)
+                        liveBytes[seq] = message.body
+                    }
+                    upstream.take(message.body, now: ContinuousClock.now)
                 }
-                upstream.take(message.body, now: ContinuousClock.now)
             }
+
+            // The Nets subscription the charges draw on.
+            let clock = ContinuousClock()
+            try await send(
+                2,
+                #"{"v":1,"orderId":"chaos-sub","provider":"nets","operation":"createSubscription","amount":9900,"currency":"SEK","params":{"endDate":"2030-12-31T23:59:59+01:00","interval":30,"reference":"chaos-sub"}}"#
+            )
+            var paymentId: String?, subscriptionId: String?
+            let setupDeadline = clock.now + .seconds(60)
+            var asked = false
+            while subscriptionId == nil, clock.now < setupDeadline {
+                for message in try await live.nextBatch(timeoutMilliseconds: 200) ?? [] {
+                    guard let outcome = try? Outcome.parse(message.body) else { continue }
+                    if outcome.orderId == "chaos-sub" { paymentId = outcome.result?["paymentId"]?.stringValue }
+                    if outcome.orderId == "chaos-sub-get" { subscriptionId = outcome.result?["subscriptionId"]?.stringValue }
+                }
+                if let paymentId, !asked {
+                    try await Task.sleep(for: .milliseconds(300))
+                    try await send(
+                        2,
+                        #"{"v":1,"orderId":"chaos-sub-get","provider":"nets","operation":"getSubscription","params":{"paymentId":"\#(paymentId)"}}"#)
+                    asked = true
+                }
+            }
+            let subscription = try #require(subscriptionId, "the Nets subscription was not made: \(hosts.directory.path)")
+
+            let started = clock.now
+            let sendWindow = Duration.milliseconds(1000 * total / rate)
+            let deadline = started + sendWindow + .seconds(180)
+            var sent = 0
+            var lastSent: [Int: ContinuousClock.Instant] = [:]
+            var hostLost = false, primaryLost = false
+            var lossAt = started, failoverAt = started
+            while clock.now < deadline, upstream.ended.count < total {
+                let now = clock.now
+                let due = min(total, Int(Double(rate) * ChaosTests.seconds(now - started)) + 1)
+                while sent < due {
+                    try await send(!hostLost && sent % 2 == 0 ? 1 : 2, ChaosTests.order(sent, subscriptionId: subscription))
+                    lastSent[sent] = now
+                    sent += 1
+                }
+                if !hostLost, now - started >= sendWindow / 3 {
+                    // Host 1 is gone: its ledger, streamer, signer and submitter, and its link; the
+                    // names stop listing it, as DNS does once a pod is gone.
+                    try hosts.lose(1)
+                    try hosts.writeHosts(["ledger": [2], "streamer": [2]])
+                    hostLost = true
+                    lossAt = clock.now
+                }
+                if hostLost, !primaryLost, now - started >= sendWindow * 2 / 3 {
+                    try await postgres(4, ["kill", primary])
+                    try await postgres(5, ["promote", standby])
+                    primaryLost = true
+                    failoverAt = clock.now
+                }
+                // A ledger that gave up on its store is restarted, as its supervisor would.
+                for child in hosts.children[2] ?? [] where child.exitStatus(blocking: false) != nil {
+                    try startLedger(2)
+                    break
+                }
+                for (i, at) in lastSent where now - at > .seconds(8) && upstream.ended["chaos-\(i)"] == nil {
+                    try await send(2, ChaosTests.order(i, subscriptionId: subscription))
+                    lastSent[i] = now
+                }
+                lastSent = lastSent.filter { upstream.ended["chaos-\($0.key)"] == nil }
+                try await drain(waiting: 50)
+            }
+
+            // The whole log, replayed from the surviving ledger.
+            let log = try await replayWholeLog(context: context, endpoint: "tcp://\(hosts.address(2)):5558")
+            for entry in log { upstream.take(entry.bytes, now: clock.now) }
+            for sender in toLedger.values { _ = await sender.finish(drainTimeoutMilliseconds: 100) }
+
+            let ids = (0..<total).map { "chaos-\($0)" }
+            let unended = ids.filter { upstream.ended[$0] == nil }
+            let differing = ids.filter { Set(upstream.ended[$0] ?? []).count > 1 }
+            let wrong = ids.filter { id in upstream.ended[id]?.first.flatMap { try? Outcome.parse($0) }?.status == .failed }
+            let arrivals = counting.arrivals.withLock { $0 }
+            let repeatedEffects = arrivals.filter { !$0.key.hasPrefix("nets:") && $0.value > 1 }
+            let netsEffectsTwice = arrivals.keys.filter { $0.hasPrefix("nets:") && sandbox.ledger.effects($0) > 1 }
+            let gaps = zip(log, log.dropFirst()).filter { $1.seq != $0.seq + 1 }.count + (log.first.map { $0.seq == 1 ? 0 : 1 } ?? 1)
+            let lastEnd = upstream.endedAt.values.max() ?? clock.now
+            print(
+                """
+                hostloss: orders=\(total) rate=\(rate) unended=\(unended.count) differing=\(differing.count) wrong=\(wrong.count) \
+                effectsTwice=\(repeatedEffects.count) netsEffectsTwice=\(netsEffectsTwice.count) log=\(log.count) gaps=\(gaps) \
+                live=\(liveSeqs.count) ledger2Starts=\(ledgerStarts[2] ?? 0) hostLossToFailover=\(failoverAt - lossAt) \
+                failoverToLastEnd=\(lastEnd > failoverAt ? lastEnd - failoverAt : .zero) total=\(clock.now - started)
+                """)
+            await counting.http.shutdown()
+            #expect(hostLost && primaryLost)
+            #expect(unended.isEmpty, "orders without an end: \(unended.prefix(10)) (\(hosts.directory.path))")
+            #expect(differing.isEmpty, "orders whose copies differ: \(differing.prefix(10))")
+            #expect(wrong.isEmpty, "orders ended failed: \(wrong.prefix(10))")
+            #expect(repeatedEffects.isEmpty, "effects requested twice: \(repeatedEffects.prefix(10))")
+            #expect(netsEffectsTwice.isEmpty)
+            #expect(gaps == 0, "the replayed log has gaps")
+            #expect(zip(liveSeqs, liveSeqs.dropFirst()).allSatisfy { $0 < $1 }, "the live outcomes went back in seq")
+            let byLogSeq = Dictionary(log.map { ($0.seq, $0.bytes) }, uniquingKeysWith: { first, _ in first })
+            #expect(liveBytes.allSatisfy { byLogSeq[$0.key] == $0.value }, "a live outcome differs from the log's")
         }
-
-        // The Nets subscription the charges draw on.
-        let clock = ContinuousClock()
-        try await send(
-            2,
-            #"{"v":1,"orderId":"chaos-sub","provider":"nets","operation":"createSubscription","amount":9900,"currency":"SEK","params":{"endDate":"2030-12-31T23:59:59+01:00","interval":30,"reference":"chaos-sub"}}"#
-        )
-        var paymentId: String?, subscriptionId: String?
-        let setupDeadline = clock.now + .seconds(60)
-        var asked = false
-        while subscriptionId == nil, clock.now < setupDeadline {
-            for message in try await live.nextBatch(timeoutMilliseconds: 200) ?? [] {
-                guard let outcome = try? Outcome.parse(message.body) else { continue }
-                if outcome.orderId == "chaos-sub" { paymentId = outcome.result?["paymentId"]?.stringValue }
-                if outcome.orderId == "chaos-sub-get" { subscriptionId = outcome.result?["subscriptionId"]?.stringValue }
-            }
-            if let paymentId, !asked {
-                try await Task.sleep(for: .milliseconds(300))
-                try await send(
-                    2, #"{"v":1,"orderId":"chaos-sub-get","provider":"nets","operation":"getSubscription","params":{"paymentId":"\#(paymentId)"}}"#)
-                asked = true
-            }
+        do {
+            try await exercise()
+        } catch {
+            await closeLinks()
+            throw error
         }
-        let subscription = try #require(subscriptionId, "the Nets subscription was not made: \(hosts.directory.path)")
-
-        let started = clock.now
-        let sendWindow = Duration.milliseconds(1000 * total / rate)
-        let deadline = started + sendWindow + .seconds(180)
-        var sent = 0
-        var lastSent: [Int: ContinuousClock.Instant] = [:]
-        var hostLost = false, primaryLost = false
-        var lossAt = started, failoverAt = started
-        while clock.now < deadline, upstream.ended.count < total {
-            let now = clock.now
-            let due = min(total, Int(Double(rate) * ChaosTests.seconds(now - started)) + 1)
-            while sent < due {
-                try await send(!hostLost && sent % 2 == 0 ? 1 : 2, ChaosTests.order(sent, subscriptionId: subscription))
-                lastSent[sent] = now
-                sent += 1
-            }
-            if !hostLost, now - started >= sendWindow / 3 {
-                // Host 1 is gone: its ledger, streamer, signer and submitter, and its link; the
-                // names stop listing it, as DNS does once a pod is gone.
-                try hosts.lose(1)
-                try hosts.writeHosts(["ledger": [2], "streamer": [2]])
-                hostLost = true
-                lossAt = clock.now
-            }
-            if hostLost, !primaryLost, now - started >= sendWindow * 2 / 3 {
-                try await postgres(4, ["kill", primary])
-                try await postgres(5, ["promote", standby])
-                primaryLost = true
-                failoverAt = clock.now
-            }
-            // A ledger that gave up on its store is restarted, as its supervisor would.
-            for child in hosts.children[2] ?? [] where child.exitStatus(blocking: false) != nil {
-                try startLedger(2)
-                break
-            }
-            for (i, at) in lastSent where now - at > .seconds(8) && upstream.ended["chaos-\(i)"] == nil {
-                try await send(2, ChaosTests.order(i, subscriptionId: subscription))
-                lastSent[i] = now
-            }
-            lastSent = lastSent.filter { upstream.ended["chaos-\($0.key)"] == nil }
-            try await drain(waiting: 50)
-        }
-
-        // The whole log, replayed from the surviving ledger.
-        let log = try await replayWholeLog(context: context, endpoint: "tcp://\(hosts.address(2)):5558")
-        for entry in log { upstream.take(entry.bytes, now: clock.now) }
-        for sender in toLedger.values { _ = await sender.finish(drainTimeoutMilliseconds: 100) }
-
-        let ids = (0..<total).map { "chaos-\($0)" }
-        let unended = ids.filter { upstream.ended[$0] == nil }
-        let differing = ids.filter { Set(upstream.ended[$0] ?? []).count > 1 }
-        let wrong = ids.filter { id in upstream.ended[id]?.first.flatMap { try? Outcome.parse($0) }?.status == .failed }
-        let arrivals = counting.arrivals.withLock { $0 }
-        let repeatedEffects = arrivals.filter { !$0.key.hasPrefix("nets:") && $0.value > 1 }
-        let netsEffectsTwice = arrivals.keys.filter { $0.hasPrefix("nets:") && sandbox.ledger.effects($0) > 1 }
-        let gaps = zip(log, log.dropFirst()).filter { $1.seq != $0.seq + 1 }.count + (log.first.map { $0.seq == 1 ? 0 : 1 } ?? 1)
-        let lastEnd = upstream.endedAt.values.max() ?? clock.now
-        print(
-            """
-            hostloss: orders=\(total) rate=\(rate) unended=\(unended.count) differing=\(differing.count) wrong=\(wrong.count) \
-            effectsTwice=\(repeatedEffects.count) netsEffectsTwice=\(netsEffectsTwice.count) log=\(log.count) gaps=\(gaps) \
-            live=\(liveSeqs.count) ledger2Starts=\(ledgerStarts[2] ?? 0) hostLossToFailover=\(failoverAt - lossAt) \
-            failoverToLastEnd=\(lastEnd > failoverAt ? lastEnd - failoverAt : .zero) total=\(clock.now - started)
-            """)
-        await counting.http.shutdown()
-        #expect(hostLost && primaryLost)
-        #expect(unended.isEmpty, "orders without an end: \(unended.prefix(10)) (\(hosts.directory.path))")
-        #expect(differing.isEmpty, "orders whose copies differ: \(differing.prefix(10))")
-        #expect(wrong.isEmpty, "orders ended failed: \(wrong.prefix(10))")
-        #expect(repeatedEffects.isEmpty, "effects requested twice: \(repeatedEffects.prefix(10))")
-        #expect(netsEffectsTwice.isEmpty)
-        #expect(gaps == 0, "the replayed log has gaps")
-        #expect(zip(liveSeqs, liveSeqs.dropFirst()).allSatisfy { $0 < $1 }, "the live outcomes went back in seq")
-        let byLogSeq = Dictionary(log.map { ($0.seq, $0.bytes) }, uniquingKeysWith: { first, _ in first })
-        #expect(liveBytes.allSatisfy { byLogSeq[$0.key] == $0.value }, "a live outcome differs from the log's")
+        await closeLinks()
     }
 }
 
