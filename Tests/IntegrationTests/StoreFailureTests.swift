@@ -173,14 +173,16 @@ struct StoreFailureTests {
         defer { lock.release() }
         try await h.send(Self.netsLookup("held-2"))
         let pollers = (0..<2).map { _ in
-            Task.detached {
-                var answered = 0
-                let deadline = ContinuousClock.now + .seconds(90)
-                while ledger.isRunning, ContinuousClock.now < deadline {
-                    if httpExchange(port: port, method: "GET", path: "/healthz") != nil { answered += 1 }
-                    try? await Task.sleep(for: .milliseconds(1))
+            Task {
+                await onOwnThread {
+                    var answered = 0
+                    let deadline = ContinuousClock.now + .seconds(90)
+                    while ledger.isRunning, ContinuousClock.now < deadline {
+                        if httpExchange(port: port, method: "GET", path: "/healthz") != nil { answered += 1 }
+                        usleep(1000)
+                    }
+                    return answered
                 }
-                return answered
             }
         }
         var answered = 0
@@ -212,9 +214,12 @@ struct StoreFailureTests {
         let clock = ContinuousClock()
         let sent = clock.now
         let (verify, body) = (callback.xVerify, callback.body)
-        let answer = Task.detached {
-            httpExchange(
-                port: port, method: "POST", path: "/callbacks/phonepe", headers: [("X-VERIFY", verify)], body: body, receiveTimeoutSeconds: 40)
+        let answer = Task {
+            await onOwnThread {
+                httpExchange(
+                    port: port, method: "POST", path: "/callbacks/phonepe", headers: [("X-VERIFY", verify)], body: body,
+                    receiveTimeoutSeconds: 40)
+            }
         }
         // Down longer than one short wait, yet within the validator's budget: the callback is
         // answered once the ledger is back.

@@ -433,6 +433,13 @@ private func loopbackPortIsFree(_ port: Int) throws -> Bool {
     }
 }
 
+/// Runs blocking work (a socket read, a process wait) on a thread of its own: on a task it would
+/// hold one of the few threads every test of the process shares, and tests waiting for their
+/// own timers would wait for it.
+package func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in Thread.detachNewThread { continuation.resume(returning: body()) } }
+}
+
 /// One HTTP/1.1 exchange on a fresh loopback connection (`Connection: close`): (status, body).
 /// Reads up to Content-Length, since a server may keep the connection open anyway.
 /// `receiveTimeoutSeconds`: how long to wait for the answer (a callback may wait for the ledger).

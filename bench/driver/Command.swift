@@ -35,6 +35,8 @@ struct PaypipeBench: ParsableCommand {
             "Point every provider base URL at this URL instead of starting the sandbox (e.g. an nginx answering a fixed JSON body).",
             discussion: "Every first outcome counts, whatever its status; W2 then equals W1."))
     var providerURL: String?
+    @Option(help: "Trace every order: the config's tracing.otlpEndpoint, e.g. an nginx that answers every export 200 (bench/tracing/run).")
+    var otlpEndpoint: String?
     @Option(help: "Extra sandbox arguments, space separated (e.g. \"--error-rate 0.01\").") var sandboxArgs = ""
     @Option(help: "Warm-up orders per scenario before the measured run (not counted).") var warmup = 1000
     @Option(help: "After the last send, seconds without a new outcome before the missing orders are reported.") var drainTimeout = 20.0
@@ -130,7 +132,7 @@ struct PaypipeBench: ParsableCommand {
             binDirectory: binDirectory, warmup: warmup, drainTimeout: drainTimeout, maxSeconds: maxSeconds, logLevel: logLevel,
             logDirectory: "\(outDirectory)/logs", keepTemp: keepTemp,
             sandboxArguments: sandboxArgs.split(separator: " ").map(String.init), workerNice: workerNice, postgresURL: postgresURL,
-            postgresData: postgresData)
+            postgresData: postgresData, otlpEndpoint: otlpEndpoint)
         var results: [ScenarioResult] = []
         for spec in specs {
             log(

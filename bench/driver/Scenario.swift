@@ -38,6 +38,8 @@ struct RunSettings: Sendable {
     var postgresURL: String?
     /// The PostgreSQL server's data directory: its processes' CPU is counted as role "postgres".
     var postgresData: String?
+    /// With it, every stage exports its spans there (the config's `tracing`).
+    var otlpEndpoint: String?
 }
 
 struct ProcessFigures: Codable, Sendable {
@@ -154,7 +156,7 @@ func runScenario(_ spec: ScenarioSpec, allTemplates: [OrderTemplate], settings: 
         result.logDirectory = logs
         let endpoints = try BenchEndpoints.allocate()
         let configPath = "\(work)/config.json"
-        try configText(endpoints: endpoints, providerURL: spec.providerURL).write(toFile: configPath, atomically: true, encoding: .utf8)
+        try configText(endpoints: endpoints, providerURL: spec.providerURL, otlpEndpoint: settings.otlpEndpoint).write(toFile: configPath, atomically: true, encoding: .utf8)
         let environment = childEnvironment(logLevel: settings.logLevel)
         func start(_ role: String, _ name: String, _ arguments: [String]) throws -> Child {
             let child = try spawnChild(

@@ -78,13 +78,16 @@ struct BenchEndpoints: Codable, Sendable {
 /// The pipeline config of a scenario: the demo credentials (the sandbox reads the same file, so
 /// both sides agree), every provider at the sandbox or at `providerURL`, the scenario's own
 /// endpoints, and every address the ledger binds on a port the kernel picks.
-func configText(endpoints e: BenchEndpoints, providerURL: String?) -> String {
+func configText(endpoints e: BenchEndpoints, providerURL: String?, otlpEndpoint: String? = nil) -> String {
     let any = "tcp://127.0.0.1:*"
-    return DemoConfig.text(
+    let text = DemoConfig.text(
         sandboxURL: "http://127.0.0.1:\(e.sandboxPort)", callbacks: e.callbacks, providerURL: providerURL,
         endpoints: [
             "intake": any, "outcomes": any, "signQueue": any, "signedIn": any, "signedOut": any, "results": any, "ledgerRPC": any,
             "pollQueue": any, "outcomesReplay": any,
             "ledgerMetrics": "127.0.0.1:0",
         ])
+    guard let otlpEndpoint, case .object(var document)? = try? JSONValue.parse(Array(text.utf8)) else { return text }
+    document["tracing"] = ["otlpEndpoint": .string(otlpEndpoint)]
+    return JSONValue.object(document).serialized
 }
