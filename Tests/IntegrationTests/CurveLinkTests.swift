@@ -192,15 +192,7 @@ struct CurveLinkTests {
         for _ in 0..<100 where tcpdump.isRunning { try await Task.sleep(for: .milliseconds(50)) }
         if tcpdump.isRunning { kill(tcpdump.processIdentifier, SIGKILL) }
 
-        let reader = Process()
-        reader.executableURL = URL(fileURLWithPath: Self.captureTool!)
-        reader.arguments = ["-A", "-n", "-r", capture]
-        let output = Pipe()
-        reader.standardOutput = output
-        reader.standardError = FileHandle.nullDevice
-        try reader.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        for _ in 0..<100 where reader.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+        let text = try await runCapturing(Self.captureTool!, ["-A", "-n", "-r", capture]).output
         await h.shutdown()  // after reading: it removes the directory holding the capture
         #expect(text.count > 1000, "the capture is nearly empty")
         let credentials = ["demo-nets-secret-key", Data("ws@example.com:demo-ws-password".utf8).base64EncodedString()]

@@ -12,10 +12,10 @@ struct FuzzCorpusTests {
         .appendingPathComponent("Fuzz/corpus")
 
     @Test(arguments: FuzzTarget.allCases)
-    func everyKeptInputRunsWithoutACrash(_ target: FuzzTarget) throws {
+    func everyKeptInputRunsWithoutACrash(_ target: FuzzTarget) async throws {
         let kept = Self.corpus.appendingPathComponent(target.rawValue)
         let paths = FileManager.default.fileExists(atPath: kept.path) ? [kept.path] : []
-        let (status, output) = try Self.replay(target, paths)
+        let (status, output) = try await Self.replay(target, paths)
         #expect(status == 0, "\(output.suffix(2000))")
         #expect(output.contains(" inputs, none crashed"), "\(output.suffix(500))")
     }
@@ -23,8 +23,8 @@ struct FuzzCorpusTests {
     /// The authentic-callbacks target signs what the fuzzer writes; if its signing drifted from
     /// what a route checks, every input would stop at authentication and the target would fuzz
     /// nothing past it. Each route's seeds must be believed and settle an outcome.
-    @Test func everyAuthenticCallbackSeedIsBelieved() throws {
-        let (status, output) = try Self.run(["answers", FuzzTarget.authenticCallbacks.rawValue])
+    @Test func everyAuthenticCallbackSeedIsBelieved() async throws {
+        let (status, output) = try await Self.run(["answers", FuzzTarget.authenticCallbacks.rawValue])
         #expect(status == 0, "\(output.suffix(2000))")
         let answers = output.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
         #expect(Set(answers.compactMap(\.first)) == ["phonepe", "nets", "trustpayments_notification", "trustpayments_jwt", "viva"], "\(output)")
@@ -36,8 +36,8 @@ struct FuzzCorpusTests {
     /// The poll-answers seeds, each on time and after its deadline: a grant succeeds, "not yet"
     /// and error 14 run to the deadline, error 4 ends at once. A harness that no longer reached
     /// the receipt's end would fuzz nothing of the poller.
-    @Test func everyPollAnswerSeedEndsItsReceipt() throws {
-        let (status, output) = try Self.run(["answers", FuzzTarget.pollAnswers.rawValue])
+    @Test func everyPollAnswerSeedEndsItsReceipt() async throws {
+        let (status, output) = try await Self.run(["answers", FuzzTarget.pollAnswers.rawValue])
         #expect(status == 0, "\(output.suffix(2000))")
         let ends = ["succeeded", "failed ACCESS_NOT_GRANTED", "failed CLEENG_OFFER_NOT_FOUND", "failed ACCESS_NOT_GRANTED"]
         #expect(output.split(separator: "\n").map(String.init) == ends.flatMap { [$0, $0] })
@@ -45,35 +45,28 @@ struct FuzzCorpusTests {
 
     /// A crash in a target fails the replay and names the input that caused it (the canary
     /// target traps on the bytes `canary`).
-    @Test func aCrashFailsTheReplayAndNamesItsInput() throws {
+    @Test func aCrashFailsTheReplayAndNamesItsInput() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("fuzz-replay-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let input = directory.appendingPathComponent("crash-1")
         try Data("canary".utf8).write(to: input)
-        let (status, output) = try Self.replay(.canary, [input.path])
+        let (status, output) = try await Self.replay(.canary, [input.path])
         #expect(status != 0)
         #expect(output.contains("replaying \(input.path)"))
         #expect(!output.contains("none crashed"))
     }
 
-    static func replay(_ target: FuzzTarget, _ paths: [String]) throws -> (Int32, String) {
-        try run(["replay", target.rawValue] + paths)
+    static func replay(_ target: FuzzTarget, _ paths: [String]) async throws -> (Int32, String) {
+        try await run(["replay", target.rawValue] + paths)
     }
 
-    static func run(_ arguments: [String]) throws -> (Int32, String) {
-        let process = Process()
-        process.executableURL = PipelineHarness.buildDirectory().appendingPathComponent("paypipe-fuzz")
-        process.arguments = arguments
+    /// Runs `paypipe-fuzz`; what it wrote to stdout and stderr, one after the other.
+    static func run(_ arguments: [String]) async throws -> (Int32, String) {
         var environment = ProcessInfo.processInfo.environment
         environment["SWIFT_BACKTRACE"] = "enable=no"
-        process.environment = environment
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let run = try await runCapturing(
+            PipelineHarness.buildDirectory().appendingPathComponent("paypipe-fuzz").path, arguments, environment: environment)
+        return (run.status, run.output + run.errors)
     }
 }

@@ -248,17 +248,11 @@ struct LeaseFlowTests {
         #expect(listed.split(separator: "\n").count == 1 && listed.contains(#""orderId":"capped-1""#))
 
         let port = try #require(h.metricsPort(of: h.ledgerProcess))
-        let cli = Process()
-        cli.executableURL = PipelineHarness.buildDirectory().appendingPathComponent("paypipe")
-        cli.arguments = ["review", "--ledger", "127.0.0.1:\(port)"]
-        let output = Pipe()
-        cli.standardOutput = output
-        try cli.run()
-        // Its output (one order) fits in the pipe, so it can exit before it is read.
-        _ = await waitForExit(cli, within: .seconds(30))
-        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(cli.terminationStatus == 0)
-        #expect(printed == listed)
+        let cli = try await runCapturing(
+            PipelineHarness.buildDirectory().appendingPathComponent("paypipe").path, ["review", "--ledger", "127.0.0.1:\(port)"],
+            within: .seconds(30))
+        #expect(cli.status == 0)
+        #expect(cli.output == listed)
         await h.shutdown()
     }
 }

@@ -8,8 +8,8 @@ import Testing
 @Suite("Every stage's metrics pass promtool")
 struct MetricsExpositionTests {
     /// promtool's findings on `exposition`; nil when it passed.
-    static func promtoolFindings(_ exposition: String) throws -> String? {
-        let run = try runCapturing("/usr/bin/env", ["promtool", "check", "metrics"], input: Array(exposition.utf8))
+    static func promtoolFindings(_ exposition: String) async throws -> String? {
+        let run = try await runCapturing("/usr/bin/env", ["promtool", "check", "metrics"], input: Array(exposition.utf8))
         let text = run.output + run.errors
         if run.status == 127 || text.contains("No such file") {
             throw HarnessError("promtool is missing: apt-get install prometheus (.ci/install-packages does)")
@@ -49,7 +49,7 @@ struct MetricsExpositionTests {
             }
             for (stage, port) in ports.sorted(by: { $0.key < $1.key }) {
                 let text = try #require(scraped[stage], "\(stage) answered /metrics on \(port)")
-                let findings = try Self.promtoolFindings(text)
+                let findings = try await Self.promtoolFindings(text)
                 #expect(findings == nil, "\(stage): \(findings ?? "")")
                 #expect(text.contains("paypipe_build_info{stage=\"paypipe-"), "\(stage) says what it runs")
                 #expect(text.contains("paypipe_ready "), "\(stage) says whether it is ready")

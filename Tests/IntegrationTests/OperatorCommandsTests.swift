@@ -17,10 +17,10 @@ struct OperatorCommandsTests {
         var errors: String
     }
 
-    static func paypipe(_ arguments: [String], environment: [String: String] = [:]) throws -> Run {
+    static func paypipe(_ arguments: [String], environment: [String: String] = [:]) async throws -> Run {
         var inherited = ProcessInfo.processInfo.environment
         inherited["PAYPIPE_CONFIG"] = nil
-        let run = try runCapturing(
+        let run = try await runCapturing(
             PipelineHarness.buildDirectory().appendingPathComponent("paypipe").path, arguments, environment: inherited.merging(environment) { $1 })
         return Run(status: run.status, output: run.output, errors: run.errors)
     }
@@ -46,25 +46,26 @@ struct OperatorCommandsTests {
             let admin = h.ledgerEndpoints["admin"]!
             let asAlice = ["--admin", admin, "--config", h.configPath, "--admin-key", h.adminKeyPath("alice")]
 
-            let listed = try Self.paypipe(["orders", "list", "--review", "--json"] + asAlice)
+            let listed = try await Self.paypipe(["orders", "list", "--review", "--json"] + asAlice)
             #expect(listed.status == 0, "\(listed.errors)")
             let rows = listed.output.split(separator: "\n").compactMap { try? JSONValue.parse(Array($0.utf8)) }
             #expect(rows.map { $0["orderId"]?.stringValue } == ["op-review-1"], "\(listed.output)")
             #expect(rows.first?["code"]?.stringValue == "NEEDS_REVIEW")
-            let table = try Self.paypipe(["orders", "list", "--older-than", "0s"] + asAlice)
+            let table = try await Self.paypipe(["orders", "list", "--older-than", "0s"] + asAlice)
             #expect(table.output.contains("default/op-review-1") && table.output.contains("default/op-ended-1"), "\(table.output)")
 
             // A re-check sends the provider's status call now.
             let before = h.sandbox.ledger.total
-            let recheck = try Self.paypipe(["order", "recheck", "default/op-review-1"] + asAlice)
+            let recheck = try await Self.paypipe(["order", "recheck", "default/op-review-1"] + asAlice)
             #expect(recheck.status == 0 && recheck.output.contains(#""state":"review""#), "\(recheck.output) \(recheck.errors)")
             for _ in 0..<100 where h.sandbox.ledger.total == before { try await Task.sleep(for: .milliseconds(100)) }
             #expect(h.sandbox.ledger.total > before, "the status call reached the provider")
 
-            let refused = try Self.paypipe(["order", "resolve", "op-ended-1", "--status", "failed", "--reason", "x", "--by", "alice"] + asAlice)
+            let refused = try await Self.paypipe(
+                ["order", "resolve", "op-ended-1", "--status", "failed", "--reason", "x", "--by", "alice"] + asAlice)
             #expect(refused.status != 0 && refused.errors.contains("is terminal, not in review"), "\(refused.errors)")
 
-            let resolved = try Self.paypipe(
+            let resolved = try await Self.paypipe(
                 [
                     "order", "resolve", "op-review-1", "--status", "failed", "--reason", "PhonePe support: the mandate was never created", "--by",
                     "Alice Ops",
@@ -77,10 +78,11 @@ struct OperatorCommandsTests {
             let outcome = try #require(upstream.last { $0.orderId == "op-review-1" })
             #expect(outcome.status == .failed && outcome.error?.code == "RESOLVED_BY_OPERATOR")
             #expect(outcome.error?.message == "PhonePe support: the mandate was never created")
-            let again = try Self.paypipe(["order", "resolve", "op-review-1", "--status", "succeeded", "--reason", "y", "--by", "bob"] + asAlice)
+            let again = try await Self.paypipe(
+                ["order", "resolve", "op-review-1", "--status", "succeeded", "--reason", "y", "--by", "bob"] + asAlice)
             #expect(again.status != 0, "a resolved order is resolved once")
 
-            let shown = try Self.paypipe(["order", "show", "op-review-1", "--json"] + asAlice)
+            let shown = try await Self.paypipe(["order", "show", "op-review-1", "--json"] + asAlice)
             let story = try JSONValue.parse(Array(shown.output.utf8))
             #expect(story["state"]?.stringValue == "terminal" && story["provider"]?.stringValue == "phonepe")
             let audit = story["audit"]?.arrayValue ?? []
@@ -92,27 +94,27 @@ struct OperatorCommandsTests {
             let last = try #require(logged.last)
             #expect(last["outcome"]?["resolution"]?["by"]?.stringValue == "Alice Ops" && last["seq"]?.integerValue != nil)
             #expect(story["order"]?["params"]?["authRequestId"]?.stringValue == "ARopreview1")
-            let text = try Self.paypipe(["order", "show", "default/op-review-1"] + asAlice)
+            let text = try await Self.paypipe(["order", "show", "default/op-review-1"] + asAlice)
             #expect(text.output.contains("resolve by Alice Ops (key alice)"), "\(text.output)")
 
             // No key, or a key that is not an operator's (here the signer's own), gets no answer.
             let signerKey = h.directory.appendingPathComponent("signer-as-admin").path
             try PipelineHarness.writeKeyPair(h.curveKeys[.signer]!, at: signerKey)
-            let asSigner = try Self.paypipe(["orders", "list", "--admin", admin, "--config", h.configPath, "--admin-key", signerKey])
+            let asSigner = try await Self.paypipe(["orders", "list", "--admin", admin, "--config", h.configPath, "--admin-key", signerKey])
             #expect(asSigner.status != 0 && asSigner.errors.contains("no answer"), "\(asSigner.errors)")
             let context = try ZMQContext()
             let plaintext = try AdminClient(context: context, endpoint: admin)
             await #expect(throws: AdminClient.Failure.self) { _ = try await plaintext.ask(.list(.init()), timeoutMilliseconds: 1500) }
             await plaintext.close()
             context.terminate()
-            let noKey = try Self.paypipe(["orders", "list", "--admin", admin, "--config", h.configPath])
+            let noKey = try await Self.paypipe(["orders", "list", "--admin", admin, "--config", h.configPath])
             #expect(noKey.status != 0 && noKey.errors.contains("--admin-key"))
         }
     }
 
     /// `paypipe config check` reports every error of a config in one run, naming each path and
     /// rule, and exits 1; a good config passes.
-    @Test func configCheckReportsEveryErrorInOneRun() throws {
+    @Test func configCheckReportsEveryErrorInOneRun() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-config-check-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -121,7 +123,7 @@ struct OperatorCommandsTests {
         }
         let good = directory.appendingPathComponent("good.json").path
         try JSONValue.object(document).serialized.write(toFile: good, atomically: true, encoding: .utf8)
-        let passed = try Self.paypipe(["config", "check", good])
+        let passed = try await Self.paypipe(["config", "check", good])
         #expect(passed.status == 0 && passed.output.contains("ok"), "\(passed.output) \(passed.errors)")
 
         document["endpoints"] = ["intake": 5, "outcomes": "tcp://127.0.0.1:5559", "bogus": "x"]
@@ -129,7 +131,7 @@ struct OperatorCommandsTests {
         document["retention"] = ["ordersDays": "seven"]
         let bad = directory.appendingPathComponent("bad.json").path
         try JSONValue.object(document).serialized.write(toFile: bad, atomically: true, encoding: .utf8)
-        let failed = try Self.paypipe(["config", "check", bad])
+        let failed = try await Self.paypipe(["config", "check", bad])
         #expect(failed.status == 1)
         let lines = failed.output.split(separator: "\n").map(String.init)
         for path in ["endpoints.intake", "endpoints.bogus", "timers.httpRequestTimeoutMs", "retention.ordersDays"] {
@@ -139,7 +141,7 @@ struct OperatorCommandsTests {
 
     /// `paypipe send` reads the live outcomes socket: with a config that names real provider
     /// hosts it refuses to start unless told.
-    @Test func sendRefusesAProductionConfigUnlessTold() throws {
+    @Test func sendRefusesAProductionConfigUnlessTold() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-send-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -147,11 +149,11 @@ struct OperatorCommandsTests {
         try DemoConfig.text(sandboxURL: "https://api.nets.eu").write(toFile: production, atomically: true, encoding: .utf8)
         let orders = directory.appendingPathComponent("orders.jsonl").path
         try "".write(toFile: orders, atomically: true, encoding: .utf8)
-        let refused = try Self.paypipe(["send", orders, "--config", production, "--timeout", "1"])
+        let refused = try await Self.paypipe(["send", orders, "--config", production, "--timeout", "1"])
         #expect(refused.status != 0 && refused.errors.contains("api.nets.eu") && refused.errors.contains("--allow-production"), "\(refused.errors)")
         let sandbox = directory.appendingPathComponent("sandbox.json").path
         try DemoConfig.text(sandboxURL: "http://127.0.0.1:9").write(toFile: sandbox, atomically: true, encoding: .utf8)
-        let allowed = try Self.paypipe(
+        let allowed = try await Self.paypipe(
             ["send", orders, "--config", sandbox, "--timeout", "1", "--intake", "tcp://127.0.0.1:9", "--outcomes", "tcp://127.0.0.1:9"])
         #expect(!allowed.errors.contains("--allow-production"), "\(allowed.errors)")
     }

@@ -252,17 +252,17 @@ struct ScheduleTests {
         #expect(record["schedule"]?["state"] == "completed" && record["state"] == "ended")
 
         // `paypipe schedules` lists them all, through the replay endpoint.
-        let listing = try Self.paypipe(["schedules", "--replay", h.ledgerEndpoints["outcomesReplay"]!, "--json", "--limit", "1000"])
+        let listing = try await Self.paypipe(["schedules", "--replay", h.ledgerEndpoints["outcomesReplay"]!, "--json", "--limit", "1000"])
         let listed = listing.split(separator: "\n").compactMap { try? JSONValue.parse(Array($0.utf8)) }
         #expect(listed.count == 36 && listed.allSatisfy { $0["state"] == "completed" && $0["cycle"] == 13 }, "\(listing.prefix(400))")
-        let table = try Self.paypipe(["schedules", "--replay", h.ledgerEndpoints["outcomesReplay"]!, "--provider", "phonepe"])
+        let table = try await Self.paypipe(["schedules", "--replay", h.ledgerEndpoints["outcomesReplay"]!, "--provider", "phonepe"])
         #expect(table.split(separator: "\n").count == 13 && table.contains("39900 INR every P1M from \(year.firstDate.iso8601), 12 cycles"))
         await h.shutdown()
     }
 
     /// Runs the `paypipe` command and returns what it printed.
-    static func paypipe(_ arguments: [String]) throws -> String {
-        try runCapturing(PipelineHarness.buildDirectory().appendingPathComponent("paypipe").path, arguments).output
+    static func paypipe(_ arguments: [String]) async throws -> String {
+        try await runCapturing(PipelineHarness.buildDirectory().appendingPathComponent("paypipe").path, arguments).output
     }
 
     enum Role: String, CaseIterable {

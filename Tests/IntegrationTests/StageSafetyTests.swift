@@ -109,21 +109,16 @@ struct StageSafetyTests {
 
     /// `paypipe keys generate` writes every secret key file its owner's alone, upstream
     /// clients' too, and never over a key without --force.
-    @Test func keysAreWrittenPrivateFromTheStart() throws {
+    @Test func keysAreWrittenPrivateFromTheStart() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-keys-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
-        func generate(_ extra: [String]) throws -> (Int32, String) {
-            let process = Process()
-            process.executableURL = PipelineHarness.buildDirectory().appendingPathComponent("paypipe")
-            process.arguments = ["keys", "generate", "--dir", directory.path, "--upstream", "shop-a"] + extra
-            let out = Pipe()
-            process.standardOutput = out
-            process.standardError = out
-            try process.run()
-            process.waitUntilExit()
-            return (process.terminationStatus, String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+        func generate(_ extra: [String]) async throws -> (Int32, String) {
+            let run = try await runCapturing(
+                PipelineHarness.buildDirectory().appendingPathComponent("paypipe").path,
+                ["keys", "generate", "--dir", directory.path, "--upstream", "shop-a"] + extra)
+            return (run.status, run.output + run.errors)
         }
-        let (status, printed) = try generate([])
+        let (status, printed) = try await generate([])
         #expect(status == 0, "\(printed)")
         for stem in CurveConfig.Role.allCases.map(\.rawValue) + ["upstream-shop-a"] {
             let mode = try #require(
@@ -131,8 +126,8 @@ struct StageSafetyTests {
             #expect(mode == 0o600, "\(stem).secret has mode \(String(mode, radix: 8))")
         }
         #expect(printed.contains(#""upstream": ["#) && printed.contains(#""name": "shop-a""#))
-        #expect(try generate([]).0 != 0, "keys are not replaced without --force")
-        #expect(try generate(["--force"]).0 == 0)
+        #expect(try await generate([]).0 != 0, "keys are not replaced without --force")
+        #expect(try await generate(["--force"]).0 == 0)
     }
 
     /// A client that opens a request and then sends slowly (or never finishes it) is cut off

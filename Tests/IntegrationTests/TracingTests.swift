@@ -23,7 +23,7 @@ struct TracingTests {
     }
 
     /// Every span in what `collector` received, decoded by `otlp-spans`.
-    static func spans(_ collector: ScriptedHTTPServer) throws -> [ExportedSpan] {
+    static func spans(_ collector: ScriptedHTTPServer) async throws -> [ExportedSpan] {
         let received = collector.requests
         for request in received {
             #expect(request.requestLine.hasPrefix("POST /v1/traces "), "\(request.requestLine)")
@@ -41,7 +41,7 @@ struct TracingTests {
         guard !paths.isEmpty else { return [] }
         var script = URL(fileURLWithPath: #filePath)
         for _ in 0..<3 { script.deleteLastPathComponent() }
-        let run = try runCapturing(script.appendingPathComponent("deploy/observability/otlp-spans").path, paths)
+        let run = try await runCapturing(script.appendingPathComponent("deploy/observability/otlp-spans").path, paths)
         try #require(run.status == 0, "otlp-spans: \(run.errors)")
         return try run.output.split(separator: "\n").map { line in
             let span = try JSONValue.parse(Array(line.utf8))
@@ -73,7 +73,7 @@ struct TracingTests {
             #expect(try await AsyncFlowTests.outcome(h, "pp-traced", .succeeded) != nil)
         }
         // Stopping each stage gracefully sends the spans its exporter still held.
-        let spans = try Self.spans(collector)
+        let spans = try await Self.spans(collector)
         let ours = spans.filter { $0.attributes["paypipe.order_id"] == "pp-traced" }
         let named = { (name: String) in ours.filter { $0.name == name } }
         let dispatch = try #require(named("paypipe.dispatch").first, "spans: \(spans.map { "\($0.service) \($0.name)" })")

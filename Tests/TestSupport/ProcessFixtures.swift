@@ -77,10 +77,11 @@ package func runToEndBlocking(_ path: String, _ arguments: [String]) -> Int32? {
 
 /// Runs a command to its end and returns its status and what it wrote. Its output goes to files,
 /// not pipes: `FileHandle.readDataToEndOfFile` traps when a signal (another test's child ending)
-/// interrupts its read.
+/// interrupts its read. It waits by polling (`waitForExit`), not in `waitUntilExit()`, which
+/// would hold one of the few threads every test shares for the command's whole run.
 package func runCapturing(
-    _ path: String, _ arguments: [String], environment: [String: String]? = nil, input: [UInt8] = []
-) throws -> (status: Int32, output: String, errors: String) {
+    _ path: String, _ arguments: [String], environment: [String: String]? = nil, input: [UInt8] = [], within limit: Duration = .seconds(300)
+) async throws -> (status: Int32, output: String, errors: String) {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-run-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: directory) }
@@ -98,7 +99,7 @@ package func runCapturing(
     process.standardOutput = FileHandle(forWritingAtPath: outputPath)
     process.standardError = FileHandle(forWritingAtPath: errorsPath)
     try process.run()
-    process.waitUntilExit()
+    guard await waitForExit(process, within: limit) else { throw HarnessError("\(path) ran longer than \(limit) and was killed") }
     return (
         process.terminationStatus, String(decoding: readWholeFile(outputPath) ?? [], as: UTF8.self),
         String(decoding: readWholeFile(errorsPath) ?? [], as: UTF8.self)

@@ -156,7 +156,8 @@ func runScenario(_ spec: ScenarioSpec, allTemplates: [OrderTemplate], settings: 
         result.logDirectory = logs
         let endpoints = try BenchEndpoints.allocate()
         let configPath = "\(work)/config.json"
-        try configText(endpoints: endpoints, providerURL: spec.providerURL, otlpEndpoint: settings.otlpEndpoint).write(toFile: configPath, atomically: true, encoding: .utf8)
+        try configText(endpoints: endpoints, providerURL: spec.providerURL, otlpEndpoint: settings.otlpEndpoint).write(
+            toFile: configPath, atomically: true, encoding: .utf8)
         let environment = childEnvironment(logLevel: settings.logLevel)
         func start(_ role: String, _ name: String, _ arguments: [String]) throws -> Child {
             let child = try spawnChild(
