@@ -53,6 +53,22 @@ struct TracingTests {
         }
     }
 
+    /// The ledger's sampler decides once per dispatch: an order it leaves out gets no span in any
+    /// stage, and goes through as any other.
+    @Test func anOrderTheSamplerLeavesOutHasNoSpanAnywhere() async throws {
+        let collector = try Self.collector()
+        defer { collector.stop() }
+        let h = try await PipelineHarness(
+            tracing: ["otlpEndpoint": .string("http://127.0.0.1:\(collector.port)"), "sampleRatio": .fraction(1e-12)])
+        try await h.stopping { h in
+            try h.startSigner()
+            try h.startSubmitter()
+            for id in ["pp-untraced-1", "pp-untraced-2"] { try await h.send(AsyncFlowTests.phonePeOrder(id)) }
+            for id in ["pp-untraced-1", "pp-untraced-2"] { #expect(try await AsyncFlowTests.outcome(h, id, .pending) != nil) }
+        }
+        #expect(try await Self.spans(collector).isEmpty)
+    }
+
     @Test func anOrdersDispatchSigningSubmissionAndRecordShareOneTrace() async throws {
         let collector = try Self.collector()
         defer { collector.stop() }

@@ -37,6 +37,7 @@ struct PaypipeBench: ParsableCommand {
     var providerURL: String?
     @Option(help: "Trace every order: the config's tracing.otlpEndpoint, e.g. an nginx that answers every export 200 (bench/tracing/run).")
     var otlpEndpoint: String?
+    @Option(help: "With --otlp-endpoint: the config's tracing.sampleRatio.") var traceSampleRatio = 1.0
     @Option(help: "Extra sandbox arguments, space separated (e.g. \"--error-rate 0.01\").") var sandboxArgs = ""
     @Option(help: "Warm-up orders per scenario before the measured run (not counted).") var warmup = 1000
     @Option(help: "After the last send, seconds without a new outcome before the missing orders are reported.") var drainTimeout = 20.0
@@ -132,7 +133,7 @@ struct PaypipeBench: ParsableCommand {
             binDirectory: binDirectory, warmup: warmup, drainTimeout: drainTimeout, maxSeconds: maxSeconds, logLevel: logLevel,
             logDirectory: "\(outDirectory)/logs", keepTemp: keepTemp,
             sandboxArguments: sandboxArgs.split(separator: " ").map(String.init), workerNice: workerNice, postgresURL: postgresURL,
-            postgresData: postgresData, otlpEndpoint: otlpEndpoint)
+            postgresData: postgresData, otlpEndpoint: otlpEndpoint, traceSampleRatio: traceSampleRatio)
         var results: [ScenarioResult] = []
         for spec in specs {
             log(

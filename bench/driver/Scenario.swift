@@ -40,6 +40,7 @@ struct RunSettings: Sendable {
     var postgresData: String?
     /// With it, every stage exports its spans there (the config's `tracing`).
     var otlpEndpoint: String?
+    var traceSampleRatio = 1.0
 }
 
 struct ProcessFigures: Codable, Sendable {
@@ -156,7 +157,9 @@ func runScenario(_ spec: ScenarioSpec, allTemplates: [OrderTemplate], settings: 
         result.logDirectory = logs
         let endpoints = try BenchEndpoints.allocate()
         let configPath = "\(work)/config.json"
-        try configText(endpoints: endpoints, providerURL: spec.providerURL, otlpEndpoint: settings.otlpEndpoint).write(
+        try configText(
+            endpoints: endpoints, providerURL: spec.providerURL, otlpEndpoint: settings.otlpEndpoint, sampleRatio: settings.traceSampleRatio
+        ).write(
             toFile: configPath, atomically: true, encoding: .utf8)
         let environment = childEnvironment(logLevel: settings.logLevel)
         func start(_ role: String, _ name: String, _ arguments: [String]) throws -> Child {

@@ -78,7 +78,7 @@ struct BenchEndpoints: Codable, Sendable {
 /// The pipeline config of a scenario: the demo credentials (the sandbox reads the same file, so
 /// both sides agree), every provider at the sandbox or at `providerURL`, the scenario's own
 /// endpoints, and every address the ledger binds on a port the kernel picks.
-func configText(endpoints e: BenchEndpoints, providerURL: String?, otlpEndpoint: String? = nil) -> String {
+func configText(endpoints e: BenchEndpoints, providerURL: String?, otlpEndpoint: String? = nil, sampleRatio: Double = 1) -> String {
     let any = "tcp://127.0.0.1:*"
     let text = DemoConfig.text(
         sandboxURL: "http://127.0.0.1:\(e.sandboxPort)", callbacks: e.callbacks, providerURL: providerURL,
@@ -88,6 +88,6 @@ func configText(endpoints e: BenchEndpoints, providerURL: String?, otlpEndpoint:
             "ledgerMetrics": "127.0.0.1:0",
         ])
     guard let otlpEndpoint, case .object(var document)? = try? JSONValue.parse(Array(text.utf8)) else { return text }
-    document["tracing"] = ["otlpEndpoint": .string(otlpEndpoint)]
+    document["tracing"] = ["otlpEndpoint": .string(otlpEndpoint), "sampleRatio": .fraction(sampleRatio)]
     return JSONValue.object(document).serialized
 }

@@ -45,12 +45,12 @@ package enum StageTracing {
     }
 
     /// Starts a span that continues the trace `traceparent` names (a frame's `trace`), or that
-    /// starts one when `traceparent` is nil and `root` is true; nil while tracing is off, or
-    /// when there is no trace to continue and `root` is false.
+    /// starts one when `traceparent` is nil and `root` is true; nil while tracing is off, when
+    /// there is no trace to continue and `root` is false, or when the trace is not sampled.
     package static func startSpan(
         _ name: String, continuing traceparent: String?, root: Bool = false, kind: SpanKind, at start: DefaultTracerClock.Instant? = nil
     ) -> (any Span)? {
-        guard isEnabled, let tracer = tracer.withLock({ $0 }), traceparent != nil || root else { return nil }
+        guard isEnabled, traceparent.map(isSampled) ?? root, let tracer = tracer.withLock({ $0 }) else { return nil }
         var context = ServiceContext.topLevel
         if let traceparent {
             InstrumentationSystem.instrument.extract(["traceparent": traceparent], into: &context, using: TraceFields())
@@ -58,9 +58,17 @@ package enum StageTracing {
         return tracer.startAnySpan(name, context: context, ofKind: kind, at: start ?? DefaultTracerClock.now)
     }
 
-    /// A span's W3C `traceparent`, for the next frame of its order.
+    /// Whether a `traceparent` says its trace is sampled (its flags' last bit). The ledger's
+    /// sampler decides once per dispatch; a trace it left out gets no spans anywhere.
+    static func isSampled(_ traceparent: String) -> Bool {
+        guard let flags = traceparent.utf8.last.flatMap({ UInt8(String(UnicodeScalar($0)), radix: 16) }) else { return false }
+        return flags & 1 == 1
+    }
+
+    /// A recording span's W3C `traceparent`, for the next frame of its order; nil for a span the
+    /// sampler left out, so its order's frames carry no trace.
     package static func traceparent(of span: (any Span)?) -> String? {
-        guard let span else { return nil }
+        guard let span, span.isRecording else { return nil }
         var fields: [String: String] = [:]
         InstrumentationSystem.instrument.inject(span.context, into: &fields, using: TraceFields())
         return fields["traceparent"]

@@ -13,15 +13,15 @@ import ZeroMQ
 enum LedgerTracing {
     /// The dispatch frame with the trace of a span for it, ended now.
     static func dispatching(_ frame: [UInt8], poll: Bool, since start: DefaultTracerClock.Instant?) -> [UInt8] {
-        guard let header = DispatchFrame.header(of: frame), let order = DispatchFrame.orderJSON(in: frame),
-            let span = StageTracing.startSpan(poll ? "paypipe.poll" : "paypipe.dispatch", continuing: nil, root: true, kind: .producer, at: start)
+        guard let span = StageTracing.startSpan(poll ? "paypipe.poll" : "paypipe.dispatch", continuing: nil, root: true, kind: .producer, at: start)
         else { return frame }
+        defer { span.end() }
+        // A dispatch the sampler left out costs no more: no attributes, no trace in its frame.
+        guard span.isRecording, let header = DispatchFrame.header(of: frame), let order = DispatchFrame.orderJSON(in: frame) else { return frame }
         describe(span, TransitionLog.identity(order))
         span.attributes["paypipe.generation"] = Int(header.generation)
         span.attributes["paypipe.purpose"] = header.purpose.rawValue
-        let traced = StageTracing.traceparent(of: span).map { DispatchFrame.appendingTrace($0, to: frame) } ?? frame
-        span.end()
-        return traced
+        return StageTracing.traceparent(of: span).map { DispatchFrame.appendingTrace($0, to: frame) } ?? frame
     }
 
     /// A span for each result that carries a trace, to end with `recorded`.
