@@ -47,17 +47,17 @@ struct ConfigTests {
         #expect(try parse(sampleConfig).tracing == nil)
         let text = sampleConfig.replacingFirst(
             #""timers": {"#,
-            with: #""tracing": { "otlpEndpoint": "https://otel.example:4318/", "protocol": "http/json", "sampleRatio": 0.25 }, "timers": {"#)
+            with: #""tracing": { "otlpEndpoint": "https://otel.example:4318/", "sampleRatio": 0.25 }, "timers": {"#)
         let tracing = try #require(try parse(text).tracing)
-        #expect(tracing.otlpEndpoint == "https://otel.example:4318/" && tracing.protocol == "http/json" && tracing.sampleRatio == 0.25)
+        #expect(tracing.otlpEndpoint == "https://otel.example:4318/" && tracing.sampleRatio == 0.25)
         let minimal = sampleConfig.replacingFirst(#""timers": {"#, with: #""tracing": { "otlpEndpoint": "http://127.0.0.1:4318" }, "timers": {"#)
-        #expect(try parse(minimal).tracing?.protocol == "http/protobuf" && parse(minimal).tracing?.sampleRatio == 1)
+        #expect(try parse(minimal).tracing?.sampleRatio == 1)
     }
 
     @Test(arguments: [
         (#"{}"#, "tracing.otlpEndpoint: is required: the collector's base URL, e.g. http://127.0.0.1:4318"),
         (#"{"otlpEndpoint": "127.0.0.1:4318"}"#, "tracing.otlpEndpoint: must be an http:// or https:// URL"),
-        (#"{"otlpEndpoint": "http://c:4318", "protocol": "grpc"}"#, "tracing.protocol: must be one of http/protobuf, http/json"),
+        (#"{"otlpEndpoint": "http://c:4318", "protocol": "http/json"}"#, "tracing.protocol: unknown key"),
         (#"{"otlpEndpoint": "http://c:4318", "sampleRatio": 0}"#, "tracing.sampleRatio: must be a number above 0 and at most 1"),
         (#"{"otlpEndpoint": "http://c:4318", "sampleRatio": 1.5}"#, "tracing.sampleRatio: must be a number above 0 and at most 1"),
         (#"{"otlpEndpoint": "http://c:4318", "sampleRatio": "all"}"#, "tracing.sampleRatio: must be a number above 0 and at most 1"),

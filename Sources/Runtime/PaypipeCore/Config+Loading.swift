@@ -188,12 +188,6 @@ extension PaypipeConfig.Tracing {
             throw ConfigError(path: t.child("otlpEndpoint"), reason: "must be an http:// or https:// URL")
         }
         var tracing = Self(otlpEndpoint: endpoint)
-        if let value = try t.optionalString("protocol") {
-            guard Self.protocols.contains(value) else {
-                throw ConfigError(path: t.child("protocol"), reason: "must be one of \(Self.protocols.joined(separator: ", "))")
-            }
-            tracing.protocol = value
-        }
         if let value = t.take("sampleRatio") {
             let ratio: Double? =
                 switch value {

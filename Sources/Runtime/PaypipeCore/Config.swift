@@ -21,18 +21,16 @@ public struct PaypipeConfig: Sendable {
     }
 
     /// Distributed tracing (docs/operations.md, "Traces"): every stage exports its spans over
-    /// OTLP/HTTP to `otlpEndpoint`; the standard `OTEL_*` variables override these settings.
+    /// OTLP/HTTP, in protobuf, to `otlpEndpoint`; the standard `OTEL_*` variables override these
+    /// settings.
     public struct Tracing: Sendable, Equatable {
         /// The collector's base URL (`http://host:4318`); spans go to its `/v1/traces`.
         public var otlpEndpoint: String
-        /// `http/protobuf` (what collectors take by default) or `http/json`.
-        public var `protocol` = "http/protobuf"
         /// The share of orders traced, decided once per trace from its id, so every stage keeps
         /// or drops the same orders.
         public var sampleRatio = 1.0
 
         public init(otlpEndpoint: String) { self.otlpEndpoint = otlpEndpoint }
-        public static let protocols = ["http/protobuf", "http/json"]
     }
 
     public struct Endpoints: Sendable, Equatable {

@@ -29,7 +29,9 @@ package enum StageTracing {
         configuration.metrics.enabled = false
         configuration.logs.enabled = false
         configuration.traces.exporter = .otlp
-        configuration.traces.otlpExporter.protocol = tracing.protocol == "http/json" ? .httpJSON : .httpProtobuf
+        // Protobuf only: swift-otel writes OTLP/JSON's ids in base64 where the OTLP spec asks for
+        // hex, and the OpenTelemetry Collector refuses them (opentelemetry-collector#8720).
+        configuration.traces.otlpExporter.protocol = .httpProtobuf
         // Set by hand, the endpoint is taken as it is: the signal's path is ours to add.
         let base = tracing.otlpEndpoint.hasSuffix("/") ? String(tracing.otlpEndpoint.dropLast()) : tracing.otlpEndpoint
         configuration.traces.otlpExporter.endpoint = base + "/v1/traces"
