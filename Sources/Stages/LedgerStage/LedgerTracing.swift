@@ -18,7 +18,7 @@ enum LedgerTracing {
         defer { span.end() }
         // A dispatch the sampler left out costs no more: no attributes, no trace in its frame.
         guard span.isRecording, let header = DispatchFrame.header(of: frame), let order = DispatchFrame.orderJSON(in: frame) else { return frame }
-        describe(span, TransitionLog.identity(order))
+        StageTracing.describe(span, order: identity(TransitionLog.identity(order)))
         span.attributes["paypipe.generation"] = Int(header.generation)
         span.attributes["paypipe.purpose"] = header.purpose.rawValue
         return StageTracing.traceparent(of: span).map { DispatchFrame.appendingTrace($0, to: frame) } ?? frame
@@ -30,12 +30,8 @@ enum LedgerTracing {
             guard let parts = StageResult.decode(message.body), let trace = parts.trace,
                 let span = StageTracing.startSpan("paypipe.record", continuing: trace, kind: .consumer, at: start)
             else { return nil }
-            var status: String?
-            _ = JSONValue.forEachMember(of: parts.outcome) { key, value in
-                if key.spells("status") { status = value.stringValue }
-                return status == nil
-            }
-            describe(span, TransitionLog.identity(parts.outcome))
+            let (metadata, status) = TransitionLog.identityAndStatus(parts.outcome)
+            StageTracing.describe(span, order: identity(metadata))
             span.attributes["paypipe.generation"] = Int(parts.ticket.generation)
             span.attributes["paypipe.answering"] = parts.answering.rawValue
             if let status { span.attributes["paypipe.status"] = status }
@@ -47,11 +43,9 @@ enum LedgerTracing {
         for span in spans { span.end() }
     }
 
-    private static func describe(_ span: any Span, _ identity: Logger.Metadata) {
-        for (key, attribute) in [
-            ("merchant", "paypipe.merchant"), ("orderId", "paypipe.order_id"), ("provider", "paypipe.provider"), ("operation", "paypipe.operation"),
-        ] {
-            if let value = identity[key] { span.attributes[attribute] = "\(value)" }
-        }
+    /// The order's identity as the transition log reads it, for `StageTracing.describe`.
+    private static func identity(_ metadata: Logger.Metadata) -> OrderIdentity {
+        let text = { (key: String) in metadata[key].map { "\($0)" } ?? "" }
+        return OrderIdentity(orderId: text("orderId"), merchant: text("merchant"), provider: text("provider"), operation: text("operation"))
     }
 }

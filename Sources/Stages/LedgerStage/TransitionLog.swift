@@ -50,15 +50,19 @@ enum TransitionLog {
     }
 
     /// merchant, orderId, provider and operation, as the order names them.
-    static func identity(_ json: some Collection<UInt8>) -> Logger.Metadata {
+    static func identity(_ json: some Collection<UInt8>) -> Logger.Metadata { identityAndStatus(json).identity }
+
+    /// `identity`, and the status an outcome names (nil for an order), in one pass over its JSON.
+    static func identityAndStatus(_ json: some Collection<UInt8>) -> (identity: Logger.Metadata, status: String?) {
         var metadata: Logger.Metadata = [:]
+        var status: String?
         _ = JSONValue.forEachMember(of: json) { key, value in
-            take(key, value, into: &metadata)
+            if key.spells("status") { status = value.stringValue } else { take(key, value, into: &metadata) }
             return true
         }
         // An order that names no merchant is the default merchant's (docs/protocol.md §1).
         if metadata["merchant"] == nil { metadata["merchant"] = "default" }
-        return metadata
+        return (metadata, status)
     }
 
     static func take(_ key: UnsafeBufferPointer<UInt8>, _ value: JSONValue, into metadata: inout Logger.Metadata) {
