@@ -273,12 +273,8 @@ package final class PipelineHarness: @unchecked Sendable {
         // `nice` execs the stage in place: the process (and its PID) is the stage's.
         process.executableURL = nice > 0 ? URL(fileURLWithPath: "/usr/bin/nice") : executable
         process.arguments = nice > 0 ? ["-n", String(nice), executable.path] + arguments : arguments
-        // Output to files, not pipes: a read of a pipe that a signal interrupts (another test's
-        // child ending) can come back empty as if at its end, and a pipe nobody reads any more
-        // would block a chatty child.
-        let outputFile = directory.appendingPathComponent("\(name)-\(index).stdout")
-        _ = FileManager.default.createFile(atPath: outputFile.path, contents: nil)
-        process.standardOutput = try FileHandle(forWritingTo: outputFile)
+        let stdout = Pipe()
+        process.standardOutput = stdout
         let errorFile = directory.appendingPathComponent("\(name)-\(index).stderr")
         _ = FileManager.default.createFile(atPath: errorFile.path, contents: nil)
         process.standardError = try FileHandle(forWritingTo: errorFile)
@@ -287,19 +283,20 @@ package final class PipelineHarness: @unchecked Sendable {
         process.environment = environment
         try process.run()
         guard let marker else { return ((process, errorFile), nil) }
+        var buffer = Data()
         let deadline = Date().addingTimeInterval(20)
-        var printed = ""
         while Date() < deadline {
-            let exited = !process.isRunning
-            printed = (try? String(contentsOf: outputFile, encoding: .utf8)) ?? ""
-            if let line = printed.split(separator: "\n").first(where: { $0.contains(marker) }) { return ((process, errorFile), String(line)) }
-            if exited { break }
-            usleep(10_000)
+            let chunk = stdout.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            buffer.append(chunk)
+            if let line = String(decoding: buffer, as: UTF8.self).split(separator: "\n").first(where: { $0.contains(marker) }) {
+                return ((process, errorFile), String(line))
+            }
         }
+        let status = process.isRunning ? "" : " (exited \(process.terminationStatus))"
         kill(process.processIdentifier, SIGKILL)
         let log = (try? String(contentsOf: errorFile, encoding: .utf8)) ?? ""
-        throw HarnessError(
-            "\(name) did not print \(marker) (\(process.isRunning ? "still running" : "exited \(process.terminationStatus)")): \(printed) \(log)")
+        throw HarnessError("\(name) did not print \(marker)\(status): \(String(decoding: buffer, as: UTF8.self)) \(log)")
     }
 
     package func stderr(of index: Int) -> String {
