@@ -65,12 +65,13 @@ struct LeaseCoreTests {
         #expect(core.handle(.claim([core.lease(key, 3)]), now: 40_000).0 == .claimed([true]))
     }
 
-    @Test func aRestartedLedgerGivesHoldersAWholeLeaseToRenew() async throws {
+    @Test func aRestartedLedgerGivesHoldersBackTheTimeItWasDown() async throws {
         let store = try temporaryStore()
         var core = LedgerCore(store: store, registry: await testRegistry(), timers: leaseTimers(leaseMs: 30_000), redeliverAfterMilliseconds: 1000)
         _ = try core.intake([Array(netsChargeOrder.utf8)], now: 0)
         let key = try order(netsChargeOrder).key
         #expect(core.handle(.claim([core.lease(key, 1)]), now: 0).0 == .claimed([true]))
+        try core.recordAlive(now: 10_000)
         // The ledger was down from 10 s to 40 s: the lease lapsed meanwhile, the holder lives on.
         var restarted = LedgerCore(
             store: store, registry: await testRegistry(), timers: leaseTimers(leaseMs: 30_000), redeliverAfterMilliseconds: 1000)
@@ -79,6 +80,37 @@ struct LeaseCoreTests {
         #expect(restarted.handle(.claim([restarted.lease(key, 1)]), now: 45_000).0 == .claimed([true]))
         #expect(try restarted.redeliver(now: 74_000).isEmpty)
         #expect(dispatches(try restarted.redeliver(now: 75_001)).map(\.generation) == [2])
+    }
+
+    @Test func aCrashLoopingLedgerLetsADeadHoldersLeaseLapseAndRedeliversItsOrder() async throws {
+        let store = try temporaryStore()
+        var timers = leaseTimers(leaseMs: 30_000)
+        timers.leaseMaxMs = 200_000
+        var core = LedgerCore(store: store, registry: await testRegistry(), timers: timers, redeliverAfterMilliseconds: 1000)
+        _ = try core.intake([Array(netsChargeOrder.utf8)], now: 0)
+        let key = try order(netsChargeOrder).key
+        #expect(core.handle(.claim([core.lease(key, 1)]), now: 0).0 == .claimed([true]))
+        // The holder dies at once. The ledger lives 5 s at a time, down 20 s between lives, for
+        // longer than the lease's longest life: the holder's lease runs only while it is up, so it
+        // lapses after six lives and the order goes out again instead of to review.
+        try core.recordAlive(now: 5000)
+        var now: Int64 = 5000
+        var redelivered: [Int64] = []
+        var outcomes: [Outcome] = []
+        for _ in 0..<10 where redelivered.isEmpty && outcomes.isEmpty {
+            now += 20_000
+            var life = LedgerCore(store: store, registry: await testRegistry(), timers: timers, redeliverAfterMilliseconds: 1000)
+            try life.resumeLeases(now: now)
+            for _ in 0..<5 where redelivered.isEmpty {
+                now += 1000
+                let effects = try life.redeliver(now: now)
+                redelivered += dispatches(effects).map(\.generation)
+                outcomes += emitted(effects)
+                try life.recordAlive(now: now)
+            }
+        }
+        #expect(redelivered == [2])
+        #expect(outcomes.isEmpty)
     }
 
     @Test func unclaimedCopiesBackOffAndOnlyClaimedOnesCountTowardTheCap() async throws {

@@ -154,6 +154,7 @@ struct RetentionTests {
         #expect(stalled.contains { $0.contains("USING INDEX orders_in_flight (state=? AND dispatched_at<?)") })
         #expect(stalled.contains { $0.contains("USING INDEX orders_held (lease_until<?)") })
         #expect(extend.contains { $0.contains("USING INDEX orders_held") })
+        #expect((plans["shiftHeldLeases"] ?? []).contains { $0.contains("USING INDEX orders_held") })
         #expect((stalled + extend).allSatisfy { !$0.hasPrefix("SCAN") })
     }
 

@@ -124,10 +124,15 @@ package struct LedgerCore {
         }
     }
 
-    /// Called once when the ledger starts: leases that lapsed while it was down are held one
-    /// lease longer, so live holders renew them before anything is redelivered.
+    /// Called once when the ledger starts: held leases get back the time the ledger was down, so
+    /// live holders renew them before anything is redelivered, and dead holders' leases lapse.
     package func resumeLeases(now: Int64) throws {
-        try store.transaction(logsOutcomes: false) { try store.extendHeldLeases(until: now + leaseMilliseconds) }
+        try store.transaction(logsOutcomes: false) { try store.resumeHeldLeases(now: now, lease: leaseMilliseconds) }
+    }
+
+    /// Called on every tick, so that a restart measures the outage it has to give back.
+    package func recordAlive(now: Int64) throws {
+        try store.transaction(logsOutcomes: false) { try store.recordAlive(now: now) }
     }
 
     /// The operations whose pending orders the pollers own.

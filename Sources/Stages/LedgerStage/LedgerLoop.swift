@@ -349,13 +349,14 @@ final class LedgerLoop: Sendable {
     }
 
     /// Redelivery (unless the signers' queue is full: what it would send stays due in the store),
-    /// retention and the gauges.
+    /// retention, the moment a restart measures its outage from, and the gauges.
     private func tick(_ out: inout Outboxes, _ gauges: Gauges) throws {
         if out.dispatch.count < limits.dispatchBacklog {
             try performCommitted(try retrying.run("redelivery") { try core.redeliver() }, &out)
             exported.update(core.counters)
         }
         try retrying.run("retention") { try core.applyRetention(retention, limit: 1000) }
+        try retrying.run("recording the ledger alive") { try core.recordAlive() }
         if let counts = try? core.counts() { gauges.update(counts) }
         let now = steadyMilliseconds()
         if now >= gauges.agesDue, let oldest = try? core.oldestInFlight() {

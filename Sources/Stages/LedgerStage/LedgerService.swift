@@ -44,6 +44,7 @@ package final class LedgerService: MeasuredStage {
             }
         }
         func resumeLeases() throws { try locked.withLock { core in try core.resumeLeases(now: steadyMilliseconds()) } }
+        func recordAlive() throws { try locked.withLock { core in try core.recordAlive(now: steadyMilliseconds()) } }
         var counters: LedgerCore.Counters { locked.withLock { $0.counters } }
         /// The seqs the last commit logged (`LedgerStore.lastCommittedSeqs`).
         var committedSeqs: ClosedRange<Int64>? { locked.withLock { $0.store.lastCommittedSeqs } }

@@ -52,8 +52,12 @@ package protocol LedgerStorage: AnyObject {
     func claim(_ claims: [LeaseClaim], until: Int64, now: Int64, maxLife: Int64) throws -> [Bool]
 
     /// Leases are timed on a clock that restarts with the process, so a restarted ledger gives
-    /// their holders a whole lease to renew instead of taking its own outage for their death.
-    func extendHeldLeases(until: Int64) throws
+    /// their holders back the time it was down instead of taking its own outage for their death,
+    /// and no more, so that a dead holder's lease still lapses however often the ledger restarts.
+    func resumeHeldLeases(now: Int64, lease: Int64) throws
+
+    /// Where a restarted ledger measures its outage from.
+    func recordAlive(now: Int64) throws
 
     /// Work nobody holds has to go out again, but never past the dispatch cap or a lease's
     /// longest life, where an operator decides instead.

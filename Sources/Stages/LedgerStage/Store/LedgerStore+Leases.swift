@@ -86,13 +86,39 @@ extension LedgerStore {
         }
     }
 
-    /// Every held lease runs until `until`: after a ledger restart its holders get a whole lease
-    /// to renew, so an outage of the ledger alone is not taken for their death. Leases are timed
-    /// on the ledger's monotonic clock, which starts anew with each process, so a lease stored by
-    /// the previous one is measured again from now, whichever way the wall clock moved between.
-    package func extendHeldLeases(until: Int64) throws {
-        try db.query(Self.extendHeldLeasesStatement, [.integer(until), .integer(until)])
+    /// Gives held leases back the time the ledgers were down, and no more: lease time runs only
+    /// while some ledger of this store is alive, so an outage of the ledgers alone is not taken
+    /// for their holders' death, while a holder that died stays dead across restarts (a ledger
+    /// that crash-loops must not keep a dead submitter's order held until it goes to review).
+    /// Leases are timed on each process's own monotonic clock, so the outage is measured from the
+    /// last moment a ledger recorded itself alive (`recordAlive`), and no lease is pushed past
+    /// `now + lease`, whichever way the wall clock moved between. A store no ledger ever recorded
+    /// gives every held lease a whole one. Call inside `transaction`.
+    package func resumeHeldLeases(now: Int64, lease: Int64) throws {
+        if let lastAlive = try lastAlive() {
+            let outage = max(0, now - lastAlive)
+            try db.query(Self.shiftHeldLeasesStatement, [.integer(outage), .integer(now + lease), .integer(outage), .integer(now + lease)])
+        } else {
+            try db.query(Self.extendHeldLeasesStatement, [.integer(now + lease), .integer(now + lease)])
+        }
+        try recordAlive(now: now)
     }
+
+    /// The moment a ledger of this store was last seen alive, on its own clock.
+    package func recordAlive(now: Int64) throws {
+        try db.query(
+            "INSERT INTO meta(name, value) VALUES('ledger_alive_at', ?) ON CONFLICT(name) DO UPDATE SET value=excluded.value",
+            [.text(String(now))])
+    }
+
+    func lastAlive() throws -> Int64? {
+        try db.query("SELECT value FROM meta WHERE name='ledger_alive_at'").first?[0].text.flatMap { Int64($0) }
+    }
+
+    static let shiftHeldLeasesStatement: StaticString = """
+        UPDATE orders INDEXED BY orders_held SET lease_until=CASE WHEN lease_until + ? < ? THEN lease_until + ? ELSE ? END
+        WHERE state IN ('open','unknown') AND lease_until IS NOT NULL
+        """
 
     static let extendHeldLeasesStatement: StaticString =
         "UPDATE orders INDEXED BY orders_held SET lease_until=? WHERE state IN ('open','unknown') AND lease_until IS NOT NULL AND lease_until <> ?"
@@ -126,6 +152,9 @@ extension LedgerStore {
     /// its partial index, never read every order in flight.
     package func queryPlans() throws -> [String: [String]] {
         guard let sqlite = db as? SQLiteConnection else { return [:] }
-        return ["stalled": try sqlite.queryPlan(Self.stalledQuery), "extendHeldLeases": try sqlite.queryPlan(Self.extendHeldLeasesStatement)]
+        return [
+            "stalled": try sqlite.queryPlan(Self.stalledQuery), "extendHeldLeases": try sqlite.queryPlan(Self.extendHeldLeasesStatement),
+            "shiftHeldLeases": try sqlite.queryPlan(Self.shiftHeldLeasesStatement),
+        ]
     }
 }
