@@ -41,7 +41,7 @@ func stage(_ name: String, _ extra: [Target.Dependency] = []) -> Target {
 /// What the stage tests and their support use: every stage, every provider, the sandbox.
 let stageTestDependencies: [Target.Dependency] =
     [
-        "PaypipeCore", "ZeroMQ", "Sandbox", "Connectors", "StageWire", "StageRuntime", "HTTPTransport", "CSQLite",
+        "PaypipeCore", "ZeroMQ", "Sandbox", "Connectors", "StageWire", "StageRuntime", "HTTPTransport", "CSQLite", "Supervision",
         .product(name: "Logging", package: "swift-log"),
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "NIOPosix", package: "swift-nio"),
@@ -130,6 +130,8 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]),
+        // Child processes: spawned, waited for, stopped and reaped in one place.
+        runtime("Supervision", []),
         // What every stage process shares: options, config loading, metrics server, sockets.
         runtime(
             "StageRuntime",
@@ -214,7 +216,7 @@ let package = Package(
             .executableTarget(
                 name: "paypipe",
                 dependencies: [
-                    "StageRuntime", "PaypipeCore", "ZeroMQ", "Connectors", "StageWire", "HTTPTransport",
+                    "StageRuntime", "PaypipeCore", "ZeroMQ", "Connectors", "StageWire", "HTTPTransport", "Supervision",
                     .product(name: "ArgumentParser", package: "swift-argument-parser"),
                     .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 ],
@@ -315,22 +317,24 @@ var benchmarkTargets: [Target] {
         ),
         .executableTarget(
             name: "paypipe-schedules-bench",
-            dependencies: ["BenchSupport", "Connectors", "PaypipeCore", "StageRuntime", "ZeroMQ"],
+            dependencies: ["BenchSupport", "Connectors", "PaypipeCore", "StageRuntime", "Supervision", "ZeroMQ"],
             path: "bench/schedules",
             exclude: ["run"],
             swiftSettings: strict
         ),
         .executableTarget(
             name: "paypipe-zmq-bench",
-            dependencies: ["ZeroMQ", "CZeroMQ"],
+            dependencies: ["ZeroMQ", "CZeroMQ", "Supervision"],
             path: "bench/zmq",
             swiftSettings: strict
         ),
-        .target(name: "BenchSupport", path: "bench/support", exclude: ["pipeline-up.sh", "w1rate.sh", "charts.py"], swiftSettings: strict),
+        .target(
+            name: "BenchSupport", dependencies: ["Supervision"], path: "bench/support", exclude: ["pipeline-up.sh", "w1rate.sh", "charts.py"],
+            swiftSettings: strict),
         .executableTarget(
             name: "paypipe-bench",
             dependencies: [
-                "BenchSupport", "Connectors", "PaypipeCore", "ZeroMQ", "StageRuntime",
+                "BenchSupport", "Connectors", "PaypipeCore", "ZeroMQ", "StageRuntime", "Supervision",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],

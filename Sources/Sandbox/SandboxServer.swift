@@ -39,8 +39,14 @@ public final class SandboxServer: Sendable {
     private struct Lifecycle {
         var group: ServiceGroup?
         var shutdownRequested = false
+        var outbound: SandboxOutbound?
     }
     private let lifecycle = Mutex(Lifecycle())
+
+    /// Callbacks and webhooks given up on after every attempt failed (a real provider gives up
+    /// too, later): a test that counts what arrived upstream tells a loss of its own from one of
+    /// the sandbox's.
+    public var droppedDeliveries: Int { lifecycle.withLock { $0.outbound?.snapshot.dropped ?? 0 } }
 
     /// Throws `SandboxConfigurationError` naming the first unusable setting.
     /// `emulators`: the providers served, each under `/<provider>/`.
@@ -85,6 +91,7 @@ public final class SandboxServer: Sendable {
                 services: [app], gracefulShutdownSignals: handleSignals ? [.sigterm, .sigint] : [], logger: logger))
         let stopAtOnce = lifecycle.withLock { state in
             state.group = group
+            state.outbound = outbound
             return state.shutdownRequested
         }
         if stopAtOnce { await group.triggerGracefulShutdown() }

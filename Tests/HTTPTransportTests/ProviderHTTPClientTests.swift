@@ -4,6 +4,7 @@ import NIOHTTP1
 import NIOPosix
 import NIOSSL
 import PaypipeCore
+import Supervision
 import Synchronization
 import TestSupport
 import Testing
@@ -240,16 +241,13 @@ struct ProviderHTTPClientTests {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let key = directory.appendingPathComponent("key.pem").path, certificate = directory.appendingPathComponent("cert.pem").path
-        let openssl = Process()
-        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        openssl.arguments = [
-            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", certificate,
-            "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
-        ]
-        openssl.standardError = FileHandle.nullDevice
-        try openssl.run()
+        let openssl = try ChildProcess(
+            [
+                "/usr/bin/openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out",
+                certificate, "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
+            ], stdout: .discard, stderr: .discard)
         _ = await waitForExit(openssl, within: .seconds(30))
-        try #require(openssl.terminationStatus == 0, "openssl could not make a test certificate")
+        try #require(openssl.exitStatus == 0, "openssl could not make a test certificate")
 
         let server = try await TLSEchoServer.start(certificate: certificate, key: key)
         defer { server.stop() }

@@ -550,7 +550,7 @@ struct AsyncFlowTests {
         _ = try await Self.outcome(h, "cl-never-1", .pending)
         // The poller dies mid-schedule; a new one asks the ledger for the pending receipts.
         try await Task.sleep(for: .milliseconds(700))
-        kill(poller.processIdentifier, SIGKILL)
+        poller.signal(SIGKILL)
         try h.startPoller()
         let failed = try await Self.outcome(h, "cl-never-1", .failed)
         let elapsed = clock.now - start

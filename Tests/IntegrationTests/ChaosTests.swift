@@ -7,6 +7,7 @@ import PaypipeCore
 import Sandbox
 import StageRuntime
 import StageWire
+import Supervision
 import Synchronization
 import TestSupport
 import Testing
@@ -250,7 +251,7 @@ struct ChaosTests {
 
     func run(_ h: PipelineHarness, counting: EffectCountingFront, size: Size, server: PostgresServer?) async throws {
 
-        var running: [Role: Process] = [
+        var running: [Role: ChildProcess] = [
             .ledger: h.ledgerProcess, .signer: try h.startSigner(), .submitter: try h.startSubmitter(),
             .callbacks: try h.startCallbacks(),
         ]
@@ -371,7 +372,7 @@ struct ChaosTests {
                 if role == .postgres {
                     try await server?.kill()
                 } else if let process = running[role] {
-                    kill(process.processIdentifier, SIGKILL)
+                    process.signal(SIGKILL)
                     // A process in fsync dies only once the write completes, and until then it
                     // holds its ports: its replacement would fail to bind them.
                     _ = await eventually(within: .seconds(10)) { !process.isRunning }
@@ -426,7 +427,7 @@ struct ChaosTests {
             effectsTwice(tp,phonepe)=\(repeatedEffects.count) netsEffectsTwice=\(netsEffectsTwice.count) \
             netsRequestsRepeated=\(repeatedNetsRequests) replayed=\(upstream.replays) \
             events=\(upstream.events.count) eventDays=\(daysRun) eventsMissing=\(eventsMissing) eventsExtra=\(eventsExtra) \
-            eventsDiffering=\(eventsDiffering) \
+            eventsDiffering=\(eventsDiffering) sandboxDroppedDeliveries=\(h.sandbox.droppedDeliveries) \
             lastKillToLastEnd=\(recovery) total=\(clock.now - started)
             """)
         #expect(unended.isEmpty, "orders without an end: \(unended.prefix(10))")

@@ -3,6 +3,7 @@ import PaypipeCore
 import Sandbox
 import StageRuntime
 import StageWire
+import Supervision
 import TestSupport
 import Testing
 import ZeroMQ
@@ -174,23 +175,30 @@ struct CurveLinkTests {
             h.ledgerEndpoints[$0]?.split(separator: ":").last
         }
         let capture = h.directory.appendingPathComponent("lo.pcap").path
-        let tcpdump = Process()
-        tcpdump.executableURL = URL(fileURLWithPath: Self.captureTool!)
-        tcpdump.arguments = ["-i", "lo", "-U", "-w", capture, "tcp and (" + ports.map { "port \($0)" }.joined(separator: " or ") + ")"]
-        tcpdump.standardError = FileHandle.nullDevice
-        try tcpdump.run()
-        try await Task.sleep(for: .seconds(1))  // tcpdump opens lo and starts capturing
+        // Immediate mode: each packet is written as it arrives, not when the kernel's buffer block
+        // times out, so the SIGTERM that ends the capture leaves nothing unread.
+        let tcpdump = try ChildProcess(
+            [
+                Self.captureTool!, "-i", "lo", "--immediate-mode", "-U", "-w", capture,
+                "tcp and (" + ports.map { "port \($0)" }.joined(separator: " or ") + ")",
+            ],
+            stdout: .readyLine(), stderr: .standardOutput, readyMarker: "listening on")
+        let listening = await tcpdump.waitForLine(within: .seconds(10))
+        try #require(listening != .timedOut && listening != .ended, "tcpdump: \(tcpdump.printed)")
         try h.startSigner()
         try h.startSubmitter()
         let lines = try String(contentsOfFile: examplesPath(), encoding: .utf8).split(separator: "\n").map(String.init)
         for line in lines { try await h.send(line) }
         let outcomes = try await h.collect { $0.count >= lines.count }
         #expect(outcomes.count >= lines.count)
-        try await Task.sleep(for: .milliseconds(300))
-        // SIGTERM, not SIGINT: a child of the test runner may have SIGINT ignored. Bounded waits.
-        kill(tcpdump.processIdentifier, SIGTERM)
-        for _ in 0..<100 where tcpdump.isRunning { try await Task.sleep(for: .milliseconds(50)) }
-        if tcpdump.isRunning { kill(tcpdump.processIdentifier, SIGKILL) }
+        // tcpdump has written what crossed the links once its capture stops growing.
+        var size = -1
+        _ = await eventually(within: .seconds(5)) {
+            let now = (try? FileManager.default.attributesOfItem(atPath: capture)[.size] as? Int) ?? 0
+            defer { size = now }
+            return now > 0 && now == size
+        }
+        await tcpdump.stop(grace: .seconds(5))
 
         let text = try await runCapturing(Self.captureTool!, ["-A", "-n", "-r", capture]).output
         await h.shutdown()  // after reading: it removes the directory holding the capture

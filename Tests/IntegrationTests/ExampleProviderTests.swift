@@ -7,6 +7,7 @@ import Logging
 import PaypipeCore
 import Sandbox
 import StageRuntime
+import Supervision
 import Synchronization
 import TestSupport
 import Testing
@@ -52,8 +53,8 @@ struct ExampleConnectorTests {
         try config.write(toFile: configPath, atomically: true, encoding: .utf8)
 
         let stages = "paypipe-example-stages"
-        var children: [Process] = []
-        defer { for child in children.reversed() where child.isRunning { kill(child.processIdentifier, SIGKILL) } }
+        var children: [ChildProcess] = []
+        defer { for child in children.reversed() where child.isRunning { child.signal(SIGKILL) } }
         let ((ledger, _), ready) = try PipelineHarness.spawn(
             stages, ["ledger", "--config", configPath, "--store", TestStores.ledgerArgument(directory: directory)],
             in: directory, index: 0, waitForLine: LedgerAddresses.readyMarker)
@@ -139,7 +140,7 @@ struct ExampleConnectorTests {
             let key = "example:" + ExampleConnector.idempotencyKey(OrderKey(merchant: "default", orderId: id))
             #expect(sandbox.ledger.requests(key) == 1 && sandbox.ledger.effects(key) == 1, "\(id)")
         }
-        for child in children.reversed() { kill(child.processIdentifier, SIGTERM) }
+        for child in children.reversed() { child.signal(SIGTERM) }
         for child in children { _ = await waitForExit(child, within: .seconds(30)) }
         _ = await sender.finish(drainTimeoutMilliseconds: 200)
         receiver.stop()

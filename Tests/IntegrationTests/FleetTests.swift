@@ -131,7 +131,7 @@ struct FleetTests {
                 sent += 1
             }
             if aAlive, sent >= total / 2 {
-                kill(h.ledgerProcess.processIdentifier, SIGKILL)
+                h.ledgerProcess.signal(SIGKILL)
                 aAlive = false
             }
             // At-least-once: what has not ended after a while goes again, to a live ledger.

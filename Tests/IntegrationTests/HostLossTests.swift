@@ -4,6 +4,7 @@ import Logging
 import PaypipeCore
 import Sandbox
 import StageRuntime
+import Supervision
 import Synchronization
 import TestSupport
 import Testing
@@ -17,7 +18,7 @@ final class NamespaceHosts: @unchecked Sendable {
     let subnet: String
     let count: Int
     let directory: URL
-    private(set) var children: [Int: [ChildCommand]] = [:]
+    private(set) var children: [Int: [ChildProcess]] = [:]
 
     static var available: Bool {
         getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/sbin/ip")
@@ -79,9 +80,10 @@ final class NamespaceHosts: @unchecked Sendable {
     /// Starts `executable` on `host`; its output goes to a file named after it, which `waitFor`
     /// reads.
     @discardableResult
-    func spawn(_ host: Int, _ executable: String, _ arguments: [String], label: String) throws -> ChildCommand {
+    func spawn(_ host: Int, _ executable: String, _ arguments: [String], label: String) throws -> ChildProcess {
         let output = log(label)
-        let command = try ChildCommand(["/usr/sbin/ip", "netns", "exec", name(host), executable] + arguments, output: output)
+        let command = try ChildProcess(
+            ["/usr/sbin/ip", "netns", "exec", name(host), executable] + arguments, stdout: .file(output), stderr: .standardOutput)
         children[host, default: []].append(command)
         return command
     }
@@ -106,8 +108,8 @@ final class NamespaceHosts: @unchecked Sendable {
     /// is gone, its peers' connections to it hang rather than close.
     func lose(_ host: Int) throws {
         for child in children[host] ?? [] {
-            kill(child.pid, SIGKILL)
-            _ = child.exitStatus(blocking: true)
+            child.signal(SIGKILL)
+            child.waitForExitBlocking()
         }
         children[host] = []
         try ip(["link", "set", link(host), "down"])
@@ -116,8 +118,8 @@ final class NamespaceHosts: @unchecked Sendable {
     func tearDown() {
         for (_, commands) in children {
             for child in commands {
-                kill(child.pid, SIGKILL)
-                _ = child.exitStatus(blocking: true)
+                child.signal(SIGKILL)
+                child.waitForExitBlocking()
             }
         }
         children = [:]
@@ -330,7 +332,7 @@ struct HostLossTests {
                     failoverAt = clock.now
                 }
                 // A ledger that gave up on its store is restarted, as its supervisor would.
-                for child in hosts.children[2] ?? [] where child.exitStatus(blocking: false) != nil {
+                for child in hosts.children[2] ?? [] where child.exitStatus != nil {
                     try startLedger(2)
                     break
                 }

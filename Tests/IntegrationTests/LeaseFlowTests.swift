@@ -137,11 +137,11 @@ struct LeaseFlowTests {
         let ids = (0..<4).map { "stopping-\($0)" }
         for id in ids { try await h.send(netsCharge(id, merchant: "slow")) }
         #expect(await eventually(within: .seconds(20)) { provider.requestsPerKey.withLock { $0.count } == ids.count })
-        kill(submitter.processIdentifier, SIGTERM)
+        submitter.signal(SIGTERM)
         let outcomes = try await h.collect(timeout: .seconds(30)) { Set($0.filter { $0.status.isTerminal }.map(\.orderId)).count >= ids.count }
         #expect(Set(outcomes.filter { $0.status == .succeeded }.map(\.orderId)) == Set(ids))
         #expect(await waitForExit(submitter, within: .seconds(20)))
-        #expect(submitter.terminationStatus == 0)
+        #expect(submitter.exitStatus == 0)
         #expect(provider.requestsPerKey.withLock { $0.values.allSatisfy { $0 == 1 } })
         await h.shutdown()
     }
@@ -201,7 +201,7 @@ struct LeaseFlowTests {
         let holder = try h.startSubmitter()
         try await h.send(phonePeAuthInit("pp-kill-1", authRequestId: "ARkill1"))
         #expect(await eventually(within: .seconds(20)) { h.sandbox.ledger.requests("phonepe:ARkill1") == 1 })
-        kill(holder.processIdentifier, SIGKILL)
+        holder.signal(SIGKILL)
         _ = await waitForExit(holder, within: .seconds(10))
         try h.startSubmitter()
         let outcomes = try await h.collect(timeout: .seconds(30)) { $0.contains { $0.orderId == "pp-kill-1" } }

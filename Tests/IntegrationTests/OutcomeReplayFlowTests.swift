@@ -79,7 +79,7 @@ struct OutcomeReplayFlowTests {
         #expect(before.count == total)
 
         let ledger = h.ledgerProcess
-        kill(ledger.processIdentifier, SIGKILL)
+        ledger.signal(SIGKILL)
         while ledger.isRunning { try await Task.sleep(for: .milliseconds(20)) }
         try h.restartLedger()
 

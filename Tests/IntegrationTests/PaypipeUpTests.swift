@@ -1,6 +1,7 @@
 import Foundation
 import LedgerStage
 import PaypipeCore
+import Supervision
 import TestSupport
 import Testing
 
@@ -20,7 +21,7 @@ struct PaypipeUpTests {
         let elapsed = clock.now - started
 
         #expect(exited)
-        #expect(process.terminationStatus != 0)
+        #expect(process.exitStatus != 0)
         #expect(elapsed < .seconds(15), "took \(elapsed)")
         let reason = up.stderr.split(separator: "\n").filter { $0.contains("did not print") }
         #expect(
@@ -54,10 +55,10 @@ struct PaypipeUpTests {
                 "paypipe-ledger": 0, "paypipe-signer": 5, "paypipe-submitter": 5, "paypipe-callbacks": 5, "paypipe-cleeng-poller": 5,
             ])
 
-        kill(process.processIdentifier, SIGTERM)
+        process.signal(SIGTERM)
         let exited = await waitForExit(process, within: .seconds(25))
         #expect(exited)
-        #expect(process.terminationStatus == 0, "\(up.stderr)")
+        #expect(process.exitStatus == 0, "\(up.stderr)")
         #expect(up.stderr.contains("paypipe: stopped (signal)"))
         let names = StandInPipeline.names
         for name in names {
@@ -83,7 +84,7 @@ struct PaypipeUpTests {
                 "paypipe-ledger": 0, "paypipe-signer": workerNice, "paypipe-submitter": workerNice, "paypipe-callbacks": workerNice,
                 "paypipe-cleeng-poller": workerNice,
             ])
-        kill(process.processIdentifier, SIGTERM)
+        process.signal(SIGTERM)
         #expect(await waitForExit(process, within: .seconds(25)))
     }
 
@@ -92,7 +93,7 @@ struct PaypipeUpTests {
         defer { up.remove() }
         let process = try up.run(startTimeoutSeconds: 2, ["--worker-nice", "20"])
         #expect(await waitForExit(process, within: .seconds(10)))
-        #expect(process.terminationStatus != 0)
+        #expect(process.exitStatus != 0)
         #expect(up.stderr.contains("--worker-nice must be 0 to 19"), "\(up.stderr)")
         #expect(up.pid("paypipe-sandbox") == nil, "nothing starts")
     }
@@ -110,14 +111,14 @@ struct PaypipeUpTests {
         let isUp = await eventually(within: .seconds(20)) { up.stdout.contains("paypipe is up") && up.allTrapsSet }
         #expect(isUp, "\(up.stdout)\n\(up.stderr)")
 
-        kill(process.processIdentifier, SIGTERM)
+        process.signal(SIGTERM)
         // The ledger stand-in ignores SIGTERM, so the graceful stop waits on it (10 s bound).
         let ledgerAsked = await eventually(within: .seconds(10)) { up.stopOrder.contains("paypipe-ledger") }
         #expect(ledgerAsked, "\(up.stderr)")
-        kill(process.processIdentifier, SIGINT)
+        process.signal(SIGINT)
         let exited = await waitForExit(process, within: .seconds(3))
         #expect(exited)
-        #expect(process.terminationStatus == 130)
+        #expect(process.exitStatus == 130)
         for name in ["paypipe-sandbox", "paypipe-ledger"] {
             let pid = try #require(up.pid(name), "\(name) never ran")
             let gone = await eventually(within: .seconds(2)) { !isAlive(pid) }
@@ -148,7 +149,7 @@ struct PaypipeUpTests {
             #expect(try db.query("SELECT 1", []).first?.first == .integer(1))
         }
 
-        kill(process.processIdentifier, SIGTERM)
+        process.signal(SIGTERM)
         let exited = await waitForExit(process, within: .seconds(40))
         #expect(exited)
         #expect(up.stderr.contains("paypipe: stopped the PostgreSQL in \(cluster)"), "\(up.stderr)")
@@ -191,24 +192,16 @@ private struct StandInPipeline {
         }
     }
 
-    func run(startTimeoutSeconds: Double, _ extraArguments: [String] = []) throws -> Process {
+    func run(startTimeoutSeconds: Double, _ extraArguments: [String] = []) throws -> ChildProcess {
         let paypipe = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("paypipe")
         guard FileManager.default.isExecutableFile(atPath: paypipe.path) else {
             throw StandInError("\(paypipe.path) is missing: run `swift build` before `swift test`")
         }
-        let process = Process()
-        process.executableURL = paypipe
-        process.arguments =
+        return try ChildProcess(
             [
-                "up", "--state-dir", directory.appendingPathComponent("state").path,
+                paypipe.path, "up", "--state-dir", directory.appendingPathComponent("state").path,
                 "--executables-dir", bin.path, "--start-timeout", String(startTimeoutSeconds),
-            ] + extraArguments
-        _ = FileManager.default.createFile(atPath: stdoutFile.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: stderrFile.path, contents: nil)
-        process.standardOutput = try FileHandle(forWritingTo: stdoutFile)
-        process.standardError = try FileHandle(forWritingTo: stderrFile)
-        try process.run()
-        return process
+            ] + extraArguments, stdout: .file(stdoutFile.path, append: false), stderr: .file(stderrFile.path, append: false))
     }
 
     var stdout: String { (try? String(contentsOf: stdoutFile, encoding: .utf8)) ?? "" }

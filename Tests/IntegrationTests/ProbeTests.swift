@@ -67,7 +67,7 @@ struct ProbeTests {
         #expect(await Self.probe("http://127.0.0.1:\(streamerPort)/readyz") == 0)
 
         // The ledger goes away: the submitter stays alive and stops being ready.
-        kill(h.ledgerProcess.processIdentifier, SIGKILL)
+        h.ledgerProcess.signal(SIGKILL)
         let unready = await Self.probe("http://127.0.0.1:\(submitterPort)/readyz", until: 1)
         #expect(unready == 1)
         #expect(await Self.probe("http://127.0.0.1:\(submitterPort)/livez") == 0)

@@ -4,6 +4,7 @@ import PaypipeCore
 import PhonePe
 import Sandbox
 import StageRuntime
+import Supervision
 import TestSupport
 import Testing
 
@@ -278,7 +279,7 @@ struct ScheduleTests {
         defer { server?.stop() }
         let h = try await Self.harness(store: server.map { $0.url + "&schema=schedules" }, latency: 700)
         defer { Task { await h.shutdown() } }
-        var running: [Role: Process] = [.signer: try h.startSigner(), .submitter: try h.startSubmitter(), .callbacks: try h.startCallbacks()]
+        var running: [Role: ChildProcess] = [.signer: try h.startSigner(), .submitter: try h.startSubmitter(), .callbacks: try h.startCallbacks()]
         let roles = Role.allCases.filter { $0 != .postgres || server != nil }
         var kills: [Role: Int] = [:]
         var year = Year(h, nets: 12, phonePe: 6, months: 6, declines: [2])
@@ -296,12 +297,12 @@ struct ScheduleTests {
                 try await server?.restart()
             case .ledger:
                 let process = h.ledgerProcess
-                kill(process.processIdentifier, SIGKILL)
+                process.signal(SIGKILL)
                 _ = await eventually(within: .seconds(10)) { !process.isRunning }
                 try h.restartLedger()
             case .signer, .submitter, .callbacks:
                 let process = try #require(running[role])
-                kill(process.processIdentifier, SIGKILL)
+                process.signal(SIGKILL)
                 _ = await eventually(within: .seconds(10)) { !process.isRunning }
                 running[role] =
                     switch role {

@@ -5,6 +5,7 @@ import Sandbox
 import SignerStage
 import StageRuntime
 import StageWire
+import Supervision
 import TestSupport
 import Testing
 import ZeroMQ
@@ -66,7 +67,7 @@ struct StageFixesTests {
         defer { outcomes.stop() }
         let sender = try ZMQSender(socket: work)
 
-        var started: [Process] = []
+        var started: [ChildProcess] = []
         for (index, stage) in ["signer", "submitter"].enumerated() {
             let arguments =
                 stage == "signer"
@@ -75,7 +76,7 @@ struct StageFixesTests {
             let ((process, _), _) = try PipelineHarness.spawn(
                 "paypipe-\(stage)", ["--config", configPath] + arguments, in: directory, index: index, waitForLine: nil)
             started.append(process)
-            defer { kill(process.processIdentifier, SIGTERM) }
+            defer { process.signal(SIGTERM) }
             let orderId = "unreadable-\(stage)"
             // A first submission whose order is readable; the frame ends with a byte no release writes.
             let orderJSON =
@@ -131,7 +132,7 @@ struct StageFixesTests {
         await h.shutdown()
     }
 
-    func inFlight(_ h: PipelineHarness, _ process: Process) -> Double {
+    func inFlight(_ h: PipelineHarness, _ process: ChildProcess) -> Double {
         guard let port = h.metricsPort(of: process), let text = httpGet("http://127.0.0.1:\(port)/metrics") else { return -1 }
         let line = text.split(separator: "\n").first { $0.hasPrefix("paypipe_submitter_in_flight ") }
         return line.flatMap { Double($0.split(separator: " ").last ?? "") } ?? -1

@@ -20,7 +20,7 @@ struct StagePriorityTests {
 
         let base = try #require(ProcessThread.all(of: getpid()).first { $0.id == getpid() }?.nice)
         for (process, loop) in [(signer, "signer-loop"), (submitter, "submitter-loop")] {
-            let pid = process.processIdentifier
+            let pid = process.pid
             let threads = ProcessThread.all(of: pid)
             let started = min(base + 5, 19)
             #expect(threads.first { $0.id == pid }?.nice == started, "\(threads)")

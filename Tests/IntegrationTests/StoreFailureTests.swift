@@ -129,7 +129,7 @@ struct StoreFailureTests {
         let h = try await PipelineHarness()
         defer { Task { await h.shutdown() } }
         let ledger = h.ledgerProcess
-        let pid = ledger.processIdentifier
+        let pid = ledger.pid
         #expect(try await Self.firstHealth(h)?.0 == 200)
         let lock = try StoreLock(h)
         defer { lock.release() }
@@ -147,7 +147,7 @@ struct StoreFailureTests {
         let waited = clock.now - start
         #expect(!ledger.isRunning, "the ledger still runs after \(waited)")
         guard !ledger.isRunning else { return }
-        #expect(ledger.terminationStatus == 75, "the ledger's log: \(Self.crashOrEnd(of: h.stderr(of: 0)))")
+        #expect(ledger.exitStatus == 75, "the ledger's log: \(Self.crashOrEnd(of: h.stderr(of: 0)))")
         #expect(waited < .seconds(60), "it took \(waited) to give up")
         #expect(notReady?.1.contains("store") == true, "\(String(describing: notReady))")
         // A spinning retry loop would use a core; waiting on locks and pauses uses next to none.
@@ -190,7 +190,7 @@ struct StoreFailureTests {
         #expect(!ledger.isRunning)
         guard !ledger.isRunning else { return }
         let log = h.stderr(of: 0)
-        #expect(ledger.terminationStatus == 75, "after \(answered) answers; the ledger's log: \(Self.crashOrEnd(of: log))")
+        #expect(ledger.exitStatus == 75, "after \(answered) answers; the ledger's log: \(Self.crashOrEnd(of: log))")
         #expect(!log.contains("Fatal error"))
         #expect(answered > 100, "only \(answered) /healthz answers while the ledger gave up")
         await h.shutdown()
@@ -207,7 +207,7 @@ struct StoreFailureTests {
         let callback = try AsyncFlowTests.completedMandate("pp-restart", pending: pending)
 
         let old = h.ledgerProcess
-        kill(old.processIdentifier, SIGKILL)
+        old.signal(SIGKILL)
         for _ in 0..<100 where old.isRunning { try await Task.sleep(for: .milliseconds(50)) }
         #expect(!old.isRunning)
         let port = h.callbacksPort

@@ -116,7 +116,7 @@ struct TrustFlowTests {
         let holder = try h.startSubmitter()
         try await h.send(netsCharge("once-1", merchant: "slow"))
         #expect(await eventually(within: .seconds(20)) { provider.requestsPerKey.withLock { $0.count } == 1 })
-        kill(holder.processIdentifier, SIGKILL)
+        holder.signal(SIGKILL)
         _ = await waitForExit(holder, within: .seconds(10))
         try h.startSubmitter()
         let outcomes = try await h.collect(timeout: .seconds(40)) { $0.contains { $0.orderId == "once-1" && $0.status.isTerminal } }

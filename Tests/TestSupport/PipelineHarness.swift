@@ -5,6 +5,7 @@ import PaypipeCore
 import Sandbox
 import StageRuntime
 import StageWire
+import Supervision
 import Synchronization
 import ZeroMQ
 
@@ -18,8 +19,8 @@ package final class PipelineHarness: @unchecked Sendable {
     package let sandboxPort: Int
     package let configPath: String
     package var ledgerEndpoints: [String: String] = [:]
-    private var children: [Process] = []
-    package var ledgerProcess: Process { children[0] }
+    private var children: [ChildProcess] = []
+    package var ledgerProcess: ChildProcess { children[0] }
     private var stderrFiles: [URL] = []
     package let context: ZMQContext
     package let sender: ZMQSender
@@ -206,7 +207,7 @@ package final class PipelineHarness: @unchecked Sendable {
 
     /// `nice`: started through `nice -n`, as `paypipe up --worker-nice` starts it.
     @discardableResult
-    package func startSigner(nice: Int = 0) throws -> Process {
+    package func startSigner(nice: Int = 0) throws -> ChildProcess {
         try spawn(
             "paypipe-signer",
             [
@@ -218,7 +219,7 @@ package final class PipelineHarness: @unchecked Sendable {
     }
 
     @discardableResult
-    package func startSubmitter(concurrency: Int = 64, backlog: Int? = nil, nice: Int = 0) throws -> Process {
+    package func startSubmitter(concurrency: Int = 64, backlog: Int? = nil, nice: Int = 0) throws -> ChildProcess {
         let backlogArguments = backlog.map { ["--backlog", String($0)] } ?? []
         return try spawn(
             "paypipe-submitter",
@@ -232,14 +233,14 @@ package final class PipelineHarness: @unchecked Sendable {
     }
 
     @discardableResult
-    package func startCallbacks() throws -> Process {
+    package func startCallbacks() throws -> ChildProcess {
         try spawn(
             "paypipe-callbacks", ["--config", configPath, "--ledger-rpc", ledgerEndpoints["ledgerRPC"]!], waitForLine: "paypipe-callbacks listening"
         ).0
     }
 
     @discardableResult
-    package func startPoller() throws -> Process {
+    package func startPoller() throws -> ChildProcess {
         try spawn(
             "paypipe-cleeng-poller",
             [
@@ -254,7 +255,7 @@ package final class PipelineHarness: @unchecked Sendable {
         httpPost(port: callbacksPort, path: path, headers: headers, body: body)
     }
 
-    package func spawn(_ name: String, _ arguments: [String], waitForLine marker: String?, nice: Int = 0) throws -> (Process, String?) {
+    package func spawn(_ name: String, _ arguments: [String], waitForLine marker: String?, nice: Int = 0) throws -> (ChildProcess, String?) {
         let ((process, errorFile), line) = try PipelineHarness.spawn(
             name, arguments, in: directory, index: children.count, waitForLine: marker, nice: nice)
         children.append(process)
@@ -264,39 +265,29 @@ package final class PipelineHarness: @unchecked Sendable {
 
     package static func spawn(
         _ name: String, _ arguments: [String], in directory: URL, index: Int, waitForLine marker: String?, nice: Int = 0
-    ) throws -> ((Process, URL), String?) {
+    ) throws -> ((ChildProcess, URL), String?) {
         let executable = PipelineHarness.buildDirectory().appendingPathComponent(name)
         guard FileManager.default.isExecutableFile(atPath: executable.path) else {
             throw HarnessError("\(executable.path) is missing: run `swift build` before `swift test`")
         }
-        let process = Process()
-        // `nice` execs the stage in place: the process (and its PID) is the stage's.
-        process.executableURL = nice > 0 ? URL(fileURLWithPath: "/usr/bin/nice") : executable
-        process.arguments = nice > 0 ? ["-n", String(nice), executable.path] + arguments : arguments
-        let stdout = Pipe()
-        process.standardOutput = stdout
         let errorFile = directory.appendingPathComponent("\(name)-\(index).stderr")
-        _ = FileManager.default.createFile(atPath: errorFile.path, contents: nil)
-        process.standardError = try FileHandle(forWritingTo: errorFile)
         var environment = ProcessInfo.processInfo.environment
         environment["PAYPIPE_LOG_LEVEL"] = "info"
-        process.environment = environment
-        try process.run()
-        guard let marker else { return ((process, errorFile), nil) }
-        var buffer = Data()
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline {
-            let chunk = stdout.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            buffer.append(chunk)
-            if let line = String(decoding: buffer, as: UTF8.self).split(separator: "\n").first(where: { $0.contains(marker) }) {
-                return ((process, errorFile), String(line))
-            }
+        let process = try ChildProcess(
+            [executable.path] + arguments, environment: environment, stdout: marker == nil ? .discard : .readyLine(),
+            stderr: .file(errorFile.path, append: false), nice: nice, readyMarker: marker)
+        guard marker != nil else { return ((process, errorFile), nil) }
+        switch process.waitForLineBlocking(within: .seconds(20)) {
+        case .ready(let line):
+            return ((process, errorFile), line)
+        case .ended, .timedOut:
+            // A child that closed its output is usually exiting: its status is the clue.
+            process.waitForExitBlocking(within: .seconds(1))
+            let status = process.exitStatus.map { " (exited \($0))" } ?? ""
+            process.signal(SIGKILL)
+            let log = (try? String(contentsOf: errorFile, encoding: .utf8)) ?? ""
+            throw HarnessError("\(name) did not print \(marker ?? "")\(status): \(process.printed) \(log)")
         }
-        let status = process.isRunning ? "" : " (exited \(process.terminationStatus))"
-        kill(process.processIdentifier, SIGKILL)
-        let log = (try? String(contentsOf: errorFile, encoding: .utf8)) ?? ""
-        throw HarnessError("\(name) did not print \(marker)\(status): \(String(decoding: buffer, as: UTF8.self)) \(log)")
     }
 
     package func stderr(of index: Int) -> String {
@@ -304,10 +295,10 @@ package final class PipelineHarness: @unchecked Sendable {
     }
 
     /// The index of a child process, for `stderr(of:)`.
-    package func index(of process: Process) -> Int? { children.firstIndex { $0 === process } }
+    package func index(of process: ChildProcess) -> Int? { children.firstIndex { $0 === process } }
 
     /// The port a stage logged for its /metrics server.
-    package func metricsPort(of process: Process) -> Int? {
+    package func metricsPort(of process: ChildProcess) -> Int? {
         guard let index = children.firstIndex(where: { $0 === process }) else { return nil }
         let text = stderr(of: index)
         guard let range = text.range(of: #"port=(\d+) \[\w+\] [\w-]+ metrics"#, options: .regularExpression) else { return nil }
@@ -377,14 +368,7 @@ package final class PipelineHarness: @unchecked Sendable {
     }
 
     package func shutdown() async {
-        for process in children.reversed() where process.isRunning {
-            kill(process.processIdentifier, SIGTERM)
-        }
-        for process in children.reversed() {
-            let deadline = Date().addingTimeInterval(10)
-            while process.isRunning && Date() < deadline { try? await Task.sleep(for: .milliseconds(20)) }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        }
+        for process in children.reversed() { await process.stop(grace: .seconds(10)) }
         receiver.stop()
         _ = await sender.finish(drainTimeoutMilliseconds: 500)
         await receiver.waitUntilClosed()

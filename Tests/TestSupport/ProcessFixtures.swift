@@ -6,11 +6,12 @@ import PaypipeCore
 import Sandbox
 import StageRuntime
 import StageWire
+import Supervision
 import Synchronization
 import Testing
 import ZeroMQ
 
-package func submitted(_ h: PipelineHarness, _ process: Process) -> Int {
+package func submitted(_ h: PipelineHarness, _ process: ChildProcess) -> Int {
     guard let port = h.metricsPort(of: process), let text = httpGet("http://127.0.0.1:\(port)/metrics") else { return -1 }
     var total = 0
     for line in text.split(separator: "\n") where line.hasPrefix("paypipe_submitter_outcomes_total{") {
@@ -38,47 +39,29 @@ package func eventually(within limit: Duration, _ condition: () -> Bool) async -
     return true
 }
 
-/// Waits for `process` to exit; past `limit` it is killed (by PID) and this returns false. It
-/// polls instead of `waitUntilExit()`, which would block one of the few threads every test
-/// shares, stalling unrelated tests while a child shuts down.
-package func waitForExit(_ process: Process, within limit: Duration) async -> Bool {
-    let exited = await eventually(within: limit) { !process.isRunning }
-    if !exited {
-        kill(process.processIdentifier, SIGKILL)
-        _ = await eventually(within: .seconds(2)) { !process.isRunning }
-    }
-    return exited
+/// Waits for `process` to exit; past `limit` it is killed and this returns false.
+package func waitForExit(_ process: ChildProcess, within limit: Duration) async -> Bool {
+    if await process.waitForExit(within: limit) != nil { return true }
+    process.signal(SIGKILL)
+    await process.waitForExit(within: .seconds(10))
+    return false
 }
 
 /// Runs a command to its end, at most `limit`, and returns its exit status (nil: it could not
 /// start, or was still running and was killed).
 package func runToEnd(_ path: String, _ arguments: [String], within limit: Duration) async -> Int32? {
-    guard let command = try? ChildCommand([path] + arguments) else { return nil }
-    var status: Int32?
-    guard
-        await eventually(
-            within: limit,
-            {
-                status = command.exitStatus(blocking: false)
-                return status != nil
-            })
-    else {
-        kill(command.pid, SIGKILL)
-        _ = command.exitStatus(blocking: true)
-        return nil
-    }
-    return status
+    guard let command = try? ChildProcess([path] + arguments) else { return nil }
+    guard await waitForExit(command, within: limit) else { return nil }
+    return command.exitStatus
 }
 
 /// `runToEnd` for a command that bounds its own time, waited for on the calling thread.
 package func runToEndBlocking(_ path: String, _ arguments: [String]) -> Int32? {
-    (try? ChildCommand([path] + arguments))?.exitStatus(blocking: true)
+    (try? ChildProcess([path] + arguments))?.waitForExitBlocking()
 }
 
 /// Runs a command to its end and returns its status and what it wrote. Its output goes to files,
-/// not pipes: `FileHandle.readDataToEndOfFile` traps when a signal (another test's child ending)
-/// interrupts its read. It waits by polling (`waitForExit`), not in `waitUntilExit()`, which
-/// would hold one of the few threads every test shares for the command's whole run.
+/// read once it has ended.
 package func runCapturing(
     _ path: String, _ arguments: [String], environment: [String: String]? = nil, input: [UInt8] = [], within limit: Duration = .seconds(300)
 ) async throws -> (status: Int32, output: String, errors: String) {
@@ -89,19 +72,12 @@ package func runCapturing(
     let outputPath = directory.appendingPathComponent("out").path
     let errorsPath = directory.appendingPathComponent("err").path
     try Data(input).write(to: URL(fileURLWithPath: inputPath))
-    try Data().write(to: URL(fileURLWithPath: outputPath))
-    try Data().write(to: URL(fileURLWithPath: errorsPath))
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    if let environment { process.environment = environment }
-    process.standardInput = FileHandle(forReadingAtPath: inputPath)
-    process.standardOutput = FileHandle(forWritingAtPath: outputPath)
-    process.standardError = FileHandle(forWritingAtPath: errorsPath)
-    try process.run()
+    let process = try ChildProcess(
+        [path] + arguments, environment: environment, stdin: inputPath, stdout: .file(outputPath, append: false),
+        stderr: .file(errorsPath, append: false))
     guard await waitForExit(process, within: limit) else { throw HarnessError("\(path) ran longer than \(limit) and was killed") }
     return (
-        process.terminationStatus, String(decoding: readWholeFile(outputPath) ?? [], as: UTF8.self),
+        process.exitStatus ?? -1, String(decoding: readWholeFile(outputPath) ?? [], as: UTF8.self),
         String(decoding: readWholeFile(errorsPath) ?? [], as: UTF8.self)
     )
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import BenchSupport
 import Dispatch
 import Foundation
+import Supervision
 
 struct PaypipeBench: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -199,15 +200,6 @@ func machineDescription() -> String {
 }
 
 func gitCommit() -> String? {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/git")
-    process.arguments = ["rev-parse", "--short", "HEAD"]
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = FileHandle.nullDevice
-    guard (try? process.run()) != nil else { return nil }
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else { return nil }
-    return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    guard let git = try? ChildProcess.run(["/usr/bin/git", "rev-parse", "--short", "HEAD"]), git.status == 0 else { return nil }
+    return git.output.trimmingCharacters(in: .whitespacesAndNewlines)
 }

@@ -1,5 +1,6 @@
 import BenchSupport
 import Foundation
+import Supervision
 
 struct RunResult: Codable, Sendable {
     var startedAt: String
@@ -33,13 +34,9 @@ func drawCharts(_ directory: String) {
         log("no \(renderer) here (run from the repository root): charts not drawn")
         return
     }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["python3", renderer, "driver", directory]
     do {
-        try process.run()
-        process.waitUntilExit()
-        if process.terminationStatus != 0 { log("\(renderer) failed (exit \(process.terminationStatus)): charts not drawn") }
+        let status = try ChildProcess(["/usr/bin/env", "python3", renderer, "driver", directory]).waitForExitBlocking() ?? -1
+        if status != 0 { log("\(renderer) failed (exit \(status)): charts not drawn") }
     } catch {
         log("cannot run \(renderer): \(error)")
     }

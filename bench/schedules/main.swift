@@ -3,6 +3,7 @@ import Connectors
 import Foundation
 import PaypipeCore
 import StageRuntime
+import Supervision
 import Synchronization
 import ZeroMQ
 
@@ -195,14 +196,7 @@ struct SchedulesBench {
 
     /// The sandbox's answer, through curl (this target links no HTTP client).
     static func httpGetText(_ url: String) -> String? {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-        process.arguments = ["-sf", url]
-        let output = Pipe()
-        process.standardOutput = output
-        guard (try? process.run()) != nil else { return nil }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return process.terminationStatus == 0 ? String(decoding: data, as: UTF8.self) : nil
+        guard let curl = try? ChildProcess.run(["/usr/bin/curl", "-sf", url]), curl.status == 0 else { return nil }
+        return curl.output
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Supervision
 import Synchronization
 
 #if canImport(Glibc)
@@ -37,41 +38,28 @@ public struct BenchError: Error, CustomStringConvertible {
 public struct Child: Sendable {
     public let role: String
     public let name: String
-    public let pid: pid_t
+    package let process: ChildProcess
     public let stdoutPath: String
     public let stderrPath: String
+    public var pid: pid_t { process.pid }
 }
 
-/// Every child process the driver started and has not yet reaped, so that an error or a signal
-/// can stop them all. Stops only these PIDs, never anything found by name.
+/// Every child process the driver started and has not yet stopped, so that an error or a signal
+/// can stop them all. Stops only these children, never anything found by name.
 public final class ChildRegistry: Sendable {
     public static let shared = ChildRegistry()
 
-    private struct State {
-        public var running: [Child] = []
-        var exitStatus: [pid_t: Int32] = [:]
-    }
-    private let state = Mutex(State())
+    private let children = Mutex<[Child]>([])
 
-    public func add(_ child: Child) { state.withLock { $0.running.append(child) } }
+    public func add(_ child: Child) { children.withLock { $0.append(child) } }
 
-    /// Reaps `pid` without blocking; returns its wait status once it has exited.
+    /// The exit status of `pid` once it has ended (128 + the signal that ended it), else nil.
     public func poll(_ pid: pid_t) -> Int32? {
-        if let status = state.withLock({ $0.exitStatus[pid] }) { return status }
-        var status: Int32 = 0
-        let result = waitpid(pid, &status, WNOHANG)
-        if result == pid || (result < 0 && errno == ECHILD) {
-            let code = result == pid ? status : -1
-            state.withLock { s in
-                s.exitStatus[pid] = code
-                s.running.removeAll { $0.pid == pid }
-            }
-            return code
-        }
-        return nil
+        guard let child = children.withLock({ $0.first { $0.pid == pid } }) else { return -1 }
+        return child.process.exitStatus
     }
 
-    public var running: [Child] { state.withLock { $0.running } }
+    public var running: [Child] { children.withLock { $0.filter(\.process.isRunning) } }
 
     /// Stops `children` role by role in the given order: SIGTERM to every copy of a role, wait up
     /// to `timeout` seconds, then SIGKILL what is left and reap it.
@@ -85,16 +73,14 @@ public final class ChildRegistry: Sendable {
             }
         }
         for role in roles {
-            for child in role where poll(child.pid) == nil { kill(child.pid, SIGTERM) }
-            let deadline = monotonicNanoseconds() + UInt64(timeout * 1e9)
-            while role.contains(where: { poll($0.pid) == nil }) && monotonicNanoseconds() < deadline { usleep(20_000) }
-            for child in role where poll(child.pid) == nil {
+            let late = role.filter(\.process.isRunning)
+            ChildProcess.stopBlocking(role.map(\.process), grace: .milliseconds(Int64(timeout * 1000)))
+            for child in late where child.process.exitStatus == 128 + SIGKILL {
                 log("\(child.name) (pid \(child.pid)) did not stop within \(Int(timeout)) s; SIGKILL")
-                kill(child.pid, SIGKILL)
             }
-            let killDeadline = monotonicNanoseconds() + 5_000_000_000
-            while role.contains(where: { poll($0.pid) == nil }) && monotonicNanoseconds() < killDeadline { usleep(20_000) }
         }
+        let stopped = Set(children.map(\.pid))
+        self.children.withLock { $0.removeAll { stopped.contains($0.pid) } }
     }
 
     /// Stops every child still running, newest first.
@@ -104,8 +90,7 @@ public final class ChildRegistry: Sendable {
 /// Starts `executable` with stdin from /dev/null and stdout/stderr into files. Through
 /// `setpriv --pdeathsig TERM` when available, so a child also stops if the driver is killed
 /// outright (the death signal follows the spawning thread: call this from the main thread).
-/// `nice`: how far below the driver's its priority is, as `paypipe up --worker-nice` sets it,
-/// through `nice(1)`, which like `setpriv` execs the executable in place: the PID is the stage's.
+/// `nice`: how far below the driver's its priority is, as `paypipe up --worker-nice` sets it.
 public func spawnChild(
     role: String, name: String, executable: String, arguments: [String], environment: [String: String], logDirectory: String,
     nice: Int = 0
@@ -116,36 +101,21 @@ public func spawnChild(
     let stdoutPath = "\(logDirectory)/\(name).out"
     let stderrPath = "\(logDirectory)/\(name).err"
     var argv = [executable] + arguments
-    var program = executable
     if nice > 0 {
-        program = "/usr/bin/nice"
-        guard FileManager.default.isExecutableFile(atPath: program) else {
-            throw BenchError("\(program) is missing (coreutils): needed to start \(name) at nice \(nice)")
-        }
-        argv = [program, "-n", String(nice)] + argv
+        argv = ["/usr/bin/nice", "-n", String(nice)] + argv
     }
     let setpriv = "/usr/bin/setpriv"
     if FileManager.default.isExecutableFile(atPath: setpriv) {
-        program = setpriv
         argv = [setpriv, "--pdeathsig", "TERM", "--"] + argv
     }
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 1, stdoutPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-    posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-    let envp = environment.map { "\($0.key)=\($0.value)" }
-    let cArgs = argv.map { strdup($0) } + [nil]
-    let cEnv = envp.map { strdup($0) } + [nil]
-    defer {
-        for p in cArgs { free(p) }
-        for p in cEnv { free(p) }
+    let process: ChildProcess
+    do {
+        process = try ChildProcess(
+            argv, name: name, environment: environment, stdout: .file(stdoutPath, append: false), stderr: .file(stderrPath, append: false))
+    } catch {
+        throw BenchError("cannot start \(executable): \(error.reason)")
     }
-    var pid: pid_t = 0
-    let result = posix_spawn(&pid, program, &actions, nil, cArgs, cEnv)
-    guard result == 0 else { throw BenchError("cannot start \(executable): \(String(cString: strerror(result)))") }
-    let child = Child(role: role, name: name, pid: pid, stdoutPath: stdoutPath, stderrPath: stderrPath)
+    let child = Child(role: role, name: name, process: process, stdoutPath: stdoutPath, stderrPath: stderrPath)
     ChildRegistry.shared.add(child)
     return child
 }
@@ -175,7 +145,7 @@ public func waitForMarker(_ child: Child, _ marker: String, timeout: Double = 30
             if let line = String(decoding: data, as: UTF8.self).split(separator: "\n").first(where: { $0.contains(marker) }) { return String(line) }
         }
         if let status = ChildRegistry.shared.poll(child.pid) {
-            throw BenchError("\(child.name) exited (wait status \(status)) before printing \"\(marker)\":\n\(lastLines(child.stderrPath))")
+            throw BenchError("\(child.name) exited (status \(status)) before printing \"\(marker)\":\n\(lastLines(child.stderrPath))")
         }
         if monotonicNanoseconds() > deadline {
             throw BenchError("\(child.name) did not print \"\(marker)\" within \(Int(timeout)) s:\n\(lastLines(child.stderrPath))")

@@ -5,6 +5,7 @@
 //   deploy/swift-release run paypipe-zmq-bench [--messages N] [--rounds R]
 import CZeroMQ
 import Foundation
+import Supervision
 import ZeroMQ
 
 let arguments = CommandLine.arguments
@@ -107,33 +108,17 @@ func runPush(mode: String, endpoint: String) async {
 /// Runs one measurement with two child processes and returns the receiver's msgs/s.
 func measure(mode: String) throws -> Double {
     let executable = URL(fileURLWithPath: CommandLine.arguments[0])
-    let pull = Process()
-    pull.executableURL = executable
-    pull.arguments = ["--role", "pull", "--mode", mode, "--messages", String(messages)]
-    let pullOut = Pipe()
-    pull.standardOutput = pullOut
-    try pull.run()
-    var output = Data()
-    var endpoint: String?
-    let handle = pullOut.fileHandleForReading
-    while endpoint == nil {
-        let chunk = handle.availableData
-        if chunk.isEmpty { fail("receiver exited early") }
-        output.append(chunk)
-        let text = String(decoding: output, as: UTF8.self)
-        if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("ENDPOINT ") }) {
-            endpoint = String(line.dropFirst("ENDPOINT ".count))
-        }
-    }
-    let push = Process()
-    push.executableURL = executable
-    push.arguments = ["--role", "push", "--mode", mode, "--endpoint", endpoint!, "--messages", String(messages)]
-    try push.run()
-    output.append(handle.readDataToEndOfFile())
-    pull.waitUntilExit()
-    push.waitUntilExit()
-    guard pull.terminationStatus == 0, push.terminationStatus == 0 else { fail("\(mode) run failed") }
-    let text = String(decoding: output, as: UTF8.self)
+    let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-zmq-bench-\(getpid())-\(mode)").path
+    defer { unlink(outputPath) }
+    let pull = try ChildProcess(
+        [executable.path, "--role", "pull", "--mode", mode, "--messages", String(messages)],
+        stdout: .readyLine(afterReady: .file(outputPath, append: false)), readyMarker: "ENDPOINT ")
+    guard case .ready(let line) = pull.waitForLineBlocking(within: .seconds(30)) else { fail("receiver exited early") }
+    let endpoint = String(line.dropFirst("ENDPOINT ".count))
+    let push = try ChildProcess([executable.path, "--role", "push", "--mode", mode, "--endpoint", endpoint, "--messages", String(messages)])
+    guard pull.waitForExitBlocking() == 0, push.waitForExitBlocking() == 0 else { fail("\(mode) run failed") }
+    _ = pull.waitForEndOfOutput(within: .seconds(10))
+    let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
     guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("RESULT ") }),
         let rate = Double(line.dropFirst("RESULT ".count))
     else { fail("no result from \(mode) run") }

@@ -1,5 +1,5 @@
 import Foundation
-import StageRuntime
+import Supervision
 
 /// `paypipe up --store postgres`: a PostgreSQL cluster of the demo's own under the state
 /// directory, made with `initdb` on first use, started with `pg_ctl`, listening on a Unix socket
@@ -58,7 +58,7 @@ struct PrivatePostgres {
     private func run(_ program: String, _ arguments: [String], log: String) throws {
         let command = getuid() == 0 ? ["/usr/sbin/runuser", "-u", "postgres", "--", binaries + "/" + program] : [binaries + "/" + program]
         let logPath = directory + "/" + log
-        let exited = try ChildCommand(command + arguments, output: logPath).exitStatus(blocking: true)
+        let exited = try ChildProcess(command + arguments, stdout: .file(logPath), stderr: .standardOutput).waitForExitBlocking()
         guard exited == 0 else { throw Failure(description: "\(program) failed with status \(exited ?? -1): see \(logPath)") }
     }
 

@@ -3,6 +3,7 @@ import Connectors
 import Foundation
 import PaypipeCore
 import StageRuntime
+import Supervision
 import Synchronization
 import UnixSignals
 import ZeroMQ
@@ -138,19 +139,22 @@ struct Up: AsyncParsableCommand {
     }
 }
 
-/// Child processes of `paypipe up`, stopped by PID (never by name), one role at a time in
-/// reverse start order.
-final class Supervisor: @unchecked Sendable {
+/// Child processes of `paypipe up`, stopped one role at a time in reverse start order.
+final class Supervisor: Sendable {
     /// Thrown by `start` once the pipeline is stopping; the reason is already printed.
     struct NotStarted: Error {}
 
+    private struct State {
+        var children: [(name: String, process: ChildProcess)] = []
+        var stopping = false
+        var exitCode: Int32 = 0
+        var waiters: [CheckedContinuation<Int32, Never>] = []
+        var stopped = false
+    }
+
     private let executables: URL
     private let startTimeoutSeconds: Double
-    private let lock = NSLock()
-    private var children: [(name: String, process: Process)] = []
-    private var stopping = false
-    private var exitCode: Int32 = 0
-    private let done = DispatchSemaphore(value: 0)
+    private let state = Mutex(State())
 
     init(executables: URL, startTimeoutSeconds: Double) {
         self.executables = executables
@@ -158,33 +162,32 @@ final class Supervisor: @unchecked Sendable {
     }
 
     /// Starts `name` at `nice` below this process's priority; with a marker, waits until the
-    /// child prints it, at most the start timeout.
+    /// child prints it, at most the start timeout. Its output is held until then, and passed on
+    /// to ours from then on.
     func start(_ name: String, _ arguments: [String], waitFor marker: String?, nice: Int32 = 0) async throws(NotStarted) {
-        let process = Process()
-        process.executableURL = executables.appendingPathComponent(name)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.terminationHandler = { [weak self] p in self?.exited(name, p) }
-        let output = ChildOutput(pipe.fileHandleForReading, marker: marker)
+        let path = executables.appendingPathComponent(name).path
+        let process: ChildProcess
         do {
-            try await spawnWithNoSignalsBlocked(process, nice: nice)
+            process = try ChildProcess(
+                [path] + arguments, name: name, stdin: "/dev/null", stdout: marker == nil ? .inherit : .readyLine(afterReady: .inherit),
+                nice: Int(nice), readyMarker: marker,
+                onExit: { [weak self] pid, status in self?.exited(name, pid: pid, status) })
         } catch {
-            stopAll(reason: "\(name) did not start", exitCode: 1, announce: "cannot start \(process.executableURL!.path): \(error)")
+            stopAll(reason: "\(name) did not start", exitCode: 1, announce: "cannot start \(path): \(error.reason)")
             throw NotStarted()
         }
-        let pid = process.processIdentifier
-        let admitted = lock.withLock {
-            if !stopping { children.append((name, process)) }
-            return !stopping
+        let pid = process.pid
+        let admitted = state.withLock {
+            if !$0.stopping { $0.children.append((name, process)) }
+            return !$0.stopping
         }
         guard admitted else {
             // The stop began while this child was being spawned, so the stop does not know it.
-            kill(pid, SIGKILL)
+            process.signal(SIGKILL)
             throw NotStarted()
         }
         guard let marker else { return }
-        switch await output.waitForMarker(timeout: .milliseconds(Int64(startTimeoutSeconds * 1000))) {
+        switch await process.waitForLine(within: .milliseconds(Int64(startTimeoutSeconds * 1000))) {
         case .ready:
             return
         case .timedOut:
@@ -193,8 +196,7 @@ final class Supervisor: @unchecked Sendable {
                 announce: "\(name) (pid \(pid)) did not print \"\(marker)\" within \(String(format: "%g", startTimeoutSeconds)) s")
         case .ended:
             // Usually the child exited: give its exit status a moment to be the reason reported.
-            for _ in 0..<50 where process.isRunning { try? await Task.sleep(for: .milliseconds(20)) }
-            try? await Task.sleep(for: .milliseconds(100))
+            await process.waitForExit(within: .seconds(1))
             stopAll(
                 reason: "\(name) did not start", exitCode: 1,
                 announce: "\(name) (pid \(pid)) closed its output without printing \"\(marker)\"")
@@ -202,156 +204,58 @@ final class Supervisor: @unchecked Sendable {
         throw NotStarted()
     }
 
-    /// Foundation's `Process` gives the child the signal mask of the thread that spawns it, and
-    /// Swift's concurrency threads block nearly every signal: a child spawned from one that does
-    /// not read signals through signalfd (a shell script, say) never sees the SIGTERM that asks it
-    /// to stop. So children are spawned from a thread of their own that blocks nothing. On Linux
-    /// a nice value belongs to a thread and a child starts with its spawner's, so that thread's
-    /// is lowered too, and every thread of the child inherits it.
-    private func spawnWithNoSignalsBlocked(_ process: Process, nice increment: Int32) async throws {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let thread = Thread {
-                var nothing = sigset_t()
-                sigemptyset(&nothing)
-                pthread_sigmask(SIG_SETMASK, &nothing, nil)
-                if increment > 0 { _ = nice(increment) }
-                continuation.resume(with: Result { try process.run() })
-            }
-            thread.start()
-        }
-    }
-
-    private func exited(_ name: String, _ process: Process) {
-        stopAll(
-            reason: "\(name) exited", exitCode: 1,
-            announce: "\(name) (pid \(process.processIdentifier)) exited with status \(process.terminationStatus)")
+    private func exited(_ name: String, pid: pid_t, _ status: Int32) {
+        stopAll(reason: "\(name) exited", exitCode: 1, announce: "\(name) (pid \(pid)) exited with status \(status)")
     }
 
     /// Starts stopping every child; only the first call counts. `announce` (why, when it is not
     /// an operator's request) goes to stderr as one line.
     func stopAll(reason: String, exitCode: Int32 = 0, announce: String? = nil) {
-        lock.lock()
-        if stopping {
-            lock.unlock()
-            return
+        let toStop = state.withLock { state -> [(name: String, process: ChildProcess)]? in
+            if state.stopping { return nil }
+            state.stopping = true
+            state.exitCode = exitCode
+            return state.children.reversed()
         }
-        stopping = true
-        self.exitCode = exitCode
-        let toStop = children.reversed()
-        lock.unlock()
+        guard let toStop else { return }
         if let announce { FileHandle.standardError.write(Data("paypipe: \(announce); stopping the pipeline\n".utf8)) }
-        DispatchQueue.global().async {
+        Task.detached {
             // One role at a time, newest role first (cleeng poller, callbacks, submitters, signers,
             // ledger, sandbox), all copies of a role together, so in-flight work drains towards a
             // ledger still running.
-            var roles: [[Process]] = []
+            var roles: [[ChildProcess]] = []
             var lastName = ""
             for child in toStop {
                 if child.name != lastName { roles.append([]) }
                 lastName = child.name
                 roles[roles.count - 1].append(child.process)
             }
-            for role in roles {
-                for process in role where process.isRunning { kill(process.processIdentifier, SIGTERM) }
-                let deadline = Date().addingTimeInterval(10)
-                while role.contains(where: \.isRunning) && Date() < deadline { usleep(20_000) }
-                for process in role where process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            }
+            for role in roles { await ChildProcess.stop(role, grace: .seconds(10)) }
             FileHandle.standardError.write(Data("paypipe: stopped (\(reason))\n".utf8))
-            self.done.signal()
+            let (waiters, code) = self.state.withLock { state in
+                state.stopped = true
+                defer { state.waiters = [] }
+                return (state.waiters, state.exitCode)
+            }
+            for waiter in waiters { waiter.resume(returning: code) }
         }
     }
 
     /// The second signal: no more waiting, but no child is left behind holding the ports either.
     func killAllAndExit() -> Never {
-        lock.lock()
-        let all = children
-        lock.unlock()
-        for child in all where child.process.isRunning { kill(child.process.processIdentifier, SIGKILL) }
+        for child in state.withLock({ $0.children }) { child.process.signal(SIGKILL) }
         FileHandle.standardError.write(Data("paypipe: second signal: killed the children still running\n".utf8))
         exit(130)
     }
 
     func waitUntilStopped() async -> Int32 {
         await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                self.done.wait()
-                self.lock.lock()
-                let code = self.exitCode
-                self.lock.unlock()
-                continuation.resume(returning: code)
-            }
-        }
-    }
-}
-
-/// A child's stdout, held back until its ready line appears and echoed to ours from then on.
-/// A readability handler does the reading, so the wait for the line is bounded even while the
-/// child prints nothing.
-final class ChildOutput: Sendable {
-    enum Start: Sendable { case ready, ended, timedOut }
-
-    private struct State {
-        var held = Data()
-        var result: Start?
-        var waiter: CheckedContinuation<Start, Never>?
-    }
-
-    private let marker: String?
-    private let state: Mutex<State>
-
-    init(_ handle: FileHandle, marker: String?) {
-        self.marker = marker
-        state = Mutex(State(result: marker == nil ? .ready : nil))
-        handle.readabilityHandler = { [self] handle in
-            let data = handle.availableData
-            if data.isEmpty { handle.readabilityHandler = nil }
-            self.update(appending: data, timedOut: false)
-        }
-    }
-
-    func waitForMarker(timeout: Duration) async -> Start {
-        let timer = Task { [self] in
-            guard (try? await Task.sleep(for: timeout)) != nil else { return }
-            update(appending: Data(), timedOut: true)
-        }
-        defer { timer.cancel() }
-        return await withCheckedContinuation { continuation in
-            let settled = state.withLock { state -> Start? in
-                if let result = state.result { return result }
-                state.waiter = continuation
+            let code = state.withLock { state -> Int32? in
+                if state.stopped { return state.exitCode }
+                state.waiters.append(continuation)
                 return nil
             }
-            if let settled { continuation.resume(returning: settled) }
+            if let code { continuation.resume(returning: code) }
         }
-    }
-
-    /// New output (empty at the end of output) or the end of the wait: settles the wait once,
-    /// then passes output through.
-    private func update(appending data: Data, timedOut: Bool) {
-        // Written under the lock, so held output comes out before anything newer.
-        let settled = state.withLock { state -> (CheckedContinuation<Start, Never>, Start)? in
-            if state.result != nil {
-                if !data.isEmpty { FileHandle.standardOutput.write(data) }
-                return nil
-            }
-            state.held.append(data)
-            let result: Start
-            if let marker, String(decoding: state.held, as: UTF8.self).contains(marker) {
-                result = .ready
-            } else if timedOut {
-                result = .timedOut
-            } else if data.isEmpty {
-                result = .ended
-            } else {
-                return nil
-            }
-            state.result = result
-            if !state.held.isEmpty { FileHandle.standardOutput.write(state.held) }
-            state.held = Data()
-            defer { state.waiter = nil }
-            return state.waiter.map { ($0, result) }
-        }
-        if let (waiter, result) = settled { waiter.resume(returning: result) }
     }
 }
