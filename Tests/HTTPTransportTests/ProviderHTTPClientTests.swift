@@ -197,6 +197,8 @@ struct ProviderHTTPClientTests {
             Issue.record("the first request is answered")
             return
         }
+        // The product's own timer is under test: the connection's timer, armed for the first
+        // request, would fire during the second one.
         try await Task.sleep(for: .milliseconds(1200))
         let began = ContinuousClock.now
         guard case .failure(.mayHaveBeenSent(let why)) = await http.execute(HTTPRequestSpec(method: .GET, url: url)) else {

@@ -548,8 +548,9 @@ struct AsyncFlowTests {
         try await h.send(Self.cleengOrder("cl-never-1"))
         let clock = ContinuousClock(), start = clock.now
         _ = try await Self.outcome(h, "cl-never-1", .pending)
-        // The poller dies mid-schedule; a new one asks the ledger for the pending receipts.
-        try await Task.sleep(for: .milliseconds(700))
+        // The poller dies mid-schedule (once it has polled twice); a new one asks the ledger for
+        // the pending receipts.
+        #expect(await eventually(within: .seconds(20)) { h.sandbox.ledger.cleengPollTimes(customerToken: "tok-cl-never-1").count >= 2 })
         poller.signal(SIGKILL)
         try h.startPoller()
         let failed = try await Self.outcome(h, "cl-never-1", .failed)

@@ -158,7 +158,8 @@ struct LeaseFlowTests {
         defer { Task { await h.shutdown() } }
         try h.startSigner()
         try await h.send(netsCharge("stale-1", merchant: "fast"))
-        try await Task.sleep(for: .milliseconds(1500))
+        // Copies pile up unclaimed before any submitter runs: the older ones arrive stale.
+        #expect(await eventually(within: .seconds(20)) { metricValue(ledgerMetrics(h), "paypipe_orders_redelivered_total") >= 2 })
         let submitter = try h.startSubmitter()
         let outcomes = try await h.collect(timeout: .seconds(30)) { $0.contains { $0.orderId == "stale-1" } }
         #expect(outcomes.first { $0.orderId == "stale-1" }?.status == .succeeded)

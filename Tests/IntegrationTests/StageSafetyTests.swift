@@ -50,6 +50,8 @@ struct StageSafetyTests {
             onFinish: { done in finished.withLock { $0.append(done) } })
         runner.start([work])
         #expect(await eventually(within: .seconds(20)) { finished.withLock { $0.count } == 1 })
+        // The product's own timer is under test: a retry the lost lease cancelled would have left
+        // within its back-off (300 ms, doubled) by now.
         try await Task.sleep(for: .milliseconds(800))
         #expect(answers.withLock { $0 } == 1, "a request left after the lease was lost")
         #expect(finished.withLock { $0.first?.outcome } == nil)

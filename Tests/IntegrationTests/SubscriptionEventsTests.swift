@@ -220,8 +220,9 @@ struct SubscriptionEventsTests {
         try await h.send(AsyncFlowTests.cleengOrder("cl-sub-1"))
         let granted = try #require(try await AsyncFlowTests.outcome(h, "cl-sub-1", .succeeded))
         #expect(granted.result?["expiresAt"]?.integerValue != nil)
-        // Checked again and again: nothing changed, nothing reported.
-        try await Task.sleep(for: .milliseconds(1500))
+        // Checked again and again (three rechecks): nothing changed, nothing reported.
+        let polls = h.sandbox.ledger.cleengPollTimes(customerToken: "tok-cl-sub-1").count
+        #expect(await eventually(within: .seconds(20)) { h.sandbox.ledger.cleengPollTimes(customerToken: "tok-cl-sub-1").count >= polls + 3 })
         // A month on, the App Store renewed it: the next check sees the later expiry.
         #expect(await h.sandboxPost("/_sandbox/clock", ["advanceDays": 31])?.0 == 200)
         var live = try await h.collectMessages(timeout: .seconds(10)) { Self.events(in: $0).count >= 1 }

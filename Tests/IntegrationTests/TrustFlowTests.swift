@@ -156,8 +156,13 @@ struct TrustFlowTests {
             push.close()
         }
         try await h.send(vivaSaleJSON("listed-1"))
-        let outcomes = try await h.collect(timeout: .seconds(20)) { $0.contains { $0.orderId == "listed-1" } }
-        try await Task.sleep(for: .seconds(2))
+        var outcomes = try await h.collect(timeout: .seconds(20)) { $0.contains { $0.orderId == "listed-1" } }
+        // Every frame taken in (the unlisted client's is dropped): anything else would have come by now.
+        #expect(
+            await eventually(within: .seconds(20)) {
+                metricValue(ledgerMetrics(h), #"paypipe_frames_dropped_total{reason="MERCHANT_NOT_ALLOWED"}"#) == 1
+            })
+        outcomes += try await h.collect(timeout: .milliseconds(300)) { _ in false }
         #expect(Set(outcomes.map(\.orderId)) == ["listed-1"])
         #expect(metricValue(ledgerMetrics(h), "paypipe_orders_in_total") == 2, "the listed client's order and shop-b's, which is dropped")
         #expect(metricValue(ledgerMetrics(h), #"paypipe_frames_dropped_total{reason="MERCHANT_NOT_ALLOWED"}"#) == 1)

@@ -25,18 +25,24 @@ import Testing
             // No receipt yet: not granted.
             #expect(CleengAccessStatusCall.classify(try await sandbox.send(access), expectedId: 7) == .notGranted)
 
+            let sent = ContinuousClock.now
             let response = try await sandbox.send(try CleengReceipt.request(order: order, config: config))
             #expect(response.status == 200)
             #expect(CleengReceiptResponse.classify(response, receipt: receipt).kind == "pending")
             #expect(CleengAccessStatusCall.classify(try await sandbox.send(access), expectedId: 7) == .notGranted)
 
-            // Long enough that the checks above finish before it even on a loaded machine.
-            try await Task.sleep(for: .milliseconds(3100))
-            let granted = CleengAccessStatusCall.classify(try await sandbox.send(access), expectedId: 7)
+            // Read until granted: never before the delay, and not long after it.
+            var granted = CleengAccessStatusCall.classify(try await sandbox.send(access), expectedId: 7)
+            for _ in 0..<200 {
+                if case .granted = granted { break }
+                try await Task.sleep(for: .milliseconds(50))
+                granted = CleengAccessStatusCall.classify(try await sandbox.send(access), expectedId: 7)
+            }
             guard case .granted = granted else {
                 Issue.record("expected access granted, got \(granted)")
                 return
             }
+            #expect(ContinuousClock.now - sent >= .milliseconds(3000), "granted before the configured delay")
             #expect(sandbox.ledger.effects("cleeng:1000000123456789") == 1)
         }
     }
