@@ -183,7 +183,8 @@ struct LeaseFlowTests {
         #expect(outcomes.contains { $0.status == .unknown && $0.error?.code == "OUTCOME_UNKNOWN" })
         let review = try #require(outcomes.first { $0.error?.code == "NEEDS_REVIEW" })
         #expect(review.orderId == "pp-unknown-1" && review.status == .unknown)
-        // Another redelivery window passes: nothing is sent again.
+        // The product's own timer is under test: several redelivery windows pass, and nothing is
+        // sent again.
         try await Task.sleep(for: .seconds(3))
         #expect(h.sandbox.ledger.requests("phonepe:ARunknown1") == 1)
         #expect(reviewList(h)?.contains("pp-unknown-1") == true)

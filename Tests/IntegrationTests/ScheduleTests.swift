@@ -293,11 +293,13 @@ struct ScheduleTests {
         try await year.run { step in
             // Each role in turn, over notification steps and charge steps alike.
             let role = roles[(step + step / 2) % roles.count]
-            // While the tick that follows the clock makes the cycle's orders, or they are under way.
+            // Not a wait for anything: the kill lands at a random moment while the tick that
+            // follows the clock makes the cycle's orders, or while they are under way.
             try await Task.sleep(for: .milliseconds(Int.random(in: 300...1200, using: &random)))
             switch role {
             case .postgres:
                 try await server?.kill()
+                // The outage itself: the ledger must ride out a database that is down a while.
                 try await Task.sleep(for: .seconds(1))
                 try await server?.restart()
             case .ledger:

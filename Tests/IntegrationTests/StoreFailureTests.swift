@@ -221,8 +221,8 @@ struct StoreFailureTests {
                     receiveTimeoutSeconds: 40)
             }
         }
-        // Down longer than one short wait, yet within the validator's budget: the callback is
-        // answered once the ledger is back.
+        // The product's own timer is under test: down longer than one short wait, yet within the
+        // validator's budget, the callback is answered once the ledger is back.
         try await Task.sleep(for: .seconds(6))
         let restarting = clock.now
         try h.restartLedger()
