@@ -102,8 +102,10 @@ extension EffectCountingFront {
             sandboxConfiguration: SandboxConfiguration(
                 // Providers deliver callbacks until they are taken (Nets until HTTP 200, Trust
                 // Payments for 48 hours): a subscription event sent while the callback validator or
-                // the ledger is down must still arrive.
-                port: 0, phonePeCallbackDelayMilliseconds: 300, outboundAttempts: 12, netsCompleteCheckoutAfterMilliseconds: 50),
+                // the ledger is down, or behind a backlog, must still arrive. With its back-off
+                // capped at 30 s, the sandbox keeps trying for hours, longer than any run: one it
+                // gave up on is counted (`sandboxDroppedDeliveries`), not taken for a loss.
+                port: 0, phonePeCallbackDelayMilliseconds: 300, outboundAttempts: 1000, netsCompleteCheckoutAfterMilliseconds: 50),
             timers: timers,
             providerFront: { sandboxURL in
                 let counting = EffectCountingFront(target: sandboxURL)
