@@ -264,7 +264,7 @@ let package = Package(
             ),
             // Everything through real processes, and the stages' cores working together.
             stageTests("IntegrationTests", ["ExampleConnector", "ExampleSandbox", "FuzzTargets", "SQLiteWALBuffer"]),
-        ] + ["StageWire", "StageRuntime", "HTTPTransport"].map { stageTests("\($0)Tests") }
+        ] + ["StageWire", "StageRuntime", "HTTPTransport", "Supervision"].map { stageTests("\($0)Tests") }
         + stageModules.map { stageTests("\($0)Tests", $0 == "LedgerStage" ? ["SQLiteWALBuffer"] : []) } + [
             .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"], swiftSettings: strict),
             .testTarget(name: "PaypipeCoreTests", dependencies: ["PaypipeCore", "Connectors"], swiftSettings: strict),

@@ -88,7 +88,12 @@ package final class ChildProcess: Sendable {
             defer { close(ends[1]) }
             Self.redirect(&actions, 2, stderr)
             Self.closeInherited(&actions)
-            pid = try Self.spawn(argv, &actions, environment)
+            do {
+                pid = try Self.spawn(argv, &actions, environment)
+            } catch {
+                close(ends[0])
+                throw error
+            }
         } else {
             Self.redirect(&actions, 1, stdout)
             Self.redirect(&actions, 2, stderr)
