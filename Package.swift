@@ -197,7 +197,7 @@ let package = Package(
             .testTarget(
                 name: "SandboxTests",
                 dependencies: [
-                    "Sandbox", "PaypipeCore",
+                    "Sandbox", "PaypipeCore", "TestSupport",
                 ] + providerModules + [
                     .product(name: "AsyncHTTPClient", package: "async-http-client"),
                     .product(name: "Hummingbird", package: "hummingbird"),

@@ -283,11 +283,13 @@ struct ChaosTests {
         let paymentId = try #require(created.first { $0.orderId == "chaos-sub" }?.result?["paymentId"]?.stringValue)
         // Read until the customer has completed the hosted page (the sandbox's own timer).
         var fetched: [Outcome] = []
-        for attempt in 1...50 where fetched.first?.result?["subscriptionId"] == nil {
-            if attempt > 1 { try await Task.sleep(for: .milliseconds(100)) }
+        var attempt = 0
+        _ = await eventually(within: .seconds(20)) {
+            attempt += 1
             let id = "chaos-sub-get-\(attempt)"
-            try await h.send(#"{"v":1,"orderId":"\#(id)","provider":"nets","operation":"getSubscription","params":{"paymentId":"\#(paymentId)"}}"#)
-            fetched = try await h.collect { $0.contains { $0.orderId == id } }.filter { $0.orderId == id }
+            try? await h.send(#"{"v":1,"orderId":"\#(id)","provider":"nets","operation":"getSubscription","params":{"paymentId":"\#(paymentId)"}}"#)
+            fetched = ((try? await h.collect { $0.contains { $0.orderId == id } }) ?? []).filter { $0.orderId == id }
+            return fetched.first?.result?["subscriptionId"] != nil
         }
         let subscriptionId = try #require(fetched.first?.result?["subscriptionId"]?.stringValue, "\(fetched.map(\.serialized))")
         // A daily Trust Payments subscription, whose engine payments (one per sandbox day, moved

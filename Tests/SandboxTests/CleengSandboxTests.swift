@@ -1,5 +1,6 @@
 import Cleeng
 import PaypipeCore
+import TestSupport
 import Testing
 
 @testable import Sandbox
@@ -32,11 +33,11 @@ import Testing
             #expect(CleengAccessStatusCall.classify(try await sandbox.send(access), expectedId: 7) == .notGranted)
 
             // Read until granted: never before the delay, and not long after it.
-            var granted = CleengAccessStatusCall.classify(try await sandbox.send(access), expectedId: 7)
-            for _ in 0..<200 {
-                if case .granted = granted { break }
-                try await Task.sleep(for: .milliseconds(50))
-                granted = CleengAccessStatusCall.classify(try await sandbox.send(access), expectedId: 7)
+            var granted: CleengAccessStatus?
+            _ = await eventually(within: .seconds(10)) {
+                granted = (try? await sandbox.send(access)).map { CleengAccessStatusCall.classify($0, expectedId: 7) }
+                if case .granted = granted { return true }
+                return false
             }
             guard case .granted = granted else {
                 Issue.record("expected access granted, got \(granted)")

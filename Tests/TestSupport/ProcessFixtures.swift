@@ -29,10 +29,11 @@ package func phonePeAuthInit(_ id: String, authRequestId: String) -> String {
     #"{"v":1,"orderId":"\#(id)","provider":"phonepe","operation":"authInit","amount":39900,"currency":"INR","params":{"merchantUserId":"U1","subscriptionId":"SUB1","authRequestId":"\#(authRequestId)"}}"#
 }
 
-/// Waits (bounded) until `condition` holds; false when `limit` passed first.
-package func eventually(within limit: Duration, _ condition: () -> Bool) async -> Bool {
+/// Waits (bounded) until `condition` holds; false when `limit` passed first. The condition may
+/// itself ask over the network (a provider's status, a fresh request).
+package func eventually(within limit: Duration, _ condition: () async -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + limit
-    while !condition() {
+    while await !condition() {
         if ContinuousClock.now >= deadline { return false }
         try? await Task.sleep(for: .milliseconds(50))
     }

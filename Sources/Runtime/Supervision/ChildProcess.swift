@@ -74,31 +74,28 @@ package final class ChildProcess: Sendable {
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, stdin, O_RDONLY, 0)
-        var readEnd: Int32 = -1
+        var readEnd: Int32 = -1, writeEnd: Int32 = -1
+        // The child holds its own copy of the pipe's write end once spawned.
+        defer { if writeEnd >= 0 { close(writeEnd) } }
         var afterReady = Output.discard
         if case .readyLine(let then) = stdout {
             var ends: [Int32] = [-1, -1]
             guard pipe(&ends) == 0 else { throw ChildProcessError(command: program, reason: String(cString: strerror(errno))) }
             // Neither end may leak into a child another thread spawns meanwhile.
             for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
-            readEnd = ends[0]
-            afterReady = then
             posix_spawn_file_actions_adddup2(&actions, ends[1], 1)
-            // The write end is closed below, once the child holds its copy.
-            defer { close(ends[1]) }
-            Self.redirect(&actions, 2, stderr)
-            Self.closeInherited(&actions)
-            do {
-                pid = try Self.spawn(argv, &actions, environment)
-            } catch {
-                close(ends[0])
-                throw error
-            }
+            (readEnd, writeEnd) = (ends[0], ends[1])
+            afterReady = then
         } else {
             Self.redirect(&actions, 1, stdout)
-            Self.redirect(&actions, 2, stderr)
-            Self.closeInherited(&actions)
+        }
+        Self.redirect(&actions, 2, stderr)
+        Self.closeInherited(&actions)
+        do {
             pid = try Self.spawn(argv, &actions, environment)
+        } catch {
+            if readEnd >= 0 { close(readEnd) }
+            throw error
         }
         let pid = self.pid
         Self.onThread { [self] in
@@ -141,32 +138,17 @@ package final class ChildProcess: Sendable {
 
     /// Waits, at most `limit`, for the ready line (the first line that contains the marker).
     package func waitForLine(within limit: Duration) async -> Start {
-        let deadline = ContinuousClock.now + limit
-        while true {
-            if let start = state.withLock({ $0.start }) { return start }
-            if ContinuousClock.now >= deadline { return .timedOut }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
+        await poll(within: limit) { $0.start } ?? .timedOut
     }
 
     /// `waitForLine` on the calling thread, for callers outside Swift concurrency.
     package func waitForLineBlocking(within limit: Duration) -> Start {
-        let deadline = ContinuousClock.now + limit
-        while true {
-            if let start = state.withLock({ $0.start }) { return start }
-            if ContinuousClock.now >= deadline { return .timedOut }
-            usleep(5000)
-        }
+        pollBlocking(within: limit) { $0.start } ?? .timedOut
     }
 
     /// Waits, at most `limit`, until its standard output has ended and all of it was passed on.
     package func waitForEndOfOutput(within limit: Duration) -> Bool {
-        let deadline = ContinuousClock.now + limit
-        while !state.withLock({ $0.outputEnded }) {
-            if ContinuousClock.now >= deadline { return false }
-            usleep(5000)
-        }
-        return true
+        pollBlocking(within: limit) { $0.outputEnded ? true : nil } ?? false
     }
 
     /// What it printed on standard output before its ready line (or before it ended).
@@ -175,22 +157,34 @@ package final class ChildProcess: Sendable {
     /// Waits, at most `limit`, for it to end; its status, or nil while it still runs.
     @discardableResult
     package func waitForExit(within limit: Duration) async -> Int32? {
-        let deadline = ContinuousClock.now + limit
-        while true {
-            if let status = exitStatus { return status }
-            if ContinuousClock.now >= deadline { return nil }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
+        await poll(within: limit) { $0.status }
     }
 
     /// `waitForExit` on the calling thread.
     @discardableResult
     package func waitForExitBlocking(within limit: Duration = .seconds(365 * 86_400)) -> Int32? {
+        pollBlocking(within: limit) { $0.status }
+    }
+
+    /// What `read` finds in its state, once it finds something, within `limit`; nil past it.
+    /// The threads that wait for the child and read its output change the state; they have no
+    /// way to wake a task, so a waiter looks again every few milliseconds.
+    private func poll<T: Sendable>(within limit: Duration, _ read: (State) -> T?) async -> T? {
         let deadline = ContinuousClock.now + limit
         while true {
-            if let status = exitStatus { return status }
+            if let found = state.withLock({ read($0) }) { return found }
             if ContinuousClock.now >= deadline { return nil }
-            usleep(10_000)
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    /// `poll` on the calling thread.
+    private func pollBlocking<T: Sendable>(within limit: Duration, _ read: (State) -> T?) -> T? {
+        let deadline = ContinuousClock.now + limit
+        while true {
+            if let found = state.withLock({ read($0) }) { return found }
+            if ContinuousClock.now >= deadline { return nil }
+            usleep(5000)
         }
     }
 
@@ -230,7 +224,7 @@ package final class ChildProcess: Sendable {
     package static func stopBlocking(_ children: [ChildProcess], grace: Duration = .seconds(10)) {
         for child in children { child.signal(SIGTERM) }
         let deadline = ContinuousClock.now + grace
-        while children.contains(where: \.isRunning) && ContinuousClock.now < deadline { usleep(10_000) }
+        for child in children { child.waitForExitBlocking(within: max(.zero, deadline - ContinuousClock.now)) }
         for child in children where child.isRunning { child.signal(SIGKILL) }
         for child in children { child.waitForExitBlocking(within: .seconds(60)) }
     }
