@@ -368,7 +368,7 @@ package final class PipelineHarness: @unchecked Sendable {
     }
 
     package func shutdown() async {
-        for process in children.reversed() { await process.stop(grace: .seconds(10)) }
+        await ChildProcess.stop(children.reversed(), grace: .seconds(10))
         receiver.stop()
         _ = await sender.finish(drainTimeoutMilliseconds: 500)
         await receiver.waitUntilClosed()
