@@ -9,9 +9,23 @@ let benchmarks = Context.environment["PAYPIPE_BENCHMARKS"] == "1"
 
 let crypto = Target.Dependency.product(name: "Crypto", package: "swift-crypto")
 
-/// Every provider: its connector module in Sources/Providers/<name>, its emulator in
-/// Sources/Sandbox/<name>, its tests in Tests/<name>Tests. The registry (`Connectors`), the
-/// sandbox and the tests take the list from here.
+/// What the sandbox and its emulators serve HTTP with.
+let sandboxDependencies: [Target.Dependency] = [
+    .product(name: "Hummingbird", package: "hummingbird"),
+    .product(name: "AsyncHTTPClient", package: "async-http-client"),
+    .product(name: "Logging", package: "swift-log"),
+    .product(name: "NIOCore", package: "swift-nio"),
+    .product(name: "NIOPosix", package: "swift-nio"),
+    .product(name: "HTTPTypes", package: "swift-http-types"),
+    .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+    .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+]
+
+/// Every provider, one folder each in Sources/Providers/<name>: its connector module (Connector/),
+/// its sandbox emulator (Emulator/, module <name>Emulation), the fixtures of its published messages
+/// (Fixtures/), the testing module other suites share (Testing/, module <name>Testing) and its
+/// tests (Tests/). The registries (`Connectors`, `Emulators`), the sandbox and the tests take the
+/// list from here.
 let providers: [(name: String, dependencies: [Target.Dependency])] = [
     ("TrustPayments", [crypto, .product(name: "JWTKit", package: "jwt-kit")]),
     ("NetsEasy", [crypto]),
@@ -20,6 +34,8 @@ let providers: [(name: String, dependencies: [Target.Dependency])] = [
     ("Viva", []),
 ]
 let providerModules = providers.map { Target.Dependency.target(name: $0.name) }
+let emulatorModules = providers.map { Target.Dependency.target(name: "\($0.name)Emulation") }
+let providerTestingModules = providers.map { Target.Dependency.target(name: "\($0.name)Testing") }
 let stageModules = ["LedgerStage", "SignerStage", "SubmitterStage", "CallbacksStage", "PollerStage", "StreamerStage"]
 
 /// One module per stage, in Sources/Stages/<name>: its core, its store or client, its `Service`.
@@ -41,7 +57,7 @@ func stage(_ name: String, _ extra: [Target.Dependency] = []) -> Target {
 /// What the stage tests and their support use: every stage, every provider, the sandbox.
 let stageTestDependencies: [Target.Dependency] =
     [
-        "PaypipeCore", "ZeroMQ", "Sandbox", "Connectors", "StageWire", "StageRuntime", "HTTPTransport", "CSQLite", "Supervision",
+        "PaypipeCore", "ZeroMQ", "Sandbox", "Emulators", "Connectors", "StageWire", "StageRuntime", "HTTPTransport", "CSQLite", "Supervision",
         .product(name: "Logging", package: "swift-log"),
         .product(name: "NIOCore", package: "swift-nio"),
         .product(name: "NIOPosix", package: "swift-nio"),
@@ -49,7 +65,7 @@ let stageTestDependencies: [Target.Dependency] =
         .product(name: "NIOSSL", package: "swift-nio-ssl"),
         .product(name: "Hummingbird", package: "hummingbird"),
         .product(name: "HTTPTypes", package: "swift-http-types"),
-    ] + stageModules.map { .target(name: $0) } + providerModules
+    ] + stageModules.map { .target(name: $0) } + providerModules + emulatorModules
 
 /// The unit tests of one module (Tests/<module>Tests), or the integration tests.
 func stageTests(_ name: String, _ extra: [Target.Dependency] = []) -> Target {
@@ -78,6 +94,25 @@ func stageExecutable(_ name: String, _ stage: String, _ extra: [Target.Dependenc
         path: "Sources/Executables/\(name)",
         swiftSettings: strict
     )
+}
+
+/// A provider's folder: its connector, its emulator, its testing module and its tests.
+func providerFolder(_ provider: (name: String, dependencies: [Target.Dependency])) -> [Target] {
+    let folder = "Sources/Providers/\(provider.name)"
+    let connector = Target.Dependency.target(name: provider.name)
+    let testing = Target.Dependency.target(name: "\(provider.name)Testing")
+    return [
+        .target(name: provider.name, dependencies: ["PaypipeCore"] + provider.dependencies, path: "\(folder)/Connector", swiftSettings: strict),
+        .target(
+            name: "\(provider.name)Emulation", dependencies: [connector, "Sandbox", "PaypipeCore", crypto] + sandboxDependencies,
+            path: "\(folder)/Emulator", swiftSettings: strict),
+        .target(
+            name: "\(provider.name)Testing", dependencies: [connector, "FixtureCorpus", "PaypipeCore"], path: "\(folder)/Testing",
+            swiftSettings: strict),
+        .testTarget(
+            name: "\(provider.name)Tests", dependencies: [connector, testing, "FixtureCorpus", "PaypipeCore", "Connectors", crypto],
+            path: "\(folder)/Tests", swiftSettings: strict),
+    ]
 }
 
 let package = Package(
@@ -150,11 +185,9 @@ let package = Package(
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ]),
     ]
-        + providers.map { provider in
-            .target(
-                name: provider.name, dependencies: ["PaypipeCore"] + provider.dependencies, path: "Sources/Providers/\(provider.name)",
-                swiftSettings: strict)
-        } + [
+        + providers.flatMap(providerFolder) + [
+            // Reads the fixtures every provider keeps in its Fixtures/ folder.
+            .target(name: "FixtureCorpus", dependencies: ["PaypipeCore"], path: "Sources/Providers/FixtureCorpus", swiftSettings: strict),
             // The registry: one line per provider.
             .target(name: "Connectors", dependencies: ["PaypipeCore"] + providerModules, path: "Sources/Providers/Connectors", swiftSettings: strict),
             stage(
@@ -174,31 +207,27 @@ let package = Package(
                     .product(name: "NIOCore", package: "swift-nio"),
                 ]),
             stage("PollerStage", ["HTTPTransport", .product(name: "NIOCore", package: "swift-nio")]),
+            // The sandbox server: what every emulator shares (routing, ledger, clock, outbound
+            // deliveries); it knows no provider.
+            .target(name: "Sandbox", dependencies: ["PaypipeCore", crypto] + sandboxDependencies, swiftSettings: strict),
+            // The emulators' registry: one line per provider.
             .target(
-                name: "Sandbox",
-                dependencies: ["PaypipeCore", crypto] + providerModules + [
-                    .product(name: "Hummingbird", package: "hummingbird"),
-                    .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                    .product(name: "Logging", package: "swift-log"),
-                    .product(name: "NIOCore", package: "swift-nio"),
-                    .product(name: "NIOPosix", package: "swift-nio"),
-                    .product(name: "HTTPTypes", package: "swift-http-types"),
-                    .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                    .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-                ],
-                swiftSettings: strict
-            ),
+                name: "Emulators", dependencies: ["Sandbox", "PaypipeCore"] + emulatorModules, path: "Sources/Providers/Emulators",
+                swiftSettings: strict),
             .executableTarget(
                 name: "paypipe-sandbox",
-                dependencies: ["Sandbox", "Connectors", "PaypipeCore", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+                dependencies: [
+                    "Sandbox", "Emulators", "Connectors", "PaypipeCore", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                ]
+                    + emulatorModules,
                 path: "Sources/Executables/paypipe-sandbox",
                 swiftSettings: strict
             ),
             .testTarget(
                 name: "SandboxTests",
                 dependencies: [
-                    "Sandbox", "PaypipeCore", "TestSupport",
-                ] + providerModules + [
+                    "Sandbox", "Emulators", "PaypipeCore", "TestSupport",
+                ] + providerModules + emulatorModules + providerTestingModules + [
                     .product(name: "AsyncHTTPClient", package: "async-http-client"),
                     .product(name: "Hummingbird", package: "hummingbird"),
                     .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -230,7 +259,9 @@ let package = Package(
                 name: "ExampleConnector", dependencies: ["PaypipeCore", .product(name: "Crypto", package: "swift-crypto")],
                 path: "Tests/ExampleProvider/Connector", swiftSettings: strict),
             .target(
-                name: "ExampleSandbox", dependencies: ["ExampleConnector", "Sandbox", "PaypipeCore"], path: "Tests/ExampleProvider/Sandbox",
+                name: "ExampleEmulation",
+                dependencies: ["ExampleConnector", "Sandbox", "PaypipeCore", .product(name: "Logging", package: "swift-log")],
+                path: "Tests/ExampleProvider/Emulator",
                 swiftSettings: strict),
             .executableTarget(
                 name: "paypipe-example-stages",
@@ -263,19 +294,13 @@ let package = Package(
                 swiftSettings: strict
             ),
             // Everything through real processes, and the stages' cores working together.
-            stageTests("IntegrationTests", ["ExampleConnector", "ExampleSandbox", "FuzzTargets", "SQLiteWALBuffer"]),
+            stageTests("IntegrationTests", ["ExampleConnector", "ExampleEmulation", "FuzzTargets", "SQLiteWALBuffer"]),
         ] + ["StageWire", "StageRuntime", "HTTPTransport", "Supervision"].map { stageTests("\($0)Tests") }
         + stageModules.map { stageTests("\($0)Tests", $0 == "LedgerStage" ? ["SQLiteWALBuffer"] : []) } + [
             .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"], swiftSettings: strict),
             .testTarget(name: "PaypipeCoreTests", dependencies: ["PaypipeCore", "Connectors"], swiftSettings: strict),
         ]
-        + providers.map { provider in
-            .testTarget(
-                name: "\(provider.name)Tests",
-                dependencies: [.target(name: provider.name), "PaypipeCore", "Connectors"],
-                swiftSettings: strict
-            )
-        } + (benchmarks ? benchmarkTargets : [])
+        + (benchmarks ? benchmarkTargets : [])
 )
 
 var benchmarkTargets: [Target] {

@@ -1,7 +1,13 @@
-public enum NetsWebhookVariant: String, Sendable, CaseIterable {
-    case genuine
-    case wrongAuthorization = "wrong-authorization"
-    case wrongAmount = "wrong-amount"
+/// An emulator's own settings, declared in its provider's folder and kept in
+/// `SandboxConfiguration` by type: `init()` gives the defaults `paypipe-sandbox` uses without flags.
+public protocol EmulatorSettings: Sendable {
+    init()
+    /// The problems with these settings, one line each.
+    var problems: [String] { get }
+}
+
+extension EmulatorSettings {
+    public var problems: [String] { [] }
 }
 
 /// How the sandbox behaves. Every default is the one `paypipe-sandbox` uses without flags.
@@ -20,29 +26,11 @@ public struct SandboxConfiguration: Sendable {
     public var errorRate: Double
     /// Seed for the error-injection sequence. Default 0x5EED.
     public var errorSeed: UInt64
-    /// Delay between an accepted PhonePe auth/init and its S2S callback (also when the
-    /// auth-status call starts reporting the terminal state). Default 1000.
-    public var phonePeCallbackDelayMilliseconds: Int
-    /// How the S2S callback is made: `.genuine` (default), `.wrongChecksum` or `.wrongAmount`.
-    public var phonePeCallbackVariant: PhonePeSandboxCallbackVariant
-    /// Attempts per S2S callback or Nets webhook delivery (a non-2xx answer or a transport
+    /// Attempts per callback or webhook delivery (a non-2xx answer or a transport
     /// failure is retried with a doubling back-off from `outboundRetryBaseMilliseconds`). Default 4.
     public var outboundAttempts: Int
     /// First back-off between outbound attempts. Default 200.
     public var outboundRetryBaseMilliseconds: Int
-    /// Time after an accepted Cleeng receipt from which getAccessStatus reports access granted.
-    /// Default 10000. nil (or negative) never grants, to exercise the poller's give-up path.
-    public var cleengGrantAfterMilliseconds: Int?
-    /// When set, access is granted from this getAccessStatus call on (counted per customer
-    /// token), whatever the time; `cleengGrantAfterMilliseconds` is then ignored. Default nil.
-    public var cleengGrantOnPoll: Int?
-    /// How the checkout webhooks a payment registered are made: `.genuine` (default),
-    /// `.wrongAuthorization` (→ 401) or `.wrongAmount` (authentic, → AMOUNT_MISMATCH).
-    public var netsWebhookVariant: NetsWebhookVariant
-    /// Time after a Nets create until the emulated customer completes the hosted payment page
-    /// (the subscription then exists and webhooks are delivered). Default 2000; nil (or
-    /// negative) never completes.
-    public var netsCompleteCheckoutAfterMilliseconds: Int?
     /// Upper bound on distinct keys the ledger tracks individually; beyond it requests are only
     /// counted in the totals (`untrackedKeys` says how many were not tracked). Default 2,000,000.
     public var ledgerKeyLimit: Int
@@ -55,6 +43,8 @@ public struct SandboxConfiguration: Sendable {
     /// `/_sandbox/clock` moves it: the ledger's `schedules.clockOffsetFile`, so that the
     /// schedules and the providers keep one time in tests and the demo. Default none.
     public var clockOffsetFile: String?
+    /// Each emulator's own settings (`subscript(_:)`), by type; absent ones are their defaults.
+    private var emulatorSettings: [ObjectIdentifier: any EmulatorSettings] = [:]
 
     public init(
         host: String = "127.0.0.1",
@@ -62,14 +52,8 @@ public struct SandboxConfiguration: Sendable {
         latencyMilliseconds: Int = 0,
         errorRate: Double = 0.0,
         errorSeed: UInt64 = 0x5EED,
-        phonePeCallbackDelayMilliseconds: Int = 1000,
-        phonePeCallbackVariant: PhonePeSandboxCallbackVariant = .genuine,
         outboundAttempts: Int = 4,
         outboundRetryBaseMilliseconds: Int = 200,
-        cleengGrantAfterMilliseconds: Int? = 10000,
-        cleengGrantOnPoll: Int? = nil,
-        netsWebhookVariant: NetsWebhookVariant = .genuine,
-        netsCompleteCheckoutAfterMilliseconds: Int? = 2000,
         ledgerKeyLimit: Int = 2_000_000,
         maxBodyBytes: Int = 1 << 20,
         providerOptions: [String: String] = [:],
@@ -80,14 +64,8 @@ public struct SandboxConfiguration: Sendable {
         self.latencyMilliseconds = latencyMilliseconds
         self.errorRate = errorRate
         self.errorSeed = errorSeed
-        self.phonePeCallbackDelayMilliseconds = phonePeCallbackDelayMilliseconds
-        self.phonePeCallbackVariant = phonePeCallbackVariant
         self.outboundAttempts = outboundAttempts
         self.outboundRetryBaseMilliseconds = outboundRetryBaseMilliseconds
-        self.cleengGrantAfterMilliseconds = cleengGrantAfterMilliseconds
-        self.cleengGrantOnPoll = cleengGrantOnPoll
-        self.netsWebhookVariant = netsWebhookVariant
-        self.netsCompleteCheckoutAfterMilliseconds = netsCompleteCheckoutAfterMilliseconds
         self.ledgerKeyLimit = ledgerKeyLimit
         self.maxBodyBytes = maxBodyBytes
         self.providerOptions = providerOptions
@@ -101,11 +79,24 @@ public struct SandboxConfiguration: Sendable {
         if !(0...65535).contains(port) { problems.append("port must be 0...65535") }
         if latencyMilliseconds < 0 { problems.append("latency must be 0 or more milliseconds") }
         if !(errorRate >= 0 && errorRate <= 1) { problems.append("error rate must be between 0.0 and 1.0") }
-        if phonePeCallbackDelayMilliseconds < 0 { problems.append("PhonePe callback delay must be 0 or more milliseconds") }
         if outboundAttempts < 1 { problems.append("outbound attempts must be at least 1") }
         if outboundRetryBaseMilliseconds < 0 { problems.append("outbound retry back-off must be 0 or more milliseconds") }
         if ledgerKeyLimit < 0 { problems.append("ledger key limit must be 0 or more") }
         if maxBodyBytes < 1024 { problems.append("max body size must be at least 1024 bytes") }
+        for settings in emulatorSettings.values { problems += settings.problems }
         return problems
+    }
+
+    /// One emulator's settings.
+    public subscript<Settings: EmulatorSettings>(_ type: Settings.Type) -> Settings {
+        get { emulatorSettings[ObjectIdentifier(type)] as? Settings ?? Settings() }
+        set { emulatorSettings[ObjectIdentifier(type)] = newValue }
+    }
+
+    /// This configuration with `change` made: `SandboxConfiguration(port: 0).with { $0.phonePe.callbackDelayMilliseconds = 0 }`.
+    public func with(_ change: (inout SandboxConfiguration) -> Void) -> SandboxConfiguration {
+        var changed = self
+        change(&changed)
+        return changed
     }
 }

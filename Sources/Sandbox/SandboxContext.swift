@@ -14,7 +14,7 @@ public final class SandboxContext: Sendable {
     /// The sandbox's time, which tests and the demo move on (`/_sandbox/clock`).
     public let clock = SandboxClock()
 
-    init(configuration: SandboxConfiguration, ledger: SandboxLedger, scheduler: SandboxScheduler, outbound: SandboxOutbound, logger: Logger) {
+    package init(configuration: SandboxConfiguration, ledger: SandboxLedger, scheduler: SandboxScheduler, outbound: SandboxOutbound, logger: Logger) {
         self.configuration = configuration
         self.ledger = ledger
         self.scheduler = scheduler

@@ -5,16 +5,16 @@ import Foundation
 /// instead of borrowed from the provider modules: an emulator that verified with the client's
 /// own code would repeat the client's mistakes and pass them. Only swift-crypto's SHA-256 and
 /// HMAC and Foundation's base64 are shared with the rest of the world.
-enum SandboxCrypto {
-    static func sha256Hex(_ bytes: some Sequence<UInt8>) -> String {
+package enum SandboxCrypto {
+    package static func sha256Hex(_ bytes: some Sequence<UInt8>) -> String {
         hex(SHA256.hash(data: Array(bytes)))
     }
 
-    static func hmacSHA256(key: [UInt8], message: some Sequence<UInt8>) -> [UInt8] {
+    package static func hmacSHA256(key: [UInt8], message: some Sequence<UInt8>) -> [UInt8] {
         Array(HMAC<SHA256>.authenticationCode(for: Array(message), using: SymmetricKey(data: key)))
     }
 
-    static func hex(_ bytes: some Sequence<UInt8>) -> String {
+    package static func hex(_ bytes: some Sequence<UInt8>) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var out: [UInt8] = []
         for byte in bytes { out += [digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]] }
@@ -23,7 +23,7 @@ enum SandboxCrypto {
 
     /// No early exit on the first difference, so the time taken does not reveal how much of a
     /// guessed secret was right.
-    static func constantTimeEquals(_ a: some Collection<UInt8>, _ b: some Collection<UInt8>) -> Bool {
+    package static func constantTimeEquals(_ a: some Collection<UInt8>, _ b: some Collection<UInt8>) -> Bool {
         let left = Array(a), right = Array(b)
         var difference = UInt8(truncatingIfNeeded: left.count ^ right.count)
         for index in 0..<max(left.count, right.count) {
@@ -33,7 +33,7 @@ enum SandboxCrypto {
     }
 
     /// Base64url without padding (RFC 7515 §2).
-    static func base64URLEncode(_ bytes: some Sequence<UInt8>) -> String {
+    package static func base64URLEncode(_ bytes: some Sequence<UInt8>) -> String {
         var text = Data(bytes).base64EncodedString()
         while text.last == "=" { text.removeLast() }
         let urlSafe: [Character] = text.map { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 }
@@ -42,7 +42,7 @@ enum SandboxCrypto {
 
     /// Strict base64url: unpadded and canonical (re-encoding gives the same text), so two
     /// spellings of one signature are not both accepted.
-    static func base64URLDecode(_ text: some StringProtocol) -> [UInt8]? {
+    package static func base64URLDecode(_ text: some StringProtocol) -> [UInt8]? {
         guard
             text.utf8.allSatisfy({ byte in
                 switch byte {
@@ -64,7 +64,7 @@ enum SandboxCrypto {
     /// The user and password bytes of `Basic base64(user:password)` (RFC 7617), nil when the
     /// header is not that. `lenient` accepts what servers commonly tolerate: any case of
     /// "Basic" and spaces around the credentials.
-    static func basicCredentials(_ header: String?, lenient: Bool = false) -> (user: [UInt8], password: [UInt8])? {
+    package static func basicCredentials(_ header: String?, lenient: Bool = false) -> (user: [UInt8], password: [UInt8])? {
         guard var text = header?[...] else { return nil }
         if lenient { text = text.drop { $0 == " " } }
         guard text.count > 6, lenient ? text.prefix(6).lowercased() == "basic " : text.hasPrefix("Basic ") else { return nil }

@@ -25,7 +25,7 @@ import Synchronization
 /// `?key=nets:abc` narrows both maps to that key; `?summary=1` leaves the maps out.
 /// Keys are `<provider>:<key as sent>`.
 public final class SandboxLedger: Sendable {
-    struct State {
+    package struct State {
         var requests: [String: Int] = [:]
         var effects: Set<String> = []
         var total = 0

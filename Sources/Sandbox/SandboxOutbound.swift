@@ -8,7 +8,7 @@ import Synchronization
 /// shared `HTTPClient`, retrying a bounded number of times. Logs name the delivery and the
 /// status, never headers or bodies (they carry signatures and webhook secrets).
 public final class SandboxOutbound: Sendable {
-    struct Counters: Sendable {
+    package struct Counters: Sendable {
         var delivered = 0
         var failedAttempts = 0
         var dropped = 0
@@ -20,14 +20,14 @@ public final class SandboxOutbound: Sendable {
     private let logger: Logger
     private let counters = Mutex(Counters())
 
-    init(client: HTTPClient, attempts: Int, retryBaseMilliseconds: Int, logger: Logger) {
+    package init(client: HTTPClient, attempts: Int, retryBaseMilliseconds: Int, logger: Logger) {
         self.client = client
         self.attempts = max(1, attempts)
         self.retryBaseMilliseconds = retryBaseMilliseconds
         self.logger = logger
     }
 
-    var snapshot: Counters { counters.withLock { $0 } }
+    package var snapshot: Counters { counters.withLock { $0 } }
 
     /// POSTs `request`; `label` says what it is in logs ("phonepe callback for <authRequestId>").
     public func deliver(_ request: HTTPRequestSpec, label: String) async {

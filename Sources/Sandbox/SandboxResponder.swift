@@ -4,13 +4,13 @@ import NIOCore
 import PaypipeCore
 
 /// Adapts Hummingbird requests to the router's plain values and back.
-struct SandboxResponder: HTTPResponder {
-    typealias Context = BasicRequestContext
+package struct SandboxResponder: HTTPResponder {
+    package typealias Context = BasicRequestContext
 
-    let router: SandboxRouter
-    let maxBodyBytes: Int
+    package let router: SandboxRouter
+    package let maxBodyBytes: Int
 
-    func respond(to request: Request, context: Context) async throws -> Response {
+    package func respond(to request: Request, context: Context) async throws -> Response {
         var request = request
         let buffer: ByteBuffer
         do {
@@ -27,7 +27,7 @@ struct SandboxResponder: HTTPResponder {
         return Self.response(reply)
     }
 
-    static func response(_ spec: HTTPResponseSpec) -> Response {
+    package static func response(_ spec: HTTPResponseSpec) -> Response {
         var fields = HTTPFields()
         for header in spec.headers {
             if let name = HTTPField.Name(header.name) { fields.append(HTTPField(name: name, value: header.value)) }

@@ -5,12 +5,12 @@ import PaypipeCore
 /// ledger and applying the latency and error injection every provider gets. Shared state lives
 /// in each emulator's own `Mutex`es with short critical sections, so concurrent requests (and
 /// their injected latency) never queue behind each other.
-final class SandboxRouter: Sendable {
-    let context: SandboxContext
-    let injector: SandboxErrorInjector
-    let emulators: [Provider: any ProviderEmulator]
+package final class SandboxRouter: Sendable {
+    package let context: SandboxContext
+    package let injector: SandboxErrorInjector
+    package let emulators: [Provider: any ProviderEmulator]
 
-    init(context: SandboxContext, emulators: [any ProviderEmulator]) {
+    package init(context: SandboxContext, emulators: [any ProviderEmulator]) {
         self.context = context
         injector = SandboxErrorInjector(rate: context.configuration.errorRate, seed: context.configuration.errorSeed)
         var byProvider: [Provider: any ProviderEmulator] = [:]
@@ -22,14 +22,14 @@ final class SandboxRouter: Sendable {
     }
 
     /// The provider an incoming path belongs to, and the path the provider itself would see.
-    enum Route {
+    package enum Route {
         case health, ledger, clock
         case subscriptions(String)
         case provider(any ProviderEmulator, subpath: String)
         case notFound
     }
 
-    func route(_ path: String) -> Route {
+    package func route(_ path: String) -> Route {
         if path == "/healthz" { return .health }
         if path == "/_sandbox/ledger" || path == "/_sandbox/ledger/" { return .ledger }
         if path == "/_sandbox/clock" { return .clock }
@@ -40,7 +40,7 @@ final class SandboxRouter: Sendable {
     }
 
     /// Answers one request. `path` excludes the query; `query` is the raw query string.
-    func handle(method: String, path: String, query: String?, headers: [HTTPHeader], body: [UInt8]) async -> HTTPResponseSpec {
+    package func handle(method: String, path: String, query: String?, headers: [HTTPHeader], body: [UInt8]) async -> HTTPResponseSpec {
         switch route(path) {
         case .health:
             return SandboxContext.json(200, ["status": "ok"])
@@ -65,7 +65,7 @@ final class SandboxRouter: Sendable {
         }
     }
 
-    func handle(_ request: HTTPRequestSpec, by emulator: any ProviderEmulator) async -> HTTPResponseSpec {
+    package func handle(_ request: HTTPRequestSpec, by emulator: any ProviderEmulator) async -> HTTPResponseSpec {
         let ledger = context.ledger
         let keying = emulator.ledgerKey(request)
         if case .now(let key) = keying { ledger.received(key.map { type(of: emulator).provider.rawValue + ":" + $0.prefix(128) }) }

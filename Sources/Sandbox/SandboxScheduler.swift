@@ -2,7 +2,7 @@
 /// finishing a hosted page) as children of the server's task, so shutting the server down
 /// cancels whatever is still waiting instead of leaking unstructured tasks.
 public final class SandboxScheduler: Sendable {
-    struct Job: Sendable {
+    package struct Job: Sendable {
         var delayMilliseconds: Int
         var work: @Sendable () async -> Void
     }
@@ -10,7 +10,7 @@ public final class SandboxScheduler: Sendable {
     private let jobs: AsyncStream<Job>
     private let continuation: AsyncStream<Job>.Continuation
 
-    init() {
+    package init() {
         (jobs, continuation) = AsyncStream.makeStream(of: Job.self)
     }
 
@@ -19,7 +19,7 @@ public final class SandboxScheduler: Sendable {
     }
 
     /// Runs jobs until `finish()` and the jobs already started are done, or until cancelled.
-    func run() async {
+    package func run() async {
         await withDiscardingTaskGroup { group in
             for await job in jobs {
                 group.addTask {
@@ -32,5 +32,5 @@ public final class SandboxScheduler: Sendable {
         }
     }
 
-    func finish() { continuation.finish() }
+    package func finish() { continuation.finish() }
 }

@@ -27,14 +27,9 @@ public final class SandboxServer: Sendable {
     public let configuration: SandboxConfiguration
     /// What was received and processed; also served at `/_sandbox/ledger`.
     public let ledger: SandboxLedger
-    let config: PaypipeConfig
-    let emulators: [any ProviderEmulator.Type]
-    let logger: Logger
-
-    /// The five providers' emulators, one folder each in this module.
-    public static let standardEmulators: [any ProviderEmulator.Type] = [
-        TrustPaymentsEmulator.self, NetsEmulator.self, PhonePeEmulator.self, CleengEmulator.self, VivaEmulator.self,
-    ]
+    package let config: PaypipeConfig
+    package let emulators: [any ProviderEmulator.Type]
+    package let logger: Logger
 
     private struct Lifecycle {
         var group: ServiceGroup?
@@ -51,7 +46,7 @@ public final class SandboxServer: Sendable {
     /// Throws `SandboxConfigurationError` naming the first unusable setting.
     /// `emulators`: the providers served, each under `/<provider>/`.
     public init(
-        configuration: SandboxConfiguration, config: PaypipeConfig, emulators: [any ProviderEmulator.Type] = standardEmulators, logger: Logger
+        configuration: SandboxConfiguration, config: PaypipeConfig, emulators: [any ProviderEmulator.Type], logger: Logger
     ) throws(SandboxConfigurationError) {
         if let problem = configuration.problems.first { throw SandboxConfigurationError(reason: problem) }
         self.configuration = configuration

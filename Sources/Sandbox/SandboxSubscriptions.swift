@@ -15,7 +15,7 @@ public final class SandboxClock: Sendable {
     public var offset: Int64 { offsetMilliseconds.withLock { $0 } }
 
     /// Moves the clock on by `milliseconds`; returns the time before and after.
-    func advance(by milliseconds: Int64) -> (from: Int64, to: Int64) {
+    package func advance(by milliseconds: Int64) -> (from: Int64, to: Int64) {
         let real = Timestamp.nowMilliseconds()
         return offsetMilliseconds.withLock { offset in
             let from = real + offset
@@ -46,7 +46,7 @@ extension SubscriptionEmulator {
 extension SandboxRouter {
     /// `POST /_sandbox/clock` `{"advanceDays": N}` (or `"advanceMs"`): moves the sandbox's clock
     /// on a day at a time, letting every provider do what falls in each day, in order.
-    func advanceClock(_ body: [UInt8]) async -> HTTPResponseSpec {
+    package func advanceClock(_ body: [UInt8]) async -> HTTPResponseSpec {
         guard let request = try? JSONValue.parse(body) else { return SandboxContext.json(400, ["error": "body must be a JSON object"]) }
         let day: Int64 = 86_400_000
         let total: Int64
@@ -78,7 +78,7 @@ extension SandboxRouter {
     }
 
     /// `POST /_sandbox/subscriptions/<provider>/<action>`.
-    func act(path: String, body: [UInt8]) async -> HTTPResponseSpec {
+    package func act(path: String, body: [UInt8]) async -> HTTPResponseSpec {
         let parts = path.split(separator: "/").map(String.init)
         guard parts.count == 4, let emulator = emulators[Provider(parts[2])] as? any SubscriptionEmulator else {
             return SandboxContext.json(404, ["error": "no such provider with subscriptions"])

@@ -11,6 +11,11 @@ import Testing
 import TrustPayments
 import Viva
 
+@testable import CleengEmulation
+@testable import NetsEasyEmulation
+@testable import PhonePeEmulation
+@testable import VivaEmulation
+
 /// The asynchronous flows end to end: real ledger, signer, submitter, callback
 /// validator and Cleeng poller processes, the real sandbox, callbacks over loopback HTTP.
 @Suite("Asynchronous flows through real processes", .serialized)
@@ -124,7 +129,8 @@ struct AsyncFlowTests {
 
     @Test func theSandboxsGenuineCallbackEndsTheOrderAndAMissedOneIsResolvedByTheStatusCall() async throws {
         // The sandbox sends genuine callbacks after 300 ms.
-        let genuine = try await PipelineHarness(sandboxConfiguration: SandboxConfiguration(port: 0, phonePeCallbackDelayMilliseconds: 300))
+        let genuine = try await PipelineHarness(
+            sandboxConfiguration: SandboxConfiguration(port: 0).with { $0.phonePe.callbackDelayMilliseconds = 300 })
         do {
             try genuine.startSigner()
             try genuine.startSubmitter()
@@ -138,8 +144,10 @@ struct AsyncFlowTests {
         // Its callbacks are forged (wrong checksum), so none is accepted: after the wait the
         // ledger has the order's status checked, and the status call ends it.
         let missed = try await PipelineHarness(
-            sandboxConfiguration: SandboxConfiguration(
-                port: 0, phonePeCallbackDelayMilliseconds: 300, phonePeCallbackVariant: .wrongChecksum, outboundAttempts: 1),
+            sandboxConfiguration: SandboxConfiguration(port: 0, outboundAttempts: 1).with {
+                $0.phonePe.callbackDelayMilliseconds = 300
+                $0.phonePe.callbackVariant = .wrongChecksum
+            },
             timers: ["phonepeCallbackWaitMs": 1500])
         try missed.startSigner()
         try missed.startSubmitter()
@@ -307,8 +315,10 @@ struct AsyncFlowTests {
 
     @Test func netsWebhooksNeedTheRightAuthorizationAndADuplicateEventIsIgnored() async throws {
         let h = try await PipelineHarness(
-            sandboxConfiguration: SandboxConfiguration(
-                port: 0, phonePeCallbackDelayMilliseconds: 3_600_000, netsCompleteCheckoutAfterMilliseconds: 300))
+            sandboxConfiguration: SandboxConfiguration(port: 0).with {
+                $0.phonePe.callbackDelayMilliseconds = 3_600_000
+                $0.nets.completeCheckoutAfterMilliseconds = 300
+            })
         defer { Task { await h.shutdown() } }
         try h.startSigner()
         try h.startSubmitter()
@@ -347,9 +357,11 @@ struct AsyncFlowTests {
     @Test func theSandboxsForgedAndMismatchedNetsWebhooksAreRefusedOrFailTheOrder() async throws {
         func run(_ variant: NetsWebhookVariant, _ id: String) async throws -> (PipelineHarness, [Outcome]) {
             let h = try await PipelineHarness(
-                sandboxConfiguration: SandboxConfiguration(
-                    port: 0, phonePeCallbackDelayMilliseconds: 3_600_000, outboundAttempts: 1, netsWebhookVariant: variant,
-                    netsCompleteCheckoutAfterMilliseconds: 200))
+                sandboxConfiguration: SandboxConfiguration(port: 0, outboundAttempts: 1).with {
+                    $0.phonePe.callbackDelayMilliseconds = 3_600_000
+                    $0.nets.webhookVariant = variant
+                    $0.nets.completeCheckoutAfterMilliseconds = 200
+                })
             try h.startSigner()
             try h.startSubmitter()
             try h.startCallbacks()
@@ -517,7 +529,10 @@ struct AsyncFlowTests {
 
     @Test func cleengAccessGrantedOnTheThirdPollSucceedsOnCadence() async throws {
         let h = try await PipelineHarness(
-            sandboxConfiguration: SandboxConfiguration(port: 0, phonePeCallbackDelayMilliseconds: 3_600_000, cleengGrantOnPoll: 3),
+            sandboxConfiguration: SandboxConfiguration(port: 0).with {
+                $0.phonePe.callbackDelayMilliseconds = 3_600_000
+                $0.cleeng.grantOnPoll = 3
+            },
             timers: ["cleengPollIntervalMs": 400, "cleengGiveUpMs": 3000])
         defer { Task { await h.shutdown() } }
         try h.startSigner()
@@ -539,7 +554,10 @@ struct AsyncFlowTests {
 
     @Test func cleengAccessNeverGrantedFailsAtTheDeadlineAndARestartedPollerKeepsTheDeadline() async throws {
         let h = try await PipelineHarness(
-            sandboxConfiguration: SandboxConfiguration(port: 0, phonePeCallbackDelayMilliseconds: 3_600_000, cleengGrantAfterMilliseconds: nil),
+            sandboxConfiguration: SandboxConfiguration(port: 0).with {
+                $0.phonePe.callbackDelayMilliseconds = 3_600_000
+                $0.cleeng.grantAfterMilliseconds = nil
+            },
             timers: ["cleengPollIntervalMs": 300, "cleengGiveUpMs": 2400])
         defer { Task { await h.shutdown() } }
         try h.startSigner()

@@ -13,6 +13,9 @@ import TestSupport
 import Testing
 import ZeroMQ
 
+@testable import NetsEasyEmulation
+@testable import PhonePeEmulation
+
 /// Stands in front of the sandbox and counts, per order, every request that takes effect at a
 /// real provider (a Nets POST by its Idempotency-Key, a Trust Payments TRANSACTIONUPDATE by its
 /// requestreference, a PhonePe auth/init by its authRequestId). The sandbox answers a repeated
@@ -99,13 +102,16 @@ extension EffectCountingFront {
     ) {
         let front = Mutex<(EffectCountingFront, Task<Void, any Error>)?>(nil)
         let h = try await PipelineHarness(
-            sandboxConfiguration: SandboxConfiguration(
-                // Providers deliver callbacks until they are taken (Nets until HTTP 200, Trust
+            sandboxConfiguration: SandboxConfiguration(  // Providers deliver callbacks until they are taken (Nets until HTTP 200, Trust
                 // Payments for 48 hours): a subscription event sent while the callback validator or
                 // the ledger is down, or behind a backlog, must still arrive. With its back-off
                 // capped at 30 s, the sandbox keeps trying for hours, longer than any run: one it
                 // gave up on is counted (`sandboxDroppedDeliveries`), not taken for a loss.
-                port: 0, phonePeCallbackDelayMilliseconds: 300, outboundAttempts: 1000, netsCompleteCheckoutAfterMilliseconds: 50),
+                port: 0, outboundAttempts: 1000
+            ).with {
+                $0.phonePe.callbackDelayMilliseconds = 300
+                $0.nets.completeCheckoutAfterMilliseconds = 50
+            },
             timers: timers,
             providerFront: { sandboxURL in
                 let counting = EffectCountingFront(target: sandboxURL)

@@ -8,6 +8,9 @@ import TestSupport
 import Testing
 import ZeroMQ
 
+@testable import NetsEasyEmulation
+@testable import PhonePeEmulation
+
 /// CURVE with an allow-list on every internal link, through the real processes.
 @Suite("CURVE on the internal links through real processes", .serialized)
 struct CurveLinkTests {
@@ -49,8 +52,10 @@ struct CurveLinkTests {
 
     @Test func everyProviderStillEndsInTheRightOutcomeWithCurveOn() async throws {
         let h = try await PipelineHarness(
-            sandboxConfiguration: SandboxConfiguration(
-                port: 0, phonePeCallbackDelayMilliseconds: 3_600_000, netsCompleteCheckoutAfterMilliseconds: 300),
+            sandboxConfiguration: SandboxConfiguration(port: 0).with {
+                $0.phonePe.callbackDelayMilliseconds = 3_600_000
+                $0.nets.completeCheckoutAfterMilliseconds = 300
+            },
             curve: true)
         defer { Task { await h.shutdown() } }
         try h.startSigner()

@@ -7,6 +7,9 @@ import StageWire
 import TestSupport
 import Testing
 
+@testable import NetsEasyEmulation
+@testable import PhonePeEmulation
+
 /// Real processes, real sockets, the real sandbox server on loopback. Serialized: each test
 /// starts its own pipeline and they share two cores.
 @Suite("End to end through real processes", .serialized)
@@ -62,8 +65,10 @@ struct EndToEndTests {
 
     @Test func netsSubscriptionIsCreatedFetchedAndChargedExactlyOnce() async throws {
         let h = try await PipelineHarness(
-            sandboxConfiguration: SandboxConfiguration(
-                port: 0, phonePeCallbackDelayMilliseconds: 3_600_000, netsCompleteCheckoutAfterMilliseconds: 50))
+            sandboxConfiguration: SandboxConfiguration(port: 0).with {
+                $0.phonePe.callbackDelayMilliseconds = 3_600_000
+                $0.nets.completeCheckoutAfterMilliseconds = 50
+            })
         defer { Task { await h.shutdown() } }
         try h.startSigner()
         try h.startSubmitter()
@@ -145,7 +150,7 @@ struct EndToEndTests {
 
     @Test func aSecondSubmitterStartedMidRunTakesAShare() async throws {
         let h = try await PipelineHarness(
-            sandboxConfiguration: SandboxConfiguration(port: 0, latencyMilliseconds: 100, phonePeCallbackDelayMilliseconds: 3_600_000))
+            sandboxConfiguration: SandboxConfiguration(port: 0, latencyMilliseconds: 100).with { $0.phonePe.callbackDelayMilliseconds = 3_600_000 })
         defer { Task { await h.shutdown() } }
         try h.startSigner()
         let first = try h.startSubmitter(concurrency: 4)

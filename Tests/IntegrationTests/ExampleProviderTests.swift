@@ -1,7 +1,8 @@
 import Connectors
 import Crypto
+import Emulators
 import ExampleConnector
-import ExampleSandbox
+import ExampleEmulation
 import Foundation
 import Logging
 import PaypipeCore

@@ -10,6 +10,7 @@ import Testing
 import TrustPayments
 
 @testable import SubmitterStage
+@testable import TrustPaymentsEmulation
 
 /// Before the pipeline ends an order EXPIRED it stops what it can at the provider, so that the
 /// customer cannot pay once upstream has been told nothing was taken.

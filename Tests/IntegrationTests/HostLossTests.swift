@@ -1,4 +1,5 @@
 import Connectors
+import Emulators
 import Foundation
 import Logging
 import PaypipeCore
@@ -9,6 +10,9 @@ import Synchronization
 import TestSupport
 import Testing
 import ZeroMQ
+
+@testable import NetsEasyEmulation
+@testable import PhonePeEmulation
 
 /// Hosts on this machine: one network namespace each, on one bridge, each with its own address
 /// and a hosts file that names every ledger and streamer copy, as a headless service's DNS does.
@@ -184,9 +188,10 @@ struct HostLossTests {
         var logger = Logger(label: "hostloss-sandbox")
         logger.logLevel = .critical
         let sandbox = try SandboxServer(
-            configuration: SandboxConfiguration(
-                host: hosts.bridgeAddress, port: 0, phonePeCallbackDelayMilliseconds: 300, outboundAttempts: 1,
-                netsCompleteCheckoutAfterMilliseconds: 50),
+            configuration: SandboxConfiguration(host: hosts.bridgeAddress, port: 0, outboundAttempts: 1).with {
+                $0.phonePe.callbackDelayMilliseconds = 300
+                $0.nets.completeCheckoutAfterMilliseconds = 50
+            },
             config: credentials, logger: logger)
         let sandboxPort = Mutex<Int?>(nil)
         let sandboxTask = Task { try await sandbox.run { p in sandboxPort.withLock { $0 = p } } }

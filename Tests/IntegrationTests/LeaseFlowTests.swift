@@ -10,6 +10,8 @@ import TestSupport
 import Testing
 import ZeroMQ
 
+@testable import PhonePeEmulation
+
 /// A Nets charge endpoint on loopback that answers after `latency` and counts every request per
 /// Idempotency-Key itself: it never replays, so a second request for one order shows up here.
 final class SlowNetsProvider: Sendable {
@@ -173,7 +175,7 @@ struct LeaseFlowTests {
     /// status calls: the order ends in review, and PhonePe sees auth/init once.
     @Test func anUnknownPhonePeOrderIsNeverInitiatedAgain() async throws {
         let h = try await PipelineHarness(
-            sandboxConfiguration: SandboxConfiguration(port: 0, latencyMilliseconds: 1500, phonePeCallbackDelayMilliseconds: 3_600_000),
+            sandboxConfiguration: SandboxConfiguration(port: 0, latencyMilliseconds: 1500).with { $0.phonePe.callbackDelayMilliseconds = 3_600_000 },
             timers: ["leaseMs": 900, "httpRequestTimeoutMs": 500], redeliverAfterMilliseconds: 700)
         defer { Task { await h.shutdown() } }
         try h.startSigner()
@@ -196,7 +198,7 @@ struct LeaseFlowTests {
     /// PhonePe sees auth/init once.
     @Test func aKilledHolderIsRedeliveredAfterItsLeaseLapsesAndResolvedFirst() async throws {
         let h = try await PipelineHarness(
-            sandboxConfiguration: SandboxConfiguration(port: 0, latencyMilliseconds: 2000, phonePeCallbackDelayMilliseconds: 3_600_000),
+            sandboxConfiguration: SandboxConfiguration(port: 0, latencyMilliseconds: 2000).with { $0.phonePe.callbackDelayMilliseconds = 3_600_000 },
             timers: ["leaseMs": 6000, "httpRequestTimeoutMs": 3500])
         defer { Task { await h.shutdown() } }
         try h.startSigner()

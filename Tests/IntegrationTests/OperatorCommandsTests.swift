@@ -7,6 +7,9 @@ import TestSupport
 import Testing
 import ZeroMQ
 
+@testable import NetsEasyEmulation
+@testable import PhonePeEmulation
+
 /// The operators' commands (`paypipe order`, `paypipe orders`, `paypipe config check`,
 /// `paypipe send`'s refusal) run as the `paypipe` executable against real stage processes.
 @Suite("Operators find, explain and resolve orders")
@@ -31,7 +34,7 @@ struct OperatorCommandsTests {
     /// trail. Keys not on the list, a stage's included, get no answer at all.
     @Test func anOrderInReviewIsFoundShownRecheckedAndResolvedWithTheAdminKeyOnly() async throws {
         let h = try await PipelineHarness(
-            sandboxConfiguration: SandboxConfiguration(port: 0, latencyMilliseconds: 1500, phonePeCallbackDelayMilliseconds: 3_600_000),
+            sandboxConfiguration: SandboxConfiguration(port: 0, latencyMilliseconds: 1500).with { $0.phonePe.callbackDelayMilliseconds = 3_600_000 },
             timers: ["leaseMs": 900, "httpRequestTimeoutMs": 500], curve: true, redeliverAfterMilliseconds: 700, admins: ["alice"])
         try await h.stopping { h in
             try h.startSigner()

@@ -12,6 +12,10 @@ import TestSupport
 import Testing
 import TrustPayments
 
+@testable import NetsEasyEmulation
+@testable import PhonePeEmulation
+@testable import TrustPaymentsEmulation
+
 let tpJwtOrder =
     #"{"v":1,"orderId":"tp-jwt-1","provider":"trustpayments","operation":"subscriptionJwt","amount":1050,"currency":"GBP","params":{"subscriptionType":"RECURRING","unit":"MONTH","frequency":1,"number":1,"finalNumber":12}}"#
 
@@ -289,8 +293,10 @@ struct PendingFlowTests {
 
     @Test func aNetsCreateCompletesThroughTheWebhookItRegistered() async throws {
         let h = try await PipelineHarness(
-            sandboxConfiguration: SandboxConfiguration(
-                port: 0, phonePeCallbackDelayMilliseconds: 3_600_000, netsCompleteCheckoutAfterMilliseconds: 300))
+            sandboxConfiguration: SandboxConfiguration(port: 0).with {
+                $0.phonePe.callbackDelayMilliseconds = 3_600_000
+                $0.nets.completeCheckoutAfterMilliseconds = 300
+            })
         defer { Task { await h.shutdown() } }
         try h.startSigner()
         try h.startSubmitter()
@@ -307,8 +313,10 @@ struct PendingFlowTests {
 
     @Test func withoutAWebhookURLTheSandboxSendsNoneAndGetPaymentEndsTheOrder() async throws {
         let h = try await PipelineHarness(
-            sandboxConfiguration: SandboxConfiguration(
-                port: 0, phonePeCallbackDelayMilliseconds: 3_600_000, netsCompleteCheckoutAfterMilliseconds: 300),
+            sandboxConfiguration: SandboxConfiguration(port: 0).with {
+                $0.phonePe.callbackDelayMilliseconds = 3_600_000
+                $0.nets.completeCheckoutAfterMilliseconds = 300
+            },
             timers: ["pendingResolveAfterMs": 1_500, "pendingExpireAfterMs": 60_000], leavingOut: ["nets.webhookURL"])
         defer { Task { await h.shutdown() } }
         try h.startSigner()
@@ -327,8 +335,10 @@ struct PendingFlowTests {
 
     @Test func abandonedTrustPaymentsVivaAndNetsOrdersEndExpiredOrNeedingReview() async throws {
         let h = try await PipelineHarness(
-            sandboxConfiguration: SandboxConfiguration(
-                port: 0, phonePeCallbackDelayMilliseconds: 3_600_000, netsCompleteCheckoutAfterMilliseconds: nil),
+            sandboxConfiguration: SandboxConfiguration(port: 0).with {
+                $0.phonePe.callbackDelayMilliseconds = 3_600_000
+                $0.nets.completeCheckoutAfterMilliseconds = nil
+            },
             timers: ["pendingResolveAfterMs": 1_000, "pendingExpireAfterMs": 3_000])
         defer { Task { await h.shutdown() } }
         try h.startSigner()

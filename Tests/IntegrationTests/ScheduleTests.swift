@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import NetsEasy
 import PaypipeCore
 import PhonePe
@@ -8,8 +9,10 @@ import Supervision
 import TestSupport
 import Testing
 
+@testable import NetsEasyEmulation
+@testable import PhonePeEmulation
+
 #if canImport(Glibc)
-import Glibc
 #endif
 
 /// Charging on schedule through real processes (docs/protocol.md, "Schedules"): Nets and
@@ -227,9 +230,10 @@ struct ScheduleTests {
     /// `latency`: the sandbox's answer time (ms), so that a kill finds requests in flight.
     static func harness(store: String? = nil, latency: Int = 0) async throws -> PipelineHarness {
         try await PipelineHarness(
-            sandboxConfiguration: SandboxConfiguration(
-                port: 0, latencyMilliseconds: latency, phonePeCallbackDelayMilliseconds: 100, outboundAttempts: 12,
-                netsCompleteCheckoutAfterMilliseconds: 50),
+            sandboxConfiguration: SandboxConfiguration(port: 0, latencyMilliseconds: latency, outboundAttempts: 12).with {
+                $0.phonePe.callbackDelayMilliseconds = 100
+                $0.nets.completeCheckoutAfterMilliseconds = 50
+            },
             timers: ["phonepeCallbackWaitMs": 3000, "httpRequestTimeoutMs": 2000, "leaseMs": 4000],
             redeliverAfterMilliseconds: 3000, store: store, schedules: ["retryAfterDays": [1, 3]])
     }

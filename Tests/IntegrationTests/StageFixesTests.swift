@@ -11,6 +11,7 @@ import Testing
 import ZeroMQ
 
 @testable import LedgerStage
+@testable import PhonePeEmulation
 @testable import SubmitterStage
 
 /// Stage behaviours that are easy to get wrong, each through its real code path.
@@ -111,7 +112,7 @@ struct StageFixesTests {
     /// provider is slow, back to 0 when everything has ended.
     @Test func theInFlightGaugeCountsWhatIsInFlight() async throws {
         let h = try await PipelineHarness(
-            sandboxConfiguration: SandboxConfiguration(port: 0, latencyMilliseconds: 1500, phonePeCallbackDelayMilliseconds: 3_600_000))
+            sandboxConfiguration: SandboxConfiguration(port: 0, latencyMilliseconds: 1500).with { $0.phonePe.callbackDelayMilliseconds = 3_600_000 })
         defer { Task { await h.shutdown() } }
         try h.startSigner()
         let submitter = try h.startSubmitter(concurrency: 8)

@@ -8,6 +8,10 @@ import TestSupport
 import Testing
 import TrustPayments
 
+@testable import CleengEmulation
+@testable import NetsEasyEmulation
+@testable import PhonePeEmulation
+
 /// After the first payment (docs/protocol.md, "Subscription events"): for each provider a
 /// subscription is created through the real ledger, signer, submitter, callback validator and
 /// poller processes, then the sandbox (on its own clock, with its own signing code) sends what
@@ -119,7 +123,7 @@ struct SubscriptionEventsTests {
     // MARK: - PhonePe
 
     @Test func phonePeDebitsAndARevokeReachUpstreamOnceEach() async throws {
-        let h = try await PipelineHarness(sandboxConfiguration: SandboxConfiguration(port: 0, phonePeCallbackDelayMilliseconds: 100))
+        let h = try await PipelineHarness(sandboxConfiguration: SandboxConfiguration(port: 0).with { $0.phonePe.callbackDelayMilliseconds = 100 })
         defer { Task { await h.shutdown() } }
         try h.startSigner()
         try h.startSubmitter()
@@ -158,8 +162,10 @@ struct SubscriptionEventsTests {
 
     @Test func netsChargesAndTheEndDateReachUpstreamOnceEach() async throws {
         let h = try await PipelineHarness(
-            sandboxConfiguration: SandboxConfiguration(
-                port: 0, phonePeCallbackDelayMilliseconds: 3_600_000, netsCompleteCheckoutAfterMilliseconds: 50))
+            sandboxConfiguration: SandboxConfiguration(port: 0).with {
+                $0.phonePe.callbackDelayMilliseconds = 3_600_000
+                $0.nets.completeCheckoutAfterMilliseconds = 50
+            })
         defer { Task { await h.shutdown() } }
         try h.startSigner()
         try h.startSubmitter()
@@ -211,7 +217,10 @@ struct SubscriptionEventsTests {
 
     @Test func cleengRenewalAndLapseAreFoundByCheckingAccess() async throws {
         let h = try await PipelineHarness(
-            sandboxConfiguration: SandboxConfiguration(port: 0, phonePeCallbackDelayMilliseconds: 3_600_000, cleengGrantOnPoll: 1),
+            sandboxConfiguration: SandboxConfiguration(port: 0).with {
+                $0.phonePe.callbackDelayMilliseconds = 3_600_000
+                $0.cleeng.grantOnPoll = 1
+            },
             timers: ["cleengPollIntervalMs": 200, "cleengGiveUpMs": 5000, "entitlementRecheckMs": 400])
         defer { Task { await h.shutdown() } }
         try h.startSigner()

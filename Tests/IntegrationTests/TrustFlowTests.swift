@@ -8,6 +8,7 @@ import Testing
 import ZeroMQ
 
 @testable import LedgerStage
+@testable import PhonePeEmulation
 
 /// The trust rules through the real processes and sockets: forged results, a lost frame's
 /// neighbours, a Nets redelivery, and upstream authentication.
@@ -42,7 +43,8 @@ struct TrustFlowTests {
     /// key at all changes nothing; the order's own outcome follows.
     @Test func forgedResultsChangeNothingWithCurve() async throws {
         let h = try await PipelineHarness(
-            sandboxConfiguration: SandboxConfiguration(port: 0, latencyMilliseconds: 3000, phonePeCallbackDelayMilliseconds: 3_600_000), curve: true)
+            sandboxConfiguration: SandboxConfiguration(port: 0, latencyMilliseconds: 3000).with { $0.phonePe.callbackDelayMilliseconds = 3_600_000 },
+            curve: true)
         defer { Task { await h.shutdown() } }
         try h.startSigner()
         try h.startSubmitter()

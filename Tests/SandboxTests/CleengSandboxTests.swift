@@ -1,8 +1,10 @@
 import Cleeng
+import CleengTesting
 import PaypipeCore
 import TestSupport
 import Testing
 
+@testable import CleengEmulation
 @testable import Sandbox
 
 @Suite struct CleengSandboxTests {
@@ -16,7 +18,7 @@ import Testing
     }
 
     @Test func accessFlipsToGrantedAfterTheConfiguredDelay() async throws {
-        try await withSandbox(SandboxConfiguration(cleengGrantAfterMilliseconds: 3000)) { sandbox in
+        try await withSandbox(SandboxConfiguration().with { $0.cleeng.grantAfterMilliseconds = 3000 }) { sandbox in
             let config = try #require(try Fixtures.merchant(sandbox.config).cleeng)
             let order = Self.order("cl-flow", transactionId: "1000000123456789")
             let receipt = try CleengReceipt(order: order)
@@ -49,7 +51,7 @@ import Testing
     }
 
     @Test func accessIsNeverGrantedWhenDisabled() async throws {
-        try await withSandbox(SandboxConfiguration(cleengGrantAfterMilliseconds: nil)) { sandbox in
+        try await withSandbox(SandboxConfiguration().with { $0.cleeng.grantAfterMilliseconds = nil }) { sandbox in
             let config = try #require(try Fixtures.merchant(sandbox.config).cleeng)
             let order = Self.order("cl-never", transactionId: "1000000000000042")
             _ = try await sandbox.send(try CleengReceipt.request(order: order, config: config))

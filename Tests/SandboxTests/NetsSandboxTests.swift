@@ -1,7 +1,9 @@
 import NetsEasy
+import NetsEasyTesting
 import PaypipeCore
 import Testing
 
+@testable import NetsEasyEmulation
 @testable import Sandbox
 
 @Suite struct NetsSandboxTests {
@@ -14,7 +16,7 @@ import Testing
     static var now: Int64 { Timestamp.nowMilliseconds() / 1000 }
 
     @Test func anIdempotencyKeyReplayGetsTheFirstAnswerAndTakesEffectOnce() async throws {
-        try await withSandbox(SandboxConfiguration(netsCompleteCheckoutAfterMilliseconds: nil)) { sandbox in
+        try await withSandbox(SandboxConfiguration().with { $0.nets.completeCheckoutAfterMilliseconds = nil }) { sandbox in
             let config = try #require(try Fixtures.merchant(sandbox.config).nets)
             let order = Self.createOrder("nets-replay")
             let request = try NetsPayments.sign(order, config: config, now: Self.now)
@@ -50,7 +52,7 @@ import Testing
 
     @Test func checkoutCompletesThenSubscriptionIsReadableChargeableAndTheWebhookArrives() async throws {
         try await Receiver.run { receiver, callbackPort in
-            let settings = SandboxConfiguration(netsCompleteCheckoutAfterMilliseconds: 50)
+            let settings = SandboxConfiguration().with { $0.nets.completeCheckoutAfterMilliseconds = 50 }
             try await withSandbox(settings, callbackPort: callbackPort) { sandbox in
                 let config = try #require(try Fixtures.merchant(sandbox.config).nets)
                 let webhookURL = "http://127.0.0.1:\(callbackPort)/callbacks/nets"

@@ -1,8 +1,10 @@
 import Foundation
 import PaypipeCore
 import PhonePe
+import PhonePeTesting
 import Testing
 
+@testable import PhonePeEmulation
 @testable import Sandbox
 
 @Suite struct PhonePeSandboxTests {
@@ -15,7 +17,7 @@ import Testing
     @Test func authInitIsAcceptedTheCallbackArrivesSignedAndStatusTurnsTerminal() async throws {
         try await Receiver.run { receiver, callbackPort in
             // Long enough that the status call right after auth/init still sees the mandate pending on a busy machine.
-            let settings = SandboxConfiguration(phonePeCallbackDelayMilliseconds: 3000)
+            let settings = SandboxConfiguration().with { $0.phonePe.callbackDelayMilliseconds = 3000 }
             try await withSandbox(settings, callbackPort: callbackPort) { sandbox in
                 let config = try #require(try Fixtures.merchant(sandbox.config).phonepe)
                 let order = Self.order("pp-flow")
@@ -52,7 +54,7 @@ import Testing
 
     @Test func aReplayedAuthRequestIdGetsTheFirstAnswerAndNoSecondMandate() async throws {
         try await Receiver.run { receiver, callbackPort in
-            let settings = SandboxConfiguration(phonePeCallbackDelayMilliseconds: 50)
+            let settings = SandboxConfiguration().with { $0.phonePe.callbackDelayMilliseconds = 50 }
             try await withSandbox(settings, callbackPort: callbackPort) { sandbox in
                 let config = try #require(try Fixtures.merchant(sandbox.config).phonepe)
                 let authInit = try PhonePeAuthInit(order: Self.order("pp-replay"), config: config)
@@ -73,7 +75,7 @@ import Testing
 
     @Test func aReplayWithAnotherPayloadStillGetsTheFirstAnswer() async throws {
         // A callback delay the status call below beats even on a loaded machine.
-        try await withSandbox(SandboxConfiguration(phonePeCallbackDelayMilliseconds: 10_000)) { sandbox in
+        try await withSandbox(SandboxConfiguration().with { $0.phonePe.callbackDelayMilliseconds = 10_000 }) { sandbox in
             let config = try #require(try Fixtures.merchant(sandbox.config).phonepe)
             let first = try PhonePeAuthInit(order: Self.order("pp-same-id"), config: config)
             var changed = Self.order("pp-same-id")
@@ -118,7 +120,10 @@ import Testing
 
     @Test func aWrongChecksumVariantIsSentWhenAsked() async throws {
         try await Receiver.run { receiver, callbackPort in
-            let settings = SandboxConfiguration(phonePeCallbackDelayMilliseconds: 0, phonePeCallbackVariant: .wrongChecksum)
+            let settings = SandboxConfiguration().with {
+                $0.phonePe.callbackDelayMilliseconds = 0
+                $0.phonePe.callbackVariant = .wrongChecksum
+            }
             try await withSandbox(settings, callbackPort: callbackPort) { sandbox in
                 let config = try #require(try Fixtures.merchant(sandbox.config).phonepe)
                 let authInit = try PhonePeAuthInit(order: Self.order("pp-forged"), config: config)
@@ -134,7 +139,7 @@ import Testing
 
     @Test func aFailedCallbackIsRetried() async throws {
         try await Receiver.run(failFirst: 1) { receiver, callbackPort in
-            let settings = SandboxConfiguration(phonePeCallbackDelayMilliseconds: 0, outboundRetryBaseMilliseconds: 20)
+            let settings = SandboxConfiguration(outboundRetryBaseMilliseconds: 20).with { $0.phonePe.callbackDelayMilliseconds = 0 }
             try await withSandbox(settings, callbackPort: callbackPort) { sandbox in
                 let config = try #require(try Fixtures.merchant(sandbox.config).phonepe)
                 let authInit = try PhonePeAuthInit(order: Self.order("pp-retry"), config: config)

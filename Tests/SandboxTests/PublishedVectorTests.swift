@@ -1,7 +1,14 @@
+import NetsEasyTesting
 import PaypipeCore
+import PhonePeTesting
 import Testing
+import TrustPaymentsTesting
 
+@testable import CleengEmulation
+@testable import NetsEasyEmulation
+@testable import PhonePeEmulation
 @testable import Sandbox
+@testable import TrustPaymentsEmulation
 
 /// The emulators compute every signed or derived value with the sandbox's own code, never the
 /// client's. These tests pin that code to the published truth: the providers' test vectors and

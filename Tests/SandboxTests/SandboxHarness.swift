@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Cleeng
+import Emulators
 import Foundation
 import HTTPTypes
 import Hummingbird

@@ -1,9 +1,11 @@
 import AsyncHTTPClient
+import Emulators
 import NetsEasy
 import PaypipeCore
 import Testing
 import Viva
 
+@testable import NetsEasyEmulation
 @testable import Sandbox
 
 @Suite struct SandboxServerTests {
@@ -91,7 +93,7 @@ import Viva
     }
 
     @Test func theLedgerCanBeNarrowedToOneKeyOrSummarised() async throws {
-        try await withSandbox(SandboxConfiguration(netsCompleteCheckoutAfterMilliseconds: nil)) { sandbox in
+        try await withSandbox(SandboxConfiguration().with { $0.nets.completeCheckoutAfterMilliseconds = nil }) { sandbox in
             let config = try #require(try Fixtures.merchant(sandbox.config).nets)
             for id in ["ledger-a", "ledger-b"] {
                 _ = try await sandbox.send(try NetsPayments.sign(NetsSandboxTests.createOrder(id), config: config, now: NetsSandboxTests.now))

@@ -4,6 +4,7 @@ import Testing
 import TrustPayments
 
 @testable import Sandbox
+@testable import TrustPaymentsEmulation
 
 /// The sandbox's subscription engine signs with its own code; what it sends must be what the
 /// pipeline reads as Trust Payments' URL notifications (its field rules, its signature), and

@@ -2,8 +2,10 @@ import Foundation
 import PaypipeCore
 import Testing
 import TrustPayments
+import TrustPaymentsTesting
 
 @testable import Sandbox
+@testable import TrustPaymentsEmulation
 
 @Suite struct TrustPaymentsSandboxTests {
     static func updateOrder(_ orderId: String, amount: Int64, reference: String = "57-9-12345678") -> Order {

@@ -1,8 +1,10 @@
 import PaypipeCore
 import Testing
 import Viva
+import VivaTesting
 
 @testable import Sandbox
+@testable import VivaEmulation
 
 @Suite struct VivaSandboxTests {
     @Test func sandboxCallbacksValidateAgainstTheOrder() throws {

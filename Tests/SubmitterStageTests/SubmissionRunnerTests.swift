@@ -10,6 +10,7 @@ import Synchronization
 import TestSupport
 import Testing
 
+@testable import PhonePeEmulation
 @testable import SubmitterStage
 
 @Suite("Submission runner: submissions driven on the event loops, against a real loopback server")

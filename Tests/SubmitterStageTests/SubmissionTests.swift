@@ -11,7 +11,9 @@ import TestSupport
 import Testing
 import TrustPayments
 
+@testable import PhonePeEmulation
 @testable import SubmitterStage
+@testable import TrustPaymentsEmulation
 
 @Suite("Submission state machine")
 struct SubmissionTests {

@@ -1,4 +1,5 @@
 import Connectors
+import Emulators
 import Foundation
 import Logging
 import PaypipeCore
@@ -8,6 +9,8 @@ import StageWire
 import Supervision
 import Synchronization
 import ZeroMQ
+
+@testable import PhonePeEmulation
 
 /// A whole pipeline for end-to-end tests: the real sandbox server on loopback (in-process) and
 /// the ledger, signer and submitter as real child processes, all on ephemeral ports. Children
@@ -53,7 +56,7 @@ package final class PipelineHarness: @unchecked Sendable {
     /// `redeliverAfterMilliseconds`: the ledger's `--redeliver-after-ms`. `store`: the ledger's
     /// `--store` (default: the suite's store, `TestStores.ledgerArgument`).
     package init(
-        sandboxConfiguration: SandboxConfiguration = SandboxConfiguration(port: 0, phonePeCallbackDelayMilliseconds: 3_600_000),
+        sandboxConfiguration: SandboxConfiguration = SandboxConfiguration(port: 0).with { $0.phonePe.callbackDelayMilliseconds = 3_600_000 },
         timers: [String: Int64] = [:], connectOutcomes: Bool = true, curve: Bool = false,
         extraMerchants: [String: JSONValue] = [:], leavingOut: Set<String> = [],
         providerFront: ((String) async throws -> String)? = nil, redeliverAfterMilliseconds: Int64 = 60_000,

@@ -1,12 +1,16 @@
 import ArgumentParser
+import CleengEmulation
 import Connectors
+import Emulators
 import Foundation
 import Logging
+import NetsEasyEmulation
 import PaypipeCore
+import PhonePeEmulation
 import Sandbox
 
-/// `paypipe-sandbox`: wires command-line flags to `SandboxServer` (all behaviour lives in the
-/// Sandbox library).
+/// `paypipe-sandbox`: wires command-line flags to `SandboxServer` and the standard emulators
+/// (all behaviour lives in the Sandbox library and each provider's emulator).
 struct SandboxCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "paypipe-sandbox",
@@ -107,19 +111,23 @@ struct SandboxCommand: AsyncParsableCommand {
         }
         let settings = SandboxConfiguration(
             host: host, port: port, latencyMilliseconds: latencyMilliseconds, errorRate: errorRate, errorSeed: errorSeed,
-            phonePeCallbackDelayMilliseconds: phonePeCallbackDelayMilliseconds,
-            phonePeCallbackVariant: phonePeCallbackVariant.sandboxVariant, outboundAttempts: max(1, outboundAttempts),
-            cleengGrantAfterMilliseconds: cleengGrantAfterMilliseconds < 0 ? nil : cleengGrantAfterMilliseconds,
-            cleengGrantOnPoll: cleengGrantOnPoll,
-            netsWebhookVariant: NetsWebhookVariant(rawValue: netsWebhookVariant)
-                ?? { Self.fail("--nets-webhook-variant must be genuine, wrong-authorization or wrong-amount") }(),
-            netsCompleteCheckoutAfterMilliseconds: netsCompleteCheckoutAfterMilliseconds < 0 ? nil : netsCompleteCheckoutAfterMilliseconds,
+            outboundAttempts: max(1, outboundAttempts),
             providerOptions: Dictionary(
                 providerOptions.map { option in
                     let parts = option.split(separator: "=", maxSplits: 1)
                     guard parts.count == 2, parts[0].contains(".") else { Self.fail("--provider-option must be <provider>.<name>=<value>") }
                     return (String(parts[0]), String(parts[1]))
-                }, uniquingKeysWith: { _, last in last }))
+                }, uniquingKeysWith: { _, last in last })
+        ).with { settings in
+            settings.phonePe.callbackDelayMilliseconds = phonePeCallbackDelayMilliseconds
+            settings.phonePe.callbackVariant = phonePeCallbackVariant.sandboxVariant
+            settings.cleeng.grantAfterMilliseconds = cleengGrantAfterMilliseconds < 0 ? nil : cleengGrantAfterMilliseconds
+            settings.cleeng.grantOnPoll = cleengGrantOnPoll
+            settings.nets.webhookVariant =
+                NetsWebhookVariant(rawValue: netsWebhookVariant)
+                ?? { Self.fail("--nets-webhook-variant must be genuine, wrong-authorization or wrong-amount") }()
+            settings.nets.completeCheckoutAfterMilliseconds = netsCompleteCheckoutAfterMilliseconds < 0 ? nil : netsCompleteCheckoutAfterMilliseconds
+        }
         let server: SandboxServer
         do {
             server = try SandboxServer(configuration: settings, config: pipelineConfig, logger: logger)

@@ -1,0 +1,116 @@
+import NetsEasy
+import PaypipeCore
+import Sandbox
+
+/// The facts a webhook delivery reports.
+public struct NetsWebhookContent: Sendable, Equatable {
+    public var kind: NetsWebhookEvent.Kind
+    public var eventId: String
+    public var paymentId: String
+    public var amount: Int64
+    public var currency: String
+    public var reference: String?
+    public var chargeId: String?
+    public var merchantId: Int64
+    public var timestampMilliseconds: Int64
+    /// A subscription charge's `data.subscriptionId`.
+    public var subscriptionId: String?
+    /// The event name as registered (e.g. `payment.charge.failed.v2`); nil: the kind's own.
+    public var eventName: String?
+
+    public init(
+        kind: NetsWebhookEvent.Kind, eventId: String, paymentId: String, amount: Int64, currency: String,
+        reference: String? = nil, chargeId: String? = nil, merchantId: Int64 = 100_017_120, timestampMilliseconds: Int64
+    ) {
+        self.kind = kind
+        self.eventId = eventId
+        self.paymentId = paymentId
+        self.amount = amount
+        self.currency = currency
+        self.reference = reference
+        self.chargeId = chargeId
+        self.merchantId = merchantId
+        self.timestampMilliseconds = timestampMilliseconds
+    }
+}
+
+/// An HTTP POST Nets would make to a webhook URL.
+public struct NetsWebhookDelivery: Sendable, Equatable {
+    public var url: String?
+    public var headers: [HTTPHeader]
+    public var body: [UInt8]
+
+    public var authorization: String? { headers.first { $0.name.lowercased() == "authorization" }?.value }
+}
+
+/// Deliberate faults for testing the callback validator.
+public enum NetsWebhookTampering: Sendable, Equatable {
+    case none
+    /// Send this Authorization value instead of the registered one (a forgery).
+    case authorization(String)
+    /// Report this amount instead of the real one (authentic but inconsistent).
+    case amount(Int64)
+    /// Report this order reference instead of the real one.
+    case reference(String)
+}
+
+extension NetsSandbox {
+    /// Builds a delivery: body `{id, event, timestamp, merchantId, data: {paymentId, ...}}` with
+    /// the data Nets puts in each event (checkout: `data.order`; reservation and charge:
+    /// `data.amount`; failures: `data.error`), and `Authorization` = the registered value.
+    public static func webhookDelivery(
+        _ content: NetsWebhookContent, authorization: String, url: String? = nil, tampering: NetsWebhookTampering = .none
+    ) -> NetsWebhookDelivery {
+        var amount = content.amount
+        var reference = content.reference
+        var sentAuthorization = authorization
+        switch tampering {
+        case .none: break
+        case .authorization(let value): sentAuthorization = value
+        case .amount(let value): amount = value
+        case .reference(let value): reference = value
+        }
+        let money: JSONValue = ["amount": .integer(amount), "currency": .string(content.currency)]
+        var data: [String: JSONValue] = ["paymentId": .string(content.paymentId)]
+        switch content.kind {
+        case .checkoutCompleted:
+            var order: [String: JSONValue] = ["amount": money]
+            if let reference { order["reference"] = .string(reference) }
+            data["order"] = .object(order)
+        case .reservationCreated:
+            data["amount"] = money
+            data["paymentMethod"] = "Visa"
+            data["paymentType"] = "CARD"
+        case .reservationFailed, .chargeFailed:
+            data["amount"] = money
+            data["error"] = ["code": "99", "message": "Auth Failed", "source": "Internal"]
+        case .chargeCreated:
+            data["amount"] = money
+            data["chargeId"] = .string(content.chargeId ?? derivedId("charge", content.eventId))
+        case .other:
+            break
+        }
+        if let chargeId = content.chargeId { data["chargeId"] = .string(chargeId) }
+        if let subscriptionId = content.subscriptionId {
+            data["subscriptionId"] = .string(subscriptionId)
+            data["paymentMethod"] = "Visa"
+            data["paymentType"] = "CARD"
+        }
+        let body: JSONValue = [
+            "id": .string(content.eventId), "event": .string(content.eventName ?? content.kind.eventName),
+            "timestamp": .string(Timestamp.iso8601(milliseconds: content.timestampMilliseconds)),
+            "merchantId": .integer(content.merchantId), "data": .object(data),
+        ]
+        return NetsWebhookDelivery(
+            url: url,
+            headers: [HTTPHeader("Content-Type", "application/json"), HTTPHeader("Authorization", sentAuthorization)],
+            body: body.bytes)
+    }
+
+    /// The same, with the merchant's configured webhook secret as the registered value.
+    public static func webhookDelivery(
+        _ content: NetsWebhookContent, config: NetsConfig, url: String? = nil, tampering: NetsWebhookTampering = .none
+    ) -> NetsWebhookDelivery {
+        webhookDelivery(content, authorization: config.webhookAuthorization.reveal(), url: url, tampering: tampering)
+    }
+}
