@@ -71,6 +71,21 @@ public struct Fixture: Sendable, CustomStringConvertible {
     }
 }
 
+extension Fixture {
+    /// A verdict's case as a fixture's `meaning.verdict` names it (`none`: no verdict).
+    public static func verdictName(_ verdict: ProviderVerdict?) -> String {
+        switch verdict {
+        case .succeeded?: "succeeded"
+        case .pending?: "pending"
+        case .failed?: "failed"
+        case .retry?: "retry"
+        case .unknown?: "unknown"
+        case .neverSeen?: "neverSeen"
+        case nil: "none"
+        }
+    }
+}
+
 /// Every fixture of one provider.
 public struct FixtureCorpus: Sendable {
     public let fixtures: [Fixture]

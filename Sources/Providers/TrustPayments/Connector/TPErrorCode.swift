@@ -13,6 +13,9 @@ public enum TPErrorCode {
     public static let unauthenticated = "60022"
     public static let declined = "70000"
     public static let uncertain = "70001"
+    /// The payment's final status is unknown to Trust Payments until its support looks into it
+    /// (its error code guidance for 60010 and 60034): money may have been taken.
+    public static let paymentStatusUnknown: Set<String> = [bankSystemError, "60034"]
     public static let subscriptionPreconditions: Set<String> = ["20018", "20019"]
 
     public enum Meaning: Sendable, Equatable {

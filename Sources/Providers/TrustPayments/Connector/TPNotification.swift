@@ -29,12 +29,12 @@ public enum TPNotification {
         return ConstantTime.hexEquals(signature(fields: fields, password: password), received)
     }
 
-    /// The fields a notification may carry (the ones to select in MyST's Rule Manager), each
-    /// with the only values it takes. The signature covers the values alone, concatenated in
-    /// name order, so a captured notification could be split differently into fields (a
-    /// decline's `70000` becoming another field's `7000` and an `errorcode` of `0`) under the
-    /// same signature: no unknown name is taken, and no value that another field's format
-    /// could absorb.
+    /// The fields paypipe reads from a notification, each with the only values it takes. The
+    /// signature covers the values alone, concatenated in name order, so a captured notification
+    /// could be split differently into fields (a decline's `70000` becoming another field's
+    /// `7000` and an `errorcode` of `0`) under the same signature: no value that another field's
+    /// format could absorb. Other fields (a merchant selects them in MyST) are carried, but a
+    /// notification with one decides nothing by itself (`TPNotificationEvent.decidesAlone`).
     static let fieldFormats: [String: @Sendable (String) -> Bool] = [
         "accounttypedescription": { upper($0, 1...20) },
         "authcode": { alphanumeric($0, 1...20) },
@@ -50,7 +50,12 @@ public enum TPNotification {
         "orderreference": { Order.isValidOrderId($0) },
         "parenttransactionreference": { transactionReference($0) },
         "paymenttypedescription": { upper($0, 1...30) },
-        "requestreference": { alphanumeric($0, 1...32) },
+        // Trust Payments writes its own as `W57-aubk3dr3` / `W23-rd55dned`, its SDKs `A1wqmc662`:
+        // capitals first, then lower case, digits and '-'. Its neighbours in name order
+        // (paymenttypedescription, requesttypedescription) are capitals, so a value that took
+        // "AUTH" or "THREEDQUERY" from requesttypedescription (leaving it blank, read as the AUTH)
+        // has capitals after the lower-case part and is refused.
+        "requestreference": { requestReference($0) },
         "requesttypedescription": { upper($0, 1...30) },
         "responsesitesecurity": { $0.utf8.count == 64 && $0.utf8.allSatisfy { isHexDigit($0) } },
         "securityresponseaddress": { number($0, 1...1) },
@@ -63,11 +68,15 @@ public enum TPNotification {
         "transactionreference": { transactionReference($0) },
     ]
 
-    /// The field that breaks `fieldFormats`, and how; nil when every field keeps them.
+    /// The field that breaks `fieldFormats`, and how; nil when every field keeps them. A field
+    /// outside them needs only printable text of a bounded length.
     static func fieldRefusal(_ fields: [Field]) -> CallbackRejection? {
         for field in fields {
             guard let format = fieldFormats[field.name] else {
-                return .malformed("field \(field.name.prefix(64)) is not one a notification may carry", code: .unknownField)
+                guard text(field.name, 1...64), field.value.isEmpty || text(field.value, 1...1024) else {
+                    return .malformed("field \(field.name.prefix(64)) is not printable text of at most 1024 bytes", code: .invalidField)
+                }
+                continue
             }
             guard field.value.isEmpty || format(field.value) else {
                 return .malformed("field \(field.name) does not have the form Trust Payments gives it", code: .invalidField)
@@ -93,6 +102,18 @@ public enum TPNotification {
                 (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0)
                     || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
             }
+    }
+
+    /// A request reference as Trust Payments and its SDKs make them (`W57-aubk3dr3`, `A1wqmc662`,
+    /// `RR555`): 1...64 characters, a run of capitals, then lower-case letters, digits and '-'.
+    static func requestReference(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        guard (1...64).contains(bytes.count) else { return false }
+        let tail = bytes.drop { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }
+        return tail.allSatisfy {
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+                || $0 == UInt8(ascii: "-")
+        }
     }
 
     /// Free text of printable characters (a message), bounded.
@@ -143,7 +164,8 @@ public enum TPNotification {
             throw .malformed("the notification has no errorcode")
         }
         values[signatureField] = nil
-        return TPNotificationEvent(fields: values, orderReference: orderReference, errorcode: errorcode)
+        let unread = values.keys.filter { fieldFormats[$0] == nil }.sorted()
+        return TPNotificationEvent(fields: values, orderReference: orderReference, errorcode: errorcode, unreadFields: unread)
     }
 
     /// Parses an `application/x-www-form-urlencoded` body into fields, in order.
@@ -229,6 +251,18 @@ public struct TPNotificationEvent: Sendable, Equatable {
     /// Names the order (Trust Payments echoes the SDK JWT's `orderreference` = orderId).
     public var orderReference: String
     public var errorcode: String
+    /// Fields outside `TPNotification.fieldFormats`, carried but not read.
+    public var unreadFields: [String] = []
+
+    /// Whether the notification alone may decide a payment. The signature binds values, not
+    /// names: an `authcode` and an `errorcode` could trade digits unless a stated `baseamount`
+    /// sits between them, pinned by the order's amount (`amountPinned`) or followed by a stated
+    /// `currencyiso3a`; and a field paypipe does not know the form of could absorb another's.
+    /// A notification that cannot decide still names its order, whose result is then read back
+    /// from Trust Payments (its status check).
+    public func decidesAlone(amountPinned: Bool) -> Bool {
+        unreadFields.isEmpty && !(fields["baseamount"] ?? "").isEmpty && (amountPinned || !(fields["currencyiso3a"] ?? "").isEmpty)
+    }
 
     public var transactionReference: String? { fields["transactionreference"] }
     public var requestType: String? { fields["requesttypedescription"] }
@@ -243,6 +277,14 @@ public struct TPNotificationEvent: Sendable, Equatable {
     /// active), suspended or cancelled after its order ended. nil for a notification that
     /// decides an order (the first payment's result).
     public func subscriptionEvent(merchant: String) throws(CallbackRejection) -> SubscriptionEvent? {
+        // An automated payment is known from its notification alone: one that cannot decide is
+        // refused, so that Trust Payments sends it again and the operators see why.
+        if fields["accounttypedescription"] == "RECUR", !decidesAlone(amountPinned: false) {
+            throw .malformed(
+                "an automated payment's notification must state baseamount and currencyiso3a and carry only the fields paypipe reads"
+                    + (unreadFields.isEmpty ? "" : " (not \(unreadFields.prefix(3).joined(separator: ", ")))"),
+                code: unreadFields.isEmpty ? .missingField : .unknownField)
+        }
         let settleStatus = fields["settlestatus"] ?? ""
         let amount = fields["baseamount"].flatMap { Int64($0) }
         let currency = fields["currencyiso3a"]
@@ -270,7 +312,11 @@ public struct TPNotificationEvent: Sendable, Equatable {
                 dedupeKey: "\(reference)|\(kind == .renewalSucceeded ? "authorised" : kind.rawValue)", kind: kind, amount: amount,
                 currency: currency, providerReference: reference, cycle: fields["subscriptionnumber"].flatMap { Int64($0) }, reason: reason)
         }
-        guard errorcode == "0", isPaymentResult, let reference = transactionReference, !reference.isEmpty else { return nil }
+        // A first payment's own notification that cannot decide leaves its subscription to the
+        // order's result, which is then read back.
+        guard decidesAlone(amountPinned: false), errorcode == "0", isPaymentResult, let reference = transactionReference, !reference.isEmpty else {
+            return nil
+        }
         let kind: SubscriptionEvent.Kind
         switch settleStatus {
         case "10", "100": kind = .subscriptionActivated
@@ -299,6 +345,16 @@ public struct TPNotificationEvent: Sendable, Equatable {
         var entry = fields.mapValues(JSONValue.string)
         if entry["requesttypedescription"] == nil { entry["requesttypedescription"] = "AUTH" }
         // Notification fields are chosen per site in MyST, so absent site/amount fields are tolerated.
-        return TPResponseCheck.evaluate([entry], expected: expected, requireStatedFields: false)
+        let verdict = TPResponseCheck.evaluate([entry], expected: expected, requireStatedFields: false)
+        switch verdict {
+        case .succeeded, .failed:
+            guard decidesAlone(amountPinned: expected.amount != nil) else {
+                let missing = (expected.amount == nil ? ["baseamount", "currencyiso3a"] : ["baseamount"]).filter { (fields[$0] ?? "").isEmpty }
+                let why = unreadFields.isEmpty ? "has no \(missing.joined(separator: " or "))" : "carries fields paypipe does not read"
+                return .unknown(reason: "the notification \(why), so Trust Payments is asked for the payment's result")
+            }
+            return verdict
+        case .pending, .retry, .unknown, .neverSeen: return verdict
+        }
     }
 }

@@ -25,3 +25,19 @@ public enum TPFixtures {
         "beginDate": "2020-01-01",
     ]
 }
+
+/// The orders a Trust Payments callback may name, by orderId.
+public struct TPStoredOrders: CallbackOrderLookup {
+    public var stored: [Order]
+
+    public init(stored: [Order]) { self.stored = stored }
+
+    public func order(_ key: OrderKey, provider: Provider) async throws(CallbackRejection) -> Order {
+        guard let order = stored.first(where: { $0.key == key }) else { throw .orderNotFound(provider, merchant: key.merchant) }
+        return order
+    }
+
+    public func order(reference: String, provider: Provider, merchant: String) async throws(CallbackRejection) -> Order {
+        throw .orderNotFound(provider, merchant: merchant)
+    }
+}

@@ -15,16 +15,7 @@ import TrustPaymentsTesting
     static let order = TPFixtures.order(params, orderId: "tp-bind-1")
 
     /// The orders a connector may look up, by orderId.
-    struct Orders: CallbackOrderLookup {
-        var stored: [Order]
-        func order(_ key: OrderKey, provider: Provider) async throws(CallbackRejection) -> Order {
-            guard let order = stored.first(where: { $0.key == key }) else { throw .orderNotFound(provider, merchant: key.merchant) }
-            return order
-        }
-        func order(reference: String, provider: Provider, merchant: String) async throws(CallbackRejection) -> Order {
-            throw .orderNotFound(provider, merchant: merchant)
-        }
-    }
+    typealias Orders = TPStoredOrders
 
     static func entries(
         orderId: String = "tp-bind-1", auth: [String: JSONValue?] = [:], subscription: [String: JSONValue?] = [:]

@@ -1,5 +1,6 @@
 import PaypipeCore
 import Testing
+import TrustPaymentsTesting
 
 @testable import TrustPayments
 
@@ -60,23 +61,42 @@ import Testing
             ("requesttypedescription", "AUTH"), ("settlestatus", "3"), ("sitereference", "test_site12345"), ("transactionreference", "57-9-100"),
         ]
         let captured = TPNotification.signature(fields: decline, password: password)
-        func verdict(_ fields: [TPNotification.Field]) -> String {
+        let expected = TPExpectedOrder(orderId: "tp-1", siteReference: "test_site12345", amount: 1050, currency: "GBP")
+        func verdict(_ fields: [TPNotification.Field], for expected: TPExpectedOrder = expected) -> String {
             do {
                 let event = try TPNotification.verify(fields: fields + [("responsesitesecurity", captured)], password: password)
-                return "believed errorcode \(event.errorcode)"
+                return TPFixtures.kind(event.verdict(for: expected))
             } catch { return error.code.rawValue }
         }
-        #expect(verdict(decline) == "believed errorcode 70000")
+        #expect(verdict(decline) == "failed:DECLINED")
         func split(_ extra: (String, String), currency: String = "GBP") -> [TPNotification.Field] {
             decline.map { $0.name == "errorcode" ? ($0.name, "0") : $0.name == "currencyiso3a" ? ($0.name, currency) : $0 } + [extra]
         }
         // "7000" moved into a field that sorts between currencyiso3a and errorcode: same signature.
+        // A field paypipe does not read is carried, so the notification decides nothing alone.
         #expect(TPNotification.signature(fields: split(("decision", "7000")), password: password) == captured)
-        #expect(verdict(split(("decision", "7000"))) == "UNKNOWN_FIELD")
+        #expect(verdict(split(("decision", "7000"))) == "unknown")
         #expect(verdict(split(("enrolled", "7000"))) == "INVALID_FIELD")
         #expect(
             verdict(decline.map { $0.name == "errorcode" ? ($0.name, "0") : $0.name == "currencyiso3a" ? ($0.name, "GBP7000") : $0 })
                 == "INVALID_FIELD")
+        // Without baseamount and currencyiso3a, authcode and errorcode are neighbours: "70000" can
+        // become authcode "7000" and errorcode "0" under the same signature.
+        let bare: [TPNotification.Field] = [("errorcode", "70000"), ("orderreference", "tp-1"), ("transactionreference", "57-9-100")]
+        let bareSignature = TPNotification.signature(fields: bare, password: password)
+        let resplit: [TPNotification.Field] = [
+            ("authcode", "7000"), ("errorcode", "0"), ("orderreference", "tp-1"), ("transactionreference", "57-9-100"),
+        ]
+        #expect(TPNotification.signature(fields: resplit, password: password) == bareSignature)
+        let resplitEvent = try? TPNotification.verify(fields: resplit + [("responsesitesecurity", bareSignature)], password: password)
+        #expect({ if case .unknown? = resplitEvent?.verdict(for: expected) { true } else { false } }())
+        // baseamount pinned by the order's amount sits between them, currency or not.
+        let pinned: [TPNotification.Field] = [("baseamount", "1050")] + bare
+        let pinnedEvent = try? TPNotification.verify(
+            fields: pinned + [("responsesitesecurity", TPNotification.signature(fields: pinned, password: password))], password: password)
+        #expect(TPFixtures.kind(pinnedEvent?.verdict(for: expected)) == "failed:DECLINED")
+        let unpinned = TPExpectedOrder(orderId: "tp-1", siteReference: "test_site12345", amount: nil, currency: nil)
+        #expect({ if case .unknown? = pinnedEvent?.verdict(for: unpinned) { true } else { false } }())
         // One way to write each number: "00000" is not "0".
         #expect(!TPNotification.number("00", 1...5) && TPNotification.number("0", 1...5) && TPNotification.number("70000", 1...5))
     }
@@ -89,18 +109,24 @@ import Testing
     }
 
     @Test func interpretation() throws {
-        let event = try TPNotification.verify(fields: signed, password: password)
-        #expect(event.orderReference == "Order")
-        #expect(event.transactionReference == "2-44-66")
-        #expect(event.dedupeKey == "2-44-66")
+        let bare = try TPNotification.verify(fields: signed, password: password)
+        #expect(bare.orderReference == "Order")
+        #expect(bare.transactionReference == "2-44-66")
+        #expect(bare.dedupeKey == "2-44-66")
         let expected = TPExpectedOrder(orderId: "Order", siteReference: "test_site12345", amount: 1050, currency: "GBP")
+        // No baseamount: the signature cannot tell authcode's digits from errorcode's, so the
+        // order's result is read back.
+        #expect({ if case .unknown? = bare.verdict(for: expected) { true } else { false } }())
+        let stated = Self.vector + [("baseamount", "1050"), ("currencyiso3a", "GBP")]
+        let event = try TPNotification.verify(
+            fields: stated + [("responsesitesecurity", TPNotification.signature(fields: stated, password: password))], password: password)
         guard case .succeeded(let result)? = event.verdict(for: expected) else {
             Issue.record("expected success")
             return
         }
         #expect(result["transactionReference"] == "2-44-66")
 
-        let declinedFields: [TPNotification.Field] = Self.vector.map { $0.name == "errorcode" ? ($0.name, "70000") : $0 }
+        let declinedFields: [TPNotification.Field] = stated.map { $0.name == "errorcode" ? ($0.name, "70000") : $0 }
         let declined = try TPNotification.verify(
             fields: declinedFields + [("responsesitesecurity", TPNotification.signature(fields: declinedFields, password: password))],
             password: password)

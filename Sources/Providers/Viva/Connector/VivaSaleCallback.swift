@@ -96,10 +96,18 @@ public struct VivaSaleCallback: Sendable, Equatable {
         let action = try required("action")
         guard action == "sale" else { throw .viva(.wrongAction, "action must be sale") }
         guard let amount = try integer("amount") else { throw .viva(.missingField, "amount is required") }
+        // A failed result may echo an empty clientTransactionId (the Viva app's user-cancel result
+        // does): it is read as "", which matches no order's reference, so it can only fail an order.
+        let clientTransactionId: String
+        if status == .fail {
+            clientTransactionId = optional("clientTransactionId") ?? ""
+        } else {
+            clientTransactionId = try required("clientTransactionId")
+        }
 
         self.init(
             callback: uri.scheme, status: status, message: try text("message", maxLength: 512), action: action,
-            clientTransactionId: try required("clientTransactionId"), amount: amount, tipAmount: try integer("tipAmount"),
+            clientTransactionId: clientTransactionId, amount: amount, tipAmount: try integer("tipAmount"),
             verificationMethod: try text("verificationMethod", maxLength: 32),
             rrn: try checked("rrn", "1 to 12 letters or digits") { VivaText.isAlphanumeric($0, maxLength: 12) },
             cardType: try text("cardType", maxLength: 64),
