@@ -54,7 +54,8 @@ func stage(_ name: String, _ extra: [Target.Dependency] = []) -> Target {
     )
 }
 
-/// What the stage tests and their support use: every stage, every provider, the sandbox.
+/// What the stage tests and their support use: every stage, every provider (its connector,
+/// emulator and fixtures), the sandbox.
 let stageTestDependencies: [Target.Dependency] =
     [
         "PaypipeCore", "ZeroMQ", "Sandbox", "Emulators", "Connectors", "StageWire", "StageRuntime", "HTTPTransport", "CSQLite", "Supervision",
@@ -65,7 +66,7 @@ let stageTestDependencies: [Target.Dependency] =
         .product(name: "NIOSSL", package: "swift-nio-ssl"),
         .product(name: "Hummingbird", package: "hummingbird"),
         .product(name: "HTTPTypes", package: "swift-http-types"),
-    ] + stageModules.map { .target(name: $0) } + providerModules + emulatorModules
+    ] + stageModules.map { .target(name: $0) } + providerModules + emulatorModules + providerTestingModules
 
 /// The unit tests of one module (Tests/<module>Tests), or the integration tests.
 func stageTests(_ name: String, _ extra: [Target.Dependency] = []) -> Target {

@@ -8,21 +8,12 @@ import ServiceLifecycle
 import Synchronization
 import UnixSignals
 
-/// The provider sandbox as one HTTP server: Trust Payments, Nets, PhonePe, Cleeng and Viva
-/// under path prefixes, so a config can point every provider at one port:
-///
-/// | provider | config | routes |
-/// |---|---|---|
-/// | Trust Payments | `baseURL` = `http://HOST:PORT/trustpayments` | `POST /trustpayments/json/`, `POST /trustpayments/sdk/payment` |
-/// | Nets | `baseURL` = `http://HOST:PORT/nets` | `POST /nets/v1/payments`, `GET /nets/v1/payments/{id}`, `GET /nets/v1/subscriptions/{id}`, `POST /nets/v1/subscriptions/{id}/charges` |
-/// | PhonePe | `baseURL` = `http://HOST:PORT/phonepe` | `POST /phonepe/v3/recurring/auth/init`, `GET /phonepe/v3/recurring/auth/status/{merchantId}/{authRequestId}` |
-/// | Cleeng | `receiptURL` = `.../cleeng/checkout/apple_inapp.php`, `apiURL` = `.../cleeng/3.0/json-rpc` | the same |
-/// | Viva | (inter-app) | `POST /viva/sale` |
-///
-/// plus `GET /healthz` and `GET /_sandbox/ledger` (see `SandboxLedger`). Every check and
-/// answer comes from the provider modules' sandbox APIs; this type adds the network, the
-/// state between requests, the clock, latency and error injection, and the asynchronous
-/// side (PhonePe S2S callbacks, Nets webhooks, Cleeng's delayed grant).
+/// The provider sandbox as one HTTP server: each emulator it is given (`ProviderEmulator`, one
+/// per provider folder's `Emulator/`; `StandardEmulators.all` for the five) under its path
+/// prefix `/<provider>/`, so a config can point every provider at one port; plus `GET /healthz`
+/// and `GET /_sandbox/ledger` (see `SandboxLedger`). Every check and answer comes from the
+/// emulators; this type adds the network, the state between requests, the clock, latency and
+/// error injection, and the asynchronous side (callbacks and webhooks an emulator schedules).
 public final class SandboxServer: Sendable {
     public let configuration: SandboxConfiguration
     /// What was received and processed; also served at `/_sandbox/ledger`.

@@ -18,9 +18,10 @@ import ZeroMQ
 
 /// Stands in front of the sandbox and counts, per order, every request that takes effect at a
 /// real provider (a Nets POST by its Idempotency-Key, a Trust Payments TRANSACTIONUPDATE by its
-/// requestreference, a PhonePe auth/init by its authRequestId). The sandbox answers a repeated
-/// request from its first answer, which would hide a second submission; here every arrival is
-/// counted before it is passed on. Status and query calls are passed on uncounted.
+/// requestreference, a PhonePe auth/init by its authRequestId). Where the provider replays its
+/// first answer to a repeated request (Nets' Idempotency-Key), so does the sandbox, which would
+/// hide a second submission; here every arrival is counted before it is passed on. Status and
+/// query calls are passed on uncounted.
 final class EffectCountingFront: Sendable {
     let target: String
     let http = ProviderHTTPClient(connectTimeoutMilliseconds: 2000, requestTimeoutMilliseconds: 30_000, maxIdleConnectionsPerHost: 256)

@@ -1,3 +1,4 @@
+import FixtureCorpus
 import Foundation
 import PaypipeCore
 import PhonePe
@@ -52,7 +53,10 @@ import Testing
         }
     }
 
-    @Test func aReplayedAuthRequestIdGetsTheFirstAnswerAndNoSecondMandate() async throws {
+    /// PhonePe refuses an authRequestId it has seen (INVALID_TRANSACTION_ID "Duplicate
+    /// TransactionID", HTTP 400 as the corpus fixture shows); the sandbox neither replays the
+    /// first answer nor creates a second mandate.
+    @Test func aRepeatedAuthRequestIdIsRefusedAsADuplicateAndCreatesNoSecondMandate() async throws {
         try await Receiver.run { receiver, callbackPort in
             let settings = SandboxConfiguration().with { $0.phonePe.callbackDelayMilliseconds = 50 }
             try await withSandbox(settings, callbackPort: callbackPort) { sandbox in
@@ -61,7 +65,11 @@ import Testing
                 let first = try await sandbox.send(authInit.request)
                 let second = try await sandbox.send(authInit.request)
                 #expect(first.status == 200)
-                #expect(first.body == second.body)
+                let duplicate = PhonePeCorpus.all.named("authinitresponse--invalid-transaction-id-duplicate")
+                #expect(second.status == duplicate.status)
+                #expect(try JSONValue.parse(second.body) == duplicate.json)
+                // The refusal is read as "ask the status call", never as a decline.
+                #expect(PhonePeAuthInit.classify(second, authRequestId: authInit.authRequestId).isUnknown)
                 let key = "phonepe:" + authInit.authRequestId
                 #expect(sandbox.ledger.requests(key) == 2)
                 #expect(sandbox.ledger.effects(key) == 1)
@@ -73,7 +81,7 @@ import Testing
         }
     }
 
-    @Test func aReplayWithAnotherPayloadStillGetsTheFirstAnswer() async throws {
+    @Test func aRepeatedAuthRequestIdWithAnotherPayloadIsRefusedToo() async throws {
         // A callback delay the status call below beats even on a loaded machine.
         try await withSandbox(SandboxConfiguration().with { $0.phonePe.callbackDelayMilliseconds = 10_000 }) { sandbox in
             let config = try #require(try Fixtures.merchant(sandbox.config).phonepe)
@@ -86,9 +94,10 @@ import Testing
             let firstAnswer = try await sandbox.send(first.request)
             let secondAnswer = try await sandbox.send(second.request)
             #expect(firstAnswer.status == 200)
-            #expect(secondAnswer.body == firstAnswer.body)
+            #expect(secondAnswer.status == 400)
+            #expect(try JSONValue.parse(secondAnswer.body)["code"] == "INVALID_TRANSACTION_ID")
             #expect(sandbox.ledger.effects("phonepe:" + first.authRequestId) == 1)
-            // The status reports the first mandate's amount.
+            // The status call still reports the first mandate (its amount, still pending).
             let status = try await sandbox.send(second.statusRequest)
             #expect(PhonePeAuthStatus.classify(status, order: Self.order("pp-same-id"), merchantId: config.merchantId).kind == "pending")
         }
@@ -371,4 +380,5 @@ extension PhonePeCallbackEffect {
 
 extension ProviderVerdict {
     var failureCode: String? { if case .failed(let code, _) = self { code.rawValue } else { nil } }
+    var isUnknown: Bool { if case .unknown = self { true } else { false } }
 }

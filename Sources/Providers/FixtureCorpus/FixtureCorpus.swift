@@ -147,3 +147,41 @@ public struct FixtureError: Error, CustomStringConvertible {
     public let problem: String
     public var description: String { "fixture \(file) \(problem)" }
 }
+
+extension JSONValue {
+    /// Every member path in this value, `a`, `a.b`, `a[].c`: what a message's shape is made of,
+    /// to compare an emulator's answer with what the provider publishes.
+    public var keyPaths: Set<String> {
+        var paths: Set<String> = []
+        collectKeyPaths(prefix: "", into: &paths)
+        return paths
+    }
+
+    func collectKeyPaths(prefix: String, into paths: inout Set<String>) {
+        switch self {
+        case .object(let members):
+            for (key, value) in members {
+                let path = prefix.isEmpty ? key : prefix + "." + key
+                paths.insert(path)
+                value.collectKeyPaths(prefix: path, into: &paths)
+            }
+        case .array(let items):
+            for item in items { item.collectKeyPaths(prefix: prefix + "[]", into: &paths) }
+        default: break
+        }
+    }
+}
+
+extension FixtureCorpus {
+    /// The member paths that any `json` or `jwtPayload` message of `kind` shows.
+    public func keyPaths(ofKind kind: String) -> Set<String> {
+        of(kind: kind).reduce(into: Set<String>()) { paths, fixture in
+            paths.formUnion((fixture.json ?? fixture.jwtPayload)?.keyPaths ?? [])
+        }
+    }
+
+    /// The form field names that any `form` message of `kind` shows.
+    public func formFields(ofKind kind: String) -> Set<String> {
+        Set(of(kind: kind).flatMap { $0.form.map(\.name) })
+    }
+}

@@ -100,7 +100,9 @@ package final class CleengEmulator: ProviderEmulator {
                 }
                 if let expiry = expiresAt, expiry <= now { granted = false }
             }
-            let grant = granted ? CleengAccessGrant(grantType: "purchase", expiresAt: expiresAt.map { $0 / 1000 }, purchasedDirectly: true) : nil
+            let grant =
+                granted
+                ? CleengAccessGrant(grantType: CleengSandbox.directPurchase, expiresAt: expiresAt.map { $0 / 1000 }, purchasedDirectly: true) : nil
             return CleengSandbox.accessStatusResponse(id: query.id, grant: grant)
         }
     }

@@ -14,27 +14,39 @@ public enum CleengSandbox {
 
     /// Checks a receipt POST as Cleeng's endpoint would: method, HTTP Basic credentials (constant
     /// time), a JSON object body with non-empty `customerToken`, `offerId`, base64 `receiptData` and
-    /// `transactionId`. Error bodies name the field, never its value.
+    /// `transactionId`. Answers as Cleeng's receipt endpoint documents (developers.cleeng.com
+    /// reference "apple-ios-and-tvos-payment", errors table; "ios-and-tvos": a 200 only confirms
+    /// the request's structure): 200 with an empty body; 400 `REQ0001`; 401 `AUTH0001` without
+    /// credentials, `AUTH0002` with wrong ones; errors as `{"code","message"}`. A 400 message
+    /// names the field, never its value.
     public static func verifyReceiptRequest(_ request: HTTPRequestSpec, username: String, password: Secret) -> ReceiptCheck {
         guard request.method == .POST else {
+            // Not documented by Cleeng; kept as it was.
             return ReceiptCheck(response: jsonResponse(405, ["error": "method not allowed"], headers: [HTTPHeader("Allow", "POST")]), receipt: nil)
         }
-        guard isAuthorized(request.header("Authorization"), username: username, password: password) else {
+        let authorization = request.header("Authorization")
+        guard isAuthorized(authorization, username: username, password: password) else {
+            let refusal: JSONValue =
+                authorization == nil
+                ? ["code": "AUTH0001", "message": "Missing required JWT"] : ["code": "AUTH0002", "message": "Invalid JWT token"]
             return ReceiptCheck(
-                response: jsonResponse(401, ["error": "unauthorized"], headers: [HTTPHeader("WWW-Authenticate", "Basic realm=\"Cleeng\"")]),
-                receipt: nil)
+                response: jsonResponse(401, refusal, headers: [HTTPHeader("WWW-Authenticate", "Basic realm=\"Cleeng\"")]), receipt: nil)
         }
         guard let document = try? JSONValue.parse(request.body), case .object(let fields) = document else {
-            return ReceiptCheck(response: jsonResponse(400, ["error": "body must be a JSON object"]), receipt: nil)
+            return ReceiptCheck(response: jsonResponse(400, invalidRequestBody("the body is not a JSON object")), receipt: nil)
         }
         do {
             let receipt = try CleengReceipt(fields: fields)
-            return ReceiptCheck(
-                response: jsonResponse(200, ["success": true, "transactionId": .string(receipt.transactionId)]), receipt: receipt)
+            return ReceiptCheck(response: HTTPResponseSpec(status: 200, headers: [], body: []), receipt: receipt)
         } catch {
             let message = error.message.hasPrefix("params.") ? String(error.message.dropFirst("params.".count)) : error.message
-            return ReceiptCheck(response: jsonResponse(400, ["error": .string(message)]), receipt: nil)
+            return ReceiptCheck(response: jsonResponse(400, invalidRequestBody(message)), receipt: nil)
         }
+    }
+
+    /// Cleeng's `REQ0001` "Invalid request body", the reason after a colon.
+    package static func invalidRequestBody(_ reason: String) -> JSONValue {
+        ["code": "REQ0001", "message": .string("Invalid request body: " + reason)]
     }
 
     /// HTTP Basic (RFC 7617) checked by the sandbox's own decoding, not the client's
@@ -63,7 +75,8 @@ public enum CleengSandbox {
     }
 
     /// Reads a getAccessStatus request; malformed ones get Cleeng's error 16 (invalid arguments),
-    /// a wrong method the JSON-RPC "method not found" (-32601).
+    /// a wrong method the JSON-RPC "method not found" (-32601). An empty `ipAddress` is read as
+    /// absent: Cleeng's own v3 request example sends `"ipAddress": ""`.
     public static func parseAccessStatusRequest(_ body: [UInt8]) -> Result<AccessQuery, RPCError> {
         guard let document = try? JSONValue.parse(body), case .object(let object) = document else {
             return .failure(RPCError(id: .null, code: -32700, message: "Parse error"))
@@ -80,43 +93,57 @@ public enum CleengSandbox {
         guard let token = params["customerToken"]?.stringValue, !token.isEmpty else { return invalid("customerToken is required") }
         guard let offerId = params["offerId"]?.stringValue, !offerId.isEmpty else { return invalid("offerId is required") }
         var ipAddress: String?
-        if let ip = params["ipAddress"], ip != .null {
+        if let ip = params["ipAddress"], ip != .null, ip != "" {
             guard let text = ip.stringValue, CleengParamRules.isIPAddress(text) else { return invalid("ipAddress is not an IP address") }
             ipAddress = text
         }
         return .success(AccessQuery(id: id, customerToken: token, offerId: offerId, ipAddress: ipAddress))
     }
 
-    /// `{"result":{"accessGranted":true,...},"error":null,...}` or, with nil, the not-granted answer.
-    public static func accessStatusResponse(id: JSONValue, grant: CleengAccessGrant?) -> HTTPResponseSpec {
-        let result: JSONValue
-        if let grant {
-            result = [
-                "accessGranted": true, "grantType": grant.grantType.map(JSONValue.string) ?? "purchase",
-                "expiresAt": grant.expiresAt.map(JSONValue.integer) ?? .null,
-                "purchasedDirectly": .bool(grant.purchasedDirectly ?? true),
-            ]
-        } else {
-            result = ["accessGranted": false, "grantType": .null, "expiresAt": .null, "purchasedDirectly": false]
-        }
-        return jsonResponse(200, ["result": result, "error": .null, "id": id, "jsonrpc": "2.0"])
+    /// The grant type Cleeng's response examples show for a purchased offer.
+    public static let directPurchase = "direct-purchase"
+
+    /// The `id` as Cleeng answers it: every documented example answers request `"id": 1` with
+    /// `"id": "1"` (developers.cleeng.com getAccessStatus, getAccessStatusForDevice,
+    /// getCustomerEmail), so a number comes back as its decimal string; a string (or null) as sent.
+    public static func answeredId(_ id: JSONValue) -> JSONValue {
+        if case .integer(let number) = id { return .string(String(number)) }
+        return id
     }
 
-    /// `{"result":null,"error":{"code","message"},...}`, answered with HTTP 200 as JSON-RPC does.
+    /// Granted: `{"result":{"accessGranted":true,"grantType":"direct-purchase","expiresAt",
+    /// "purchasedDirectly"},"id":"1","error":null,"jsonrpc":"2.0"}` (the v3 response example).
+    /// Not granted (nil): `{"result":{"accessGranted":false,"expiresAt":null},"id":"1",
+    /// "jsonrpc":"2.0"}`, with no `error` member, as the same JSON-RPC API answers in its
+    /// verifyConcurrentAccess example (fixture getAccessStatusResponse--not-granted-no-error-member).
+    public static func accessStatusResponse(id: JSONValue, grant: CleengAccessGrant?) -> HTTPResponseSpec {
+        guard let grant else {
+            return jsonResponse(200, ["result": ["accessGranted": false, "expiresAt": .null], "id": answeredId(id), "jsonrpc": "2.0"])
+        }
+        let result: JSONValue = [
+            "accessGranted": true, "grantType": .string(grant.grantType ?? directPurchase),
+            "expiresAt": grant.expiresAt.map(JSONValue.integer) ?? .null,
+            "purchasedDirectly": .bool(grant.purchasedDirectly ?? true),
+        ]
+        return jsonResponse(200, ["result": result, "error": .null, "id": answeredId(id), "jsonrpc": "2.0"])
+    }
+
+    /// `{"result":null,"error":{"code","message"},"id":"1","jsonrpc":"2.0"}`, answered with HTTP
+    /// 200 as JSON-RPC does.
     public static func accessStatusError(id: JSONValue, code: Int64, message: String) -> HTTPResponseSpec {
         jsonResponse(
             200,
             [
-                "result": .null, "error": ["code": .integer(code), "message": .string(message)], "id": id, "jsonrpc": "2.0",
+                "result": .null, "error": ["code": .integer(code), "message": .string(message)], "id": answeredId(id), "jsonrpc": "2.0",
             ])
     }
 
-    /// Cleeng's wording for its documented error codes.
+    /// Cleeng's wording for its documented error codes (v3 getAccessStatus "Error Codes").
     public static func standardMessage(for code: Int64) -> String {
         switch code {
         case CleengAccessStatus.ErrorCode.invalidCustomerToken: "Invalid customer token"
         case CleengAccessStatus.ErrorCode.offerNotFound: "Offer not found"
-        case CleengAccessStatus.ErrorCode.ipLimitReached: "IP limit reached"
+        case CleengAccessStatus.ErrorCode.ipLimitReached: "IP address limit exceed"
         case CleengAccessStatus.ErrorCode.invalidArguments: "Invalid arguments"
         default: "Error \(code)"
         }

@@ -180,8 +180,19 @@ extension NetsSandbox {
             if !(hook["url"]?.stringValue.map { NetsParams.isHTTPURL($0) && $0.utf8.count <= 256 } ?? false) {
                 errors.add("\(prefix).url", "'Url' must be an absolute http(s) URL of at most 256 characters.")
             }
-            if !isText(hook["authorization"], max: 128) { errors.add("\(prefix).authorization", "'Authorization' is required.") }
+            if !isWebhookAuthorization(hook["authorization"]) {
+                errors.add("\(prefix).authorization", "'Authorization' must be 8-64 alphanumeric characters.")
+            }
         }
+    }
+
+    /// Nets' payment API reference (PROVIDERS-LIFECYCLE §2, NX-API): a webhook's `authorization`
+    /// is 8-64 alphanumeric characters (it comes back as the delivery's `Authorization` header).
+    package static func isWebhookAuthorization(_ value: JSONValue?) -> Bool {
+        guard let text = value?.stringValue else { return false }
+        let bytes = Array(text.utf8)
+        return (8...64).contains(bytes.count)
+            && bytes.allSatisfy { (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0) }
     }
 
     package static func isText(_ value: JSONValue?, max: Int) -> Bool {

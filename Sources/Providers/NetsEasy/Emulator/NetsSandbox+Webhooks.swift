@@ -17,6 +17,9 @@ public struct NetsWebhookContent: Sendable, Equatable {
     public var subscriptionId: String?
     /// The event name as registered (e.g. `payment.charge.failed.v2`); nil: the kind's own.
     public var eventName: String?
+    /// The order's items, sent as `data.order.orderItems` (checkout completed) or
+    /// `data.orderItems` (reservation failed, charge events), as Nets' examples show; nil: none.
+    public var orderItems: [JSONValue]?
 
     public init(
         kind: NetsWebhookEvent.Kind, eventId: String, paymentId: String, amount: Int64, currency: String,
@@ -55,9 +58,32 @@ public enum NetsWebhookTampering: Sendable, Equatable {
 }
 
 extension NetsSandbox {
-    /// Builds a delivery: body `{id, event, timestamp, merchantId, data: {paymentId, ...}}` with
-    /// the data Nets puts in each event (checkout: `data.order`; reservation and charge:
-    /// `data.amount`; failures: `data.error`), and `Authorization` = the registered value.
+    /// The events whose envelope names the merchant `merchantNumber` instead of `merchantId`, as
+    /// Nets' examples of them do (php-payment-sdk `tests/Model/Webhook/payloads/`
+    /// `payment.charge.created.v2.json`, `payment.reservation.created.v2.json`; Nexi's reference
+    /// for `payment.charge.failed.v2`). Other events, `payment.refund.initiated.v2` included, carry
+    /// `merchantId`.
+    package static let merchantNumberEvents: Set<String> = [
+        "payment.charge.created.v2", "payment.charge.failed.v2", "payment.reservation.created.v2",
+    ]
+
+    /// The `error` of every failure Nets' examples show (`payment.reservation.failed`,
+    /// `payment.charge.failed`, `payment.charge.failed.v2`), also the body of a declined charge's
+    /// 402 (`{message, code, source}`, Nets' payment API reference).
+    package static let declineError: JSONValue = ["code": "911", "message": "Error occurred", "source": "Internal"]
+
+    /// Nets' webhook timestamp form, `2025-06-13T05:05:39.3102+00:00`: an offset, not `Z`, and
+    /// four fraction digits (every example in php-payment-sdk `tests/Model/Webhook/payloads/`).
+    /// The sandbox stamps UTC, as Nets' 2025 examples are.
+    package static func webhookTimestamp(milliseconds: Int64) -> String {
+        // `Timestamp.iso8601` always ends `.mmmZ`.
+        String(Timestamp.iso8601(milliseconds: milliseconds).dropLast()) + "0+00:00"
+    }
+
+    /// Builds a delivery: body `{id, event, timestamp, merchantId | merchantNumber, data: {paymentId, ...}}`
+    /// with the data Nets puts in each event (checkout: `data.order`; reservation and charge:
+    /// `data.amount`; failures: `data.error`; charge events and failed reservations:
+    /// `data.orderItems`), and `Authorization` = the registered value.
     public static func webhookDelivery(
         _ content: NetsWebhookContent, authorization: String, url: String? = nil, tampering: NetsWebhookTampering = .none
     ) -> NetsWebhookDelivery {
@@ -71,11 +97,13 @@ extension NetsSandbox {
         case .reference(let value): reference = value
         }
         let money: JSONValue = ["amount": .integer(amount), "currency": .string(content.currency)]
+        let items = content.orderItems.map { JSONValue.array($0) }
         var data: [String: JSONValue] = ["paymentId": .string(content.paymentId)]
         switch content.kind {
         case .checkoutCompleted:
             var order: [String: JSONValue] = ["amount": money]
             if let reference { order["reference"] = .string(reference) }
+            if let items { order["orderItems"] = items }
             data["order"] = .object(order)
         case .reservationCreated:
             data["amount"] = money
@@ -83,10 +111,15 @@ extension NetsSandbox {
             data["paymentType"] = "CARD"
         case .reservationFailed, .chargeFailed:
             data["amount"] = money
-            data["error"] = ["code": "99", "message": "Auth Failed", "source": "Internal"]
+            data["error"] = declineError
+            if let items { data["orderItems"] = items }
         case .chargeCreated:
             data["amount"] = money
             data["chargeId"] = .string(content.chargeId ?? derivedId("charge", content.eventId))
+            // Both payment.charge.created.v2 examples carry them, with or without a subscription.
+            data["paymentMethod"] = "Visa"
+            data["paymentType"] = "CARD"
+            if let items { data["orderItems"] = items }
         case .other:
             break
         }
@@ -96,11 +129,13 @@ extension NetsSandbox {
             data["paymentMethod"] = "Visa"
             data["paymentType"] = "CARD"
         }
-        let body: JSONValue = [
-            "id": .string(content.eventId), "event": .string(content.eventName ?? content.kind.eventName),
-            "timestamp": .string(Timestamp.iso8601(milliseconds: content.timestampMilliseconds)),
-            "merchantId": .integer(content.merchantId), "data": .object(data),
+        let eventName = content.eventName ?? content.kind.eventName
+        var envelope: [String: JSONValue] = [
+            "id": .string(content.eventId), "event": .string(eventName),
+            "timestamp": .string(webhookTimestamp(milliseconds: content.timestampMilliseconds)), "data": .object(data),
         ]
+        envelope[merchantNumberEvents.contains(eventName) ? "merchantNumber" : "merchantId"] = .integer(content.merchantId)
+        let body = JSONValue.object(envelope)
         return NetsWebhookDelivery(
             url: url,
             headers: [HTTPHeader("Content-Type", "application/json"), HTTPHeader("Authorization", sentAuthorization)],

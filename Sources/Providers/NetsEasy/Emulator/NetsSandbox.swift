@@ -21,6 +21,8 @@ public struct NetsSandbox: Sendable {
         public var subscriptionId: String?
         /// Set when the customer abandoned the checkout (`terminateCheckout`).
         public var terminatedMilliseconds: Int64?
+        /// The order's items as created (the fields Nets' webhooks echo as `orderItems`).
+        public var items: [JSONValue] = []
     }
 
     public struct Webhook: Sendable, Equatable {
@@ -105,7 +107,8 @@ public struct NetsSandbox: Sendable {
             paymentId: paymentId, amount: order?["amount"]?.integerValue ?? 0, currency: order?["currency"]?.stringValue ?? "",
             reference: order?["reference"]?.stringValue, endDate: endDate,
             endEpochSeconds: NetsEndDate(iso8601: endDate)?.epochSeconds ?? 0,
-            interval: body["subscription"]?["interval"]?.integerValue ?? 0, createdEpochSeconds: now, webhooks: hooks)
+            interval: body["subscription"]?["interval"]?.integerValue ?? 0, createdEpochSeconds: now, webhooks: hooks,
+            items: NetsSandbox.orderItems(order))
         let checkoutKey = NetsSandbox.derivedId("checkout", paymentId)
         return NetsSandbox.json(
             201,
@@ -128,19 +131,23 @@ public struct NetsSandbox: Sendable {
             subscriptionId: subscriptionId, paymentId: NetsSandbox.derivedId("charge-payment", key), chargeId: NetsSandbox.derivedId("charge", key))
         let amount = body["order"]?["amount"]?.integerValue ?? payment.amount
         let currency = body["order"]?["currency"]?.stringValue ?? payment.currency
+        let chargedItems = NetsSandbox.orderItems(body["order"])
+        let items = chargedItems.isEmpty ? payment.items : chargedItems
         // The webhooks the subscription's payment registered, and those of this charge request.
         let hooks = payment.webhooks + NetsSandbox.webhooks(in: body)
         if declining.remove(subscriptionId) != nil {
             outbox += NetsSandbox.chargeDeliveries(
                 .chargeFailed, hooks: hooks, subscriptionId: subscriptionId, paymentId: charge.paymentId, chargeId: charge.chargeId,
-                amount: amount, currency: currency, merchantId: merchantId, timestampMilliseconds: now * 1000)
-            return NetsSandbox.json(402, ["errors": ["subscription": ["The card was declined."]]])
+                amount: amount, currency: currency, items: items, merchantId: merchantId, timestampMilliseconds: now * 1000)
+            // Nets' payment API reference: a declined charge is 402 `{message, code, source}`.
+            return NetsSandbox.json(402, NetsSandbox.declineError)
         }
         charges[key] = charge
         outbox += NetsSandbox.chargeDeliveries(
             .chargeCreated, hooks: hooks, subscriptionId: subscriptionId, paymentId: charge.paymentId, chargeId: charge.chargeId,
-            amount: amount, currency: currency, merchantId: merchantId, timestampMilliseconds: now * 1000)
-        return NetsSandbox.json(201, ["paymentId": .string(charge.paymentId), "chargeId": .string(charge.chargeId)])
+            amount: amount, currency: currency, items: items, merchantId: merchantId, timestampMilliseconds: now * 1000)
+        // 200, not 201: Nets' payment API reference and php-payment-sdk `SubscriptionApiTest.php`.
+        return NetsSandbox.json(200, ["paymentId": .string(charge.paymentId), "chargeId": .string(charge.chargeId)])
     }
 
     /// The card refuses the subscription's next charge (a sandbox control, for tests and demos).
@@ -167,18 +174,22 @@ public struct NetsSandbox: Sendable {
 
     /// A subscription charge's webhooks (`payment.charge.created.v2`, `payment.charge.failed.v2`
     /// in Nexi's reference, with `data.subscriptionId`), one per registered URL and event name.
+    /// A `payment.charge.created.v2` event's id is its chargeId, as in Nets' example of it
+    /// (php-payment-sdk `payment.charge.created.v2.json`); other events get a derived 32-hex id.
     package static func chargeDeliveries(
         _ kind: NetsWebhookEvent.Kind, hooks: [Webhook], subscriptionId: String, paymentId: String, chargeId: String, amount: Int64,
-        currency: String, merchantId: Int64, timestampMilliseconds: Int64
+        currency: String, items: [JSONValue] = [], merchantId: Int64, timestampMilliseconds: Int64
     ) -> [NetsWebhookDelivery] {
         var seen: Set<String> = []
         return hooks.filter { NetsWebhookEvent.Kind(eventName: $0.eventName) == kind && seen.insert("\($0.eventName) \($0.url)").inserted }.map {
             hook in
+            let eventId = hook.eventName == "payment.charge.created.v2" ? chargeId : NetsSandbox.derivedId("event-\(hook.eventName)", chargeId)
             var content = NetsWebhookContent(
-                kind: kind, eventId: NetsSandbox.derivedId("event-\(hook.eventName)", chargeId), paymentId: paymentId, amount: amount,
+                kind: kind, eventId: eventId, paymentId: paymentId, amount: amount,
                 currency: currency, chargeId: chargeId, merchantId: merchantId, timestampMilliseconds: timestampMilliseconds)
             content.subscriptionId = subscriptionId
             content.eventName = hook.eventName
+            if !items.isEmpty { content.orderItems = items }
             return NetsSandbox.webhookDelivery(content, authorization: hook.authorization, url: hook.url)
         }
     }
@@ -209,13 +220,15 @@ public struct NetsSandbox: Sendable {
         if let reference = payment.reference { orderDetails["reference"] = .string(reference) }
         var object: [String: JSONValue] = [
             "paymentId": .string(payment.paymentId),
-            "created": .string(Timestamp.iso8601(milliseconds: payment.createdEpochSeconds * 1000)),
+            "created": .string(NetsSandbox.secondsTimestamp(milliseconds: payment.createdEpochSeconds * 1000)),
             "orderDetails": .object(orderDetails),
         ]
         // Nets' summary lists only the amounts that moved; the hosted page reserves the whole order.
         object["summary"] = payment.subscriptionId == nil ? [:] : ["reservedAmount": .integer(payment.amount)]
         if let subscriptionId = payment.subscriptionId { object["subscription"] = ["id": .string(subscriptionId)] }
-        if let terminated = payment.terminatedMilliseconds { object["terminated"] = .string(Timestamp.iso8601(milliseconds: terminated)) }
+        if let terminated = payment.terminatedMilliseconds {
+            object["terminated"] = .string(NetsSandbox.secondsTimestamp(milliseconds: terminated))
+        }
         return NetsSandbox.json(200, ["payment": .object(object)])
     }
 
@@ -274,13 +287,33 @@ public struct NetsSandbox: Sendable {
         _ kind: NetsWebhookEvent.Kind, payment: Payment, timestampMilliseconds: Int64, tampering: NetsWebhookTampering = .none
     ) -> [NetsWebhookDelivery] {
         payment.webhooks.filter { NetsWebhookEvent.Kind(eventName: $0.eventName) == kind }.map { hook in
-            NetsSandbox.webhookDelivery(
-                NetsWebhookContent(
-                    kind: kind, eventId: NetsSandbox.derivedId("event-\(kind.eventName)", payment.paymentId),
-                    paymentId: payment.paymentId, amount: payment.amount, currency: payment.currency,
-                    reference: payment.reference, merchantId: merchantId, timestampMilliseconds: timestampMilliseconds),
-                authorization: hook.authorization, url: hook.url, tampering: tampering)
+            var content = NetsWebhookContent(
+                kind: kind, eventId: NetsSandbox.derivedId("event-\(kind.eventName)", payment.paymentId),
+                paymentId: payment.paymentId, amount: payment.amount, currency: payment.currency,
+                reference: payment.reference, merchantId: merchantId, timestampMilliseconds: timestampMilliseconds)
+            if !payment.items.isEmpty { content.orderItems = payment.items }
+            return NetsSandbox.webhookDelivery(content, authorization: hook.authorization, url: hook.url, tampering: tampering)
         }
+    }
+
+    /// The item fields Nets' webhooks show in `orderItems` (php-payment-sdk
+    /// `payment.checkout.completed.json`, `payment.charge.created.v2.json`, `payment.reservation.failed.json`).
+    package static let orderItemFields: Set<String> = [
+        "reference", "name", "quantity", "unit", "unitPrice", "taxRate", "taxAmount", "netTotalAmount", "grossTotalAmount",
+    ]
+
+    /// A request's `order.items`, reduced to the fields Nets echoes.
+    package static func orderItems(_ order: JSONValue?) -> [JSONValue] {
+        (order?["items"]?.arrayValue ?? []).compactMap { item in
+            item.objectValue.map { JSONValue.object($0.filter { orderItemFields.contains($0.key) }) }
+        }
+    }
+
+    /// `GET /v1/payments/{id}`'s date-time form, `2019-08-24T14:15:22Z` (whole seconds, as in
+    /// php-payment-sdk `RetrievePaymentResultTest.php` and `PaymentTest.php`).
+    package static func secondsTimestamp(milliseconds: Int64) -> String {
+        // `Timestamp.iso8601` always ends `.mmmZ`; its seconds are the floor of the milliseconds.
+        String(Timestamp.iso8601(milliseconds: milliseconds).dropLast(5)) + "Z"
     }
 
     /// 32 hex characters, like Nets' ids, derived so replays give the same ids.

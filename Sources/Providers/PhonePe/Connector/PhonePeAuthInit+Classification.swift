@@ -3,7 +3,7 @@ import PaypipeCore
 extension PhonePeAuthInit {
     /// Codes that mean PhonePe refused the auth request: nothing was created.
     public static let refusalCodes: Set<String> = [
-        "SUBSCRIPTION_NOT_FOUND", "SUBSCRIPTION_EXPIRED", "INVALID_SUBSCRIPTION_STATE", "BAD_REQUEST", "INVALID_TRANSACTION_ID",
+        "SUBSCRIPTION_NOT_FOUND", "SUBSCRIPTION_EXPIRED", "INVALID_SUBSCRIPTION_STATE", "BAD_REQUEST",
     ]
 
     /// Redirect schemes the app may be handed: PhonePe's intent (`ppe://`) and UPI's (`upi://`).
@@ -12,8 +12,9 @@ extension PhonePeAuthInit {
     /// The submitter's classification table for an auth/init response.
     ///
     /// - SUCCESS with an INTENT redirect → `pending` with `redirectURL` and `authRequestId`.
-    /// - INTERNAL_SERVER_ERROR, any 5xx, a 2xx that is not a JSON envelope, or a SUCCESS without
-    ///   a usable redirect → `unknown` (the mandate request may exist: ask auth status).
+    /// - INTERNAL_SERVER_ERROR, any 5xx, a 2xx that is not a JSON envelope, a SUCCESS without
+    ///   a usable redirect, or INVALID_TRANSACTION_ID (this order's own earlier request reached
+    ///   PhonePe) → `unknown` (the mandate request may exist: ask auth status).
     /// - 429 and 408 → `retry`: PhonePe's rate limiter / the server's read timeout answer before
     ///   the request is processed, and even if it had been, the resend carries the same
     ///   `authRequestId`, which PhonePe rejects as a duplicate, so no second mandate can arise.
@@ -49,6 +50,8 @@ extension PhonePeAuthInit {
             return .pending(["redirectURL": .string(url), "authRequestId": .string(authRequestId)])
         case "INTERNAL_SERVER_ERROR":
             return .unknown(reason: "PhonePe answered INTERNAL_SERVER_ERROR; the auth request may have been created")
+        case PhonePeRules.duplicateCode:
+            return .unknown(reason: "PhonePe has seen this authRequestId before; the earlier request decides")
         default:
             return .failed(code: .phonePe(code.prefix(64)), message: envelope.shortMessage)
         }

@@ -86,7 +86,8 @@ public struct PhonePeDebit: Sendable, Equatable {
     }
 
     /// The answer to the notification or the debit. PhonePe answers terminal failures with
-    /// `success: true` and the state in `data`; a refusal with its own code took no effect.
+    /// `success: true` and the state in `data`; a refusal with its own code took no effect, but
+    /// for a duplicate (`PhonePeRules.duplicateCode`), whose earlier request may have.
     public func classify(_ response: HTTPResponseSpec) -> ProviderVerdict {
         let status = response.status
         if status == 429 || status >= 500 { return .unknown(reason: "PhonePe \(operation.rawValue) answered HTTP \(status)") }
@@ -96,6 +97,9 @@ public struct PhonePeDebit: Sendable, Equatable {
         guard envelope.code == "SUCCESS", envelope.success != false, let data = envelope.data else {
             guard let code = envelope.code, PhonePeRules.isIdentifier(code, maxLength: 64), code != "INTERNAL_SERVER_ERROR" else {
                 return .unknown(reason: "PhonePe \(operation.rawValue) answered HTTP \(status) without a code")
+            }
+            if code == PhonePeRules.duplicateCode {
+                return .unknown(reason: "PhonePe has seen this transactionId before; the earlier request decides")
             }
             return .failed(code: .phonePe(code), message: envelope.shortMessage)
         }

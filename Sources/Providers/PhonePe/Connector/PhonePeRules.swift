@@ -13,6 +13,11 @@ public enum PhonePeRules {
     public static let debitExecutePath = "/v3/recurring/debit/execute"
     public static let debitStatusPathPrefix = "/v3/recurring/debit/status/"
 
+    /// PhonePe's answer to a transaction id it has seen before ("Duplicate TransactionID"). The
+    /// ids paypipe sends come from the order, so a duplicate is this order's own earlier request,
+    /// which may have taken effect: its status call decides, never the refusal.
+    public static let duplicateCode = "INVALID_TRANSACTION_ID"
+
     /// `authRequestId`: merchant's unique transaction id; it also appears in the status URL path.
     public static let authRequestIdMaxLength = 35
     /// `merchantUserId`: PhonePe's example is a 36-character UUID.

@@ -7,12 +7,17 @@ import Synchronization
 /// PhonePe's merchant-initiated debits of an authorised mandate (PhonePe's recurring reference:
 /// "Recurring INIT", "Recurring Debit Execute", "Debit Execute Status"), on the sandbox's clock:
 /// - `POST /v3/recurring/debit/init` notifies the customer: `ACCEPTED` with a `notificationId`,
-///   `validAfter` a day later and `validUpto` four days later, then a NOTIFY callback;
+///   `validAfter` a day later and `validUpto` four days later, then a NOTIFY callback (`FAILED`
+///   after the `failNextNotify` action);
 /// - `POST /v3/recurring/debit/execute` debits inside that window: `PENDING`, then a DEBIT
 ///   callback COMPLETED (or FAILED after the `declineNext` action);
 /// - `GET /v3/recurring/debit/status/{merchantId}/{transactionId}` reports both.
-/// A transactionId used once is refused a second time (`DUPLICATE_TRANSACTION`, the sandbox's
-/// stand-in for PhonePe's undocumented answer), so a repeated notification or debit shows.
+/// A transactionId used once is refused a second time as PhonePe refuses a repeated merchant
+/// transaction id (HTTP 400 `INVALID_TRANSACTION_ID` "Duplicate TransactionID", PhonePe's
+/// troubleshooting page), so a repeated notification or debit shows. Every other refusal is one
+/// of PhonePe's documented codes: `BAD_REQUEST` for wrong inputs (PhonePe documents no code of
+/// its own for an amount above the mandate's, an unknown notification or a debit outside the
+/// notification's window), `AUTHORIZATION_FAILED`, `SUBSCRIPTION_NOT_FOUND`.
 /// The ledger counts requests under `phonepe:notify:<transactionId>` and
 /// `phonepe:debit:<transactionId>`, and a completed debit as the latter's effect.
 extension PhonePeEmulator {
@@ -22,6 +27,9 @@ extension PhonePeEmulator {
         var amount: Int64
         var notificationId: String
         var notifiedAt: Int64
+        /// `notificationDetails.state`: `NOTIFIED` (the INIT answer said ACCEPTED) or `FAILED`
+        /// (`failNextNotify`; the INIT answer said FAILED).
+        var notificationState = "NOTIFIED"
         /// The debit's final state once executed, and when its callback is due (sandbox time).
         var executed: (state: String, decidedAt: Int64)?
     }
@@ -44,9 +52,14 @@ extension PhonePeEmulator {
         return (path == PhonePeRules.debitInitPath ? "notify:" : "debit:") + transactionId
     }
 
+    /// PhonePe's notificationId form: `OMN` + 22 digits (Recurring INIT sample `OMN2006110154420123456789`).
+    package static func notificationId(merchantId: String, transactionId: String) -> String {
+        "OMN" + PhonePeSandbox.digits("notify|\(merchantId)|\(transactionId)", count: 22)
+    }
+
     package func debitRequest(_ request: HTTPRequestSpec, context: SandboxContext) async -> HTTPResponseSpec {
         guard let (path, base64, payload) = Self.debitPayload(request) else {
-            return PhonePeSandbox.refusal(400, "BAD_REQUEST", "the body must be {\"request\": base64(JSON)}")
+            return PhonePeSandbox.badRequest("the body must be {\"request\": base64(JSON)}")
         }
         guard let merchantId = payload["merchantId"]?.stringValue, let merchant = byMerchantId[merchantId] else {
             return PhonePeSandbox.refusal(401, "AUTHORIZATION_FAILED", "unknown merchantId")
@@ -55,52 +68,64 @@ extension PhonePeEmulator {
         else { return PhonePeSandbox.refusal(401, "AUTHORIZATION_FAILED", "X-VERIFY checksum mismatch") }
         guard let subscriptionId = payload["subscriptionId"]?.stringValue, let transactionId = payload["transactionId"]?.stringValue,
             PhonePeRules.isIdentifier(transactionId, maxLength: PhonePeRules.authRequestIdMaxLength), payload["merchantUserId"]?.stringValue != nil
-        else { return PhonePeSandbox.refusal(400, "BAD_REQUEST", "subscriptionId, merchantUserId and transactionId are required") }
+        else { return PhonePeSandbox.badRequest("subscriptionId, merchantUserId and transactionId are required") }
         guard let mandate = records.withLock({ $0.values.first { $0.mandate.subscriptionId == subscriptionId }?.mandate }),
             mandate.merchantId == merchantId
-        else { return PhonePeSandbox.refusal(400, "SUBSCRIPTION_NOT_FOUND", "no mandate has this subscriptionId") }
+        else { return PhonePeSandbox.refusal(400, "SUBSCRIPTION_NOT_FOUND", "Subscription not found.") }
         let now = context.clock.nowMilliseconds
         let key = Self.recordKey(merchantId: merchantId, authRequestId: transactionId)
         if path == PhonePeRules.debitInitPath {
             guard let amount = payload["amount"]?.integerValue, amount > 0, amount <= (mandate.amount ?? .max) || mandate.amount == nil else {
-                return PhonePeSandbox.refusal(400, "INVALID_AMOUNT", "amount must be positive and at most the mandate's")
+                return PhonePeSandbox.badRequest("amount must be positive paise, at most the mandate's")
             }
-            let notificationId = "NO" + String(Digest.sha256Hex(Array("notify|\(merchantId)|\(transactionId)".utf8)).prefix(20))
-            let debit = Debit(merchantId: merchantId, subscriptionId: subscriptionId, amount: amount, notificationId: notificationId, notifiedAt: now)
+            let failNotify = failNextNotify.withLock { $0.remove(subscriptionId) != nil }
+            var debit = Debit(
+                merchantId: merchantId, subscriptionId: subscriptionId, amount: amount,
+                notificationId: Self.notificationId(merchantId: merchantId, transactionId: transactionId), notifiedAt: now)
+            if failNotify { debit.notificationState = "FAILED" }
             let isNew = debits.withLock { debits in
                 guard debits.records[key] == nil else { return false }
                 debits.records[key] = debit
                 return true
             }
-            guard isNew else { return PhonePeSandbox.refusal(400, "DUPLICATE_TRANSACTION", "transactionId \(transactionId) was used before") }
-            let details = notificationDetails(debit)
+            guard isNew else {
+                if failNotify { failNextNotify.withLock { _ = $0.insert(subscriptionId) } }
+                return PhonePeSandbox.duplicateTransactionId()
+            }
             await sendCallback(
                 [
                     "callbackType": "NOTIFY", "merchantId": .string(merchantId), "transactionId": .string(transactionId),
-                    "notificationDetails": details,
+                    "notificationDetails": notificationDetails(debit),
                     "subscriptionDetails": ["subscriptionId": .string(subscriptionId), "state": "ACTIVE"],
                 ],
                 merchant: merchant, context: context, after: context.configuration.phonePe.callbackDelayMilliseconds)
-            var data = details.objectValue ?? [:]
-            data["state"] = "ACCEPTED"
-            return PhonePeSandbox.envelope(status: 200, success: true, code: "SUCCESS", message: "Notification sent", data: .object(data))
+            // Recurring INIT's sample and field table: notificationId, state ACCEPTED | FAILED,
+            // amount, and the epoch-ms times typed Long (fixtures `debitinitresponse--*`).
+            return PhonePeSandbox.envelope(
+                status: 200, success: true, code: "SUCCESS", message: "Your request has been successfully submitted.",
+                data: [
+                    "notificationId": .string(debit.notificationId), "state": failNotify ? "FAILED" : "ACCEPTED", "amount": .integer(amount),
+                    "notifiedAt": .integer(debit.notifiedAt), "validAfter": .integer(debit.notifiedAt + Self.validAfterMilliseconds),
+                    "validUpto": .integer(debit.notifiedAt + Self.validUptoMilliseconds),
+                ])
         }
         guard let notificationId = payload["notificationId"]?.stringValue else {
-            return PhonePeSandbox.refusal(400, "BAD_REQUEST", "notificationId is required")
+            return PhonePeSandbox.badRequest("notificationId is required")
         }
         let decline = declineNextDebit.withLock { $0.remove(subscriptionId) != nil }
         let answer: DebitAnswer = debits.withLock { debits in
             guard var debit = debits.records[key], debit.notificationId == notificationId, debit.subscriptionId == subscriptionId else {
-                return .refused(PhonePeSandbox.refusal(400, "NOTIFICATION_NOT_FOUND", "no notification \(notificationId) for this transactionId"))
+                return .refused(PhonePeSandbox.badRequest("no notification \(notificationId.prefix(64)) for this transactionId"))
             }
-            guard debit.executed == nil else {
-                return .refused(PhonePeSandbox.refusal(400, "DUPLICATE_TRANSACTION", "transactionId \(transactionId) was debited before"))
+            guard debit.executed == nil else { return .refused(PhonePeSandbox.duplicateTransactionId()) }
+            guard debit.notificationState != "FAILED" else {
+                return .refused(PhonePeSandbox.badRequest("the notification \(notificationId.prefix(64)) failed"))
             }
             guard now >= debit.notifiedAt + Self.validAfterMilliseconds else {
-                return .refused(PhonePeSandbox.refusal(400, "DEBIT_NOT_ALLOWED_YET", "the notification's validAfter has not passed"))
+                return .refused(PhonePeSandbox.badRequest("the notification's validAfter has not passed"))
             }
             guard now <= debit.notifiedAt + Self.validUptoMilliseconds else {
-                return .refused(PhonePeSandbox.refusal(400, "NOTIFICATION_EXPIRED", "the notification's validUpto has passed"))
+                return .refused(PhonePeSandbox.badRequest("the notification's validUpto has passed"))
             }
             debit.executed = (decline ? "FAILED" : "COMPLETED", now)
             debits.records[key] = debit
@@ -117,24 +142,30 @@ extension PhonePeEmulator {
         await sendCallback(
             [
                 "callbackType": "DEBIT", "merchantId": .string(merchantId), "transactionId": .string(transactionId),
-                "transactionDetails": transactionDetails(debit, transactionId: transactionId, decided: true),
+                "notificationDetails": notificationDetails(debit),
+                "transactionDetails": transactionDetails(debit, transactionId: transactionId, decided: true, inCallback: true),
                 "subscriptionDetails": ["subscriptionId": .string(subscriptionId), "state": "ACTIVE"],
             ],
             merchant: merchant, context: context, after: context.configuration.phonePe.callbackDelayMilliseconds)
+        // Recurring Debit Execute's sample answer.
         return PhonePeSandbox.envelope(
-            status: 200, success: true, code: "SUCCESS", message: "Debit requested",
+            status: 200, success: true, code: "SUCCESS", message: "Your request has been successfully submitted.",
             data: ["merchantId": .string(merchantId), "transactionId": .string(transactionId), "state": "PENDING", "amount": .integer(debit.amount)])
     }
 
     package func debitStatus(_ request: HTTPRequestSpec, context: SandboxContext) -> HTTPResponseSpec {
         let path = PhonePeSandbox.path(of: request.url)
-        let ids = path.dropFirst(PhonePeRules.debitStatusPathPrefix.count).split(separator: "/").map(String.init)
-        guard ids.count == 2, let merchant = byMerchantId[ids[0]] else { return PhonePeSandbox.refusal(404, "NOT_FOUND", "No such debit status") }
+        let ids = path.dropFirst(PhonePeRules.debitStatusPathPrefix.count).split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        guard ids.count == 2, !ids[1].isEmpty else {
+            return PhonePeSandbox.badRequest("path must be /v3/recurring/debit/status/{merchantId}/{merchantTransactionId}")
+        }
+        // As for a POST: an unknown merchantId has no salt its X-VERIFY could match.
+        guard let merchant = byMerchantId[ids[0]] else { return PhonePeSandbox.refusal(401, "AUTHORIZATION_FAILED", "unknown merchantId") }
         guard let xVerify = PhonePeSandbox.header("X-VERIFY", in: request.headers), merchant.sandbox.checksumMatches(xVerify, message: path) else {
             return PhonePeSandbox.refusal(401, "AUTHORIZATION_FAILED", "X-VERIFY checksum mismatch")
         }
         guard let debit = debits.withLock({ $0.records[Self.recordKey(merchantId: ids[0], authRequestId: ids[1])] }) else {
-            return PhonePeSandbox.envelope(status: 200, success: false, code: "TRANSACTION_NOT_FOUND", message: "No such transaction")
+            return PhonePeSandbox.transactionNotFound(ids[1])
         }
         var data: [String: JSONValue] = [
             "merchantId": .string(ids[0]), "transactionId": .string(ids[1]), "notificationDetails": notificationDetails(debit),
@@ -144,33 +175,78 @@ extension PhonePeEmulator {
             let decided = context.clock.nowMilliseconds >= executed.decidedAt
             data["transactionDetails"] = transactionDetails(debit, transactionId: ids[1], decided: decided)
         }
-        return PhonePeSandbox.envelope(status: 200, success: true, code: "SUCCESS", message: "Your request has been processed.", data: .object(data))
+        return PhonePeSandbox.envelope(status: 200, success: true, code: "SUCCESS", message: Self.message(for: data), data: .object(data))
     }
 
     package static let validAfterMilliseconds: Int64 = 86_400_000
     package static let validUptoMilliseconds: Int64 = 4 * 86_400_000
 
+    /// `notificationDetails` as the Debit Execute Status sample writes it: notificationId,
+    /// amount, state, and the epoch-ms times all as JSON strings (one of the page's two
+    /// versions; the INIT answer has them as numbers, the other version).
     package func notificationDetails(_ debit: Debit) -> JSONValue {
         [
-            "notificationId": .string(debit.notificationId), "amount": .integer(debit.amount), "state": "NOTIFIED",
-            // PhonePe writes these as strings as often as numbers.
-            "notifiedAt": .string(String(debit.notifiedAt)), "validAfter": .integer(debit.notifiedAt + Self.validAfterMilliseconds),
-            "validUpto": .integer(debit.notifiedAt + Self.validUptoMilliseconds),
+            "notificationId": .string(debit.notificationId), "amount": .integer(debit.amount), "state": .string(debit.notificationState),
+            "notifiedAt": .string(String(debit.notifiedAt)), "validAfter": .string(String(debit.notifiedAt + Self.validAfterMilliseconds)),
+            "validUpto": .string(String(debit.notifiedAt + Self.validUptoMilliseconds)),
         ]
     }
 
-    package func transactionDetails(_ debit: Debit, transactionId: String, decided: Bool) -> JSONValue {
+    /// `transactionDetails` as the Debit Execute Status samples write it: COMPLETED with
+    /// payResponseCode SUCCESS and a paymentMode (mode, amount, utr, ifsc, maskedAccountNumber,
+    /// umn; in a DEBIT callback, as the one published callback shows: mode, amount, utr, umn);
+    /// FAILED with AUTHORIZATION_FAILED and its description. A debit not yet decided is PENDING
+    /// (the execute answer's state) without a payResponseCode.
+    package func transactionDetails(_ debit: Debit, transactionId: String, decided: Bool, inCallback: Bool = false) -> JSONValue {
         let state = decided ? debit.executed?.state ?? "PENDING" : "PENDING"
-        return [
-            "providerReferenceId": .string("P" + String(Digest.sha256Hex(Array("debit|\(transactionId)".utf8)).prefix(20))),
-            "amount": .integer(debit.amount), "state": .string(state),
-            "payResponseCode": .string(state == "FAILED" ? "AUTHORIZATION_FAILED" : "SUCCESS"),
+        let seed = "debit|\(debit.merchantId)|\(transactionId)"
+        var details: [String: JSONValue] = [
+            "providerReferenceId": .string("P" + PhonePeSandbox.digits(seed, count: 22)), "amount": .integer(debit.amount),
+            "state": .string(state),
         ]
+        switch state {
+        case "COMPLETED":
+            details["payResponseCode"] = "SUCCESS"
+            var mode: [String: JSONValue] = [
+                "mode": "ACCOUNT", "amount": .integer(debit.amount), "utr": .string(PhonePeSandbox.digits("utr|" + seed, count: 12)),
+            ]
+            var account = PhonePeSandbox.accountFields(seed: debit.merchantId + "/" + debit.subscriptionId)
+            if inCallback { account = account.filter { $0.key == "umn" } }
+            mode.merge(account) { $1 }
+            details["paymentModes"] = JSONValue.array([.object(mode)])
+        case "FAILED":
+            details["payResponseCode"] = "AUTHORIZATION_FAILED"
+            details["payResponseCodeDescription"] = "Bank did not authorise"
+        default: break
+        }
+        return .object(details)
+    }
+
+    /// The envelope `message` of a debit status or callback: the status page's "Your payment is
+    /// successful." / "Payment Failed" for a decided debit; the subscription pages' "Your
+    /// subscription is <state>." for SUBSCRIPTION callbacks; otherwise PhonePe's "Your request
+    /// has been successfully completed.".
+    package static func message(for data: [String: JSONValue]) -> String {
+        if data["callbackType"]?.stringValue == "SUBSCRIPTION" {
+            switch data["subscriptionDetails"]?["state"]?.stringValue {
+            case "REVOKED"?: return "Your subscription is revoked."
+            case "PAUSED"?: return "Your subscription is paused."
+            case "ACTIVE"?: return "Your subscription is active."
+            case "CANCELLED"?: return "Your subscription is cancelled."
+            case "EXPIRED"?: return "Your subscription is expired."
+            default: return "Your request has been successfully completed."
+            }
+        }
+        switch data["transactionDetails"]?["state"]?.stringValue {
+        case "COMPLETED"?: return "Your payment is successful."
+        case "FAILED"?: return "Payment Failed"
+        default: return "Your request has been successfully completed."
+        }
     }
 
     /// A signed S2S callback to the merchant's `phonepe.callbackURL`, `after` ms from now.
     package func sendCallback(_ data: [String: JSONValue], merchant: Merchant, context: SandboxContext, after: Int = 0) async {
-        let document: JSONValue = ["success": true, "code": "SUCCESS", "message": "Your request has been processed.", "data": .object(data)]
+        let document: JSONValue = ["success": true, "code": "SUCCESS", "message": .string(Self.message(for: data)), "data": .object(data)]
         let response = Data(document.bytes).base64EncodedString()
         let callback = PhonePeSandboxCallback(
             url: merchant.config.callbackURL, body: Array("{\"response\":\"\(response)\"}".utf8), xVerify: merchant.sandbox.checksum(for: response))

@@ -12,7 +12,13 @@ import Synchronization
 /// - `debit` `{"subscription", "amount"?, "decline"?}`: NOTIFY, then DEBIT COMPLETED (or FAILED),
 ///   as if the merchant had debited outside paypipe;
 /// - `declineNext` `{"subscription"}`: the next debit paypipe executes fails (AUTHORIZATION_FAILED);
-/// - `revoke`, `pause`, `unpause`, `cancel` `{"subscription"}`: SUBSCRIPTION with the new state;
+/// - `failNextNotify` `{"subscription"}`: the next Recurring INIT paypipe sends answers state
+///   FAILED (Recurring INIT's field table: state ACCEPTED | FAILED) and its NOTIFY says FAILED;
+/// - `revoke`, `pause`, `unpause`, `cancel`, `expire`, `suspend` `{"subscription"}`: SUBSCRIPTION
+///   with the new state (REVOKED, PAUSED, ACTIVE, CANCELLED, EXPIRED, SUSPENDED: the states
+///   PhonePe's subscription-status page lists). As PhonePe's samples: revoke and cancel carry
+///   no stateStartDate (the revoke sample), pause and unpause carry it (the pause sample), and so
+///   do expire and suspend (no sample: the pause sample's shape is assumed);
 /// - `resendLast` `{"subscription"}`: the last callback again, as PhonePe redelivers one.
 /// Callbacks go to the merchant's `phonepe.callbackURL`, signed by the sandbox's own checksum.
 extension PhonePeEmulator: SubscriptionEmulator {
@@ -33,40 +39,42 @@ extension PhonePeEmulator: SubscriptionEmulator {
                 debits.actionCounts[subscriptionId, default: 0] += 1
                 return debits.actionCounts[subscriptionId]!
             }
-            let transactionId = "TX" + String(Digest.sha256Hex(Array("\(subscriptionId)|\(number)".utf8)).prefix(20))
-            let notificationId = "NO" + String(Digest.sha256Hex(Array("notify|\(transactionId)".utf8)).prefix(20))
+            let transactionId = "TX" + PhonePeSandbox.digits("\(subscriptionId)|\(number)", count: 20)
             let declined = body["decline"]?.boolValue == true
+            // The debit a merchant made outside paypipe, in the shapes of paypipe's own.
+            let debit = Debit(
+                merchantId: mandate.merchantId, subscriptionId: subscriptionId, amount: amount,
+                notificationId: Self.notificationId(merchantId: mandate.merchantId, transactionId: transactionId), notifiedAt: now,
+                executed: (declined ? "FAILED" : "COMPLETED", now))
             callbacks.append([
                 "callbackType": "NOTIFY", "merchantId": .string(mandate.merchantId), "transactionId": .string(transactionId),
-                "subscriptionDetails": subscription,
-                "notificationDetails": [
-                    "notificationId": .string(notificationId), "amount": .integer(amount), "state": "NOTIFIED", "notifiedAt": .integer(now),
-                    "validAfter": .integer(now + 86_400_000), "validUpto": .integer(now + 4 * 86_400_000),
-                ],
+                "notificationDetails": notificationDetails(debit), "subscriptionDetails": subscription,
             ])
             callbacks.append([
                 "callbackType": "DEBIT", "merchantId": .string(mandate.merchantId), "transactionId": .string(transactionId),
+                "notificationDetails": notificationDetails(debit),
+                "transactionDetails": transactionDetails(debit, transactionId: transactionId, decided: true, inCallback: true),
                 "subscriptionDetails": subscription,
-                "transactionDetails": [
-                    "providerReferenceId": .string("P" + String(Digest.sha256Hex(Array("debit|\(transactionId)".utf8)).prefix(20))),
-                    "amount": .integer(amount), "state": declined ? "FAILED" : "COMPLETED",
-                    "payResponseCode": declined ? "AUTHORIZATION_FAILED" : "SUCCESS",
-                ],
             ])
         case "declineNext":
             declineNextDebit.withLock { _ = $0.insert(subscriptionId) }
             return SandboxContext.json(200, ["subscription": .string(subscriptionId), "declineNext": true])
+        case "failNextNotify":
+            failNextNotify.withLock { _ = $0.insert(subscriptionId) }
+            return SandboxContext.json(200, ["subscription": .string(subscriptionId), "failNextNotify": true])
         case "resendLast":
             guard let last = lastCallbacks.withLock({ $0[subscriptionId] }) else { return SandboxContext.json(404, ["error": "nothing sent yet"]) }
             callbacks.append(last)
-        case "revoke", "pause", "unpause", "cancel":
-            let state = ["revoke": "REVOKED", "pause": "PAUSED", "unpause": "ACTIVE", "cancel": "CANCELLED"][action]!
-            callbacks.append([
-                "callbackType": "SUBSCRIPTION", "merchantId": .string(mandate.merchantId),
-                "subscriptionDetails": ["subscriptionId": .string(subscriptionId), "state": .string(state), "stateStartDate": .integer(now)],
-            ])
+        case "revoke", "pause", "unpause", "cancel", "expire", "suspend":
+            let state = [
+                "revoke": "REVOKED", "pause": "PAUSED", "unpause": "ACTIVE", "cancel": "CANCELLED", "expire": "EXPIRED", "suspend": "SUSPENDED",
+            ][action]!
+            var details: [String: JSONValue] = ["subscriptionId": .string(subscriptionId), "state": .string(state)]
+            if action != "revoke" && action != "cancel" { details["stateStartDate"] = .integer(now) }
+            callbacks.append(["callbackType": "SUBSCRIPTION", "merchantId": .string(mandate.merchantId), "subscriptionDetails": .object(details)])
         default:
-            return SandboxContext.json(404, ["error": "phonepe actions: debit, declineNext, revoke, pause, unpause, cancel, resendLast"])
+            return SandboxContext.json(
+                404, ["error": "phonepe actions: debit, declineNext, failNextNotify, revoke, pause, unpause, cancel, expire, suspend, resendLast"])
         }
         for data in callbacks { await sendCallback(data, merchant: merchant, context: context) }
         if let last = callbacks.last { lastCallbacks.withLock { $0[subscriptionId] = last } }

@@ -7,8 +7,10 @@ import Synchronization
 /// PhonePe recurring v3 under `/phonepe`: `POST /v3/recurring/auth/init` (checked and answered
 /// by `PhonePeSandbox.handleAuthInit`) and `GET /v3/recurring/auth/status/{merchantId}/{authRequestId}`
 /// (`verifyAuthStatus` + `authStatusResponse`). The merchant is the one whose `merchantId` the
-/// request names. An authRequestId seen before gets the first answer again and creates no
-/// second mandate. The S2S callback goes to the merchant's configured `phonepe.callbackURL`
+/// request names. An authRequestId seen before is refused as PhonePe refuses it (HTTP 400
+/// `INVALID_TRANSACTION_ID` "Duplicate TransactionID") and creates no second mandate; the
+/// first answer is not replayed, so a second submission cannot pass unseen. The S2S callback
+/// goes to the merchant's configured `phonepe.callbackURL`
 /// after `PhonePeEmulatorSettings.callbackDelayMilliseconds`; from then on the status call reports the
 /// terminal state too.
 package final class PhonePeEmulator: ProviderEmulator {
@@ -45,6 +47,8 @@ package final class PhonePeEmulator: ProviderEmulator {
     package let debits = Mutex(Debits())
     /// Subscriptions whose next debit is declined (`declineNext` action).
     package let declineNextDebit = Mutex<Set<String>>([])
+    /// Subscriptions whose next Recurring INIT answers state FAILED (`failNextNotify` action).
+    package let failNextNotify = Mutex<Set<String>>([])
     /// The last callback `act` sent per subscriptionId, for `resendLast`.
     package let lastCallbacks = Mutex<[String: [String: JSONValue]]>([:])
 
@@ -101,16 +105,15 @@ package final class PhonePeEmulator: ProviderEmulator {
         guard let mandate = reply.mandate else { return reply.response }
         let key = Self.recordKey(merchantId: mandate.merchantId, authRequestId: mandate.authRequestId)
         let now = ContinuousClock.now
-        let existing: PhonePeSandboxMandate? = records.withLock { records in
-            if let existing = records[key] { return existing.mandate }
+        let isNew = records.withLock { records in
+            guard records[key] == nil else { return false }
             records[key] = Record(mandate: mandate, acceptedAt: now)
-            return nil
+            return true
         }
-        if let existing {
-            // A replay: the same mandate gets the same answer; a different payload under a used
-            // authRequestId gets the answer its first request got.
-            return existing == mandate ? reply.response : merchant.sandbox.answer(for: existing).response
-        }
+        // A used authRequestId, with the same payload or another: PhonePe's duplicate refusal
+        // (fixture `authinitresponse--invalid-transaction-id-duplicate`). The mandate of the
+        // first request stays as it was; only its auth status call tells what became of it.
+        guard isNew else { return PhonePeSandbox.duplicateTransactionId() }
         context.ledger.tookEffect("phonepe:" + mandate.authRequestId.prefix(128))
         if let outcome = mandate.scheduledOutcome {
             // Built when due, not now: under load most callbacks are still far in the future.

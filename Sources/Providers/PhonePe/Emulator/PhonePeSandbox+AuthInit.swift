@@ -31,8 +31,9 @@ extension PhonePeSandbox {
         }
     }
 
-    /// The answer to an authentic auth/init for `mandate`. It depends on the mandate alone, so
-    /// a replayed authRequestId can be given its first answer again without re-signing anything.
+    /// The answer to an authentic auth/init for `mandate` seen for the first time (the emulator
+    /// refuses a used authRequestId before this: `duplicateTransactionId`). It depends on the
+    /// mandate alone.
     package func answer(for mandate: PhonePeSandboxMandate) -> PhonePeSandboxAuthInitReply {
         if let (status, code, message) = mandate.scenario.refusal {
             let created = mandate.scenario == .internalServerError ? mandate : nil

@@ -41,11 +41,12 @@ extension PhonePeSandbox {
     public func authStatusResponse(for mandate: PhonePeSandboxMandate, outcome: PhonePeSandboxAuthOutcome) -> HTTPResponseSpec {
         Self.envelope(
             status: 200, success: true, code: "SUCCESS", message: Self.message(for: outcome),
-            data: .object(authData(for: mandate, outcome: outcome, amount: mandate.amount)))
+            data: .object(authData(for: mandate, outcome: outcome, amount: mandate.amount, namesAccount: true)))
     }
 
-    /// The answer for an authRequestId the sandbox never accepted. (code name unconfirmed)
+    /// The answer for an authRequestId the sandbox never accepted (`transactionNotFound`: HTTP
+    /// 404 TRANSACTION_NOT_FOUND, as for an unknown debit; not documented for v3 recurring).
     public func authStatusNotFound(authRequestId: String) -> HTTPResponseSpec {
-        Self.refusal(404, "TRANSACTION_NOT_FOUND", "No auth request found for \(authRequestId.prefix(64))")
+        Self.transactionNotFound(authRequestId)
     }
 }

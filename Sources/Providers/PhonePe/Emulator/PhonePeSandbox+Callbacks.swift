@@ -49,7 +49,11 @@ extension PhonePeSandbox {
 
     /// `data` of a callback or a status response for this mandate in this state (PhonePe's S2S
     /// callback and auth-status documentation: CREATED without transactionDetails while pending).
-    package func authData(for mandate: PhonePeSandboxMandate, outcome: PhonePeSandboxAuthOutcome, amount: Int64?) -> [String: JSONValue] {
+    /// `namesAccount`: a completed auth's paymentMode also names the account and the mandate, as
+    /// the auth-status sample does (the seed's callback samples do not).
+    package func authData(
+        for mandate: PhonePeSandboxMandate, outcome: PhonePeSandboxAuthOutcome, amount: Int64?, namesAccount: Bool = false
+    ) -> [String: JSONValue] {
         var data: [String: JSONValue] = [
             "merchantId": .string(mandate.merchantId), "authRequestId": .string(mandate.authRequestId),
         ]
@@ -62,15 +66,33 @@ extension PhonePeSandbox {
         data["subscriptionDetails"] = ["subscriptionId": .string(mandate.subscriptionId), "state": .string(subscriptionState)]
         if outcome != .pending, let amount {
             let completed = outcome == .completed
+            // The seed's callbacks: payResponseCode SUCCESS or AUTHORIZATION_FAILED, one paymentMode
+            // of mode, amount, utr. The ACTIVE auth-status sample's paymentMode also names the
+            // account (ifsc, maskedAccountNumber) and the mandate (umn).
+            let seed = "\(mandate.merchantId)/\(mandate.authRequestId)"
+            var mode: [String: JSONValue] = [
+                "mode": "ACCOUNT", "amount": .integer(amount), "utr": .string(String(mandate.providerReferenceId.suffix(12))),
+            ]
+            if completed && namesAccount { mode.merge(Self.accountFields(seed: seed)) { $1 } }
             data["transactionDetails"] = [
                 "providerReferenceId": .string(mandate.providerReferenceId),
                 "amount": .integer(amount),
                 "state": completed ? "COMPLETED" : "FAILED",
                 "payResponseCode": completed ? "SUCCESS" : "AUTHORIZATION_FAILED",
-                "paymentModes": [["mode": "ACCOUNT", "amount": .integer(amount), "utr": .string(String(mandate.providerReferenceId.suffix(12)))]],
+                "paymentModes": .array([.object(mode)]),
             ]
         }
         return data
+    }
+
+    /// The account and mandate a paymentMode names, in the forms of PhonePe's samples:
+    /// ifsc `HDFC0000999`, maskedAccountNumber `XXXXXX999`, umn `<32 hex>@ybl`.
+    package static func accountFields(seed: String) -> [String: JSONValue] {
+        let number = Self.digits("account|" + seed, count: 9)
+        return [
+            "ifsc": .string("HDFC0" + String(number.prefix(6))), "maskedAccountNumber": .string("XXXXXX" + String(number.suffix(3))),
+            "umn": .string(String(SandboxCrypto.sha256Hex(Array(("umn|" + seed).utf8)).prefix(32)) + "@ybl"),
+        ]
     }
 
     package static func message(for outcome: PhonePeSandboxAuthOutcome) -> String {

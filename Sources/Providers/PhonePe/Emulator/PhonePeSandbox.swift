@@ -138,6 +138,41 @@ extension PhonePeSandbox {
         envelope(status: status, success: false, code: code, message: message)
     }
 
+    /// PhonePe's refusal of a merchant transaction id it has seen before (PhonePe's
+    /// troubleshooting page, developer.phonepe.com/v2/docs/troubleshooting-2: `INVALID_TRANSACTION_ID`,
+    /// "Duplicate TransactionID"; fixture `authinitresponse--invalid-transaction-id-duplicate`, HTTP 400).
+    /// Nothing is created and the first answer is not replayed, so a second submission shows.
+    package static func duplicateTransactionId() -> HTTPResponseSpec {
+        refusal(400, "INVALID_TRANSACTION_ID", "Duplicate TransactionID")
+    }
+
+    /// PhonePe's refusal of a request whose inputs are wrong (`BAD_REQUEST`, "Please check the
+    /// inputs you have provided."; fixture `authinitresponse--bad-request`), with what was wrong.
+    package static func badRequest(_ detail: String) -> HTTPResponseSpec {
+        refusal(400, "BAD_REQUEST", "Please check the inputs you have provided. [message = \(detail.prefix(200))]")
+    }
+
+    /// The unknown transaction a status call names: HTTP 404 (PhonePe's error-codes page: 404
+    /// "Resource Not Found") with `TRANSACTION_NOT_FOUND` (PhonePe's PG status code; the v3
+    /// recurring pages do not document this answer). The same for auth and debit status.
+    package static func transactionNotFound(_ id: String) -> HTTPResponseSpec {
+        refusal(404, "TRANSACTION_NOT_FOUND", "No transaction found for \(id.prefix(64))")
+    }
+
+    /// `count` decimal digits derived from `seed`: PhonePe's references are digit strings
+    /// (providerReferenceId `P` + 22 digits, notificationId `OMN` + 22 digits, a 12-digit UTR).
+    package static func digits(_ seed: String, count: Int) -> String {
+        var out = ""
+        var round = 0
+        while out.count < count {
+            for byte in SandboxCrypto.sha256Hex(Array("\(round)|\(seed)".utf8)).utf8 where out.count < count {
+                out.unicodeScalars.append(Unicode.Scalar(0x30 + byte % 10))
+            }
+            round += 1
+        }
+        return out
+    }
+
     package static func header(_ name: String, in headers: [HTTPHeader]) -> String? {
         headers.first { $0.name.lowercased() == name.lowercased() }?.value
     }

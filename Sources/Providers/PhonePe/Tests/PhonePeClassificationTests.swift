@@ -85,10 +85,20 @@ import Testing
 
     @Test func refusalsFailWithTheirCode() {
         for code in [
-            "SUBSCRIPTION_NOT_FOUND", "SUBSCRIPTION_EXPIRED", "INVALID_SUBSCRIPTION_STATE", "BAD_REQUEST", "INVALID_TRANSACTION_ID", "SOMETHING_NEW",
+            "SUBSCRIPTION_NOT_FOUND", "SUBSCRIPTION_EXPIRED", "INVALID_SUBSCRIPTION_STATE", "BAD_REQUEST", "SOMETHING_NEW",
         ] {
             let verdict = PhonePeAuthInit.classify(Fixtures.response(400, Fixtures.envelope(code: code)), authRequestId: id)
             #expect(verdict == .failed(code: OutcomeErrorCode(rawValue: code), message: "m"))
+        }
+    }
+
+    /// A duplicate is this order's own earlier request: it may have created the mandate, so the
+    /// auth status decides, and the order is never failed while PhonePe holds its request.
+    @Test func aDuplicateIsResolvedByTheStatusCall() {
+        let verdict = PhonePeAuthInit.classify(Fixtures.response(400, Fixtures.envelope(code: "INVALID_TRANSACTION_ID")), authRequestId: id)
+        guard case .unknown = verdict else {
+            Issue.record("expected unknown, got \(verdict)")
+            return
         }
     }
 

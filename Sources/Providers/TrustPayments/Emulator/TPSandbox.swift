@@ -14,10 +14,13 @@ public enum TPSandbox {
     // MARK: JSON API
 
     /// Answers `POST /json/`: HTTP 401 for bad Basic credentials, 400 for a body that is not a
-    /// request envelope, otherwise 200 with one response entry per request, the
-    /// `requestreference` echoed. `records` (when the emulator keeps state) are the transactions
-    /// it knows: queries filter them and updates of other references get 60014; nil accepts any
-    /// reference and answers a reference query with one synthetic record.
+    /// request envelope, otherwise 200 with one response entry per request and the
+    /// `requestreference` echoed at the top level only (Trust Payments' samples put it nowhere
+    /// else: pypi securetrading test_converter.py, the TRANSACTIONQUERY-for-subscriptions page);
+    /// a request without one gets one in Trust Payments' own form (`W57-aubk3dr3`). `records`
+    /// (when the emulator keeps state) are the transactions it knows: queries filter them and
+    /// updates of other references get 60014; nil accepts any reference and answers a reference
+    /// query with one synthetic record.
     public static func handleWebServices(
         body: [UInt8], headers: [HTTPHeader], config: TrustPaymentsConfig, records: [[String: JSONValue]]? = nil
     ) -> HTTPResponseSpec {
@@ -35,15 +38,12 @@ public enum TPSandbox {
         guard envelope["version"]?.stringValue == TPWebServices.version else { return badRequest("version must be \"1.00\"") }
         guard let requests = envelope["request"]?.arrayValue, !requests.isEmpty else { return badRequest("request must be a non-empty array") }
 
-        let fallbackReference = "W" + Digest.sha256Hex(body).prefix(11)
         var entries: [JSONValue] = []
         for request in requests {
             guard case .object(let fields) = request else { return badRequest("every request must be an object") }
-            var entry = answer(fields, config: config, records: records)
-            entry["requestreference"] = .string(fields["requestreference"]?.stringValue ?? fallbackReference)
-            entries.append(.object(entry))
+            entries.append(.object(answer(fields, config: config, records: records)))
         }
-        let reference = requests.first?["requestreference"]?.stringValue ?? fallbackReference
+        let reference = requests.first?["requestreference"]?.stringValue ?? requestReference(seed: body)
         let response: JSONValue = [
             "requestreference": .string(reference), "version": .string(TPWebServices.version),
             "response": .array(entries), "secrand": .string(String(Digest.sha256Hex(body + [1]).prefix(16))),
@@ -70,10 +70,23 @@ public enum TPSandbox {
         return entry
     }
 
+    /// The entry Trust Payments writes when it cannot take a request as any request type:
+    /// `requesttypedescription` "ERROR", errorcode 60018 "Invalid requesttype", the type(s) it
+    /// was given as `errordata` (pypi securetrading test_converter.py bad_requesttype_json,
+    /// module_test_api.py test_invalid_request_no_data). This sandbox runs TRANSACTIONUPDATE and
+    /// TRANSACTIONQUERY alone, so any other request type gets this entry here.
+    package static func invalidRequestType(_ types: [String]) -> [String: JSONValue] {
+        var entry: [String: JSONValue] = [
+            "errorcode": "60018", "errormessage": "Invalid requesttype", "requesttypedescription": "ERROR",
+        ]
+        if !types.isEmpty { entry["errordata"] = .array(types.prefix(8).map { JSONValue.string(String($0.prefix(64))) }) }
+        return entry
+    }
+
     package static func answer(_ request: [String: JSONValue], config: TrustPaymentsConfig, records: [[String: JSONValue]]?) -> [String: JSONValue] {
         let types = request["requesttypedescriptions"]?.arrayValue?.compactMap(\.stringValue) ?? []
         guard types.count == 1, let type = types.first, type == "TRANSACTIONUPDATE" || type == "TRANSACTIONQUERY" else {
-            return error("30000", "Invalid field", field: "requesttypedescriptions", type: types.first ?? "")
+            return invalidRequestType(types)
         }
         guard case .object(let filter)? = request["filter"] else { return error("30000", "Invalid field", field: "filter", type: type) }
         var filters: [String: [String]] = [:]
@@ -152,10 +165,8 @@ public enum TPSandbox {
         } else {
             found = []
         }
-        return [
-            "errorcode": "0", "errormessage": "Ok", "requesttypedescription": .string(type),
-            "found": .string(String(found.count)), "records": .array(found),
-        ]
+        // No `found` member: Trust Payments' TRANSACTIONQUERY answers show `records` alone.
+        return ["errorcode": "0", "errormessage": "Ok", "requesttypedescription": .string(type), "records": .array(found)]
     }
 
     /// A transactionreference as Trust Payments writes them (`57-9-12345678`), derived from
@@ -166,6 +177,21 @@ public enum TPSandbox {
         return "57-9-" + digits.map(String.init).joined()
     }
 
+    /// A requestreference in Trust Payments' own form (`W57-aubk3dr3`, `W23-rd55dned`: `W`, two
+    /// digits, `-`, eight lower-case letters or digits; swift-payments TestGatewayEndpoint.swift),
+    /// derived from `seed` so that the same request gets the same one.
+    package static func requestReference(seed: [UInt8]) -> String {
+        let hex = Array(SandboxCrypto.sha256Hex(seed).utf8)
+        func nibble(_ index: Int) -> Int {
+            let c = hex[index]
+            return c <= UInt8(ascii: "9") ? Int(c - UInt8(ascii: "0")) : Int(c - UInt8(ascii: "a")) + 10
+        }
+        let bytes = (0..<10).map { nibble(2 * $0) * 16 + nibble(2 * $0 + 1) }
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyz0123456789")
+        let digits = String(1 + bytes[0] % 9) + String(bytes[1] % 10)
+        return "W" + digits + "-" + String(bytes[2..<10].map { alphabet[$0 % alphabet.count] })
+    }
+
     // MARK: Mobile SDK payment
 
     /// What the gateway produces for one SDK payment: the response JWT the app receives, the
@@ -173,7 +199,10 @@ public enum TPSandbox {
     public struct Payment: Sendable, Equatable {
         public var responseJWT: String
         public var notificationBody: [UInt8]
+        /// The transactions as a TRANSACTIONQUERY shows them (with `sitereference`).
         public var records: [[String: JSONValue]]
+        /// The payment's `requestreference` (`W57-aubk3dr3` form), the sandbox ledger's key.
+        public var requestReference: String
     }
 
     public struct RequestError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -185,6 +214,11 @@ public enum TPSandbox {
     /// taps "Pay"): the JWT must be HS256 under the merchant's secret, issued by `jwtIssuer`
     /// for the merchant's site, with the Mobile SDK's subscription fields. Outcomes follow the test
     /// amounts; the AUTH settles immediately only in the sense that `settlestatus` starts at "0".
+    /// The response JWT is shaped as Trust Payments' decoded sample (swift-payments
+    /// TestGatewayEndpoint.swift): claims `aud` (the JWT user), `iat`, `payload` with
+    /// `requestreference`, `version`, `response` and `secrand`; its entries carry no
+    /// `sitereference` and no `requestreference`. A 60010 (bank system error) AUTH keeps
+    /// `settlestatus` "0" as the corpus's 60010 sample does: its final status is unknown.
     public static func processPayment(jwt: String, config: TrustPaymentsConfig, now: Int64) throws(RequestError) -> Payment {
         let claimsBytes: [UInt8]
         do {
@@ -226,16 +260,15 @@ public enum TPSandbox {
             guard Int64(try field(name)) != nil else { throw RequestError(reason: "payload.\(name) must be numeric") }
         }
 
-        let requestReference = "W" + Digest.sha256Hex(Array(jwt.utf8)).prefix(11)
+        let requestReference = Self.requestReference(seed: Array(jwt.utf8))
         func transactionReference(_ type: String) -> String {
             Self.transactionReference(seed: "\(config.siteReference)\u{0}\(orderReference)\u{0}\(type)")
         }
         func entry(_ type: String, _ errorcode: String, _ message: String) -> [String: JSONValue] {
             [
                 "requesttypedescription": .string(type), "errorcode": .string(errorcode), "errormessage": .string(message),
-                "transactionreference": .string(transactionReference(type)), "sitereference": .string(config.siteReference),
-                "orderreference": .string(orderReference), "baseamount": .string(String(amount)),
-                "currencyiso3a": .string(currency), "requestreference": .string(requestReference),
+                "transactionreference": .string(transactionReference(type)), "orderreference": .string(orderReference),
+                "baseamount": .string(String(amount)), "currencyiso3a": .string(currency),
             ]
         }
         let paymentType = freeTrial ? "ACCOUNTCHECK" : "AUTH"
@@ -246,7 +279,9 @@ public enum TPSandbox {
         case bankErrorAmount: payment = entry(paymentType, TPErrorCode.bankSystemError, "Bank System Error")
         default: payment = entry(paymentType, "0", "Ok")
         }
-        payment["settlestatus"] = payment["errorcode"] == "0" ? "0" : "3"
+        // settlestatus 3 (cancelled) for a decline; 60010 leaves it "0" (the corpus's
+        // response-jwt--auth-bank-system-error-60010): Trust Payments does not know the outcome.
+        payment["settlestatus"] = payment["errorcode"]?.stringValue == TPErrorCode.declined ? "3" : "0"
         payment["paymenttypedescription"] = "VISA"
         entries.append(payment)
         if payment["errorcode"] == "0" {
@@ -263,24 +298,31 @@ public enum TPSandbox {
         }
 
         let responseClaims: JSONValue = [
-            "iat": .integer(now), "iss": .string(config.jwtIssuer),
+            "aud": .string(config.jwtIssuer), "iat": .integer(now),
             "payload": [
                 "requestreference": .string(requestReference), "version": .string(TPWebServices.version),
                 "response": .array(entries.map(JSONValue.object)),
+                "secrand": .string(String(SandboxCrypto.sha256Hex(Array(jwt.utf8) + [2]).prefix(16))),
             ],
         ]
         let responseJWT = TPSandboxJWT.sign(claims: responseClaims.bytes, key: config.jwtSecret.utf8)
         var notification: [TPSandboxNotification.Field] = []
+        // The notification states baseamount and currencyiso3a (paypipe reads one without them
+        // as undecided), the site and the payment's requestreference.
+        var notified = payment
+        notified["sitereference"] = .string(config.siteReference)
+        notified["requestreference"] = .string(requestReference)
         for name in [
             "baseamount", "currencyiso3a", "errorcode", "orderreference", "paymenttypedescription", "requestreference", "requesttypedescription",
             "settlestatus", "sitereference", "transactionreference",
         ] {
-            if let value = payment[name]?.stringValue { notification.append((name, value)) }
+            if let value = notified[name]?.stringValue { notification.append((name, value)) }
         }
         notification.append(("notificationreference", "N" + String(Digest.sha256Hex(Array(requestReference.utf8)).prefix(10))))
         return Payment(
             responseJWT: responseJWT,
             notificationBody: TPSandboxNotification.formBody(fields: notification, password: config.notificationPassword),
-            records: entries)
+            records: entries.map { entry in entry.merging(["sitereference": .string(config.siteReference)]) { _, site in site } },
+            requestReference: requestReference)
     }
 }

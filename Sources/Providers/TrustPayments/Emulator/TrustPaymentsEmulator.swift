@@ -157,9 +157,9 @@ package final class TrustPaymentsEmulator: ProviderEmulator {
                     store.series[series.parent] = series
                 }
             }
-            let key = payment.records.first?["requestreference"]?.stringValue.map { "trustpayments:" + $0.prefix(128) }
+            let key = "trustpayments:" + payment.requestReference.prefix(128)
             ledger.received(key)
-            if let key { ledger.tookEffect(key) }
+            ledger.tookEffect(key)
             return SandboxContext.json(
                 200,
                 [

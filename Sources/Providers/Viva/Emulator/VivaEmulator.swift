@@ -5,10 +5,13 @@ import Synchronization
 import Viva
 
 /// Viva under `/viva`:
-/// - `POST /sale` with `{"uri": "vivapayclient://pay/v1?...", "decline"?: true}` stands in for
-///   the Viva app (an inter-app call): the sale URL is read as the app would
+/// - `POST /sale` with `{"uri": "vivapayclient://pay/v1?...", "decline"?: true, "statusId"?: "A"}`
+///   stands in for the Viva app (an inter-app call): the sale URL is read as the app would
 ///   (`VivaSandbox.readSale`), the transaction is recorded, and the answer is
 ///   `{"callback": "<callback URI the app would open>"}`, or 400 naming what is wrong with the URL.
+///   `statusId` sets what Viva's transaction record says afterwards, one of the documented values
+///   F (completed), A (in progress), E (error), X (cancelled), R (refunded); by default F, or E
+///   with `decline`. The app's result is a failure for E and X (and `decline`), else a success.
 /// - `POST /connect/token` (OAuth2 client credentials, HTTP Basic) and
 ///   `GET /checkout/v2/transactions/{transactionId}` (bearer) stand in for Viva's accounts and
 ///   API hosts, answering only for sales this sandbox recorded under the token's merchant.
@@ -30,7 +33,16 @@ package final class VivaEmulator: ProviderEmulator {
         var statusId: String
         var amount: Int64
         var clientTransactionId: String
+        /// The card as the app's result masked it (`537489******1831`).
+        var accountNumber: String? = nil
+        var orderCode: Int64? = nil
+        var installments: Int64? = nil
+        var customerTrns: String? = nil
     }
+
+    /// The `statusId` values Viva documents for a transaction (PROVIDERS.md, Viva server-side
+    /// confirmation; the corpus's transactionResponse fixtures).
+    package static let statusIds: Set<String> = ["F", "A", "E", "X", "R"]
 
     package struct State: Sendable {
         /// Access token → the merchant it was issued to and when it expires (epoch seconds).
@@ -53,10 +65,14 @@ package final class VivaEmulator: ProviderEmulator {
     package var tokensIssued: Int { state.withLock { $0.tokensIssued } }
 
     /// Records a sale as Viva would after the app ran it (also a hook for tests).
-    package func record(transactionId: String, merchantKey: String, statusId: String, amount: Int64, clientTransactionId: String) {
+    package func record(
+        transactionId: String, merchantKey: String, statusId: String, amount: Int64, clientTransactionId: String,
+        accountNumber: String? = nil, orderCode: Int64? = nil, installments: Int64? = nil, customerTrns: String? = nil
+    ) {
         state.withLock {
             $0.transactions[transactionId] = Recorded(
-                merchantKey: merchantKey, statusId: statusId, amount: amount, clientTransactionId: clientTransactionId)
+                merchantKey: merchantKey, statusId: statusId, amount: amount, clientTransactionId: clientTransactionId,
+                accountNumber: accountNumber, orderCode: orderCode, installments: installments, customerTrns: customerTrns)
         }
     }
 
@@ -89,12 +105,23 @@ package final class VivaEmulator: ProviderEmulator {
         } catch {
             return SandboxContext.json(400, ["error": .string(String(describing: error))])
         }
-        let declined = body?["decline"]?.boolValue == true
+        let decline = body?["decline"]?.boolValue == true
+        let statusId: String
+        if let requested = body?["statusId"] {
+            guard let text = requested.stringValue, Self.statusIds.contains(text) else {
+                return SandboxContext.json(400, ["error": "statusId must be one of F, A, E, X, R"])
+            }
+            statusId = text
+        } else {
+            statusId = decline ? "E" : "F"
+        }
+        let declined = decline || statusId == "E" || statusId == "X"
         let result = declined ? VivaSandbox.declined(sale) : VivaSandbox.approved(sale)
         if let transactionId = result.transactionId {
             record(
-                transactionId: transactionId, merchantKey: sale.merchantKey, statusId: declined ? "E" : "F", amount: sale.amount,
-                clientTransactionId: sale.clientTransactionId)
+                transactionId: transactionId, merchantKey: sale.merchantKey, statusId: statusId, amount: sale.amount,
+                clientTransactionId: sale.clientTransactionId, accountNumber: result.accountNumber,
+                orderCode: result.orderCode.flatMap { Int64($0) }, installments: result.installments, customerTrns: sale.isv?.customerTrns)
         }
         return SandboxContext.json(200, ["callback": .string(result.uri)])
     }
@@ -135,15 +162,32 @@ package final class VivaEmulator: ProviderEmulator {
         let (grant, recorded) = state.withLock { state in (state.tokens[String(header.dropFirst(7))], state.transactions[transactionId]) }
         guard let grant, grant.expires > now else { return HTTPResponseSpec(status: 401) }
         guard let recorded, recorded.merchantKey == merchants[grant.merchant].config.merchantKey else {
+            // Viva documents only the status (404 = unknown transaction); the body is as it was.
             return SandboxContext.json(404, ["message": "transaction not found"])
         }
-        return SandboxContext.json(
-            200,
-            [
-                "statusId": .string(recorded.statusId), "amount": .fraction(Double(recorded.amount) / 100),
-                "merchantTrns": .string(recorded.clientTransactionId), "currencyCode": "978", "insDate": "2019-09-13T12:14:19.87+03:00",
-                "orderCode": 1_091_166_300_000_136,
-            ])
+        return SandboxContext.json(200, Self.transactionRecord(recorded))
+    }
+
+    /// A transaction as Viva's Retrieve-transaction answer shows it (the corpus's
+    /// transactionResponse fixtures: developer.viva.com verify-a-payment, member names and value
+    /// forms of the transaction-payment-created example): `amount` in major units as a decimal,
+    /// `cardNumber` masked with `X` (`414746XXXXXX0133`), `insDate` without an offset, the members
+    /// the sandbox does not know null as Viva writes them, `transactionTypeId` 5 (a card payment),
+    /// `cardTypeId` 1.
+    package static func transactionRecord(_ recorded: Recorded) -> JSONValue {
+        let cardNumber: JSONValue = recorded.accountNumber.map { JSONValue.string($0.replacingOccurrences(of: "*", with: "X")) } ?? .null
+        let customerTrns: JSONValue = recorded.customerTrns.map { JSONValue.string($0) } ?? .null
+        let amount = JSONValue.fraction(Double(recorded.amount) / 100)
+        let orderCode = JSONValue.integer(recorded.orderCode ?? 1_091_166_300_000_136)
+        let totalInstallments = JSONValue.integer(recorded.installments ?? 0)
+        let fields: [String: JSONValue] = [
+            "email": "customer@example.com", "fullName": "Customer name", "amount": amount, "orderCode": orderCode,
+            "statusId": .string(recorded.statusId), "insDate": "2019-09-13T12:14:19.87", "cardNumber": cardNumber,
+            "currencyCode": "978", "customerTrns": customerTrns, "merchantTrns": .string(recorded.clientTransactionId),
+            "transactionTypeId": 5, "recurringSupport": false, "totalInstallments": totalInstallments, "cardCountryCode": .null,
+            "cardIssuingBank": .null, "currentInstallment": 0, "cardUniqueReference": .null, "cardTypeId": 1, "digitalWalletId": .null,
+        ]
+        return .object(fields)
     }
 
     /// (client id, secret) of an HTTP Basic header, decoded here rather than with the client's code.
