@@ -69,7 +69,7 @@ struct RedeliveryTests {
         _ = young.start()
         #expect(young.receive(HTTPResponseSpec(status: 404), jitter: 0) == .send(work.request, afterMilliseconds: 0))
 
-        work.acceptedAt = Timestamp.nowMilliseconds() - PaypipeConfig.Timers().netsIdempotencyKeyLifetimeMs - 1000
+        work.acceptedAt = Timestamp.nowMilliseconds() - PaypipeConfig.Timers()[.netsIdempotencyKeyLifetime] - 1000
         var old = Submission(work: work, connector: await connector(for: work))
         var action = old.start()
         for _ in 0..<10 {

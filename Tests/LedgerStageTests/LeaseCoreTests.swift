@@ -161,7 +161,7 @@ struct LeaseCoreTests {
         #expect { try parse(["leaseMs": 15_000]) } throws: { ($0 as? ConfigError)?.path == "timers.leaseMs" }
         #expect(try parse(["leaseMs": 15_001]).timers.leaseMs == 15_001)
         #expect { try parse(["leaseMaxMs": 30_000]) } throws: { ($0 as? ConfigError)?.path == "timers.leaseMaxMs" }
-        #expect(try parse([:]).timers.leaseMaxMs == 600_000 && parse([:]).timers.netsIdempotencyKeyLifetimeMs == 3_600_000)
+        #expect(try parse([:]).timers.leaseMaxMs == 600_000 && parse([:]).timers[.netsIdempotencyKeyLifetime] == 3_600_000)
         #expect { try parse(["maxDispatches": 0]) } throws: { ($0 as? ConfigError)?.path == "timers.maxDispatches" }
     }
 

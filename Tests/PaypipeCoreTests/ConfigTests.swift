@@ -1,3 +1,4 @@
+import Cleeng
 import Foundation
 import PaypipeCore
 import Testing
@@ -79,8 +80,8 @@ struct ConfigTests {
         #expect(tp.notificationPassword.reveal() == "notify-pass")  // one trailing newline dropped
         #expect(tp.siteReference == "test_site12345")
         #expect(merchant.phonepe?.saltIndex == "1")
-        #expect(config.timers.cleengPollIntervalMs == 50)
-        #expect(config.timers.cleengGiveUpMs == 60000)
+        #expect(config.timers[.cleengPollInterval] == 50)
+        #expect(config.timers[.cleengGiveUp] == 60000)
         #expect(config.endpoints.intake == "tcp://127.0.0.1:5550")
         #expect(config.endpoints.callbacks == "127.0.0.1:8080")
     }

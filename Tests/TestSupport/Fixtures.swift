@@ -51,7 +51,7 @@ package func readDispatch(_ frame: [UInt8]) -> DispatchFrame? { try? DispatchFra
 
 package func timers(phonepeCallbackWaitMs: Int64) -> PaypipeConfig.Timers {
     var timers = PaypipeConfig.Timers()
-    timers.phonepeCallbackWaitMs = phonepeCallbackWaitMs
+    timers[.phonepeCallbackWait] = phonepeCallbackWaitMs
     return timers
 }
 

@@ -111,13 +111,9 @@ extension PaypipeConfig {
         }
         if var t = try root.optionalObject("timers") {
             let d = config.timers
-            config.timers.cleengPollIntervalMs = try t.positiveInteger("cleengPollIntervalMs") ?? d.cleengPollIntervalMs
-            config.timers.cleengGiveUpMs = try t.positiveInteger("cleengGiveUpMs") ?? d.cleengGiveUpMs
             config.timers.entitlementRecheckMs = try t.positiveInteger("entitlementRecheckMs") ?? d.entitlementRecheckMs
             config.timers.httpConnectTimeoutMs = try t.positiveInteger("httpConnectTimeoutMs") ?? d.httpConnectTimeoutMs
             config.timers.httpRequestTimeoutMs = try t.positiveInteger("httpRequestTimeoutMs") ?? d.httpRequestTimeoutMs
-            config.timers.phonepeCallbackWaitMs = try t.positiveInteger("phonepeCallbackWaitMs") ?? d.phonepeCallbackWaitMs
-            config.timers.tpResponseMaxAgeS = try t.positiveInteger("tpResponseMaxAgeS") ?? d.tpResponseMaxAgeS
             config.timers.pendingResolveAfterMs = try t.positiveInteger("pendingResolveAfterMs") ?? d.pendingResolveAfterMs
             config.timers.pendingExpireAfterMs = try t.positiveInteger("pendingExpireAfterMs") ?? d.pendingExpireAfterMs
             guard config.timers.pendingExpireAfterMs >= config.timers.pendingResolveAfterMs else {
@@ -141,8 +137,10 @@ extension PaypipeConfig {
             guard config.timers.leaseMaxMs > config.timers.leaseMs else {
                 throw ConfigError(path: "timers.leaseMaxMs", reason: "must be greater than timers.leaseMs (\(config.timers.leaseMs))")
             }
-            config.timers.netsIdempotencyKeyLifetimeMs = try t.positiveInteger("netsIdempotencyKeyLifetimeMs") ?? d.netsIdempotencyKeyLifetimeMs
             config.timers.maxDispatches = try t.positiveInteger("maxDispatches") ?? d.maxDispatches
+            for timer in sections.flatMap({ $0.timers }) {
+                if let value = try t.positiveInteger(timer.name) { config.timers[timer] = value }
+            }
             try t.finish()
         }
         if var c = try root.optionalObject("curve") { config.curve = try CurveConfig.parse(&c) }

@@ -63,12 +63,8 @@ public struct PaypipeConfig: Sendable {
     }
 
     public struct Timers: Sendable, Equatable {
-        public var cleengPollIntervalMs: Int64 = 5000
-        public var cleengGiveUpMs: Int64 = 60000
         public var httpConnectTimeoutMs: Int64 = 2000
         public var httpRequestTimeoutMs: Int64 = 10000
-        public var phonepeCallbackWaitMs: Int64 = 900_000
-        public var tpResponseMaxAgeS: Int64 = 3600
         /// A pending order is checked with the provider's status call after this long, and again
         /// every this long (docs/operations.md, "Every pending order ends").
         public var pendingResolveAfterMs: Int64 = 900_000
@@ -80,16 +76,21 @@ public struct PaypipeConfig: Sendable {
         /// The longest one submitter may hold one dispatch of an order, renewals included: past it
         /// its renewals are refused and, once the lease lapses, the order goes to review.
         public var leaseMaxMs: Int64 = 600_000
-        /// How long Nets is trusted to remember a charge's `Idempotency-Key`: a redelivered charge
-        /// whose status Nets cannot find by its key is sent again only this long after the order
-        /// was accepted, and goes to review after.
-        public var netsIdempotencyKeyLifetimeMs: Int64 = 3_600_000
         /// Dispatches of one order a submitter claimed and lost (it died or never answered) before
         /// the order goes to review (`unknown` NEEDS_REVIEW); copies nobody claimed do not count.
         public var maxDispatches: Int64 = 5
         /// A subscription whose provider pushes nothing when access lapses (Cleeng) has its
         /// entitlement checked at its expiry and at least this often.
         public var entitlementRecheckMs: Int64 = 86_400_000
+        /// The timers providers declare (`MerchantSection.timers`), by name, where the config
+        /// sets them; read through `subscript(_:)`.
+        var providerTimers: [String: Int64] = [:]
+
+        /// A provider's timer: the config's value, else the timer's default.
+        public subscript(timer: ProviderTimer) -> Int64 {
+            get { providerTimers[timer.name] ?? timer.defaultValue }
+            set { providerTimers[timer.name] = newValue }
+        }
         public init() {}
     }
 
@@ -160,9 +161,27 @@ public struct MerchantConfig: Sendable {
 public protocol MerchantSection: Sendable {
     /// The provider whose key names the section.
     static var provider: Provider { get }
+    /// The provider's timers, set in the config's `timers` section by name.
+    static var timers: [ProviderTimer] { get }
     init(_ reader: inout ConfigReader) throws(ConfigError)
     /// This section in the demo config, with throwaway credentials the sandbox accepts.
     static func demo(_ environment: DemoEnvironment) -> JSONValue
+}
+
+extension MerchantSection {
+    public static var timers: [ProviderTimer] { [] }
+}
+
+/// A timer one provider declares in its own module (its `MerchantSection.timers`): a positive
+/// integer in the config's `timers` section under `name`, `defaultValue` when absent.
+public struct ProviderTimer: Sendable, Hashable {
+    public let name: String
+    public let defaultValue: Int64
+
+    public init(_ name: String, default defaultValue: Int64) {
+        self.name = name
+        self.defaultValue = defaultValue
+    }
 }
 
 /// Where a provider's demo section points (`MerchantSection.demo`): the demo config that

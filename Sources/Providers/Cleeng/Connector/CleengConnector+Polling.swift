@@ -15,7 +15,7 @@ extension CleengConnector: PendingPolling {
     public var pendingPolling: (any PendingPolling)? { self }
 
     public func pollingPolicy(timers: PaypipeConfig.Timers) -> PollingPolicy {
-        Self.pollingPolicy(intervalMs: timers.cleengPollIntervalMs, deadlineMs: timers.cleengGiveUpMs) ?? Self.pollingPolicy()!
+        Self.pollingPolicy(intervalMs: timers[.cleengPollInterval], deadlineMs: timers[.cleengGiveUp]) ?? Self.pollingPolicy()!
     }
 
     /// The merchant's API URL and the receipt's customer token, offer and IP address.

@@ -39,6 +39,6 @@ public struct CleengConnector: ProviderConnector {
     /// A receipt still pending well past its polling deadline was lost with a poller.
     public func pendingFollowUp(for operation: Operation, timers: PaypipeConfig.Timers) -> PendingFollowUp? {
         guard operation == .appleReceipt else { return nil }
-        return .poll(lostAfterMilliseconds: timers.cleengGiveUpMs + max(2 * timers.cleengPollIntervalMs, 30_000))
+        return .poll(lostAfterMilliseconds: timers[.cleengGiveUp] + max(2 * timers[.cleengPollInterval], 30_000))
     }
 }

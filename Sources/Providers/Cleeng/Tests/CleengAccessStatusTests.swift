@@ -91,8 +91,8 @@ func rpc(_ text: String, status: Int = 200) -> HTTPResponseSpec { HTTPResponseSp
         #expect(standard.intervalMs == 5000 && standard.deadlineMs == 60000)
         #expect(standard.giveUpVerdict == .failed(code: "ACCESS_NOT_GRANTED", message: "access not granted within 60 s"))
         var timers = PaypipeConfig.Timers()
-        timers.cleengPollIntervalMs = 250
-        timers.cleengGiveUpMs = 1500
+        timers[.cleengPollInterval] = 250
+        timers[.cleengGiveUp] = 1500
         let quick = connector.pollingPolicy(timers: timers)
         #expect(quick.intervalMs == 250 && quick.deadlineMs == 1500)
         #expect(quick.giveUpVerdict == .failed(code: "ACCESS_NOT_GRANTED", message: "access not granted within 1500 ms"))

@@ -47,7 +47,7 @@ public struct NetsConnector: ProviderConnector {
     public func read(_ response: HTTPResponseSpec, to current: HTTPRequestSpec, in exchange: Exchange<NoContext>) -> ProviderReading {
         if exchange.purpose.isStatusCheck { return readPendingCreate(response, to: current, in: exchange) }
         if NetsRequestKind(current) == .chargeStatus {
-            let forgotten = exchange.orderAgeMilliseconds >= config.timers.netsIdempotencyKeyLifetimeMs
+            let forgotten = exchange.orderAgeMilliseconds >= config.timers[.netsIdempotencyKeyLifetime]
             return .verdict(NetsPayments.classifyChargeStatus(response, keyMayBeForgotten: forgotten))
         }
         switch NetsPayments.handle(response, to: current) {

@@ -2,7 +2,7 @@ import PaypipeCore
 
 /// Identifier rules for values that end up in URL paths or idempotency headers.
 public enum NetsIdentifiers {
-    /// Longest id accepted in a path (Nets ids are 32 hex characters).
+    /// Longest id accepted in a path (payment ids are 32 hex characters, subscription and charge ids 36-character GUIDs).
     public static let maxIdLength = 64
 
     /// Whether `id` may be placed in a URL path as one segment: 1-64 characters of

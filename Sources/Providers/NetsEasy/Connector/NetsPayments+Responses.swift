@@ -141,7 +141,7 @@ extension NetsPayments {
         return .pending(["paymentId": .string(paymentId), "hostedPaymentPageUrl": .string(pageURL)])
     }
 
-    /// Charge: 201 `{paymentId, chargeId}` → `succeeded`.
+    /// Charge: 2xx (Nets documents 200) `{paymentId, chargeId}` → `succeeded`.
     public static func classifyCharge(_ response: HTTPResponseSpec) -> ProviderVerdict {
         guard (200...299).contains(response.status) else { return classifyError(response, kind: .chargeSubscription) }
         guard let body = try? JSONValue.parse(response.body),

@@ -204,7 +204,7 @@ public struct PhonePeConnector: ProviderConnector {
 
     /// A debit whose DEBIT callback does not come is asked after as a mandate's auth is.
     public func pendingFollowUp(for operation: Operation, timers: PaypipeConfig.Timers) -> PendingFollowUp? {
-        operation == .authInit || operation == .debitExecute ? .statusCheck(afterMilliseconds: timers.phonepeCallbackWaitMs) : nil
+        operation == .authInit || operation == .debitExecute ? .statusCheck(afterMilliseconds: timers[.phonepeCallbackWait]) : nil
     }
 
     // MARK: - Subscriptions

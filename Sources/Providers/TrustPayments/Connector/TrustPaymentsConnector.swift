@@ -232,7 +232,7 @@ public struct TrustPaymentsConnector: ProviderConnector {
             throw .unknownMerchant(forwarded.merchant, .trustpayments)
         }
         let response = try await verifier.verify(
-            forwarded.value, now: Timestamp.nowMilliseconds() / 1000, maxAgeSeconds: config.timers.tpResponseMaxAgeS)
+            forwarded.value, now: Timestamp.nowMilliseconds() / 1000, maxAgeSeconds: config.timers[.tpResponseMaxAge])
         let order = try await orders.order(forwarded.key, provider: .trustpayments)
         let expected = try TPExpectedOrder.forCallback(order: order, config: tp)
         try expected.checkOrderReference(in: response.entries)
