@@ -16,10 +16,6 @@ import Testing
     static func json(_ response: HTTPResponseSpec) throws -> JSONValue { try JSONValue.parse(response.body) }
 
     /// What `value` says that no published message of `kind` says.
-    static func unpublished(_ value: JSONValue, kind: String) -> Set<String> {
-        value.keyPaths.subtracting(corpus.keyPaths(ofKind: kind))
-    }
-
     static func isHex32(_ text: String?) -> Bool {
         guard let text else { return false }
         return text.utf8.count == 32 && text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
@@ -74,7 +70,9 @@ import Testing
         let response = sandbox.handle(create, now: NetsFixtures.now)
         #expect(response.status == 201)
         let body = try Self.json(response)
-        #expect(Self.unpublished(body, kind: "createPaymentResponse").isEmpty, "\(Self.unpublished(body, kind: "createPaymentResponse"))")
+        #expect(
+            Self.corpus.unpublishedPaths(in: body, kind: "createPaymentResponse").isEmpty,
+            "\(Self.corpus.unpublishedPaths(in: body, kind: "createPaymentResponse"))")
         let paymentId = body["paymentId"]?.stringValue
         #expect(Self.isHex32(paymentId))
         let page = try #require(body["hostedPaymentPageUrl"]?.stringValue)
@@ -90,7 +88,7 @@ import Testing
         let body = try Self.json(response)
         // Field names under `errors` are the request's own paths; the envelope is Nets'.
         let envelope = JSONValue.object((body.objectValue ?? [:]).mapValues { _ in JSONValue.object([:]) })
-        #expect(Self.unpublished(envelope, kind: "createPaymentResponse").isEmpty)
+        #expect(Self.corpus.unpublishedPaths(in: envelope, kind: "createPaymentResponse").isEmpty)
         let errors = try #require(body["errors"]?.objectValue)
         #expect(!errors.isEmpty)
         for (_, messages) in errors {
@@ -138,7 +136,7 @@ import Testing
         let response = subscribed.sandbox.handle(charge, now: NetsFixtures.now)
         #expect(response.status == 200)
         let body = try Self.json(response)
-        #expect(Self.unpublished(body, kind: "chargeSubscriptionResponse").isEmpty)
+        #expect(Self.corpus.unpublishedPaths(in: body, kind: "chargeSubscriptionResponse").isEmpty)
         #expect(body.keyPaths == Self.corpus.named("charge-subscription-response--charged-guid-ids").json?.keyPaths)
         #expect(NetsIdentifiers.isSafeId(body["paymentId"]?.stringValue ?? "") && NetsIdentifiers.isSafeId(body["chargeId"]?.stringValue ?? ""))
         #expect(NetsPayments.classifyCharge(response).kind == "succeeded")
@@ -215,7 +213,9 @@ import Testing
         sandbox.terminateCheckout(paymentId: abandoned, timestampMilliseconds: NetsFixtures.now * 1000 + 456)
         for paymentId in [openId, completed, abandoned] {
             let body = try read(paymentId)
-            #expect(Self.unpublished(body, kind: "paymentResponse").isEmpty, "\(Self.unpublished(body, kind: "paymentResponse"))")
+            #expect(
+                Self.corpus.unpublishedPaths(in: body, kind: "paymentResponse").isEmpty,
+                "\(Self.corpus.unpublishedPaths(in: body, kind: "paymentResponse"))")
             #expect(Self.hasForm(body["payment"]?["created"]?.stringValue, Self.paymentTimestampForm))
         }
         let completedBody = try read(completed)
@@ -234,7 +234,9 @@ import Testing
             try NetsPayments.fetchSubscription(subscriptionId: subscribed.subscriptionId, config: NetsFixtures.config), now: NetsFixtures.now)
         #expect(response.status == 200)
         let body = try Self.json(response)
-        #expect(Self.unpublished(body, kind: "subscriptionResponse").isEmpty, "\(Self.unpublished(body, kind: "subscriptionResponse"))")
+        #expect(
+            Self.corpus.unpublishedPaths(in: body, kind: "subscriptionResponse").isEmpty,
+            "\(Self.corpus.unpublishedPaths(in: body, kind: "subscriptionResponse"))")
         #expect(NetsPayments.classifySubscription(response).kind == "succeeded")
     }
 
@@ -253,7 +255,7 @@ import Testing
         let subscribed = try Self.subscribed()
         let delivery = try #require(subscribed.checkout.first)
         let body = try JSONValue.parse(delivery.body)
-        #expect(Self.unpublished(body, kind: "webhook").isEmpty, "\(Self.unpublished(body, kind: "webhook"))")
+        #expect(Self.corpus.unpublishedPaths(in: body, kind: "webhook").isEmpty, "\(Self.corpus.unpublishedPaths(in: body, kind: "webhook"))")
         #expect(body["event"] == "payment.checkout.completed")
         #expect(Self.isHex32(body["id"]?.stringValue))
         #expect(body["merchantId"]?.integerValue != nil && body["merchantNumber"] == nil)
@@ -272,7 +274,7 @@ import Testing
         #expect(deliveries.count == 1)
         let delivery = try #require(deliveries.first)
         let body = try JSONValue.parse(delivery.body)
-        #expect(Self.unpublished(body, kind: "webhook").isEmpty, "\(Self.unpublished(body, kind: "webhook"))")
+        #expect(Self.corpus.unpublishedPaths(in: body, kind: "webhook").isEmpty, "\(Self.corpus.unpublishedPaths(in: body, kind: "webhook"))")
         #expect(body["event"] == "payment.charge.created.v2")
         #expect(body["merchantNumber"]?.integerValue != nil && body["merchantId"] == nil)
         #expect(Self.hasForm(body["timestamp"]?.stringValue, Self.webhookTimestampForm))
@@ -293,7 +295,7 @@ import Testing
         let deliveries = subscribed.sandbox.takeDeliveries()
         let delivery = try #require(deliveries.first)
         let body = try JSONValue.parse(delivery.body)
-        #expect(Self.unpublished(body, kind: "webhook").isEmpty, "\(Self.unpublished(body, kind: "webhook"))")
+        #expect(Self.corpus.unpublishedPaths(in: body, kind: "webhook").isEmpty, "\(Self.corpus.unpublishedPaths(in: body, kind: "webhook"))")
         #expect(body["event"] == "payment.charge.failed.v2")
         #expect(body["merchantNumber"]?.integerValue != nil && body["merchantId"] == nil)
         #expect(Self.isHex32(body["id"]?.stringValue) && body["id"] != body["data"]?["chargeId"])
@@ -313,7 +315,7 @@ import Testing
         #expect(deliveries.count == 1)
         let delivery = try #require(deliveries.first)
         let body = try JSONValue.parse(delivery.body)
-        #expect(Self.unpublished(body, kind: "webhook").isEmpty, "\(Self.unpublished(body, kind: "webhook"))")
+        #expect(Self.corpus.unpublishedPaths(in: body, kind: "webhook").isEmpty, "\(Self.corpus.unpublishedPaths(in: body, kind: "webhook"))")
         #expect(body["merchantId"]?.integerValue != nil && body["merchantNumber"] == nil)
         #expect(body["data"]?["orderItems"]?.arrayValue?.count == 1)
         #expect(body["data"]?["error"] == Self.corpus.named("webhook--reservation-failed").json?["data"]?["error"])
@@ -339,7 +341,9 @@ import Testing
             ["items": [["reference": "sub-42", "name": "Subscription", "quantity": 1, "unit": "pcs", "unitPrice": 1050, "extra": true]]])
         if eventName.hasSuffix(".v2") { content.subscriptionId = "d079718b-ff63-45dd-947b-4950c023750f" }
         let body = try JSONValue.parse(NetsSandbox.webhookDelivery(content, config: NetsFixtures.config).body)
-        #expect(Self.unpublished(body, kind: "webhook").isEmpty, "\(eventName): \(Self.unpublished(body, kind: "webhook"))")
+        #expect(
+            Self.corpus.unpublishedPaths(in: body, kind: "webhook").isEmpty,
+            "\(eventName): \(Self.corpus.unpublishedPaths(in: body, kind: "webhook"))")
         let merchantNumber = ["payment.charge.created.v2", "payment.charge.failed.v2", "payment.reservation.created.v2"].contains(eventName)
         #expect((body["merchantNumber"] != nil) == merchantNumber && (body["merchantId"] != nil) == !merchantNumber)
         #expect(Self.hasForm(body["timestamp"]?.stringValue, Self.webhookTimestampForm))

@@ -18,10 +18,6 @@ import Testing
     }
 
     /// The member paths of `answer` that no published message of `kind` has.
-    static func unpublished(_ answer: JSONValue, kind: String) -> Set<String> {
-        answer.keyPaths.subtracting(PhonePeCorpus.all.keyPaths(ofKind: kind))
-    }
-
     /// The fixture of `kind` whose envelope carries `code` (a refusal's documented HTTP status).
     static func fixture(kind: String, code: String) -> Fixture? {
         PhonePeCorpus.all.of(kind: kind).first { $0.json?["code"]?.stringValue == code }
@@ -107,7 +103,9 @@ import Testing
         let success = sandbox.handleAuthInit(try PhonePeAuthInit(order: PhonePeFixtures.order(), config: config).request).response
         #expect(success.status == 200)
         let answer = try JSONValue.parse(success.body)
-        #expect(Self.unpublished(answer, kind: "authInitResponse").isEmpty, "\(Self.unpublished(answer, kind: "authInitResponse"))")
+        #expect(
+            PhonePeCorpus.all.unpublishedPaths(in: answer, kind: "authInitResponse").isEmpty,
+            "\(PhonePeCorpus.all.unpublishedPaths(in: answer, kind: "authInitResponse"))")
         #expect(answer["data"]?["redirectType"] == "INTENT")
         #expect(answer["data"]?["redirectURL"]?.stringValue?.hasPrefix("ppe://mandate?") == true)
 
@@ -116,7 +114,7 @@ import Testing
             let order = PhonePeFixtures.orderWith(["subscriptionId": .string(subscriptionId)])
             let refusal = sandbox.handleAuthInit(try PhonePeAuthInit(order: order, config: config).request).response
             let body = try JSONValue.parse(refusal.body)
-            #expect(Self.unpublished(body, kind: "authInitResponse").isEmpty)
+            #expect(PhonePeCorpus.all.unpublishedPaths(in: body, kind: "authInitResponse").isEmpty)
             let code = try #require(body["code"]?.stringValue)
             let fixture = try #require(Self.fixture(kind: "authInitResponse", code: code), "no fixture shows \(code)")
             #expect(refusal.status == fixture.status, "\(code)")
@@ -128,7 +126,7 @@ import Testing
         forged.headers = forged.headers.map { $0.name == "X-VERIFY" ? HTTPHeader("X-VERIFY", "0" + $0.value.dropFirst()) : $0 }
         let refused = sandbox.handleAuthInit(forged).response
         #expect(refused.status == Self.fixture(kind: "authInitResponse", code: "AUTHORIZATION_FAILED")?.status)
-        #expect(Self.unpublished(try JSONValue.parse(refused.body), kind: "authInitResponse").isEmpty)
+        #expect(PhonePeCorpus.all.unpublishedPaths(in: try JSONValue.parse(refused.body), kind: "authInitResponse").isEmpty)
     }
 
     @Test func authStatusAndAuthCallbacksAnswerInThePublishedShapes() throws {
@@ -138,7 +136,8 @@ import Testing
         for outcome in PhonePeSandboxAuthOutcome.allCases {
             let status = try JSONValue.parse(sandbox.authStatusResponse(for: mandate, outcome: outcome).body)
             #expect(
-                Self.unpublished(status, kind: "authStatusResponse").isEmpty, "\(outcome): \(Self.unpublished(status, kind: "authStatusResponse"))")
+                PhonePeCorpus.all.unpublishedPaths(in: status, kind: "authStatusResponse").isEmpty,
+                "\(outcome): \(PhonePeCorpus.all.unpublishedPaths(in: status, kind: "authStatusResponse"))")
             if outcome == .completed {
                 let mode = try #require(status["data"]?["transactionDetails"]?["paymentModes"]?.arrayValue?.first)
                 #expect(Self.isDigits(try #require(mode["utr"]?.stringValue), count: 12))
@@ -148,13 +147,15 @@ import Testing
             }
             guard outcome != .pending else { continue }
             let callback = try Self.decoded(sandbox.callback(for: mandate, outcome: outcome).body)
-            #expect(Self.unpublished(callback, kind: "authCallback").isEmpty, "\(outcome): \(Self.unpublished(callback, kind: "authCallback"))")
+            #expect(
+                PhonePeCorpus.all.unpublishedPaths(in: callback, kind: "authCallback").isEmpty,
+                "\(outcome): \(PhonePeCorpus.all.unpublishedPaths(in: callback, kind: "authCallback"))")
         }
         let notFound = sandbox.authStatusNotFound(authRequestId: built.authRequestId)
         #expect(notFound.status == 404)
         let body = try JSONValue.parse(notFound.body)
         #expect(body["code"] == "TRANSACTION_NOT_FOUND" && body["success"] == .bool(false))
-        #expect(Self.unpublished(body, kind: "authStatusResponse").isEmpty)
+        #expect(PhonePeCorpus.all.unpublishedPaths(in: body, kind: "authStatusResponse").isEmpty)
     }
 
     // MARK: - A repeated auth/init, through the sandbox
@@ -173,7 +174,7 @@ import Testing
             #expect(again.status == fixture.status)
             let body = try JSONValue.parse(again.body)
             #expect(body == fixture.json)
-            #expect(Self.unpublished(body, kind: "authInitResponse").isEmpty)
+            #expect(PhonePeCorpus.all.unpublishedPaths(in: body, kind: "authInitResponse").isEmpty)
             // The refusal is read as "ask the status call", never as a decline.
             #expect(PhonePeAuthInit.classify(again, authRequestId: authInit.authRequestId).isUnknown)
             #expect(sandbox.ledger.requests("phonepe:" + authInit.authRequestId) == 2)
@@ -196,7 +197,9 @@ import Testing
                 let notified = try await sandbox.send(notify.request)
                 #expect(notified.status == 200)
                 let initAnswer = try JSONValue.parse(notified.body)
-                #expect(Self.unpublished(initAnswer, kind: "debitInitResponse").isEmpty, "\(Self.unpublished(initAnswer, kind: "debitInitResponse"))")
+                #expect(
+                    PhonePeCorpus.all.unpublishedPaths(in: initAnswer, kind: "debitInitResponse").isEmpty,
+                    "\(PhonePeCorpus.all.unpublishedPaths(in: initAnswer, kind: "debitInitResponse"))")
                 #expect(initAnswer["message"] == "Your request has been successfully submitted.")
                 #expect(initAnswer["data"]?["state"] == "ACCEPTED")
                 #expect(initAnswer["data"]?["amount"] == .integer(39900))
@@ -215,12 +218,13 @@ import Testing
                 #expect(try Self.callbacks(receiver, type: "NOTIFY").count == 1)
                 let notifyCallback = try #require(try Self.callbacks(receiver, type: "NOTIFY").first)
                 #expect(
-                    Self.unpublished(notifyCallback, kind: "notifyCallback").isEmpty, "\(Self.unpublished(notifyCallback, kind: "notifyCallback"))")
+                    PhonePeCorpus.all.unpublishedPaths(in: notifyCallback, kind: "notifyCallback").isEmpty,
+                    "\(PhonePeCorpus.all.unpublishedPaths(in: notifyCallback, kind: "notifyCallback"))")
 
                 // A redelivered notification is resolved by the status call: notified, not sent again.
                 let notifiedStatus = try await sandbox.send(try #require(notify.resolve))
                 let statusAnswer = try JSONValue.parse(notifiedStatus.body)
-                #expect(Self.unpublished(statusAnswer, kind: "debitStatusResponse").isEmpty)
+                #expect(PhonePeCorpus.all.unpublishedPaths(in: statusAnswer, kind: "debitStatusResponse").isEmpty)
                 #expect(statusAnswer["data"]?["notificationDetails"]?["validAfter"]?.stringValue != nil, "the status page's epoch strings")
                 #expect(notifyDebit.classifyStatus(notifiedStatus, beforeResubmit: true).result?["notificationId"] == .string(notificationId))
 
@@ -231,7 +235,7 @@ import Testing
                 let executed = try await sandbox.send(execute.request)
                 #expect(executed.status == 200)
                 let executeAnswer = try JSONValue.parse(executed.body)
-                #expect(Self.unpublished(executeAnswer, kind: "debitExecuteResponse").isEmpty)
+                #expect(PhonePeCorpus.all.unpublishedPaths(in: executeAnswer, kind: "debitExecuteResponse").isEmpty)
                 #expect(executeAnswer["message"] == "Your request has been successfully submitted.")
                 #expect(executeAnswer["data"]?["state"] == "PENDING")
                 let executeDebit = try PhonePeDebit(order: executeOrder)
@@ -248,7 +252,9 @@ import Testing
                 let debitCallbacks = try Self.callbacks(receiver, type: "DEBIT")
                 #expect(debitCallbacks.count == 1)
                 let debitCallback = try #require(debitCallbacks.first)
-                #expect(Self.unpublished(debitCallback, kind: "debitCallback").isEmpty, "\(Self.unpublished(debitCallback, kind: "debitCallback"))")
+                #expect(
+                    PhonePeCorpus.all.unpublishedPaths(in: debitCallback, kind: "debitCallback").isEmpty,
+                    "\(PhonePeCorpus.all.unpublishedPaths(in: debitCallback, kind: "debitCallback"))")
                 #expect(debitCallback["message"] == "Your payment is successful.")
                 let transaction = try #require(debitCallback["data"]?["transactionDetails"])
                 #expect(Self.isProviderReference(transaction["providerReferenceId"]?.stringValue))
@@ -269,8 +275,8 @@ import Testing
                 let debitStatus = try await sandbox.send(try #require(execute.resolve))
                 let debitStatusAnswer = try JSONValue.parse(debitStatus.body)
                 #expect(
-                    Self.unpublished(debitStatusAnswer, kind: "debitStatusResponse").isEmpty,
-                    "\(Self.unpublished(debitStatusAnswer, kind: "debitStatusResponse"))")
+                    PhonePeCorpus.all.unpublishedPaths(in: debitStatusAnswer, kind: "debitStatusResponse").isEmpty,
+                    "\(PhonePeCorpus.all.unpublishedPaths(in: debitStatusAnswer, kind: "debitStatusResponse"))")
                 #expect(debitStatusAnswer["message"] == "Your payment is successful.")
                 #expect(executeDebit.classifyStatus(debitStatus, beforeResubmit: true).kind == "succeeded")
 
@@ -279,7 +285,7 @@ import Testing
                 let unknown = try Self.signed(connector, Self.notifyOrder("TXNEVERSENT", subscriptionId: "SUB-debit-1"))
                 let notFound = try await sandbox.send(try #require(unknown.resolve))
                 #expect(notFound.status == 404)
-                #expect(Self.unpublished(try JSONValue.parse(notFound.body), kind: "debitStatusResponse").isEmpty)
+                #expect(PhonePeCorpus.all.unpublishedPaths(in: try JSONValue.parse(notFound.body), kind: "debitStatusResponse").isEmpty)
                 #expect(
                     try PhonePeDebit(order: Self.notifyOrder("TXNEVERSENT", subscriptionId: "SUB-debit-1")).classifyStatus(
                         notFound, beforeResubmit: true
@@ -318,7 +324,7 @@ import Testing
             for refusal in [refusedAmount, noMandate, early, wrong] {
                 let body = try JSONValue.parse(refusal.body)
                 #expect(documented.contains(body["code"]?.stringValue ?? ""), "\(body)")
-                #expect(Self.unpublished(body, kind: "debitInitResponse").isEmpty)
+                #expect(PhonePeCorpus.all.unpublishedPaths(in: body, kind: "debitInitResponse").isEmpty)
                 #expect(refusal.status == 400)
             }
         }
@@ -334,12 +340,12 @@ import Testing
                 let order = Self.notifyOrder("TXFAIL1", subscriptionId: "SUB-fail-1")
                 let answer = try await sandbox.send(try Self.signed(connector, order).request)
                 let body = try JSONValue.parse(answer.body)
-                #expect(Self.unpublished(body, kind: "debitInitResponse").isEmpty)
+                #expect(PhonePeCorpus.all.unpublishedPaths(in: body, kind: "debitInitResponse").isEmpty)
                 #expect(body["data"]?["state"] == "FAILED")
                 #expect(try PhonePeDebit(order: order).classify(answer).failureCode == "NOTIFY_FAILED")
                 let notify = try #require(try Self.callbacks(receiver, type: "NOTIFY").first)
                 #expect(notify["data"]?["notificationDetails"]?["state"] == "FAILED")
-                #expect(Self.unpublished(notify, kind: "notifyCallback").isEmpty)
+                #expect(PhonePeCorpus.all.unpublishedPaths(in: notify, kind: "notifyCallback").isEmpty)
             }
         }
     }
@@ -360,13 +366,15 @@ import Testing
                     #expect(try await Self.post(sandbox, "/_sandbox/subscriptions/phonepe/" + action, subscription).status == 200, "\(action)")
                 }
                 for notify in try Self.callbacks(receiver, type: "NOTIFY") {
-                    #expect(Self.unpublished(notify, kind: "notifyCallback").isEmpty)
+                    #expect(PhonePeCorpus.all.unpublishedPaths(in: notify, kind: "notifyCallback").isEmpty)
                     #expect(Self.isNotificationId(notify["data"]?["notificationDetails"]?["notificationId"]?.stringValue))
                 }
                 let debits = try Self.callbacks(receiver, type: "DEBIT")
                 #expect(debits.count == 2)
                 for debit in debits {
-                    #expect(Self.unpublished(debit, kind: "debitCallback").isEmpty, "\(Self.unpublished(debit, kind: "debitCallback"))")
+                    #expect(
+                        PhonePeCorpus.all.unpublishedPaths(in: debit, kind: "debitCallback").isEmpty,
+                        "\(PhonePeCorpus.all.unpublishedPaths(in: debit, kind: "debitCallback"))")
                 }
                 #expect(debits.map { $0["message"]?.stringValue ?? "" } == ["Your payment is successful.", "Payment Failed"])
                 #expect(debits.last?["data"]?["transactionDetails"]?["payResponseCodeDescription"] == "Bank did not authorise")
@@ -377,7 +385,9 @@ import Testing
                         "PAUSED", "ACTIVE", "SUSPENDED", "EXPIRED", "CANCELLED", "REVOKED",
                     ])
                 for state in states {
-                    #expect(Self.unpublished(state, kind: "subscriptionCallback").isEmpty, "\(Self.unpublished(state, kind: "subscriptionCallback"))")
+                    #expect(
+                        PhonePeCorpus.all.unpublishedPaths(in: state, kind: "subscriptionCallback").isEmpty,
+                        "\(PhonePeCorpus.all.unpublishedPaths(in: state, kind: "subscriptionCallback"))")
                 }
                 let revoked = try #require(states.last)
                 #expect(revoked["message"] == "Your subscription is revoked.")

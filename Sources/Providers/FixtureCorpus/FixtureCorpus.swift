@@ -84,6 +84,14 @@ extension Fixture {
         case nil: "none"
         }
     }
+
+    /// What a `succeeded` or `pending` verdict carries for the outcome; empty for the others.
+    public static func verdictResult(_ verdict: ProviderVerdict?) -> [String: JSONValue] {
+        switch verdict {
+        case .succeeded(let result)?, .pending(let result)?: result
+        default: [:]
+        }
+    }
 }
 
 /// Every fixture of one provider.
@@ -112,8 +120,6 @@ public struct FixtureCorpus: Sendable {
     }
 
     public func of(kind: String) -> [Fixture] { fixtures.filter { $0.kind == kind } }
-
-    public func of(direction: Fixture.Direction) -> [Fixture] { fixtures.filter { $0.direction == direction } }
 
     /// The fixture of that name; traps when there is none, which is a mistake in a test.
     public func named(_ name: String) -> Fixture {
@@ -178,6 +184,12 @@ extension FixtureCorpus {
         of(kind: kind).reduce(into: Set<String>()) { paths, fixture in
             paths.formUnion((fixture.json ?? fixture.jwtPayload)?.keyPaths ?? [])
         }
+    }
+
+    /// The member paths of `answer` that no message of `kind` shows, sorted: what an emulator
+    /// says that the provider never publishes.
+    public func unpublishedPaths(in answer: JSONValue, kind: String) -> [String] {
+        answer.keyPaths.subtracting(keyPaths(ofKind: kind)).sorted()
     }
 
     /// The form field names that any `form` message of `kind` shows.

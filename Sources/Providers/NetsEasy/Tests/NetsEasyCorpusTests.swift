@@ -21,25 +21,16 @@ import Testing
 
     // MARK: Helpers
 
-    static func name(_ verdict: ProviderVerdict?) -> String { Fixture.verdictName(verdict) }
-
     static func code(_ verdict: ProviderVerdict?) -> String? {
         if case .failed(let code, _)? = verdict { return code.rawValue }
         return nil
     }
 
-    static func result(_ verdict: ProviderVerdict?) -> [String: JSONValue] {
-        switch verdict {
-        case .succeeded(let result)?, .pending(let result)?: result
-        default: [:]
-        }
-    }
-
     /// The verdict's name and error code, and the result keys the fixture names.
     static func check(_ verdict: ProviderVerdict?, _ fixture: Fixture) {
-        #expect(Self.name(verdict) == fixture.meaningText("verdict"), "\(fixture.name): \(String(describing: verdict))")
+        #expect(Fixture.verdictName(verdict) == fixture.meaningText("verdict"), "\(fixture.name): \(String(describing: verdict))")
         #expect(Self.code(verdict) == fixture.meaningText("errorCode"), "\(fixture.name): \(String(describing: verdict))")
-        let values = Self.result(verdict)
+        let values = Fixture.verdictResult(verdict)
         guard !values.isEmpty else { return }
         for key in ["paymentId", "hostedPaymentPageUrl", "chargeId", "subscriptionId", "amount", "frequency", "interval", "endDate"] {
             guard let expected = fixture.meaning(key) else { continue }
@@ -290,7 +281,7 @@ import Testing
             #expect(next.url == Fixtures.config.baseURL + "/v1/subscriptions/" + (fixture.meaningText("subscriptionId") ?? "?"))
             #expect(next.headers == fetch.headers)
         case .finish(let verdict):
-            #expect(Self.name(verdict) == fixture.meaningText("getSubscription"), "\(fixture.name): \(verdict)")
+            #expect(Fixture.verdictName(verdict) == fixture.meaningText("getSubscription"), "\(fixture.name): \(verdict)")
             #expect(Self.code(verdict) == fixture.meaningText("getSubscriptionErrorCode"), "\(fixture.name): \(verdict)")
         }
     }
@@ -377,10 +368,10 @@ import Testing
         }
         #expect(decision.event == fixture.meaningText("eventId"))
         #expect(parsed.paymentId == fixture.meaningText("paymentId"))
-        #expect(Self.name(decision.verdict) == fixture.meaningText("verdict"), "\(fixture.name): \(String(describing: decision.verdict))")
+        #expect(Fixture.verdictName(decision.verdict) == fixture.meaningText("verdict"), "\(fixture.name): \(String(describing: decision.verdict))")
         #expect(Self.code(decision.verdict) == fixture.meaningText("errorCode"), "\(fixture.name): \(String(describing: decision.verdict))")
         if let subscriptionId = fixture.meaningText("subscriptionId") {
-            let values = Self.result(decision.verdict)
+            let values = Fixture.verdictResult(decision.verdict)
             #expect(values["subscriptionId"]?.stringValue == subscriptionId)
             #expect(values["paymentId"]?.stringValue == paymentId)
             #expect(nets.requests.map(\.url) == [Fixtures.config.baseURL + "/v1/payments/" + paymentId])

@@ -105,35 +105,17 @@ import Testing
         return verdict
     }
 
-    func verdictName(_ verdict: ProviderVerdict) -> String {
-        switch verdict {
-        case .succeeded: "succeeded"
-        case .pending: "pending"
-        case .failed: "failed"
-        case .retry: "retry"
-        case .unknown: "unknown"
-        case .neverSeen: "neverSeen"
-        }
-    }
-
-    func resultOf(_ verdict: ProviderVerdict) -> [String: JSONValue] {
-        switch verdict {
-        case .succeeded(let result), .pending(let result): result
-        default: [:]
-        }
-    }
-
     static let resultKeys = [
         "redirectURL", "authRequestId", "providerReferenceId", "subscriptionState", "transactionState", "notificationId", "transactionId",
         "amount", "validAfter", "validUpto",
     ]
 
     func expectVerdict(_ verdict: ProviderVerdict, _ f: Fixture) {
-        #expect(verdictName(verdict) == text(f, "verdict"), "\(f.name): \(verdict)")
+        #expect(Fixture.verdictName(verdict) == text(f, "verdict"), "\(f.name): \(verdict)")
         if let code = text(f, "errorCode") {
             #expect(verdict.failureCode == code, "\(f.name): \(verdict)")
         }
-        let result = resultOf(verdict)
+        let result = Fixture.verdictResult(verdict)
         for key in Self.resultKeys {
             if let expected = f.meaning(key) { #expect(result[key] == expected, "\(f.name): result \(key)") }
         }

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import PaypipeCore
 import Sandbox
@@ -181,12 +182,7 @@ public enum TPSandbox {
     /// digits, `-`, eight lower-case letters or digits; swift-payments TestGatewayEndpoint.swift),
     /// derived from `seed` so that the same request gets the same one.
     package static func requestReference(seed: [UInt8]) -> String {
-        let hex = Array(SandboxCrypto.sha256Hex(seed).utf8)
-        func nibble(_ index: Int) -> Int {
-            let c = hex[index]
-            return c <= UInt8(ascii: "9") ? Int(c - UInt8(ascii: "0")) : Int(c - UInt8(ascii: "a")) + 10
-        }
-        let bytes = (0..<10).map { nibble(2 * $0) * 16 + nibble(2 * $0 + 1) }
+        let bytes = SHA256.hash(data: seed).prefix(10).map(Int.init)
         let alphabet = Array("abcdefghijklmnopqrstuvwxyz0123456789")
         let digits = String(1 + bytes[0] % 9) + String(bytes[1] % 10)
         return "W" + digits + "-" + String(bytes[2..<10].map { alphabet[$0 % alphabet.count] })

@@ -24,6 +24,19 @@ public enum TPFixtures {
         "subscriptionType": "RECURRING", "unit": "MONTH", "frequency": 1, "number": 1, "finalNumber": 12,
         "beginDate": "2020-01-01",
     ]
+
+    /// A verdict's case (and failure code), for compact expectations.
+    public static func kind(_ verdict: ProviderVerdict?) -> String {
+        switch verdict {
+        case .succeeded?: "succeeded"
+        case .pending?: "pending"
+        case .failed(let code, _)?: "failed:\(code)"
+        case .retry?: "retry"
+        case .unknown?: "unknown"
+        case .neverSeen?: "neverSeen"
+        case nil: "nil"
+        }
+    }
 }
 
 /// The orders a Trust Payments callback may name, by orderId.

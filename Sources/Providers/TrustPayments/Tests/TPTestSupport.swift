@@ -29,17 +29,4 @@ extension TPFixtures {
             }
         return input + "." + base64URL(mac)
     }
-
-    /// A verdict's case (and failure code), for compact expectations.
-    static func kind(_ verdict: ProviderVerdict?) -> String {
-        switch verdict {
-        case .succeeded?: "succeeded"
-        case .pending?: "pending"
-        case .failed(let code, _)?: "failed:\(code)"
-        case .retry?: "retry"
-        case .unknown?: "unknown"
-        case .neverSeen?: "neverSeen"
-        case nil: "nil"
-        }
-    }
 }

@@ -33,17 +33,8 @@ import TrustPaymentsTesting
             currency: fixture.meaning("currency")?.stringValue, params: params)
     }
 
-    static func verdictName(_ verdict: ProviderVerdict?) -> String { Fixture.verdictName(verdict) }
-
     static func errorCode(_ verdict: ProviderVerdict?) -> JSONValue? {
         if case .failed(let code, _)? = verdict { JSONValue.string(code.rawValue) } else { nil }
-    }
-
-    static func result(_ verdict: ProviderVerdict?) -> [String: JSONValue] {
-        switch verdict {
-        case .succeeded(let result)?, .pending(let result)?: result
-        default: [:]
-        }
     }
 
     /// Each `meaning` key among `keys` that `actual` does not carry with the same value.
@@ -90,10 +81,10 @@ import TrustPaymentsTesting
             let decision = try await Self.connector().notification(body, orders: orders)
             if !fixture.accepted { problems.append("accepted a notification that must be refused") }
             let event = decision.subscriptionEvents.first
-            var actual: [String: JSONValue] = ["verdict": .string(Self.verdictName(decision.verdict))]
+            var actual: [String: JSONValue] = ["verdict": .string(Fixture.verdictName(decision.verdict))]
             actual["errorCode"] = Self.errorCode(decision.verdict)
             actual["transactionReference"] =
-                Self.result(decision.verdict)["transactionReference"] ?? event?.providerReference.map(JSONValue.string)
+                Fixture.verdictResult(decision.verdict)["transactionReference"] ?? event?.providerReference.map(JSONValue.string)
             actual["subscriptionEvent"] = event.map { JSONValue.string($0.kind.rawValue) }
             actual["subscription"] = event.map { JSONValue.string($0.subscription) }
             actual["cycle"] = event?.cycle.map(JSONValue.integer)
@@ -146,8 +137,8 @@ import TrustPaymentsTesting
         do {
             let decision = try await Self.connector().responseJWT(body, orders: orders)
             if !fixture.accepted { problems.append("accepted a response JWT that must be refused") }
-            let result = decision.failureResult ?? Self.result(decision.verdict)
-            var actual: [String: JSONValue] = ["verdict": .string(Self.verdictName(decision.verdict))]
+            let result = decision.failureResult ?? Fixture.verdictResult(decision.verdict)
+            var actual: [String: JSONValue] = ["verdict": .string(Fixture.verdictName(decision.verdict))]
             actual["errorCode"] = Self.errorCode(decision.verdict)
             for key in ["transactionReference", "subscriptionScheduled", "subscriptionState", "settlement"] { actual[key] = result[key] }
             problems += Self.differences(
@@ -194,8 +185,8 @@ import TrustPaymentsTesting
         } else {
             verdict = TPWebServices.classify(response, for: request)
         }
-        let result = Self.result(verdict)
-        var actual: [String: JSONValue] = ["verdict": .string(Self.verdictName(verdict))]
+        let result = Fixture.verdictResult(verdict)
+        var actual: [String: JSONValue] = ["verdict": .string(Fixture.verdictName(verdict))]
         actual["errorCode"] = Self.errorCode(verdict)
         for key in ["transactionReference", "found", "settlement"] { actual[key] = result[key] }
         Self.report(Self.differences(fixture, actual, keys: ["verdict", "errorCode", "transactionReference", "found", "settlement"]), for: fixture)
