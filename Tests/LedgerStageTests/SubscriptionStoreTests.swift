@@ -161,10 +161,10 @@ struct SubscriptionStoreTests {
             return
         }
         #expect(taken.isEmpty, "handed out once")
-        // Renewed: a later expiry is a renewal, once however often it is seen.
+        // Renewed: a later expiry is a renewal, taken once under the hand-out's ticket.
         let reading = EntitlementReading(granted: true, expiresAt: 90_000)
-        let event = reading.event(merchant: "default", provider: Provider("cleeng"), subscription: "S1@cl-1", state: .active, knownExpiry: 50_000)
-        let result = EntitlementCheckResult(merchant: "default", provider: Provider("cleeng"), reference: "S1@cl-1", reading: reading, event: event)
+        let ticket = try #require(due.first?.ticket)
+        let result = EntitlementCheckResult(merchant: "default", provider: Provider("cleeng"), reference: "S1@cl-1", ticket: ticket, reading: reading)
         #expect(events(core.handle(.checked([result]), now: 10_002).1).first?["type"] == "renewal.succeeded")
         #expect(events(core.handle(.checked([result]), now: 10_003).1).isEmpty)
         guard case .dueChecks(let next) = core.handle(.dueChecks(limit: 10), now: 20_003).0 else {
@@ -172,5 +172,52 @@ struct SubscriptionStoreTests {
             return
         }
         #expect(next.first?.expiresAt == 90_000, "due again a recheck interval on, the expiry known")
+    }
+
+    /// A poller reports readings, not events: the ledger takes a reading only under the ticket
+    /// of the check's latest hand-out and derives the event itself, so a poller's key cannot
+    /// end a subscription it was not asked about, nor name an event its reading does not make.
+    @Test func aPollerCanReportOnlyReadingsOfChecksItWasHandedOut() async throws {
+        var core = LedgerCore(store: try temporaryStore(), registry: await testRegistry(), eventMerchants: ["default"])
+        let mandate = try authorised(&core, now: 10)
+        let store = core.store
+        try store.transaction {
+            try store.openSubscription(
+                SubscriptionOpening(reference: "S1@cl-1", check: ["customerToken": "t", "offerId": "S1"], expiresAt: 50_000),
+                provider: Provider("cleeng"), key: OrderKey(merchant: "default", orderId: "cl-1"), checkAt: 10_000, now: 0)
+        }
+        func checked(_ json: String, now: Int64) throws -> [JSONValue] {
+            let request = try LedgerRequest.parse(Array(json.utf8))
+            return events(core.handle(request, now: now).1)
+        }
+        // What a stolen poller key would send: a lapse of a check never handed out, and an event
+        // of its own naming a PhonePe mandate revoked.
+        let forgedEvent = SubscriptionEvent(
+            merchant: "default", provider: .phonepe, subscription: "SUB1", dedupeKey: "forged", kind: .mandateRevoked)
+        let forged =
+            #"{"merchant":"default","provider":"cleeng","reference":"S1@cl-1","ticket":7,"granted":false,"expiresAt":null,"event":\#(forgedEvent.json.serialized)}"#
+        #expect(try checked(#"{"op":"checked","results":[\#(forged)]}"#, now: 10_001).isEmpty)
+        guard case .dueChecks(let due) = core.handle(.dueChecks(limit: 10), now: 10_002).0, let first = due.first else {
+            Issue.record("the check was not due")
+            return
+        }
+        // Handed out again: the first hand-out's ticket is stale.
+        guard case .dueChecks(let again) = core.handle(.dueChecks(limit: 10), now: 10_002 + 3_600_000).0, let second = again.first else {
+            Issue.record("the check was not handed out again")
+            return
+        }
+        #expect(first.ticket != second.ticket)
+        let stale = EntitlementCheckResult(
+            merchant: "default", provider: Provider("cleeng"), reference: "S1@cl-1", ticket: first.ticket,
+            reading: EntitlementReading(granted: false, expiresAt: nil))
+        #expect(events(core.handle(.checked([stale]), now: 10_003 + 3_600_000).1).isEmpty)
+        // The current ticket with the same forged event beside it: the reading's own event, and
+        // only that, is recorded.
+        let current = forged.replacingOccurrences(of: #""ticket":7"#, with: #""ticket":\#(second.ticket)"#)
+        let recorded = try checked(#"{"op":"checked","results":[\#(current)]}"#, now: 10_004 + 3_600_000)
+        #expect(recorded.map { $0["type"] } == ["entitlement.expired"])
+        let mandateRecord = try #require(try store.subscription(merchant: "default", provider: .phonepe, reference: "SUB1"))
+        #expect(mandateRecord["state"] == "active", "the PhonePe mandate \(mandate.orderId) is untouched")
+        #expect(core.counters.resultsRefused == 2)
     }
 }

@@ -11,10 +11,11 @@ import Testing
 
     @Test func requestsAndRepliesRoundTrip() throws {
         let check = DueEntitlementCheck(
-            merchant: "default", provider: Provider("cleeng"), reference: "S1@o1", state: .active, expiresAt: 5, check: ["customerToken": "t"])
+            merchant: "default", provider: Provider("cleeng"), reference: "S1@o1", state: .active, expiresAt: 5, check: ["customerToken": "t"],
+            ticket: 42)
         let result = EntitlementCheckResult(
-            merchant: "default", provider: Provider("cleeng"), reference: "S1@o1", reading: EntitlementReading(granted: true, expiresAt: 9),
-            event: Self.event)
+            merchant: "default", provider: Provider("cleeng"), reference: "S1@o1", ticket: 42,
+            reading: EntitlementReading(granted: true, expiresAt: 9))
         let requests: [LedgerRequest] = [
             .subscriptionEvents([Self.event]), .dueChecks(limit: 10), .checked([result]),
             .subscription(merchant: "default", provider: Provider("nets"), reference: "s1"),

@@ -36,7 +36,7 @@ package enum LedgerRequest: Sendable, Equatable {
     /// A poller takes the entitlement checks that are due (at most `limit`); each is not handed
     /// out again for a while, so that two pollers do not both check it.
     case dueChecks(limit: Int)
-    /// A poller's entitlement checks, with the event each made, if any.
+    /// A poller's entitlement checks: what each one's answer read, under its hand-out's ticket.
     case checked([EntitlementCheckResult])
     /// One subscription's state and history, for upstream and operators.
     case subscription(merchant: String, provider: Provider, reference: String)
@@ -224,8 +224,8 @@ package enum LedgerReply: Sendable, Equatable {
     }
 }
 
-/// An entitlement check the ledger hands a poller: the subscription, where it stood, and what
-/// its opening kept for checks.
+/// An entitlement check the ledger hands a poller: the subscription, where it stood, what its
+/// opening kept for checks, and the ticket that names this hand-out.
 package struct DueEntitlementCheck: Sendable, Equatable {
     package var merchant: String
     package var provider: Provider
@@ -233,72 +233,76 @@ package struct DueEntitlementCheck: Sendable, Equatable {
     package var state: SubscriptionState
     package var expiresAt: Int64?
     package var check: JSONValue
+    /// Drawn afresh at each hand-out: the ledger takes a reading only with the ticket of the
+    /// check's latest hand-out, so a poller can answer for no subscription it was not asked about.
+    package var ticket: Int64
 
-    package init(merchant: String, provider: Provider, reference: String, state: SubscriptionState, expiresAt: Int64?, check: JSONValue) {
+    package init(
+        merchant: String, provider: Provider, reference: String, state: SubscriptionState, expiresAt: Int64?, check: JSONValue, ticket: Int64
+    ) {
         self.merchant = merchant
         self.provider = provider
         self.reference = reference
         self.state = state
         self.expiresAt = expiresAt
         self.check = check
+        self.ticket = ticket
     }
 
     package var json: JSONValue {
         [
             "merchant": .string(merchant), "provider": .string(provider.rawValue), "reference": .string(reference),
             "state": .string(state.rawValue), "expiresAt": expiresAt.map(JSONValue.integer) ?? .null, "check": check,
+            "ticket": .integer(ticket),
         ]
     }
 
     package init?(json: JSONValue) {
         guard let merchant = json["merchant"]?.stringValue, let provider = json["provider"]?.stringValue,
             let reference = json["reference"]?.stringValue, let state = json["state"]?.stringValue.flatMap(SubscriptionState.init(rawValue:)),
-            let check = json["check"]
+            let check = json["check"], let ticket = json["ticket"]?.integerValue
         else { return nil }
         self.init(
             merchant: merchant, provider: Provider(provider), reference: reference, state: state, expiresAt: json["expiresAt"]?.integerValue,
-            check: check)
+            check: check, ticket: ticket)
     }
 }
 
-/// One entitlement check's answer as a poller hands it back: the subscription, when its
-/// entitlement now ends (nil when the check got no answer), and the event it made.
+/// One entitlement check's answer as a poller hands it back: the check's subscription and
+/// ticket, and what the provider's answer read (nil when the check got no answer). The event
+/// the reading makes is the ledger's to derive, from the subscription as it stands in the store.
 package struct EntitlementCheckResult: Sendable, Equatable {
     package var merchant: String
     package var provider: Provider
     package var reference: String
+    package var ticket: Int64
     package var reading: EntitlementReading?
-    package var event: SubscriptionEvent?
 
-    package init(merchant: String, provider: Provider, reference: String, reading: EntitlementReading?, event: SubscriptionEvent?) {
+    package init(merchant: String, provider: Provider, reference: String, ticket: Int64, reading: EntitlementReading?) {
         self.merchant = merchant
         self.provider = provider
         self.reference = reference
+        self.ticket = ticket
         self.reading = reading
-        self.event = event
     }
 
     package var json: JSONValue {
-        var o: [String: JSONValue] = ["merchant": .string(merchant), "provider": .string(provider.rawValue), "reference": .string(reference)]
+        var o: [String: JSONValue] = [
+            "merchant": .string(merchant), "provider": .string(provider.rawValue), "reference": .string(reference), "ticket": .integer(ticket),
+        ]
         if let reading {
             o["granted"] = .bool(reading.granted)
             o["expiresAt"] = reading.expiresAt.map(JSONValue.integer) ?? .null
         }
-        if let event { o["event"] = event.json }
         return .object(o)
     }
 
     package init?(json: JSONValue) {
         guard let merchant = json["merchant"]?.stringValue, let provider = json["provider"]?.stringValue,
-            let reference = json["reference"]?.stringValue
+            let reference = json["reference"]?.stringValue, let ticket = json["ticket"]?.integerValue
         else { return nil }
-        var event: SubscriptionEvent?
-        if let value = json["event"] {
-            guard let parsed = SubscriptionEvent(json: value) else { return nil }
-            event = parsed
-        }
         let reading = json["granted"]?.boolValue.map { EntitlementReading(granted: $0, expiresAt: json["expiresAt"]?.integerValue) }
-        self.init(merchant: merchant, provider: Provider(provider), reference: reference, reading: reading, event: event)
+        self.init(merchant: merchant, provider: Provider(provider), reference: reference, ticket: ticket, reading: reading)
     }
 }
 

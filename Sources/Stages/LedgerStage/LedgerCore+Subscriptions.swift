@@ -79,17 +79,34 @@ extension LedgerCore {
         }
     }
 
-    /// Entitlement checks from a poller: each one's event (if any) is recorded, and its next
-    /// check is due at the entitlement's expiry, or one recheck interval on, whichever is sooner.
+    /// Entitlement checks from a poller: each reading is taken only under the ticket of its
+    /// check's latest hand-out, and the event it makes is derived here, from the subscription
+    /// as the store holds it, so a poller can report no event of its own making. Its next check
+    /// is due at the entitlement's expiry, or one recheck interval on, whichever is sooner.
     mutating func recordChecks(_ results: [EntitlementCheckResult], now: Int64) throws -> (LedgerReply, [Effect]) {
         var counters = self.counters
         let interval = entitlementRecheckMilliseconds
+        var reported = 0
         let effects = try store.transaction { () throws -> [Effect] in
             var effects: [Effect] = []
+            reported = 0
             for result in results {
-                if let event = result.event { effects += try record(event, counters: &counters, now: now) ?? [] }
+                guard
+                    let handedOut = try store.handedOutCheck(
+                        merchant: result.merchant, provider: result.provider, reference: result.reference, ticket: result.ticket)
+                else {
+                    counters.resultsRefused += 1
+                    continue
+                }
                 // A check that got no answer is due again soon (`dueChecks` set it).
                 guard let reading = result.reading else { continue }
+                if let event = reading.event(
+                    merchant: result.merchant, provider: result.provider, subscription: result.reference, state: handedOut.state,
+                    knownExpiry: handedOut.expiresAt)
+                {
+                    reported += 1
+                    effects += try record(event, counters: &counters, now: now) ?? []
+                }
                 let next = reading.expiresAt.map { $0 > now ? min($0, now + interval) : now + interval } ?? now + interval
                 try store.scheduleCheck(merchant: result.merchant, provider: result.provider, reference: result.reference, at: next)
             }
@@ -97,7 +114,6 @@ extension LedgerCore {
         }
         let duplicates = counters.subscriptionEventDuplicates - self.counters.subscriptionEventDuplicates
         self.counters = counters
-        let reported = results.filter { $0.event != nil }.count
         return (.eventsRecorded(recorded: reported - duplicates, duplicates: duplicates), effects)
     }
 

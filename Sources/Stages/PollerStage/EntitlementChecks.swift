@@ -6,7 +6,7 @@ import StageWire
 /// The pollers' second duty (docs/protocol.md, "Subscription events"): entitlement checks of
 /// subscriptions whose provider reports nothing when access lapses (Cleeng). The ledger keeps
 /// when each is due; a poller takes the due ones, asks the provider once each, and hands back
-/// what it read and the event it makes, which the ledger records once.
+/// what it read, from which the ledger makes the event and records it once.
 struct EntitlementChecks: Sendable {
     let registry: ConnectorRegistry
     /// Checks taken per request to the ledger.
@@ -20,8 +20,9 @@ struct EntitlementChecks: Sendable {
     /// Whether any connector's subscriptions are checked at all.
     var isNeeded: Bool { registry.connectors.contains { $0.entitlementChecking != nil } }
 
-    /// One check's result: what the answer read and the event it makes; a check that got no
-    /// readable answer reads nothing, and the ledger offers it again soon.
+    /// One check's result: what the answer read, under the check's ticket; a check that got no
+    /// readable answer reads nothing, and the ledger offers it again soon. The ledger derives
+    /// the event from the reading itself.
     func result(of check: DueEntitlementCheck, answer: Result<HTTPResponseSpec, TransportFailure>?) -> EntitlementCheckResult {
         let reading: EntitlementReading?
         if case .success(let response)? = answer, let checking = registry.connector(for: check.provider)?.entitlementChecking {
@@ -29,9 +30,8 @@ struct EntitlementChecks: Sendable {
         } else {
             reading = nil
         }
-        let event = reading?.event(
-            merchant: check.merchant, provider: check.provider, subscription: check.reference, state: check.state, knownExpiry: check.expiresAt)
-        return EntitlementCheckResult(merchant: check.merchant, provider: check.provider, reference: check.reference, reading: reading, event: event)
+        return EntitlementCheckResult(
+            merchant: check.merchant, provider: check.provider, reference: check.reference, ticket: check.ticket, reading: reading)
     }
 
     /// Takes the due checks from the ledger, asks the provider, and hands the results back:

@@ -30,6 +30,18 @@ extension LedgerStore {
             """)
     }
 
+    /// Entitlement checks name their hand-out (schema step 7): a reading is taken only with the
+    /// ticket of the check's latest hand-out.
+    func addCheckTickets(integer: String) throws {
+        switch db.dialect {
+        case .postgres: try db.execute("ALTER TABLE subscriptions ADD COLUMN IF NOT EXISTS check_ticket \(integer)")
+        case .sqlite:
+            if try db.query("SELECT 1 FROM pragma_table_info('subscriptions') WHERE name='check_ticket'").isEmpty {
+                try db.execute("ALTER TABLE subscriptions ADD COLUMN check_ticket \(integer)")
+            }
+        }
+    }
+
     /// Records the subscription a first order opened; a second opening of the same reference
     /// (a correction, a redelivered callback) changes nothing. `checkAt`: when its entitlement
     /// is first checked, for a provider that is checked. Call inside `transaction`.
@@ -152,21 +164,44 @@ extension LedgerStore {
                 let state = row[3].text.flatMap(SubscriptionState.init(rawValue:)), let text = row[5].text,
                 let check = try? JSONValue.parse(Array(text.utf8))
             else { continue }
+            let ticket = Int64.random(in: 1...Int64.max)
             try db.query(
-                "UPDATE subscriptions SET check_at=? WHERE reference=? AND provider=? AND merchant=?",
-                [.integer(retryAt), .text(reference), .text(provider), .text(merchant)])
+                "UPDATE subscriptions SET check_at=?, check_ticket=? WHERE reference=? AND provider=? AND merchant=?",
+                [.integer(retryAt), .integer(ticket), .text(reference), .text(provider), .text(merchant)])
             due.append(
                 DueEntitlementCheck(
-                    merchant: merchant, provider: Provider(provider), reference: reference, state: state, expiresAt: row[4].integer, check: check))
+                    merchant: merchant, provider: Provider(provider), reference: reference, state: state, expiresAt: row[4].integer, check: check,
+                    ticket: ticket))
         }
         return due
     }
 
-    /// When a checked subscription is next due (its state final: never). Call inside `transaction`.
+    /// Where the subscription of a check handed out under `ticket` stands, for deriving the
+    /// event of its reading; nil when the check was not handed out under that ticket (never,
+    /// or handed out again since, or already answered). Takes the row's lock on PostgreSQL.
+    /// Call inside `transaction`.
+    package func handedOutCheck(
+        merchant: String, provider: Provider, reference: String, ticket: Int64
+    ) throws -> (state: SubscriptionState, expiresAt: Int64?)? {
+        let key: [StoreValue] = [.text(reference), .text(provider.rawValue), .text(merchant), .integer(ticket)]
+        let rows: [[StoreValue]]
+        switch db.dialect {
+        case .sqlite:
+            rows = try db.query("SELECT state, expires_at FROM subscriptions WHERE reference=? AND provider=? AND merchant=? AND check_ticket=?", key)
+        case .postgres:
+            rows = try db.query(
+                "SELECT state, expires_at FROM subscriptions WHERE reference=? AND provider=? AND merchant=? AND check_ticket=? FOR UPDATE", key)
+        }
+        guard let row = rows.first, let state = row[0].text.flatMap(SubscriptionState.init(rawValue:)) else { return nil }
+        return (state, row[1].integer)
+    }
+
+    /// When a checked subscription is next due (its state final: never); the answered hand-out's
+    /// ticket is spent. Call inside `transaction`.
     package func scheduleCheck(merchant: String, provider: Provider, reference: String, at next: Int64) throws {
         try db.query(
             """
-            UPDATE subscriptions SET check_at=CASE WHEN state IN ('ended','cancelled','revoked') THEN NULL ELSE ? END
+            UPDATE subscriptions SET check_at=CASE WHEN state IN ('ended','cancelled','revoked') THEN NULL ELSE ? END, check_ticket=NULL
             WHERE reference=? AND provider=? AND merchant=? AND check_at IS NOT NULL
             """, [.integer(next), .text(reference), .text(provider.rawValue), .text(merchant)])
     }
