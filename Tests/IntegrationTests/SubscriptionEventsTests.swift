@@ -1,3 +1,4 @@
+import Connectors
 import Foundation
 import PaypipeCore
 import PhonePe
@@ -200,6 +201,30 @@ struct SubscriptionEventsTests {
             "data": ["paymentId": "p1", "chargeId": "c1", "subscriptionId": .string(subscriptionId), "amount": ["amount": 9900, "currency": "SEK"]],
         ]
         #expect(h.postCallback("/callbacks/nets", headers: [("Authorization", "notTheWebhookSecret1")], body: forged.bytes)?.0 == 401)
+        // With the webhook's own Authorization, which travels in every payment creation: a
+        // payment Nets does not know (409), a charge Nets never made (503: not shown), and the
+        // genuine charge replayed under a new id (200, the same event) record nothing new.
+        let authorization = try #require(
+            try PaypipeConfig.parse(Array(DemoConfig.text(sandboxURL: "http://127.0.0.1:9", callbacks: "127.0.0.1:9").utf8))
+                .merchants["default"]?.nets?.webhookAuthorization.reveal())
+        let charged = try #require(live.first { $0["orderId"] == "nets-charge-1" }?["result"])
+        let realPayment = try #require(charged["paymentId"]), realCharge = try #require(charged["chargeId"])
+        func claimed(_ id: String, paymentId: JSONValue, chargeId: JSONValue) -> [UInt8] {
+            let body: JSONValue = [
+                "id": .string(id), "event": "payment.charge.created.v2", "timestamp": "2026-11-28T00:00:00Z", "merchantId": 1,
+                "data": [
+                    "paymentId": paymentId, "chargeId": chargeId, "subscriptionId": .string(subscriptionId),
+                    "amount": ["amount": 9900, "currency": "SEK"],
+                ],
+            ]
+            return body.bytes
+        }
+        let headers = [("Authorization", authorization), ("Content-Type", "application/json")]
+        #expect(h.postCallback("/callbacks/nets", headers: headers, body: claimed("invented-1", paymentId: "p1", chargeId: "c1"))?.0 == 409)
+        #expect(
+            h.postCallback("/callbacks/nets", headers: headers, body: claimed("invented-2", paymentId: realPayment, chargeId: "c-never"))?.0 == 503)
+        #expect(
+            h.postCallback("/callbacks/nets", headers: headers, body: claimed("replayed-1", paymentId: realPayment, chargeId: realCharge))?.0 == 200)
 
         let before = live
         live += try await h.collectMessages(timeout: .seconds(40)) { Self.events(in: before + $0).count >= 3 }

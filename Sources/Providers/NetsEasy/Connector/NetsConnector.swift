@@ -137,18 +137,21 @@ public struct NetsConnector: ProviderConnector {
             }
         }
         guard let (merchant, event) = authentic else { throw rejection }
-        if let renewal = Self.renewal(event, merchant: merchant) { return CallbackDecision(subscriptionEvents: [renewal]) }
+        if let subscriptionId = event.subscriptionId, Self.isCharge(event.kind) {
+            let payment = try await chargedPayment(event.paymentId, merchant: merchant, http: context.http)
+            let renewal = try NetsRenewalConfirmation.renewal(event, subscriptionId: subscriptionId, merchant: merchant, payment: payment)
+            return CallbackDecision(subscriptionEvents: [renewal])
+        }
         let order: Order
         do {
             order = try await context.order(reference: event.paymentId, provider: .nets, merchant: merchant)
         } catch  where error.code == .orderNotFound && event.kind == .reservationFailed {
             // A failed subscription charge (a bulk charge's) names neither the subscription nor
             // an order: the payment, read from Nets, names the subscription.
-            let payment = try await subscription(of: event.paymentId, merchant: merchant, http: context.http, notFound: error)
-            guard let subscriptionId = payment["subscriptionId"]?.stringValue else { throw error }
-            var failed = event
-            failed.subscriptionId = subscriptionId
-            return CallbackDecision(subscriptionEvents: Self.renewal(failed, merchant: merchant).map { [$0] } ?? [])
+            let payment = try await chargedPayment(event.paymentId, merchant: merchant, http: context.http)
+            guard let subscriptionId = payment.subscriptionId else { throw error }
+            let renewal = try NetsRenewalConfirmation.renewal(event, subscriptionId: subscriptionId, merchant: merchant, payment: payment)
+            return CallbackDecision(subscriptionEvents: [renewal])
         }
         switch NetsWebhook.interpret(event, for: order) {
         case .apply(.succeeded(let result)) where order.operation == .createSubscription:
@@ -187,20 +190,35 @@ public struct NetsConnector: ProviderConnector {
         }
     }
 
-    /// A charge of a subscription (its `subscriptionId` set, or found through its payment) is a
-    /// renewal: succeeded or failed, one event per Nets event id. nil for any other event.
-    static func renewal(_ event: NetsWebhookEvent, merchant: String) -> SubscriptionEvent? {
-        guard let subscription = event.subscriptionId else { return nil }
-        let kind: SubscriptionEvent.Kind
-        switch event.kind {
-        case .chargeCreated: kind = .renewalSucceeded
-        case .chargeFailed, .reservationFailed: kind = .renewalFailed
-        default: return nil
+    /// Whether `kind` reports a subscription charge's result (with `subscriptionId`, a renewal).
+    static func isCharge(_ kind: NetsWebhookEvent.Kind) -> Bool {
+        kind == .chargeCreated || kind == .chargeFailed || kind == .reservationFailed
+    }
+
+    /// A subscription charge's payment, read from Nets to confirm its webhook: 503 while Nets
+    /// cannot be read (Nets delivers again), 409 when Nets knows no such payment.
+    func chargedPayment(
+        _ paymentId: String, merchant: String, http: any ProviderHTTPTransport
+    ) async throws(CallbackRejection) -> NetsRenewalConfirmation.ChargedPayment {
+        let unavailable = { (detail: String) in
+            CallbackRejection(
+                status: 503, code: .netsUnavailable, "could not read payment \(paymentId) from Nets: \(detail); deliver again later")
         }
-        return SubscriptionEvent(
-            merchant: merchant, provider: .nets, subscription: subscription, dedupeKey: event.id, kind: kind, amount: event.amount,
-            currency: event.currency, providerReference: event.chargeId ?? event.paymentId,
-            reason: kind == .renewalFailed ? (event.errorCode ?? event.errorMessage ?? "failed") : nil)
+        let request: HTTPRequestSpec
+        do {
+            let nets = try config.merchant(merchant).require(\.nets, .nets)
+            request = try NetsPayments.fetchPayment(paymentId: paymentId, config: nets)
+        } catch {
+            throw unavailable(error.message)
+        }
+        switch await http.execute(request) {
+        case .failure(let failure): throw unavailable(failure.reason)
+        case .success(let response) where response.status == 404:
+            throw CallbackRejection(status: 409, code: .netsWebhookUnconfirmed, "Nets knows no payment \(paymentId)")
+        case .success(let response):
+            guard let payment = NetsRenewalConfirmation.ChargedPayment(response) else { throw unavailable("HTTP \(response.status)") }
+            return payment
+        }
     }
 
     /// A completed subscription checkout opens the subscription its later charges name; it ends

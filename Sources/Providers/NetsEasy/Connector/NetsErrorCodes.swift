@@ -37,4 +37,8 @@ extension OutcomeErrorCode {
     public static let invalidJSON = OutcomeErrorCode(rawValue: "INVALID_JSON")
     /// 503: the completed checkout's subscription could not be read from Nets; Nets delivers the webhook again.
     public static let netsUnavailable = OutcomeErrorCode(rawValue: "NETS_UNAVAILABLE")
+    /// 409: an authentic subscription charge webhook that the payment read back from Nets does
+    /// not bear out (another subscription's payment, no such payment, or a failure of a payment
+    /// Nets shows charged); nothing is recorded.
+    public static let netsWebhookUnconfirmed = OutcomeErrorCode(rawValue: "NETS_WEBHOOK_UNCONFIRMED")
 }

@@ -52,6 +52,20 @@ public struct NetsSandbox: Sendable {
     }
 
     package var charges: [String: Charge] = [:]
+
+    /// The payment a subscription charge makes in Nets (one per charge request): its charge
+    /// when the card paid, none when it was declined.
+    package struct ChargePayment: Sendable {
+        var subscriptionId: String
+        var amount: Int64
+        var currency: String
+        var chargeId: String?
+        var createdEpochSeconds: Int64
+        var items: [JSONValue]
+    }
+
+    /// paymentId → the subscription charge's payment, for `GET /v1/payments/{paymentId}`.
+    package var chargePayments: [String: ChargePayment] = [:]
     /// Subscriptions whose next charge the card refuses (`declineNextCharge`).
     public private(set) var declining: Set<String> = []
     /// Webhook deliveries the last requests made, for the emulator to send (`takeDeliveries`).
@@ -135,7 +149,11 @@ public struct NetsSandbox: Sendable {
         let items = chargedItems.isEmpty ? payment.items : chargedItems
         // The webhooks the subscription's payment registered, and those of this charge request.
         let hooks = payment.webhooks + NetsSandbox.webhooks(in: body)
-        if declining.remove(subscriptionId) != nil {
+        let declined = declining.remove(subscriptionId) != nil
+        chargePayments[charge.paymentId] = ChargePayment(
+            subscriptionId: subscriptionId, amount: amount, currency: currency, chargeId: declined ? nil : charge.chargeId, createdEpochSeconds: now,
+            items: items)
+        if declined {
             outbox += NetsSandbox.chargeDeliveries(
                 .chargeFailed, hooks: hooks, subscriptionId: subscriptionId, paymentId: charge.paymentId, chargeId: charge.chargeId,
                 amount: amount, currency: currency, items: items, merchantId: merchantId, timestampMilliseconds: now * 1000)
@@ -215,6 +233,7 @@ public struct NetsSandbox: Sendable {
     }
 
     package func paymentResponse(_ paymentId: String) -> HTTPResponseSpec {
+        if let charged = chargePayments[paymentId] { return chargePaymentResponse(paymentId, charged) }
         guard let payment = payments[paymentId] else { return HTTPResponseSpec(status: 404) }
         var orderDetails: [String: JSONValue] = ["amount": .integer(payment.amount), "currency": .string(payment.currency)]
         if let reference = payment.reference { orderDetails["reference"] = .string(reference) }
@@ -228,6 +247,28 @@ public struct NetsSandbox: Sendable {
         if let subscriptionId = payment.subscriptionId { object["subscription"] = ["id": .string(subscriptionId)] }
         if let terminated = payment.terminatedMilliseconds {
             object["terminated"] = .string(NetsSandbox.secondsTimestamp(milliseconds: terminated))
+        }
+        return NetsSandbox.json(200, ["payment": .object(object)])
+    }
+
+    /// A subscription charge's payment as Nets' Retrieve payment shows it: the charge (with its
+    /// id, amount, time and items) and the charged amount, or nothing charged after a decline.
+    package func chargePaymentResponse(_ paymentId: String, _ payment: ChargePayment) -> HTTPResponseSpec {
+        let created = NetsSandbox.secondsTimestamp(milliseconds: payment.createdEpochSeconds * 1000)
+        var object: [String: JSONValue] = [
+            "paymentId": .string(paymentId), "created": .string(created),
+            "orderDetails": ["amount": .integer(payment.amount), "currency": .string(payment.currency)],
+            "subscription": ["id": .string(payment.subscriptionId)], "refunds": [], "charges": [],
+            "summary": [:],
+        ]
+        if let chargeId = payment.chargeId {
+            object["charges"] = [
+                [
+                    "chargeId": .string(chargeId), "amount": .integer(payment.amount), "created": .string(created),
+                    "orderItems": .array(payment.items),
+                ]
+            ]
+            object["summary"] = ["reservedAmount": .integer(payment.amount), "chargedAmount": .integer(payment.amount)]
         }
         return NetsSandbox.json(200, ["payment": .object(object)])
     }

@@ -314,7 +314,20 @@ import Testing
                 "endDate": "2029-07-18T00:00:00+01:00", "interval": 30, "reference": .string(data?["order"]?["reference"]?.stringValue ?? "sub-42"),
             ])
         let answer: Result<HTTPResponseSpec, TransportFailure>
-        if let subscriptionId = fixture.meaningText("subscriptionId"), fixture.meaning("renewal") == nil {
+        if let subscriptionId = fixture.meaningText("subscriptionId"), let renewal = fixture.meaningText("renewal") {
+            // The charge's payment read back: the charge Nets made, or none for a failed one.
+            var charges: [JSONValue] = []
+            if renewal == SubscriptionEvent.Kind.renewalSucceeded.rawValue, let chargeId = data?["chargeId"] {
+                charges = [["chargeId": chargeId, "amount": money?["amount"] ?? .null, "created": "2026-11-28T00:00:00Z", "orderItems": []]]
+            }
+            let payment: JSONValue = [
+                "payment": [
+                    "paymentId": .string(paymentId), "orderDetails": ["amount": money?["amount"] ?? .null, "currency": money?["currency"] ?? .null],
+                    "subscription": ["id": .string(subscriptionId)], "charges": .array(charges),
+                ]
+            ]
+            answer = .success(HTTPResponseSpec(status: 200, body: payment.bytes))
+        } else if let subscriptionId = fixture.meaningText("subscriptionId") {
             let payment: JSONValue = [
                 "payment": [
                     "paymentId": .string(paymentId), "summary": ["reservedAmount": money?["amount"] ?? .null],
@@ -358,12 +371,12 @@ import Testing
             let renewalEvent = try #require(decision.subscriptionEvents.first)
             #expect(renewalEvent.kind.rawValue == renewal)
             #expect(renewalEvent.subscription == fixture.meaningText("subscriptionId"))
-            #expect(renewalEvent.dedupeKey == fixture.meaningText("eventId"))
+            #expect(renewalEvent.dedupeKey == fixture.meaningText("dedupeKey"))
             #expect(renewalEvent.providerReference == fixture.meaningText("providerReference"))
             #expect(renewalEvent.amount == fixture.meaning("amount")?.integerValue)
             #expect(renewalEvent.currency == fixture.meaningText("currency"))
             #expect(renewalEvent.reason == fixture.meaningText("reason"))
-            #expect(nets.requests.isEmpty, "the event names its subscription: nothing is read from Nets")
+            #expect(nets.requests.map(\.url) == [Fixtures.config.baseURL + "/v1/payments/" + paymentId], "the charge is read back from Nets")
             return
         }
         #expect(decision.event == fixture.meaningText("eventId"))
