@@ -95,4 +95,37 @@ struct LedgerAsyncTests {
         let done = Outcome(order: o, status: .succeeded, result: ["state": "COMPLETED"])
         #expect(core.handle(.settle(o.key, event: "phonepe|AR1|COMPLETED", outcome: done), now: 4000).0 == .settled(applied: true, duplicate: false))
     }
+
+    /// A status check's answer counts only for the order's current generation: each check, and
+    /// an operator's re-check of an order in review, is dispatched under a new one, so a stale
+    /// answer (a slow submitter's, or a replayed frame) cannot end the order.
+    @Test func onlyTheLatestStatusCheckAnswersAPendingOrAReviewOrder() async throws {
+        var core = LedgerCore(store: try temporaryStore(), registry: await testRegistry(), timers: timers(phonepeCallbackWaitMs: 10_000))
+        _ = try core.intake([Array(phonePeOrder.utf8)], now: 1000)
+        let o = try order(phonePeOrder)
+        _ = try core.submitted(Outcome(order: o, status: .pending, result: ["authRequestId": "AR1"]), now: 2000)
+        func check(_ effects: [LedgerCore.Effect]) throws -> DispatchFrame {
+            guard case .dispatch(let frame)? = effects.first, let dispatch = readDispatch(frame) else { throw CancellationError() }
+            return dispatch
+        }
+        let first = try check(try core.redeliver(now: 12_500))
+        let second = try check(try core.redeliver(now: 23_000))
+        #expect(second.generation == first.generation + 1)
+        let failed = Outcome(order: o, status: .failed, error: .init(code: "PAYMENT_ERROR", message: "m"))
+        let stale = try core.results([core.frame(failed, answering: first)], role: .submitter, now: 23_100)
+        #expect(stale.contains { if case .refuse = $0 { true } else { false } } && core.counters.resultsRefused == 1)
+        #expect(try core.store.lookup(o.key)?.state == .pending)
+
+        // In review, the operator's re-check is the only answer that counts.
+        let review = Outcome(order: o, status: .unknown, error: .init(code: Outcome.ErrorInfo.needsReviewCode, message: "the provider cannot tell"))
+        _ = try core.results([core.frame(review, answering: second)], role: .submitter, now: 23_200)
+        #expect(try core.store.lookup(o.key)?.state == .review)
+        let recheck = try check(try core.administer(.recheck(o.key), operatorKey: "alice", now: 30_000).effects)
+        #expect(recheck.generation == second.generation + 1)
+        let succeeded = Outcome(order: o, status: .succeeded, result: ["state": "COMPLETED"])
+        _ = try core.results([core.frame(succeeded, answering: second)], role: .submitter, now: 30_100)
+        #expect(try core.store.lookup(o.key)?.state == .review, "the answer to the check before the re-check")
+        let answered = try core.results([core.frame(succeeded, answering: recheck)], role: .submitter, now: 30_200)
+        #expect(emitted(answered).map(\.status) == [.succeeded])
+    }
 }

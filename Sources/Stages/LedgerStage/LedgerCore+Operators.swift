@@ -85,19 +85,22 @@ extension LedgerCore {
                     ), []
                 )
             }
-            guard try store.markRechecked(key, state: facts.state, now: now) else { return (Self.refusal("\(key) changed meanwhile; ask again"), []) }
+            guard try store.markRechecked(key, state: facts.state, generation: facts.generation, now: now) else {
+                return (Self.refusal("\(key) changed meanwhile; ask again"), [])
+            }
+            let generation = facts.generation + 1
             try store.audit(
                 key, action: "recheck", by: operatorKey ?? "operator", operatorKey: operatorKey, reason: "status check requested", detail: nil,
                 now: now)
             let pending = facts.outcome.flatMap { try? JSONValue.parse(Array($0.utf8)) }?["result"]?.objectValue
             let frame = DispatchFrame.encode(
                 orderJSON: json, acceptedAt: facts.pendingAt ?? facts.acceptedAt, purpose: .statusCheck, pending: pending,
-                generation: facts.generation, token: store.tickets.token(for: key, generation: facts.generation))
+                generation: generation, token: store.tickets.token(for: key, generation: generation))
             return (
                 [
                     "rechecking": [
                         "merchant": .string(key.merchant), "orderId": .string(key.orderId), "state": .string(facts.state.rawValue),
-                        "generation": .integer(facts.generation),
+                        "generation": .integer(generation),
                     ]
                 ], [.dispatch(frame)]
             )

@@ -31,7 +31,7 @@ package struct OrderFacts: Sendable, Equatable {
 ///
 /// - Every source: provider and operation must be the stored order's.
 /// - A submitter answers a submission only for the generation whose claim it holds, and a status
-///   check only while the order is pending.
+///   check only while the order is pending (or in review), for the order's current generation.
 /// - A signer may end as `rejected`, or make `pending`, only an order that no submitter ever
 ///   claimed, and may send any order it was dispatched to review.
 /// - A poller answers only pending orders of an operation the pollers own.
@@ -57,9 +57,10 @@ package enum ResultAuthority {
         func admits(_ role: CurveConfig.Role) -> Bool {
             switch (role, answering) {
             case (.submitter, .submit): order.claimedGeneration == ticket.generation
-            // An operator's re-check of an order in review is a status check too.
-            case (.submitter, .statusCheck): order.state == .pending || order.state == .review
-            case (.submitter, .expiryCheck): order.state == .pending
+            // An operator's re-check of an order in review is a status check too. Each check is
+            // dispatched under a new generation: only the latest one's answer counts.
+            case (.submitter, .statusCheck): (order.state == .pending || order.state == .review) && ticket.generation == order.generation
+            case (.submitter, .expiryCheck): order.state == .pending && ticket.generation == order.generation
             case (.signer, .submit):
                 review || ((outcome.status == .rejected || outcome.status == .pending) && order.attempts == 0 && order.claimedGeneration == nil)
             case (.signer, .statusCheck), (.signer, .expiryCheck): review && order.state == .pending

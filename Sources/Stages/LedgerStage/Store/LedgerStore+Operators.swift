@@ -49,12 +49,13 @@ extension LedgerStore {
             generation: row[5].integer ?? 1, acceptedAt: row[6].integer ?? 0, pendingAt: row[7].integer)
     }
 
-    /// Marks a pending or review order dispatched now, for an operator's re-check; false when it
-    /// is no longer in `state`.
-    func markRechecked(_ key: OrderKey, state: State, now: Int64) throws -> Bool {
+    /// Marks a pending or review order dispatched now under a new generation, for an operator's
+    /// re-check, so that only the answer to this check counts; false when it is no longer in
+    /// `state` at `generation`.
+    func markRechecked(_ key: OrderKey, state: State, generation: Int64, now: Int64) throws -> Bool {
         try db.query(
-            "UPDATE orders SET dispatched_at=? WHERE merchant=? AND order_id=? AND state=?",
-            [.integer(now), .text(key.merchant), .text(key.orderId), .text(state.rawValue)])
+            "UPDATE orders SET dispatched_at=?, dispatches=dispatches+1 WHERE merchant=? AND order_id=? AND state=? AND dispatches=?",
+            [.integer(now), .text(key.merchant), .text(key.orderId), .text(state.rawValue), .integer(generation)])
         return db.changes == 1
     }
 
