@@ -195,6 +195,34 @@ struct OrderDecodingTests {
         #expect(outcome.error?.code == "AMOUNT_NOT_POSITIVE")
     }
 
+    /// A frame over the order limit that names its order is refused with an outcome, so upstream
+    /// learns why; one that names none is dropped. Its nested values are read without being
+    /// built: a padded order of arrays costs no more than its bytes.
+    @Test func anOversizedFrameNamingItsOrderIsRejected() {
+        let padding = "[" + Array(repeating: "[1]", count: Order.maxFrameBytes / 3).joined(separator: ",") + "]"
+        let named = order(with: "params", #"{"pad":"# + padding + "}")
+        let expected = Rejection(.frameTooLarge, field: "frame", "frame of \(named.utf8.count) bytes exceeds the 65536-byte limit")
+        #expect(
+            decode(named) == .rejected(expected, identity: OrderIdentity(orderId: "ord-1", merchant: "default", provider: "viva", operation: "sale")))
+        let otherMerchant = decode(order(with: "merchant", #""shop-2""#).replacingFirst(#""params":{}"#, with: #""params":{"pad":"# + padding + "}"))
+        guard case .rejected(let rejection, let identity) = otherMerchant else {
+            Issue.record("expected a rejection, got \(otherMerchant)")
+            return
+        }
+        #expect(rejection.code == .frameTooLarge && identity.merchant == "shop-2" && identity.orderId == "ord-1")
+        for unnamed in [
+            order(with: "orderId", nil).replacingFirst(#""params":{}"#, with: #""params":{"pad":"# + padding + "}"),
+            order(with: "orderId", "7").replacingFirst(#""params":{}"#, with: #""params":{"pad":"# + padding + "}"),
+            String(named.dropLast()),
+        ] {
+            guard case .dropped(let dropped) = decode(unnamed) else {
+                Issue.record("a frame that names no order must be dropped")
+                continue
+            }
+            #expect(dropped.code == .frameTooLarge)
+        }
+    }
+
     @Test func framesThatAreNotJSONObjectsAreDroppedWithTheirReason() {
         let tooLarge = "{\"pad\":\"" + String(repeating: "x", count: Order.maxFrameBytes) + "\"}"
         #expect(

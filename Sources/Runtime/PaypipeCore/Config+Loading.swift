@@ -168,6 +168,7 @@ extension PaypipeConfig {
         }
         if var s = try root.optionalObject("store") { config.store = try StoreSettings.parse(&s) }
         if var t = try root.optionalObject("tracing") { config.tracing = try Tracing.parse(&t) }
+        if var i = try root.optionalObject("intake") { config.intake = try Intake.parse(&i) }
         try root.finish()
 
         if let v = sources.environment("PAYPIPE_INTAKE"), !v.isEmpty { config.endpoints.intake = v }

@@ -12,6 +12,8 @@ public struct PaypipeConfig: Sendable {
     public var store = StoreSettings.sqlite(path: StoreSettings.defaultSQLitePath)
     /// Where the stages send their spans; nil (the default): no tracing.
     public var tracing: Tracing?
+    /// How much the ledger reads from one intake connection (`Intake`).
+    public var intake = Intake()
 
     public init(merchants: [String: MerchantConfig], endpoints: Endpoints = Endpoints(), timers: Timers = Timers()) {
         self.merchants = merchants

@@ -35,11 +35,16 @@ extension JSONValue {
     /// read so. False as soon as `take` refuses a member, a key is not plain ASCII (an escape
     /// could spell any key), or the document is not a well-formed object: the caller then
     /// parses it with `parse`, which also says what is wrong.
+    /// `keepingNested` false: a member's array or object is read to check its grammar and comes
+    /// to `take` empty, so a large document costs no more than its own bytes (repeated keys
+    /// inside it go unnoticed).
     package static func forEachMember(
-        of bytes: some Collection<UInt8>, maxDepth: Int = 64, _ take: (UnsafeBufferPointer<UInt8>, JSONValue) -> Bool
+        of bytes: some Collection<UInt8>, maxDepth: Int = 64, keepingNested: Bool = true,
+        _ take: (UnsafeBufferPointer<UInt8>, JSONValue) -> Bool
     ) -> Bool {
         func scan(_ buffer: UnsafeBufferPointer<UInt8>) -> Bool {
             var parser = JSONParser(bytes: buffer, maxDepth: maxDepth)
+            parser.keepsNested = keepingNested
             return (try? parser.scanObject(take)) ?? false
         }
         return bytes.withContiguousStorageIfAvailable(scan) ?? Array(bytes).withUnsafeBufferPointer(scan)
@@ -76,6 +81,8 @@ private struct JSONParser {
     /// is built once its members are known, at its final size: grown member by member, it would
     /// be rehashed at every doubling.
     var members: [(key: String, value: JSONValue, offset: Int)] = []
+    /// False: arrays and objects are checked and come back empty (`forEachMember`).
+    var keepsNested = true
 
     init(bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int) {
         self.bytes = bytes
@@ -161,7 +168,7 @@ private struct JSONParser {
             index += 1
             skipWhitespace()
             let value = try parseValue()
-            members.append((key, value, keyOffset))
+            if keepsNested { members.append((key, value, keyOffset)) }
             skipWhitespace()
             guard index < bytes.count else { throw fail(.syntax, "unexpected end of input in an object") }
             if bytes[index] == UInt8(ascii: ",") {
@@ -237,7 +244,8 @@ private struct JSONParser {
         }
         while true {
             skipWhitespace()
-            array.append(try parseValue())
+            let element = try parseValue()
+            if keepsNested { array.append(element) }
             skipWhitespace()
             guard index < bytes.count else { throw fail(.syntax, "unexpected end of input in an array") }
             if bytes[index] == UInt8(ascii: ",") {

@@ -4,8 +4,8 @@ public enum OrderDecoding: Sendable, Equatable {
     /// A JSON object that breaks a rule: answered with a `rejected` outcome. `identity` holds
     /// what could be read of the order, so upstream can match the outcome to it.
     case rejected(Rejection, identity: OrderIdentity)
-    /// Not a JSON object at all (too large, not UTF-8, not JSON): counted and logged
-    /// without its content, no outcome.
+    /// Not a JSON object at all (not UTF-8, not JSON), or over the size limit without a string
+    /// `orderId`: counted and logged without its content, no outcome.
     case dropped(Rejection)
 }
 
@@ -32,7 +32,9 @@ extension Order {
 
     public static func decode(frame: some Collection<UInt8>, catalog: OrderCatalog) -> OrderDecoding {
         guard frame.count <= maxFrameBytes else {
-            return .dropped(Rejection(.frameTooLarge, field: "frame", "frame of \(frame.count) bytes exceeds the \(maxFrameBytes)-byte limit"))
+            let rejection = Rejection(.frameTooLarge, field: "frame", "frame of \(frame.count) bytes exceeds the \(maxFrameBytes)-byte limit")
+            guard let identity = identityOfOversized(frame) else { return .dropped(rejection) }
+            return .rejected(rejection, identity: identity)
         }
         if let order = decodeWithoutObject(frame, catalog: catalog) { return .order(order) }
         let document: JSONValue
@@ -75,6 +77,26 @@ extension Order {
         var fields = TopLevelFields()
         guard JSONValue.forEachMember(of: frame, { key, value in fields.take(bytes: key, value) }) else { return nil }
         return try? validated(fields, catalog: catalog)
+    }
+
+    /// What a frame over `maxFrameBytes` says of the order it would be, when it is a JSON object
+    /// with a string `orderId`, so upstream learns why that order is refused: read without
+    /// building its nested values, so the frame costs little more than its own bytes.
+    private static func identityOfOversized(_ frame: some Collection<UInt8>) -> OrderIdentity? {
+        var fields = (orderId: JSONValue?.none, merchant: JSONValue?.none, provider: JSONValue?.none, operation: JSONValue?.none)
+        let read = JSONValue.forEachMember(of: frame, keepingNested: false) { key, value in
+            switch key {
+            case "orderId": JSONValue.keepOnce(value, in: &fields.orderId)
+            case "merchant": JSONValue.keepOnce(value, in: &fields.merchant)
+            case "provider": JSONValue.keepOnce(value, in: &fields.provider)
+            case "operation": JSONValue.keepOnce(value, in: &fields.operation)
+            default: true
+            }
+        }
+        guard read, fields.orderId?.stringValue != nil else { return nil }
+        return OrderIdentity(
+            orderId: echo(fields.orderId), merchant: fields.merchant == nil ? "default" : echo(fields.merchant), provider: echo(fields.provider),
+            operation: echo(fields.operation))
     }
 
     private static func echo(_ value: JSONValue?) -> String {

@@ -20,6 +20,8 @@ public struct Rejection: Error, Sendable, Equatable, CustomStringConvertible {
         public var description: String { rawValue }
 
         // Frame-level: the frame is dropped and counted; no outcome.
+        /// Over `Order.maxFrameBytes`; a `rejected` outcome when the frame is an object with a
+        /// string `orderId`, otherwise dropped like the codes below.
         public static let frameTooLarge = Code(rawValue: "FRAME_TOO_LARGE")
         public static let invalidUTF8 = Code(rawValue: "INVALID_UTF8")
         public static let malformedJSON = Code(rawValue: "MALFORMED_JSON")

@@ -25,6 +25,9 @@ final class LedgerLoop: Sendable {
     struct Limits: Sendable {
         /// Messages read from one socket in one pass, so one busy socket cannot starve the rest.
         var batchSize = 256
+        /// Bytes read from one socket in one pass: large frames end a pass's reading before
+        /// `batchSize` does, so what a pass holds stays within the intake's memory budget.
+        var batchBytes = Int(PaypipeConfig.Intake.passBytes)
         /// Every order taken in is already durable, so the ledger holds only enough for the
         /// signers: with this many dispatches waiting, intake and redelivery wait. Results, which
         /// free the signers and submitters downstream, never do.
@@ -161,7 +164,11 @@ final class LedgerLoop: Sendable {
 
     private func read(_ socket: ZMQSocket) throws(ZMQError) -> [ZMQMessage] {
         var batch: [ZMQMessage] = []
-        while batch.count < limits.batchSize, let message = try socket.receive(dontWait: true) { batch.append(message) }
+        var bytes = 0
+        while batch.count < limits.batchSize, bytes < limits.batchBytes, let message = try socket.receive(dontWait: true) {
+            batch.append(message)
+            bytes += message.frames.reduce(0) { $0 + $1.count }
+        }
         return batch
     }
 

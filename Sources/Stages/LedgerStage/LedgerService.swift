@@ -142,11 +142,12 @@ package final class LedgerService: MeasuredStage {
         let authenticator = try links.authenticator(context: context)
         let e = config.endpoints
 
-        var intakeOptions = stageOptions()
+        var intakeOptions = stageOptions(highWaterMark: Int32(config.intake.receiveQueueFrames))
         // libzmq closes a connection that brings a frame over this, and what upstream queued
-        // behind it on that connection is lost with it: frames over 64 KiB are instead read,
-        // counted and dropped, up to a size no upstream sends by mistake.
-        intakeOptions.maxMessageSize = Self.intakeFrameLimit
+        // behind it on that connection is lost with it: frames over 64 KiB are instead read and
+        // refused, up to a size no upstream sends by mistake. Every frame in the receive queue
+        // may be this large, which is what its length is derived from (`PaypipeConfig.Intake`).
+        intakeOptions.maxMessageSize = config.intake.maxFrameBytes
         let intakeSocket = try context.socket(.pull, options: links.upstreamServer(intakeOptions, .intake))
         let outcomesSocket = try context.socket(.push, options: links.upstreamServer(stageOptions(highWaterMark: 100_000), .outcomes))
         let signSocket = try context.socket(.push, options: links.server(workQueueOptions(), .signQueue))
@@ -195,9 +196,6 @@ package final class LedgerService: MeasuredStage {
 }
 
 extension LedgerService {
-    /// The largest intake frame read whole (see `run`); a larger one closes its connection.
-    package static let intakeFrameLimit: Int64 = 64 << 20
-
     /// Orders in review listed at most, per `GET /review` (`?limit=` asks for fewer).
     package static let reviewListLimit = 1000
 
