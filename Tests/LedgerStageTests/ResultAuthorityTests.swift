@@ -189,6 +189,18 @@ struct ResultAuthorityTests {
         #expect(other.key == OrderKey(merchant: "second", orderId: "ref-b"))
         // The rejection is the key's outcome: a repeat gets it again.
         #expect(emitted(try core.intake([Array(clash.utf8)], now: 2)).map(\.error?.code) == ["REFERENCE_IN_USE"])
+        // Callback event ids are each merchant's own: the first tenant's callback with an id does
+        // not mask the second's with the same id.
+        for key in [OrderKey(merchant: "default", orderId: "ref-a"), OrderKey(merchant: "second", orderId: "ref-b")] {
+            let stored = try #require(try core.store.lookup(key))
+            guard case .order(let order) = Order.decode(json: stored.orderJSON, catalog: core.registry.catalog) else {
+                Issue.record("the stored order reads back")
+                return
+            }
+            let done = Outcome(order: order, status: .succeeded, result: ["state": "COMPLETED"])
+            #expect(
+                core.handle(.settle(key, event: "phonepe|SHARED1|COMPLETED", outcome: done), now: 3).0 == .settled(applied: true, duplicate: false))
+        }
     }
 
     /// Viva's inter-app protocol puts ISV_clientSecret in the app's URL: the stored outcome (and

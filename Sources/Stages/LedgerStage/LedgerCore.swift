@@ -491,7 +491,7 @@ package struct LedgerCore {
                 let recorded = try store.record(outcome, serialized: outcome.serialized, references: [], polled: false, now: now, from: .callback)
                 refusal = recorded.refused
                 // Nothing is kept, the event id included: the callback is not this order's.
-                if refusal != nil, let event { try store.forgetCallbackEvent(event) }
+                if refusal != nil, let event { try store.forgetCallbackEvent(event, of: key.merchant) }
                 guard refusal == nil, let text = recorded.emit else { return (false, false, false) }
                 effects.append(.emit(Array(text.utf8)))
                 if outcome.status == .succeeded {

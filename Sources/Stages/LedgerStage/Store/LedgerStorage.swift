@@ -105,7 +105,7 @@ package protocol LedgerStorage: AnyObject {
 
     /// A callback that turned out not to be the order's must not block a genuine one with the
     /// same event id.
-    func forgetCallbackEvent(_ event: String) throws
+    func forgetCallbackEvent(_ event: String, of merchant: String) throws
 
     /// Pending orders are resolved by status checks or pollers, each dispatch a new generation so
     /// that a late answer to an older one is refused.

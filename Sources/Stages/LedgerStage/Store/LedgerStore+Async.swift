@@ -31,8 +31,31 @@ extension LedgerStore {
     }
 
     /// Takes back an event recorded in this transaction whose callback changed nothing.
-    package func forgetCallbackEvent(_ event: String) throws {
-        try db.query("DELETE FROM callback_events WHERE event=?", [.text(event)])
+    package func forgetCallbackEvent(_ event: String, of merchant: String) throws {
+        try db.query("DELETE FROM callback_events WHERE event=? AND merchant=?", [.text(event), .text(merchant)])
+    }
+
+    /// Callback event ids are each merchant's own (schema step 8): the same id in two tenants'
+    /// callbacks is two events, so one tenant cannot mask another's callback.
+    func keyCallbackEventsByMerchant() throws {
+        switch db.dialect {
+        case .postgres:
+            try db.execute(
+                """
+                ALTER TABLE callback_events DROP CONSTRAINT IF EXISTS callback_events_pkey;
+                ALTER TABLE callback_events ADD PRIMARY KEY (merchant, event);
+                """)
+        case .sqlite:
+            try db.execute(
+                """
+                CREATE TABLE callback_events_by_merchant(event TEXT NOT NULL, merchant TEXT NOT NULL,
+                  order_id TEXT NOT NULL, at INTEGER NOT NULL, PRIMARY KEY(merchant, event)) WITHOUT ROWID;
+                INSERT INTO callback_events_by_merchant(event, merchant, order_id, at) SELECT event, merchant, order_id, at FROM callback_events;
+                DROP TABLE callback_events;
+                ALTER TABLE callback_events_by_merchant RENAME TO callback_events;
+                CREATE INDEX IF NOT EXISTS callback_events_order ON callback_events(order_id, merchant);
+                """)
+        }
     }
 
     /// Pending orders of one provider and operation whose pending time is before `pendingBefore`

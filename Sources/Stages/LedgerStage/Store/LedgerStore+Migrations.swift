@@ -29,6 +29,7 @@ extension LedgerStore {
                 StoreMigration(version: 5) { try $0.createSchedules(integer: "INTEGER") },
                 StoreMigration(version: 6) { try $0.createOrderAudit(integer: "INTEGER") },
                 StoreMigration(version: 7) { try $0.addCheckTickets(integer: "INTEGER") },
+                StoreMigration(version: 8) { try $0.keyCallbackEventsByMerchant() },
             ]
         case .postgres:
             [
@@ -43,12 +44,13 @@ extension LedgerStore {
                 StoreMigration(version: 5) { try $0.createSchedules(integer: "BIGINT") },
                 StoreMigration(version: 6) { try $0.createOrderAudit(integer: "BIGINT") },
                 StoreMigration(version: 7) { try $0.addCheckTickets(integer: "BIGINT") },
+                StoreMigration(version: 8) { try $0.keyCallbackEventsByMerchant() },
             ]
         }
     }
 
     /// The schema version this paypipe writes.
-    static let schemaVersion = 7
+    static let schemaVersion = 8
 
     /// Brings the schema to `schemaVersion`, recording each step in `meta`; refuses a store
     /// whose schema is newer than this paypipe knows, which an older ledger would corrupt.
