@@ -3,6 +3,7 @@ import Foundation
 import PaypipeCore
 import PhonePe
 import Sandbox
+import StageRuntime
 import StageWire
 import TestSupport
 import Testing
@@ -12,14 +13,15 @@ import Testing
 /// Another connection to the ledger's store, from this test process, holding its write lock
 /// until `release()`: SQLite's `BEGIN EXCLUSIVE`, or PostgreSQL's `LOCK TABLE` on what every
 /// ledger transaction writes. The ledger's transactions then fail once their lock wait ends.
+/// `readersPass`: on PostgreSQL, plain reads of those tables go on (SQLite's WAL lets them).
 final class StoreLock {
     private var sqlite: OpaquePointer?
     private var postgres: (any StoreDatabase)?
 
-    init(_ h: PipelineHarness) throws {
+    init(_ h: PipelineHarness, readersPass: Bool = false) throws {
         guard TestStores.postgres == nil else {
             let db = try TestStores.database(directory: h.directory)
-            try db.execute("BEGIN; LOCK TABLE orders, outcome_log IN ACCESS EXCLUSIVE MODE")
+            try db.execute("BEGIN; LOCK TABLE orders, outcome_log IN \(readersPass ? "EXCLUSIVE" : "ACCESS EXCLUSIVE") MODE")
             postgres = db
             return
         }
@@ -82,6 +84,45 @@ struct StoreFailureTests {
             try await Task.sleep(for: .milliseconds(100))
         }
         return nil
+    }
+
+    /// Operators' reads (`paypipe order show`, `GET /review`) and upstream's replay are
+    /// answered while the ledger's loop waits for a store whose writer lock is held from
+    /// outside: they read on a connection of their own, on a thread of their own.
+    @Test func operatorsReadsAndReplayAreAnsweredWhileTheLedgersWritesWait() async throws {
+        let h = try await PipelineHarness()
+        defer { Task { await h.shutdown() } }
+        #expect(try await Self.firstHealth(h)?.0 == 200)
+        try await h.send(rejectedOrder("read-1"))
+        _ = try await h.collect(timeout: .seconds(30)) { $0.contains { $0.orderId == "read-1" } }
+        let lock = try StoreLock(h, readersPass: true)
+        defer { lock.release() }
+        try await h.send(rejectedOrder("read-2"))
+        // The loop is inside its retries, waiting for the store: /healthz says so.
+        var waiting = false
+        for _ in 0..<50 where !waiting {
+            waiting = Self.health(h)?.0 == 503
+            if !waiting { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(waiting, "the ledger's loop waits for the store")
+
+        let shown = try await OperatorCommandsTests.paypipe(
+            ["order", "show", "read-1", "--json", "--admin", h.ledgerEndpoints["admin"]!, "--config", h.configPath])
+        #expect(shown.status == 0, "\(shown.errors)")
+        let story = try? JSONValue.parse(Array(shown.output.utf8))
+        #expect(story?["outcomes"]?.arrayValue?.compactMap { $0["outcome"]?["orderId"]?.stringValue } == ["read-1"], "\(shown.output)")
+        let port = try #require(h.metricsPort(of: h.ledgerProcess))
+        #expect(httpExchange(port: port, method: "GET", path: "/review", receiveTimeoutSeconds: 3)?.0 == 200)
+        let replay = try OutcomeReplayClient(context: h.context, endpoint: h.ledgerEndpoints["outcomesReplay"]!)
+        let replayed = try await replay.fetch(since: 0, limit: 10, timeoutMilliseconds: 3000)
+        await replay.close()
+        #expect(replayed.outcomes.compactMap { try? Outcome.parse($0) }.map(\.orderId) == ["read-1"])
+        #expect(Self.health(h)?.0 == 503, "answered while the loop still waited")
+
+        lock.release()
+        let outcomes = try await h.collect(timeout: .seconds(30)) { $0.contains { $0.orderId == "read-2" } }
+        #expect(outcomes.contains { $0.orderId == "read-2" })
+        #expect(h.ledgerProcess.isRunning)
     }
 
     @Test func aStoreLockedForLongerThanOneBusyWaitLosesNoOrder() async throws {

@@ -98,7 +98,7 @@ final class LoopHarness: Sendable {
         let core = LedgerService.Core(core: LedgerCore(store: store, registry: registry, timers: leaseTimers()))
         let sockets = LedgerLoop.Sockets(
             intake: try bound(.pull, "intake"), results: try bound(.pull, "results"), rpc: try bound(.router, "rpc"),
-            replay: try bound(.router, "replay"), admin: try bound(.router, "admin"), dispatch: try bound(.push, "dispatch"),
+            admin: try bound(.pair, "admin"), dispatch: try bound(.push, "dispatch"),
             outcomes: try bound(.push, "outcomes"),
             polls: try bound(.push, "polls"))
         loop = LedgerLoop(

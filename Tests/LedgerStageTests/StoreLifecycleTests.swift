@@ -80,16 +80,17 @@ struct StoreLifecycleTests {
         let other = try restored.intake([Array(rejectedOrder("r-9").utf8)], now: 3000)
         #expect(seqs(other) == [3])
         let epoch = restored.store.epoch
-        let service = LedgerService.Core(core: restored)
+        // Read as a running ledger answers replay: through a connection of its own.
+        let service = LedgerService.Reads(reader: try StoreReader(TestStores.settings(location)), revealer: nil, epoch: restored.store.currentEpoch)
         let request = OutcomeReplay.Request(since: mark.seq, limit: 10, epoch: mark.epoch)
-        let answer = LedgerService.answer(replayRequest: [Array("client".utf8), request.bytes], core: service, logger: .init(label: "test"))
+        let answer = LedgerService.answer(replayRequest: [Array("client".utf8), request.bytes], reads: service, logger: .init(label: "test"))
         let reply = try #require(answer.first?.frames.last.flatMap { try? JSONValue.parse($0) })
         #expect(reply["diverged"] == .bool(true))
         #expect(reply["epoch"]?.stringValue == epoch)
         #expect(answer.count == 1)
         // From 0 of the new epoch, upstream reads what the restored store holds.
         let fromZero = LedgerService.answer(
-            replayRequest: [Array("client".utf8), OutcomeReplay.Request(since: 0, limit: 10).bytes], core: service, logger: .init(label: "test"))
+            replayRequest: [Array("client".utf8), OutcomeReplay.Request(since: 0, limit: 10).bytes], reads: service, logger: .init(label: "test"))
         #expect(fromZero.count == 4)
         #expect(fromZero.last?.frames.last.flatMap(OutcomeReplay.Trailer.parse)?.epoch == epoch)
     }

@@ -84,7 +84,8 @@ extension TestStores {
         return try PostgresDatabase(settings: settings, logger: Logger(label: "test"))
     }
 
-    static func settings(_ location: String) -> StoreSettings {
+    /// The settings that open the store at `location` (`location()`).
+    package static func settings(_ location: String) -> StoreSettings {
         guard var settings = postgres, !location.hasPrefix("/") else { return .sqlite(path: location) }
         settings.schema = location
         return .postgres(settings)

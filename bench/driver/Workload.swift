@@ -84,7 +84,7 @@ func configText(endpoints e: BenchEndpoints, providerURL: String?, otlpEndpoint:
         sandboxURL: "http://127.0.0.1:\(e.sandboxPort)", callbacks: e.callbacks, providerURL: providerURL,
         endpoints: [
             "intake": any, "outcomes": any, "signQueue": any, "signedIn": any, "signedOut": any, "results": any, "ledgerRPC": any,
-            "pollQueue": any, "outcomesReplay": any,
+            "pollQueue": any, "outcomesReplay": any, "admin": any,
             "ledgerMetrics": "127.0.0.1:0",
         ])
     guard let otlpEndpoint, case .object(var document)? = try? JSONValue.parse(Array(text.utf8)) else { return text }

@@ -8,15 +8,26 @@ extension LedgerCore {
     /// `operatorKey`: the name of the `curve.admins` key the request came with (nil without CURVE).
     package mutating func administer(_ request: AdminRequest, operatorKey: String?, now: Int64) throws -> (reply: JSONValue, effects: [Effect]) {
         switch request {
-        case .show(let key):
-            guard let story = try store.orderStory(key) else { return (Self.refusal("no order \(key) in this store"), []) }
-            return (["order": story], [])
-        case .list(let filter):
-            return (["orders": .array(try store.listOrders(filter, now: now))], [])
+        case .show, .list:
+            return (try Self.answer(reading: request, from: store, now: now), [])
         case .resolve(let key, let resolution):
             return try resolve(key, resolution, operatorKey: operatorKey, now: now)
         case .recheck(let key):
             return try recheck(key, operatorKey: operatorKey, now: now)
+        }
+    }
+
+    /// An operator's `show` or `list`, from `store`: the ledger's own, or the connection its
+    /// reads have to themselves (`StoreReader`).
+    static func answer(reading request: AdminRequest, from store: some StoreReads, now: Int64) throws -> JSONValue {
+        switch request {
+        case .show(let key):
+            guard let story = try store.orderStory(key) else { return refusal("no order \(key) in this store") }
+            return ["order": story]
+        case .list(let filter):
+            return ["orders": .array(try store.listOrders(filter, now: now))]
+        case .resolve, .recheck:
+            return refusal("a request that changes an order is not a read")
         }
     }
 

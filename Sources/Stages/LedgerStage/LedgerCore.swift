@@ -333,7 +333,11 @@ package struct LedgerCore {
         /// Logs a rejection that is not filed under its key, and emits it.
         func refuse(_ rejection: Rejection, _ identity: OrderIdentity) throws {
             let outcome = Outcome.rejected(rejection, identity: identity, at: Timestamp.iso8601(milliseconds: now))
-            effects.append(.emit(Array(try store.logOutcome(outcome.serialized, now: now).utf8)))
+            effects.append(
+                .emit(
+                    Array(
+                        try store.logOutcome(outcome.serialized, key: OrderKey(merchant: outcome.merchant, orderId: outcome.orderId), now: now).utf8))
+            )
             counters.countOut(labels(outcome))
         }
         /// Files a rejection as its key's terminal outcome, unless the key is known.

@@ -7,8 +7,8 @@ import Synchronization
 import Tracing
 import ZeroMQ
 
-/// The ledger's one thread. Each pass polls the sockets that bring work (intake, results, the
-/// ledger RPC and outcome replay), commits everything it read in one transaction (a group
+/// The ledger's writing thread. Each pass polls the sockets that bring work (intake, results, the
+/// ledger RPC and operators' changes), commits everything it read in one transaction (a group
 /// commit: one fsync for all of it), and sends what that transaction asks for itself. A send
 /// that libzmq will not take yet waits in its socket's outbox, so the thread never blocks on a
 /// peer.
@@ -18,7 +18,9 @@ import ZeroMQ
 /// order's latency.
 final class LedgerLoop: Sendable {
     struct Sockets: Sendable {
-        let intake, results, rpc, replay, admin: ZMQSocket
+        /// `admin`: operators' changes, from the reads' thread (`LedgerReadLoop`), which answers
+        /// reads itself.
+        let intake, results, rpc, admin: ZMQSocket
         let dispatch, outcomes, polls: ZMQSocket
     }
 
@@ -98,7 +100,7 @@ final class LedgerLoop: Sendable {
 
     /// What the loop's thread alone touches between passes.
     private struct Outboxes {
-        var dispatch, outcomes, polls, rpc, replay, admin: ZMQOutbox
+        var dispatch, outcomes, polls, rpc, admin: ZMQOutbox
         /// The highest seq pushed live (or skipped): the live push follows the log's order.
         var published: Int64 = 0
         /// While tracing: when this pass's poll returned, where its spans start.
@@ -110,10 +112,10 @@ final class LedgerLoop: Sendable {
             dispatch: ZMQOutbox(socket: sockets.dispatch, drainMilliseconds: limits.drainMilliseconds),
             outcomes: ZMQOutbox(socket: sockets.outcomes, drainMilliseconds: limits.drainMilliseconds),
             polls: ZMQOutbox(socket: sockets.polls, drainMilliseconds: limits.pollsDrainMilliseconds),
-            rpc: ZMQOutbox(socket: sockets.rpc), replay: ZMQOutbox(socket: sockets.replay), admin: ZMQOutbox(socket: sockets.admin))
+            rpc: ZMQOutbox(socket: sockets.rpc), admin: ZMQOutbox(socket: sockets.admin))
         defer {
             for socket in [
-                sockets.intake, sockets.results, sockets.rpc, sockets.replay, sockets.admin, sockets.dispatch, sockets.outcomes, sockets.polls,
+                sockets.intake, sockets.results, sockets.rpc, sockets.admin, sockets.dispatch, sockets.outcomes, sockets.polls,
             ] {
                 socket.close()
             }
@@ -128,7 +130,7 @@ final class LedgerLoop: Sendable {
             let ready = try ZMQPoll.wait(
                 [
                     (sockets.intake, takesOrders ? .readable : []), (sockets.results, .readable),
-                    (sockets.rpc, out.rpc.pollEvents.union(.readable)), (sockets.replay, out.replay.pollEvents.union(.readable)),
+                    (sockets.rpc, out.rpc.pollEvents.union(.readable)),
                     (sockets.dispatch, out.dispatch.pollEvents), (sockets.outcomes, out.outcomes.pollEvents),
                     (sockets.polls, out.polls.pollEvents), (sockets.admin, out.admin.pollEvents.union(.readable)),
                 ],
@@ -137,16 +139,9 @@ final class LedgerLoop: Sendable {
             let intake = ready[0].contains(.readable) ? try read(sockets.intake) : []
             let results = ready[1].contains(.readable) ? try read(sockets.results) : []
             let requests = ready[2].contains(.readable) ? try read(sockets.rpc) : []
-            let replays = ready[3].contains(.readable) ? try read(sockets.replay) : []
-            let operators = ready[7].contains(.readable) ? try read(sockets.admin) : []
-            busy = !(intake.isEmpty && results.isEmpty && requests.isEmpty && replays.isEmpty && operators.isEmpty)
+            let operators = ready[6].contains(.readable) ? try read(sockets.admin) : []
+            busy = !(intake.isEmpty && results.isEmpty && requests.isEmpty && operators.isEmpty)
             try takeWork(intake: intake, results: results, requests: requests, &out)
-            for message in replays {
-                let sender = links.upstreamSender(of: message)
-                for reply in LedgerService.answer(replayRequest: message.frames, core: core, sender: sender, logger: logger) {
-                    try out.replay.send(reply)
-                }
-            }
             for message in operators { try administer(message, &out) }
             if shared, steadyMilliseconds() >= nextTail {
                 // What other ledgers logged goes out here too, in seq order.
@@ -159,7 +154,7 @@ final class LedgerLoop: Sendable {
                 nextTick = steadyMilliseconds() + limits.tickMilliseconds
             }
         }
-        try drainOnStop([out.dispatch, out.outcomes, out.polls, out.rpc, out.replay, out.admin], logger: logger)
+        try drainOnStop([out.dispatch, out.outcomes, out.polls, out.rpc, out.admin], logger: logger)
     }
 
     private func read(_ socket: ZMQSocket) throws(ZMQError) -> [ZMQMessage] {
@@ -308,7 +303,6 @@ final class LedgerLoop: Sendable {
         try out.outcomes.flush()
         try out.polls.flush()
         try out.rpc.flush()
-        try out.replay.flush()
         try out.admin.flush()
     }
 
@@ -322,16 +316,15 @@ final class LedgerLoop: Sendable {
         if let logged = core.committedSeqs { out.published = max(out.published, logged.upperBound) }
     }
 
-    /// One operator's request, `[identity, request]` from a DEALER: answered with one message,
+    /// One operator's change, `[identity, request, operator's key name]` (no key name without
+    /// CURVE) from the reads' thread, which has checked the sender: answered with one message,
     /// after what it changed is committed and its effects (an outcome upstream, a status check)
-    /// are out. With CURVE only the keys on `curve.admins` get here (the ZAP handler refuses
-    /// everyone else during the handshake).
+    /// are out.
     private func administer(_ message: ZMQMessage, _ out: inout Outboxes) throws {
-        guard message.frames.count == 2 else { return }
-        let operatorKey = links.adminName(of: message)
+        guard message.frames.count == 2 || message.frames.count == 3 else { return }
+        let operatorKey = message.frames.count == 3 ? String(decoding: message.frames[2], as: UTF8.self) : nil
         let reply: [UInt8]
         do {
-            guard !links.isSecured || operatorKey != nil else { throw EnvelopeError("forbidden: the sender's key is not on curve.admins") }
             let request = try AdminRequest.parse(message.frames[1])
             let answer = try retrying.run("an operator's request") { try core.administer(request, operatorKey: operatorKey) }
             try performCommitted(answer.effects, &out)

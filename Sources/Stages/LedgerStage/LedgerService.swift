@@ -1,6 +1,7 @@
 import Hummingbird
 import Logging
 import NIOCore
+import NIOPosix
 import PaypipeCore
 import Prometheus
 import ServiceLifecycle
@@ -15,8 +16,8 @@ import ZeroMQ
 /// `paypipe-streamer` copies, runs the streamer between signers and submitters. Any number of
 /// ledgers can run over one PostgreSQL store.
 package final class LedgerService: MeasuredStage {
-    /// The ledger's core behind a lock: its loop's thread commits through it, and the
-    /// operators' `GET /review` reads through it. Its time is `steadyMilliseconds()`: leases,
+    /// The ledger's core behind a lock: its loop's thread commits through it (operators' and
+    /// upstream's reads go through `Reads` instead). Its time is `steadyMilliseconds()`: leases,
     /// redelivery and the times it stores never step with the wall clock.
     final class Core: Sendable {
         private let locked: Mutex<LedgerCore>
@@ -54,24 +55,6 @@ package final class LedgerService: MeasuredStage {
         func logged(after seq: Int64, limit: Int) throws -> [(seq: Int64, text: String)] {
             try locked.withLock { core in try core.store.outcomes(after: seq, limit: limit).outcomes }
         }
-        /// The outcomes upstream asked for, or nil when its `epoch` and `since` name what the store no
-        /// longer holds; with the store's current epoch.
-        func replay(_ request: OutcomeReplay.Request) throws -> (found: (outcomes: [(seq: Int64, text: String)], more: Bool)?, epoch: String) {
-            try locked.withLock { core in
-                let store = core.store
-                if let epoch = request.epoch, try !store.replayContinues(epoch: epoch, after: request.since) { return (nil, store.epoch) }
-                return (try store.outcomes(after: request.since, limit: request.limit), store.epoch)
-            }
-        }
-        func subscription(merchant: String, provider: Provider, reference: String) throws -> JSONValue? {
-            try locked.withLock { core in try core.store.subscription(merchant: merchant, provider: provider, reference: reference) }
-        }
-        func schedules(_ query: OutcomeReplay.SchedulesQuery) throws -> [JSONValue] {
-            try locked.withLock { core in
-                try core.store.schedules(merchant: query.merchant, provider: query.provider, state: query.state, limit: query.limit).map(\.json)
-            }
-        }
-        func reviewOutcomes(limit: Int) throws -> [String] { try locked.withLock { core in try core.store.reviewOutcomes(limit: limit) } }
         /// One tick of retention: at most `limit` rows of each kind, in one transaction.
         func applyRetention(_ retention: PaypipeConfig.Retention, limit: Int) throws {
             try locked.withLock { core in
@@ -103,8 +86,8 @@ package final class LedgerService: MeasuredStage {
     /// single-host pipeline) rather than leaving it to `paypipe-streamer` copies (a fleet).
     let runsStreamer: Bool
     package let metrics = StageMetrics()
-    /// The running ledger's core, for the operators' `GET /review`.
-    private let running = Mutex<Core?>(nil)
+    /// The running ledger's reads, for the operators' `GET /review`.
+    private let running = Mutex<Reads?>(nil)
 
     /// `onReady` is called once every socket is bound.
     package init(
@@ -129,13 +112,15 @@ package final class LedgerService: MeasuredStage {
             // as the same failure is once the ledger runs.
             throw LedgerStoreFailure(operation: "opening the store", attempts: 1, reason: "\(error)")
         }
+        let currentEpoch = store.currentEpoch
         let core = Core(
             core: LedgerCore(
                 store: store, registry: registry, timers: config.timers, redeliverAfterMilliseconds: redeliverAfterMilliseconds,
                 eventMerchants: Set(config.merchants.filter(\.value.subscriptionEvents).keys), schedules: config.schedules),
             clockOffsetFile: config.schedules.clockOffsetFile)
         try core.resumeLeases()
-        running.withLock { $0 = core }
+        let reads = Reads(reader: try StoreReader(self.store, logger: logger), revealer: core.revealer, epoch: currentEpoch)
+        running.withLock { $0 = reads }
         defer { running.withLock { $0 = nil } }
         let links = try StageLinks(config: config, role: .ledger)
         let context = try ZMQContext()
@@ -158,6 +143,12 @@ package final class LedgerService: MeasuredStage {
         let replaySocket = try context.socket(
             .router, options: links.upstreamServer(stageOptions(highWaterMark: Int32(8 * (OutcomeReplay.maxLimit + 1))), .outcomesReplay))
         let adminSocket = try context.socket(.router, options: links.adminServer(stageOptions()))
+        // Operators' changes reach the loop from the reads' thread, which owns the admin socket.
+        let operatorChanges = "inproc://ledger-operator-changes-\(UInt64.random(in: 0...UInt64.max))"
+        let changesIn = try context.socket(.pair, options: stageOptions())
+        try changesIn.bind(operatorChanges)
+        let changesOut = try context.socket(.pair, options: stageOptions())
+        try changesOut.connect(operatorChanges)
         let streamer =
             runsStreamer ? try Streamer(context: context, links: links, signedIn: e.signedIn, signedOut: e.signedOut) : nil
         let bound = LedgerAddresses(
@@ -168,12 +159,14 @@ package final class LedgerService: MeasuredStage {
             outcomesReplay: try replaySocket.bind(e.outcomesReplay), admin: try adminSocket.bind(e.admin))
         let loop = LedgerLoop(
             sockets: .init(
-                intake: intakeSocket, results: resultsSocket, rpc: rpcSocket, replay: replaySocket, admin: adminSocket,
+                intake: intakeSocket, results: resultsSocket, rpc: rpcSocket, admin: changesIn,
                 dispatch: signSocket, outcomes: outcomesSocket, polls: pollSocket),
             core: core, links: links,
             retrying: StoreRetry(policy: self.store.isDatabaseServer ? .databaseServer : .init(), metrics: metrics, logger: logger),
             retention: config.retention,
             metrics: metrics, logger: logger)
+        let readLoop = LedgerReadLoop(
+            sockets: .init(replay: replaySocket, admin: adminSocket, writes: changesOut), reads: reads, links: links, logger: logger)
         onReady(bound)
         logger.info(
             "ledger ready",
@@ -189,7 +182,18 @@ package final class LedgerService: MeasuredStage {
         }
         // Graceful shutdown stops taking orders, outcomes and requests; what was read is still
         // recorded and forwarded.
-        try await loop.run()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                do {
+                    try await readLoop.run()
+                } catch {
+                    loop.stop()
+                    throw error
+                }
+            }
+            defer { readLoop.stop() }
+            try await loop.run()
+        }
         let counters = core.counters
         logger.info("ledger stopping", metadata: ["ordersIn": "\(counters.ordersIn)", "duplicates": "\(counters.duplicates)"])
     }
@@ -202,8 +206,10 @@ extension LedgerService {
     /// The outcomes of orders in review (`unknown` NEEDS_REVIEW), one JSON line each; nil while
     /// the ledger is not running.
     package func reviewOutcomes(limit: Int) async throws -> [String]? {
-        guard let core = running.withLock({ $0 }) else { return nil }
-        return try core.reviewOutcomes(limit: min(max(limit, 1), Self.reviewListLimit))
+        guard let reads = running.withLock({ $0 }) else { return nil }
+        let limit = min(max(limit, 1), Self.reviewListLimit)
+        // The read blocks its thread: one of NIO's pool for blocking work, not the server's.
+        return try await NIOThreadPool.singleton.runIfActive { try reads.reviewOutcomes(limit: limit) }
     }
 
     /// The ledger's `/metrics` and `/healthz` server with `GET /review` beside them.
@@ -242,8 +248,9 @@ extension LedgerService {
     /// multipart message: the delimiter, then one frame per outcome, then the trailer frame.
     /// `sender`: the outcomes a client limited to some merchants gets are only theirs; `next`
     /// still moves past the others.
-    static func answer(replayRequest frames: [[UInt8]], core: Core, sender: StageLinks.UpstreamSender = .anyMerchant, logger: Logger) -> [ZMQMessage]
-    {
+    static func answer(
+        replayRequest frames: [[UInt8]], reads: Reads, sender: StageLinks.UpstreamSender = .anyMerchant, logger: Logger
+    ) -> [ZMQMessage] {
         let identity: [UInt8], body: [UInt8], envelope: [[UInt8]]?
         switch frames.count {
         case 2: (identity, body, envelope) = (frames[0], frames[1], nil)
@@ -254,7 +261,7 @@ extension LedgerService {
         do {
             if let query = try OutcomeReplay.SubscriptionQuery.parse(body) {
                 guard sender.allows(query.merchant),
-                    let record = try core.subscription(merchant: query.merchant, provider: query.provider, reference: query.reference)
+                    let record = try reads.subscription(merchant: query.merchant, provider: query.provider, reference: query.reference)
                 else { throw EnvelopeError("no such subscription") }
                 replies = [record.bytes]
                 if let envelope { return [ZMQMessage(frames: envelope + replies)] }
@@ -264,13 +271,13 @@ extension LedgerService {
                 guard sender == .anyMerchant || query.merchant.map(sender.allows) == true else {
                     throw EnvelopeError("this client must name one of its merchants")
                 }
-                let found = try core.schedules(query)
+                let found = try reads.schedules(query)
                 replies = [JSONValue.object(["schedules": .array(found)]).bytes]
                 if let envelope { return [ZMQMessage(frames: envelope + replies)] }
                 return replies.map { ZMQMessage(frames: [identity, $0]) }
             }
             let request = try OutcomeReplay.Request.parse(body)
-            let (answer, epoch) = try core.replay(request)
+            let (answer, epoch) = try reads.replay(request)
             guard let found = answer else { throw Diverged(reply: OutcomeReplay.divergedReply(request, epoch: epoch)) }
             replies = found.outcomes.compactMap { outcome in
                 let bytes = Array(outcome.text.utf8)
@@ -278,7 +285,7 @@ extension LedgerService {
                 guard sender == .anyMerchant || (try? JSONValue.parse(bytes))?["merchant"]?.stringValue.map(sender.allows) == true else {
                     return nil
                 }
-                return core.revealer?.reveal(bytes) ?? bytes
+                return reads.revealer?.reveal(bytes) ?? bytes
             }
             replies.append(OutcomeReplay.Trailer(next: found.outcomes.last?.seq ?? request.since, more: found.more, epoch: epoch).bytes)
         } catch let diverged as Diverged {

@@ -76,7 +76,7 @@ package protocol LedgerStorage: AnyObject {
 
     /// Upstream replays by seq, so an outcome that belongs to no stored order still needs its
     /// place in the log.
-    func logOutcome(_ serialized: String, now: Int64) throws -> String
+    func logOutcome(_ serialized: String, key: OrderKey, now: Int64) throws -> String
 
     /// Each opening of the store is an epoch, named by every outcome it logs beside its seq, so
     /// that upstream can tell a store that went back in time (restored from a copy).

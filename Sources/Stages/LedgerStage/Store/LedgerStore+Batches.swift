@@ -171,7 +171,7 @@ extension LedgerStore {
             """
             WITH u AS (SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::bigint[]) AS u(m, id, text, seq)),
               written AS (UPDATE orders AS o SET outcome=u.text FROM u WHERE o.merchant=u.m AND o.order_id=u.id)
-            INSERT INTO outcome_log(seq, at, outcome) SELECT u.seq, ?, u.text FROM u
+            INSERT INTO outcome_log(seq, at, outcome, merchant, order_id) SELECT u.seq, ?, u.text, u.m, u.id FROM u
             """,
             [
                 .texts(outcomes.map(\.key.merchant)), .texts(outcomes.map(\.key.orderId)), .texts(outcomes.map(\.stamped.text)),

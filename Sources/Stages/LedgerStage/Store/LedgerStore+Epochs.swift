@@ -21,6 +21,16 @@ extension LedgerStore {
         epoch = id
     }
 
+    /// Sixteen hex digits: unique enough that no two openings of any store share one.
+    static func newEpochID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let value = generator.next() as UInt64
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
+    }
+}
+
+extension StoreReads {
     /// Whether this store's log holds, unchanged, everything an upstream saw up to `seq` of
     /// `epoch`: the epoch is one of this store's, and the store handed out `seq` in it. Each
     /// epoch keeps the highest seq logged in it, since several ledgers' epochs run at once over
@@ -30,13 +40,5 @@ extension LedgerStore {
             return false
         }
         return seq <= last
-    }
-
-    /// Sixteen hex digits: unique enough that no two openings of any store share one.
-    static func newEpochID() -> String {
-        var generator = SystemRandomNumberGenerator()
-        let value = generator.next() as UInt64
-        let digits = String(value, radix: 16)
-        return String(repeating: "0", count: 16 - digits.count) + digits
     }
 }

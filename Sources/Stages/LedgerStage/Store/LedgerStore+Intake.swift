@@ -47,7 +47,7 @@ extension LedgerStore {
             "INSERT INTO orders(merchant, order_id, order_json, state, outcome, accepted_at, dispatched_at, dispatches, ended_at) VALUES(?,?,NULL,'terminal',?,?,?,0,?) ON CONFLICT DO NOTHING",
             [.text(key.merchant), .text(key.orderId), .text(logged.text), .integer(now), .integer(now), .integer(now)])
         guard db.changes == 1 else { return .known(try existing(merchant: key.merchant, orderId: key.orderId)) }
-        try appendToLog(logged, now: now)
+        try appendToLog(logged, key: key, now: now)
         return .recorded(logged.text)
     }
 

@@ -30,6 +30,7 @@ extension LedgerStore {
                 StoreMigration(version: 6) { try $0.createOrderAudit(integer: "INTEGER") },
                 StoreMigration(version: 7) { try $0.addCheckTickets(integer: "INTEGER") },
                 StoreMigration(version: 8) { try $0.keyCallbackEventsByMerchant() },
+                StoreMigration(version: 9) { try $0.keyOutcomeLogByOrder() },
             ]
         case .postgres:
             [
@@ -45,12 +46,13 @@ extension LedgerStore {
                 StoreMigration(version: 6) { try $0.createOrderAudit(integer: "BIGINT") },
                 StoreMigration(version: 7) { try $0.addCheckTickets(integer: "BIGINT") },
                 StoreMigration(version: 8) { try $0.keyCallbackEventsByMerchant() },
+                StoreMigration(version: 9) { try $0.keyOutcomeLogByOrder() },
             ]
         }
     }
 
     /// The schema version this paypipe writes.
-    static let schemaVersion = 8
+    static let schemaVersion = 9
 
     /// Brings the schema to `schemaVersion`, recording each step in `meta`; refuses a store
     /// whose schema is newer than this paypipe knows, which an older ledger would corrupt.

@@ -15,6 +15,45 @@ extension LedgerStore {
             """)
     }
 
+    /// Schema step 9: each logged outcome keyed by the order it is about, so that `order show`
+    /// finds an order's outcomes by an index instead of reading the whole log. What the log
+    /// already holds is keyed from its own text, as `appendToLog` keys what it logs from now on.
+    func keyOutcomeLogByOrder() throws {
+        try db.execute("ALTER TABLE outcome_log ADD COLUMN merchant TEXT; ALTER TABLE outcome_log ADD COLUMN order_id TEXT")
+        var after: Int64 = 0
+        while true {
+            let rows = try db.query("SELECT seq, outcome FROM outcome_log WHERE seq > ? ORDER BY seq LIMIT 1000", [.integer(after)])
+            guard let last = rows.last?[0].integer else { break }
+            after = last
+            var keyed: [(seq: Int64, merchant: String, orderId: String)] = []
+            for row in rows {
+                guard let seq = row[0].integer, let text = row[1].text, let outcome = try? JSONValue.parse(Array(text.utf8)),
+                    let merchant = outcome["merchant"]?.stringValue, let orderId = outcome["orderId"]?.stringValue
+                else { continue }
+                keyed.append((seq, merchant, orderId))
+            }
+            switch db.dialect {
+            case .sqlite:
+                for entry in keyed {
+                    try db.query(
+                        "UPDATE outcome_log SET merchant=?, order_id=? WHERE seq=?",
+                        [.text(entry.merchant), .text(entry.orderId), .integer(entry.seq)])
+                }
+            case .postgres:
+                try db.query(
+                    """
+                    UPDATE outcome_log AS l SET merchant=u.m, order_id=u.id FROM unnest(?::bigint[], ?::text[], ?::text[]) AS u(seq, m, id)
+                    WHERE l.seq=u.seq
+                    """, [.integers(keyed.map(\.seq)), .texts(keyed.map(\.merchant)), .texts(keyed.map(\.orderId))])
+            }
+        }
+        // SQLite's index holds the seq as the row's id already.
+        switch db.dialect {
+        case .sqlite: try db.execute("CREATE INDEX outcome_log_order ON outcome_log(order_id, merchant)")
+        case .postgres: try db.execute("CREATE INDEX outcome_log_order ON outcome_log(order_id, merchant, seq)")
+        }
+    }
+
     /// Records an operator's action on `key`. Call inside `transaction`, with the change it records.
     func audit(_ key: OrderKey, action: String, by actor: String, operatorKey: String?, reason: String, detail: JSONValue?, now: Int64) throws {
         try db.query(
@@ -59,6 +98,55 @@ extension LedgerStore {
         return db.changes == 1
     }
 
+    /// The oldest open (or unknown) and the oldest pending order's acceptance time per provider.
+    package func oldestInFlight() throws -> (open: [String: Int64], pending: [String: Int64]) {
+        try read {
+            var open: [String: Int64] = [:], pending: [String: Int64] = [:]
+            for row in try db.query("SELECT provider, MIN(accepted_at) FROM orders WHERE state IN ('open','unknown') GROUP BY provider") {
+                if let provider = row[0].text, let at = row[1].integer { open[provider] = at }
+            }
+            for row in try db.query("SELECT provider, MIN(pending_at) FROM orders WHERE state='pending' GROUP BY provider") {
+                if let provider = row[0].text, let at = row[1].integer { pending[provider] = at }
+            }
+            return (open, pending)
+        }
+    }
+
+    /// Every outcome logged for one order, by the log's index on the order's key
+    /// (`outcome_log_order`): a lookup, however long the log.
+    static let outcomesOfOrder: StaticString = "SELECT seq, at, outcome FROM outcome_log WHERE order_id=? AND merchant=? ORDER BY seq LIMIT ?"
+
+    /// How the database would run `outcomesOfOrder` (EXPLAIN's lines), for the tests.
+    package func outcomesOfOrderPlan() throws -> [String] {
+        let bindings: [StoreValue] = [.text("o"), .text("m"), .integer(10)]
+        if let sqlite = db as? SQLiteConnection { return try sqlite.queryPlan(Self.outcomesOfOrder) }
+        if let postgres = db as? PostgresDatabase { return try postgres.queryPlan(Self.outcomesOfOrder, bindings) }
+        return []
+    }
+
+    /// Param names whose values an operator's screen never shows: any name containing one of
+    /// these, and the short ones only as the whole name.
+    static let secretLooking = ["secret", "password", "token", "receipt", "cvv", "jwt", "signature", "authorization", "salt", "card"]
+    static let secretNames: Set<String> = ["pan", "key", "apikey"]
+
+    /// `value` with every member whose name looks like a secret replaced by "[redacted]".
+    static func redacted(_ value: JSONValue) -> JSONValue {
+        switch value {
+        case .object(let object):
+            var copy: [String: JSONValue] = [:]
+            for (name, member) in object {
+                let lower = name.lowercased()
+                let secret = secretLooking.contains(where: lower.contains) || secretNames.contains(lower)
+                copy[name] = secret ? .string("[redacted]") : redacted(member)
+            }
+            return .object(copy)
+        case .array(let items): return .array(items.map(redacted))
+        default: return value
+        }
+    }
+}
+
+extension StoreReads {
     /// One order's story: its state and times, its dispatches and claim, the order as received
     /// (secret-looking params redacted), the provider references it is known by, its callbacks,
     /// every outcome logged for it with its seq, and what operators did. nil: no such order.
@@ -82,16 +170,10 @@ extension LedgerStore {
         let callbacks = try db.query("SELECT event, at FROM callback_events WHERE order_id=? AND merchant=? ORDER BY at", [k[1], k[0]]).map {
             JSONValue.object(["event": .string($0[0].text ?? ""), "at": time($0[1])])
         }
-        // The log is keyed by seq alone; an operator's one order is found by its id's text,
-        // then kept only when the outcome is that merchant's.
-        let pattern = "%\"orderId\":\"" + Self.likeEscaped(key.orderId) + "\"%"
         let outcomes = try db.query(
-            "SELECT seq, at, outcome FROM outcome_log WHERE outcome LIKE ? ESCAPE '\\' ORDER BY seq LIMIT ?",
-            [.text(pattern), .integer(Int64(outcomesLimit))]
+            LedgerStore.outcomesOfOrder, [k[1], k[0], .integer(Int64(outcomesLimit))]
         ).compactMap { row -> JSONValue? in
-            guard case .object(let outcome) = json(row[2]), outcome["orderId"]?.stringValue == key.orderId,
-                outcome["merchant"]?.stringValue == key.merchant
-            else { return nil }
+            guard case .object(let outcome) = json(row[2]) else { return nil }
             return .object(["seq": row[0].integer.map(JSONValue.integer) ?? .null, "loggedAt": time(row[1]), "outcome": .object(outcome)])
         }
         let audit = try db.query(
@@ -114,7 +196,7 @@ extension LedgerStore {
                 "generation": row[7].integer.map(JSONValue.integer) ?? .null, "claimed": row[10].integer.map(JSONValue.integer) ?? .null,
                 "claimedGeneration": row[11].integer.map(JSONValue.integer) ?? .null, "claimedAt": time(row[12]), "leaseUntil": time(row[9]),
             ]),
-            "order": order == .null ? .string("compacted by retention") : Self.redacted(order),
+            "order": order == .null ? .string("compacted by retention") : LedgerStore.redacted(order),
             "outcome": json(row[4]), "references": .array(references), "callbacks": .array(callbacks), "outcomes": .array(outcomes),
             "audit": .array(audit),
         ])
@@ -149,50 +231,6 @@ extension LedgerStore {
                 "generation": row[6].integer.map(JSONValue.integer) ?? .null,
                 "status": outcome?["status"] ?? .null, "code": outcome?["error"]?["code"] ?? .null,
             ])
-        }
-    }
-
-    /// The oldest open (or unknown) and the oldest pending order's acceptance time per provider.
-    package func oldestInFlight() throws -> (open: [String: Int64], pending: [String: Int64]) {
-        try read {
-            var open: [String: Int64] = [:], pending: [String: Int64] = [:]
-            for row in try db.query("SELECT provider, MIN(accepted_at) FROM orders WHERE state IN ('open','unknown') GROUP BY provider") {
-                if let provider = row[0].text, let at = row[1].integer { open[provider] = at }
-            }
-            for row in try db.query("SELECT provider, MIN(pending_at) FROM orders WHERE state='pending' GROUP BY provider") {
-                if let provider = row[0].text, let at = row[1].integer { pending[provider] = at }
-            }
-            return (open, pending)
-        }
-    }
-
-    static func likeEscaped(_ text: String) -> String {
-        var escaped = ""
-        for character in text {
-            if character == "%" || character == "_" || character == "\\" { escaped.append("\\") }
-            escaped.append(character)
-        }
-        return escaped
-    }
-
-    /// Param names whose values an operator's screen never shows: any name containing one of
-    /// these, and the short ones only as the whole name.
-    static let secretLooking = ["secret", "password", "token", "receipt", "cvv", "jwt", "signature", "authorization", "salt", "card"]
-    static let secretNames: Set<String> = ["pan", "key", "apikey"]
-
-    /// `value` with every member whose name looks like a secret replaced by "[redacted]".
-    static func redacted(_ value: JSONValue) -> JSONValue {
-        switch value {
-        case .object(let object):
-            var copy: [String: JSONValue] = [:]
-            for (name, member) in object {
-                let lower = name.lowercased()
-                let secret = secretLooking.contains(where: lower.contains) || secretNames.contains(lower)
-                copy[name] = secret ? .string("[redacted]") : redacted(member)
-            }
-            return .object(copy)
-        case .array(let items): return .array(items.map(redacted))
-        default: return value
         }
     }
 }

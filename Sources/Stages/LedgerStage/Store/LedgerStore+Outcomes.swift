@@ -46,22 +46,10 @@ extension LedgerStore {
 
     /// Appends an outcome that belongs to no stored order to the log and returns it with its
     /// `seq`. Call inside `transaction`.
-    package func logOutcome(_ serialized: String, now: Int64) throws -> String {
+    package func logOutcome(_ serialized: String, key: OrderKey, now: Int64) throws -> String {
         let logged = try stamped(serialized)
-        try appendToLog(logged, now: now)
+        try appendToLog(logged, key: key, now: now)
         return logged.text
-    }
-
-    /// Logged outcomes with a seq above `since`, oldest first, at most `limit`; `more` when
-    /// further ones follow.
-    package func outcomes(after since: Int64, limit: Int) throws -> (outcomes: [(seq: Int64, text: String)], more: Bool) {
-        let rows = try db.query(
-            "SELECT seq, outcome FROM outcome_log WHERE seq > ? ORDER BY seq LIMIT ?", [.integer(since), .integer(Int64(limit) + 1)])
-        let outcomes = rows.prefix(limit).compactMap { row -> (seq: Int64, text: String)? in
-            guard let seq = row[0].integer, let text = row[1].text else { return nil }
-            return (seq, text)
-        }
-        return (outcomes, rows.count > limit)
     }
 
     /// Applies an outcome from `source`, if `ResultAuthority` lets that source give it to the
@@ -119,10 +107,10 @@ extension LedgerStore {
         generation: Int64, now: Int64
     ) throws -> Recorded {
         moved(from: state, to: target)
-        try appendToLog(stamped, now: now)
+        let orderKey = OrderKey(merchant: outcome.merchant, orderId: outcome.orderId)
+        try appendToLog(stamped, key: orderKey, now: now)
         // Already pending (a redelivered order's second pending outcome): forwarded, nothing else changes.
         guard target == .pending, state != .pending else { return Recorded(emit: stamped.text) }
-        let orderKey = OrderKey(merchant: outcome.merchant, orderId: outcome.orderId)
         try index(references, provider: outcome.provider, key: orderKey)
         guard polled else { return Recorded(emit: stamped.text) }
         let json = try db.query("SELECT order_json FROM orders WHERE merchant=? AND order_id=?", [.text(orderKey.merchant), .text(orderKey.orderId)])
@@ -176,7 +164,7 @@ extension LedgerStore {
             "UPDATE orders SET outcome=?, corrected_at=? WHERE merchant=? AND order_id=? AND state='terminal'",
             [.text(stamped.text), .integer(now), key.merchant, key.orderId])
         guard db.changes == 1 else { return Recorded() }
-        try appendToLog(stamped, now: now)
+        try appendToLog(stamped, key: OrderKey(merchant: outcome.merchant, orderId: outcome.orderId), now: now)
         return Recorded(emit: stamped.text, corrected: true)
     }
 
@@ -217,6 +205,21 @@ extension LedgerStore {
                 [.text(target.rawValue), text, key.merchant, key.orderId, from])
         }
         return db.changes == 1
+    }
+
+}
+
+extension StoreReads {
+    /// Logged outcomes with a seq above `since`, oldest first, at most `limit`; `more` when
+    /// further ones follow.
+    package func outcomes(after since: Int64, limit: Int) throws -> (outcomes: [(seq: Int64, text: String)], more: Bool) {
+        let rows = try db.query(
+            "SELECT seq, outcome FROM outcome_log WHERE seq > ? ORDER BY seq LIMIT ?", [.integer(since), .integer(Int64(limit) + 1)])
+        let outcomes = rows.prefix(limit).compactMap { row -> (seq: Int64, text: String)? in
+            guard let seq = row[0].integer, let text = row[1].text else { return nil }
+            return (seq, text)
+        }
+        return (outcomes, rows.count > limit)
     }
 
     /// The outcomes of orders in review, then the corrections (orders whose terminal outcome a

@@ -76,7 +76,7 @@ extension LedgerStore {
             """)
     }
 
-    private static func schedule(_ row: [StoreValue]) -> ScheduleRecord? {
+    static func schedule(_ row: [StoreValue]) -> ScheduleRecord? {
         guard let merchant = row[0].text, let provider = row[1].text, let reference = row[2].text,
             let scheduleText = row[3].text, let scheduleJSON = try? JSONValue.parse(Array(scheduleText.utf8)),
             let schedule = try? ChargeSchedule(json: scheduleJSON, field: "schedule", defaultAmount: nil, defaultCurrency: nil),
@@ -88,31 +88,6 @@ extension LedgerStore {
             merchant: merchant, provider: Provider(provider), reference: reference, schedule: schedule, target: target, state: state,
             cycle: cycle, attempt: attempt, step: Int(step), dueAt: row[9].integer, orderId: row[10].text,
             carried: row[11].text.flatMap { try? JSONValue.parse(Array($0.utf8)) })
-    }
-
-    /// One subscription's schedule, locked for this transaction (on PostgreSQL, so that a change
-    /// and a tick of two ledgers take turns at it). Call inside `transaction`.
-    package func schedule(merchant: String, provider: Provider, reference: String) throws -> ScheduleRecord? {
-        let digest = ScheduledAttempt.subscriptionDigest(merchant: merchant, provider: provider, subscription: reference)
-        return try schedule(merchant: merchant, digest: digest).flatMap { $0.reference == reference && $0.provider == provider ? $0 : nil }
-    }
-
-    /// The schedule whose orders' ids carry `digest` (`ScheduledAttempt.subscriptionDigest`),
-    /// locked for this transaction. Call inside `transaction`.
-    package func schedule(merchant: String, digest: String) throws -> ScheduleRecord? {
-        let bindings: [StoreValue] = [.text(digest), .text(merchant)]
-        let rows: [[StoreValue]]
-        switch db.dialect {
-        case .sqlite:
-            rows = try db.query(
-                "SELECT merchant, provider, reference, schedule_json, target_json, state, cycle, attempt, step, due_at, order_id, carried_json FROM schedules WHERE digest=? AND merchant=?",
-                bindings)
-        case .postgres:
-            rows = try db.query(
-                "SELECT merchant, provider, reference, schedule_json, target_json, state, cycle, attempt, step, due_at, order_id, carried_json FROM schedules WHERE digest=? AND merchant=? FOR UPDATE",
-                bindings)
-        }
-        return rows.first.flatMap(Self.schedule)
     }
 
     /// Writes `record` whole. Call inside `transaction`.
@@ -160,6 +135,38 @@ extension LedgerStore {
         }
     }
 
+}
+
+extension StoreReads {
+    /// The schedule whose orders' ids carry `digest` (`ScheduledAttempt.subscriptionDigest`),
+    /// locked for this transaction unless only read (`locking`: a read-only session takes no
+    /// lock). Call inside `transaction` when locking.
+    package func schedule(merchant: String, digest: String, locking: Bool = true) throws -> ScheduleRecord? {
+        let bindings: [StoreValue] = [.text(digest), .text(merchant)]
+        let rows: [[StoreValue]]
+        switch (db.dialect, locking) {
+        case (.sqlite, _), (.postgres, false):
+            rows = try db.query(
+                "SELECT merchant, provider, reference, schedule_json, target_json, state, cycle, attempt, step, due_at, order_id, carried_json FROM schedules WHERE digest=? AND merchant=?",
+                bindings)
+        case (.postgres, true):
+            rows = try db.query(
+                "SELECT merchant, provider, reference, schedule_json, target_json, state, cycle, attempt, step, due_at, order_id, carried_json FROM schedules WHERE digest=? AND merchant=? FOR UPDATE",
+                bindings)
+        }
+        return rows.first.flatMap(LedgerStore.schedule)
+    }
+
+    /// One subscription's schedule, locked for this transaction (on PostgreSQL, so that a change
+    /// and a tick of two ledgers take turns at it) unless only read. Call inside `transaction`
+    /// when locking.
+    package func schedule(merchant: String, provider: Provider, reference: String, locking: Bool = true) throws -> ScheduleRecord? {
+        let digest = ScheduledAttempt.subscriptionDigest(merchant: merchant, provider: provider, subscription: reference)
+        return try schedule(merchant: merchant, digest: digest, locking: locking).flatMap {
+            $0.reference == reference && $0.provider == provider ? $0 : nil
+        }
+    }
+
     /// Schedules for `paypipe schedules`, soonest due first. nil filters match all.
     package func schedules(merchant: String?, provider: Provider?, state: String?, limit: Int) throws -> [ScheduleRecord] {
         func optional(_ text: String?) -> StoreValue { text.map(StoreValue.text) ?? .null }
@@ -171,6 +178,6 @@ extension LedgerStore {
             """,
             [optional(merchant), optional(merchant), optional(provider?.rawValue), optional(provider?.rawValue), optional(state), optional(state)]
                 + [.integer(Int64(limit))]
-        ).compactMap(Self.schedule)
+        ).compactMap(LedgerStore.schedule)
     }
 }

@@ -101,7 +101,7 @@ extension LedgerStore {
                 "UPDATE subscriptions SET state=?, updated_at=?, expires_at=COALESCE(?, expires_at) WHERE reference=? AND provider=? AND merchant=?",
                 [.text(state.rawValue), .integer(now), Self.value(event.expiresAt)] + subscription)
         }
-        if let logged { try appendToLog(logged, now: now) }
+        if let logged { try appendToLog(logged, key: OrderKey(merchant: event.merchant, orderId: orderId), now: now) }
         let finalCycle = row[2].integer
         let reachedFinal = event.kind == .renewalSucceeded && finalCycle.map { final in (event.cycle ?? 0) >= final && final > 0 } == true
         return .recorded(logged: logged?.text, reachedFinalCycle: reachedFinal)
@@ -206,6 +206,10 @@ extension LedgerStore {
             """, [.integer(next), .text(reference), .text(provider.rawValue), .text(merchant)])
     }
 
+    static func value(_ integer: Int64?) -> StoreValue { integer.map(StoreValue.integer) ?? .null }
+}
+
+extension StoreReads {
     /// One subscription's record and its events, oldest first; nil when there is no such
     /// subscription.
     package func subscription(merchant: String, provider: Provider, reference: String, limit: Int = 1000) throws -> JSONValue? {
@@ -226,9 +230,7 @@ extension LedgerStore {
             "orderId": row[0].text.map(JSONValue.string) ?? .null, "state": row[1].text.map(JSONValue.string) ?? .null,
             "openedAt": time(row[2]), "updatedAt": time(row[3]), "finalCycle": row[4].integer.map(JSONValue.integer) ?? .null,
             "endsAt": time(row[5]), "expiresAt": time(row[6]), "events": .array(events),
-            "schedule": try schedule(merchant: merchant, provider: provider, reference: reference)?.json ?? .null,
+            "schedule": try schedule(merchant: merchant, provider: provider, reference: reference, locking: false)?.json ?? .null,
         ]
     }
-
-    static func value(_ integer: Int64?) -> StoreValue { integer.map(StoreValue.integer) ?? .null }
 }

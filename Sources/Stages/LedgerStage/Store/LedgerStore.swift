@@ -6,12 +6,14 @@ import StageWire
 /// The durable record of every accepted order, in SQLite (WAL, on the ledger's own disk) or in
 /// PostgreSQL: the same statements and rules over either database (`StoreDatabase`). Writes are
 /// grouped: one transaction (one commit on disk) per batch of frames, not per order.
-package final class LedgerStore: LedgerStorage {
-    let db: any StoreDatabase
+package final class LedgerStore: LedgerStorage, StoreReads {
+    package let db: any StoreDatabase
     /// Checks and issues the tokens of dispatch tickets, under the key this store keeps.
     package private(set) var tickets = DispatchTickets(key: (0, 0))
     /// This opening of the store (see `openEpoch`), which every outcome logged from now on names.
-    package internal(set) var epoch = ""
+    package internal(set) var epoch = "" { didSet { currentEpoch.epoch = epoch } }
+    /// `epoch`, for the replay answers read on a connection of their own (`StoreReader`).
+    package let currentEpoch = CurrentEpoch()
     /// Holds the SQLite file's single-writer lock while the store is open.
     private let writerLock: StoreWriterLock?
 
@@ -196,9 +198,12 @@ package final class LedgerStore: LedgerStorage {
         }
     }
 
-    /// Logs a stamped outcome under its seq.
-    func appendToLog(_ stamped: (seq: Int64, text: String), now: Int64) throws {
-        try db.query("INSERT INTO outcome_log(seq, at, outcome) VALUES(?,?,?)", [.integer(stamped.seq), .integer(now), .text(stamped.text)])
+    /// Logs a stamped outcome under its seq, and under the key of the order it is about, by
+    /// which an operator's `order show` finds it (`outcome_log_order`).
+    func appendToLog(_ stamped: (seq: Int64, text: String), key: OrderKey, now: Int64) throws {
+        try db.query(
+            "INSERT INTO outcome_log(seq, at, outcome, merchant, order_id) VALUES(?,?,?,?,?)",
+            [.integer(stamped.seq), .integer(now), .text(stamped.text), .text(key.merchant), .text(key.orderId)])
         take(stamped)
     }
 
@@ -234,7 +239,7 @@ package final class LedgerStore: LedgerStorage {
 
     /// `body`'s one statement on its own, outside a transaction (on PostgreSQL one round trip
     /// rather than three), on a connection opened if the last one was lost.
-    func read<T>(_ body: () throws -> T) throws -> T {
+    package func read<T>(_ body: () throws -> T) throws -> T {
         if inTransaction { return try body() }
         if try db.connectIfNeeded() { try opened() }
         return try body()

@@ -19,9 +19,13 @@ package final class PostgresDatabase: StoreDatabase {
     private var translated: [UnsafeRawPointer: String] = [:]
     package private(set) var changes = 0
 
-    package init(settings: PostgresSettings, logger: Logger) throws {
+    /// Sessions that only read (`StoreReader`): PostgreSQL refuses any write in them.
+    private let readOnly: Bool
+
+    package init(settings: PostgresSettings, logger: Logger, readOnly: Bool = false) throws {
         self.settings = settings
         self.logger = logger
+        self.readOnly = readOnly
         eventLoop = MultiThreadedEventLoopGroup.singleton.any()
         _ = try connectIfNeeded()
     }
@@ -61,6 +65,7 @@ package final class PostgresDatabase: StoreDatabase {
             setup += " BEGIN; SELECT pg_advisory_xact_lock(7027566457); CREATE SCHEMA IF NOT EXISTS \(settings.schema); COMMIT;"
         }
         setup += " SET search_path TO \(settings.schema);"
+        if readOnly { setup += " SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY;" }
         try execute(setup)
         return true
     }
@@ -112,6 +117,21 @@ package final class PostgresDatabase: StoreDatabase {
 
     @discardableResult
     package func query(_ sql: StaticString, _ bindings: [StoreValue]) throws -> [[StoreValue]] {
+        let result = try run(PostgresQuery(unsafeSQL: translation(of: sql), binds: Self.binds(bindings)))
+        changes = result.metadata.rows ?? 0
+        return try result.rows.map { row in try row.map(Self.value) }
+    }
+
+    /// EXPLAIN's lines for `sql` with `bindings`, planned as if a sequential scan cost far more
+    /// than any index: on the tests' small tables, a plan that still scans has no index to use.
+    func queryPlan(_ sql: StaticString, _ bindings: [StoreValue]) throws -> [String] {
+        try execute("SET enable_seqscan = off")
+        defer { try? execute("RESET enable_seqscan") }
+        let result = try run(PostgresQuery(unsafeSQL: "EXPLAIN " + translation(of: sql), binds: Self.binds(bindings)))
+        return try result.rows.compactMap { row in try row.map(Self.value).first?.text }
+    }
+
+    private static func binds(_ bindings: [StoreValue]) -> PostgresBindings {
         var binds = PostgresBindings(capacity: bindings.count)
         for value in bindings {
             switch value {
@@ -122,9 +142,7 @@ package final class PostgresDatabase: StoreDatabase {
             case .integers(let integers): binds.append(integers)
             }
         }
-        let result = try run(PostgresQuery(unsafeSQL: translation(of: sql), binds: binds))
-        changes = result.metadata.rows ?? 0
-        return try result.rows.map { row in try row.map(Self.value) }
+        return binds
     }
 
     /// One statement at a time: the extended protocol takes no scripts. The scripts hold no `;`

@@ -17,11 +17,14 @@ package final class SQLiteConnection: StoreDatabase {
     /// its SQL text on every call.
     private var statements: [UnsafeRawPointer: OpaquePointer] = [:]
 
-    package init(path: String) throws(StoreError) {
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
-        try Self.keepPrivate(path)
+    /// `readOnly`: a connection beside the ledger's that only reads a store the ledger has open
+    /// (its WAL lets it read while the ledger writes); it writes nothing, not even the file's mode.
+    package init(path: String, readOnly: Bool = false) throws(StoreError) {
+        let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX
+        if !readOnly { try Self.keepPrivate(path) }
         guard sqlite_wal_buffer_register() == SQLITE_OK else { throw StoreError(message: "open \(path): cannot register the WAL buffer") }
-        if sqlite3_open_v2(path, &db, flags, SQLITE_WAL_BUFFER_VFS) != SQLITE_OK {
+        // The WAL buffer only gathers writes.
+        if sqlite3_open_v2(path, &db, flags, readOnly ? nil : SQLITE_WAL_BUFFER_VFS) != SQLITE_OK {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
             sqlite3_close(db)
             throw StoreError(message: "open \(path): \(message)")
