@@ -28,6 +28,7 @@ extension LedgerStore {
                 StoreMigration(version: 4) { try $0.createSubscriptions(integer: "INTEGER") },
                 StoreMigration(version: 5) { try $0.createSchedules(integer: "INTEGER") },
                 StoreMigration(version: 6) { try $0.createOrderAudit(integer: "INTEGER") },
+                StoreMigration(version: 7) { try $0.addScheduleReview() },
             ]
         case .postgres:
             [
@@ -41,12 +42,13 @@ extension LedgerStore {
                 StoreMigration(version: 4) { try $0.createSubscriptions(integer: "BIGINT") },
                 StoreMigration(version: 5) { try $0.createSchedules(integer: "BIGINT") },
                 StoreMigration(version: 6) { try $0.createOrderAudit(integer: "BIGINT") },
+                StoreMigration(version: 7) { try $0.addScheduleReview() },
             ]
         }
     }
 
     /// The schema version this paypipe writes.
-    static let schemaVersion = 6
+    static let schemaVersion = 7
 
     /// Brings the schema to `schemaVersion`, recording each step in `meta`; refuses a store
     /// whose schema is newer than this paypipe knows, which an older ledger would corrupt.
