@@ -15,9 +15,9 @@ struct SchedulesCommand: AsyncParsableCommand {
         commandName: "schedules",
         abstract: "List the charge schedules, soonest due first, from the ledger's replay endpoint.",
         discussion: """
-            One line per schedule: provider, subscription, state (active, paused, cancelled, completed, ended), the cycle \
-            and attempt under way or next, when its next step is due, and the schedule itself. --json prints the \
-            records as the ledger answers them.
+            One line per schedule: provider, subscription, state (active, paused, review, cancelled, completed, ended), the \
+            cycle and attempt under way or next, when its next step is due, and the schedule itself. --json prints the \
+            records as the ledger answers them, with why a schedule is in review.
             """)
 
     @Option(help: "Only this merchant's.") var merchant: String?

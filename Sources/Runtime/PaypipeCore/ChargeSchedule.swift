@@ -18,14 +18,21 @@ public struct ChargeSchedule: Sendable, Equatable {
     public var count: Int64?
     /// The last date a cycle may fall due; nil: until `count`, or open-ended.
     public var endDate: CivilDate?
+    /// Whether upstream asked for the cycles already due when the schedule starts to be charged
+    /// (up to `schedules.maxCatchUpCycles` of them); without it such a schedule is rejected.
+    public var catchUp: Bool
 
-    public init(amount: Int64, currency: String, interval: Interval, firstChargeDate: CivilDate, count: Int64? = nil, endDate: CivilDate? = nil) {
+    public init(
+        amount: Int64, currency: String, interval: Interval, firstChargeDate: CivilDate, count: Int64? = nil, endDate: CivilDate? = nil,
+        catchUp: Bool = false
+    ) {
         self.amount = amount
         self.currency = currency
         self.interval = interval
         self.firstChargeDate = firstChargeDate
         self.count = count
         self.endDate = endDate
+        self.catchUp = catchUp
     }
 
     /// The ISO 8601 duration of one interval: `P<n>D`, `P<n>W`, `P<n>M` or `P<n>Y`.
@@ -56,6 +63,48 @@ public struct ChargeSchedule: Sendable, Equatable {
         return true
     }
 
+    /// The last cycle the schedule has that falls due at or before `time` (epoch ms); 0: none.
+    /// Counted, not stepped through, so that a schedule decades overdue costs no more than one
+    /// that is not.
+    public func lastCycle(dueBy time: Int64) -> Int64 {
+        var last = cyclesFallingDue(onOrBefore: CivilDate(daysSinceEpoch: time.floorDivided(by: 86_400_000)))
+        if let count { last = min(last, count) }
+        if let endDate { last = min(last, cyclesFallingDue(onOrBefore: endDate)) }
+        return last
+    }
+
+    /// How many cycles fall due on or before `date`, ignoring `count` and `endDate`.
+    private func cyclesFallingDue(onOrBefore date: CivilDate) -> Int64 {
+        guard !(date < firstChargeDate) else { return 0 }
+        switch interval {
+        case .days(let days): return (date.daysSinceEpoch - firstChargeDate.daysSinceEpoch) / Int64(days) + 1
+        case .months(let months):
+            // Within one of the count: a month-end date clamped short (31 January to 28 February)
+            // may fall a cycle either side of the plain month difference.
+            let elapsed = (date.year - firstChargeDate.year) * 12 + (date.month - firstChargeDate.month)
+            var cycles = Int64(max(elapsed, 0) / months) + 2
+            while cycles > 0, date < self.date(ofCycle: cycles) { cycles -= 1 }
+            return cycles
+        }
+    }
+
+    /// How long before the present a schedule's first cycle may fall due without `catchUp`:
+    /// every time zone's date is the UTC date of yesterday, today or tomorrow, so an order
+    /// written in the merchant's "today" is never taken for a late one.
+    public static let startGraceDays: Int64 = 1
+
+    /// The rejection of a schedule whose cycle `cycle` (the first it would charge) fell due
+    /// before `startGraceDays` ago at `now` (epoch ms, the schedules' clock), unless it asked
+    /// for catch-up; nil when it may start. `field`: the schedule's place in the order's params.
+    public func lateStart(cycle: Int64, now: Int64, field: String) -> Rejection? {
+        let earliest = CivilDate(daysSinceEpoch: now.floorDivided(by: 86_400_000) - Self.startGraceDays)
+        guard !catchUp, includes(cycle: cycle), date(ofCycle: cycle) < earliest else { return nil }
+        return Rejection.invalidParam(
+            "\(field).firstChargeDate",
+            "must not make a cycle fall due before \(earliest.iso8601) (yesterday, UTC) unless params.\(field).catchUp is true: cycle \(cycle) would fall due on \(date(ofCycle: cycle).iso8601)"
+        )
+    }
+
     public var json: JSONValue {
         var o: [String: JSONValue] = [
             "amount": .integer(amount), "currency": .string(currency), "interval": .string(intervalText),
@@ -63,6 +112,7 @@ public struct ChargeSchedule: Sendable, Equatable {
         ]
         if let count { o["count"] = .integer(count) }
         if let endDate { o["endDate"] = .string(endDate.iso8601) }
+        if catchUp { o["catchUp"] = .bool(true) }
         return .object(o)
     }
 
@@ -70,7 +120,7 @@ public struct ChargeSchedule: Sendable, Equatable {
     /// (the first payment's), so a schedule that charges what the first payment did names neither.
     public init(json: JSONValue, field: String, defaultAmount: Int64?, defaultCurrency: String?) throws(Rejection) {
         guard case .object(let object) = json else { throw Rejection.invalidParam(field, "must be an object") }
-        for key in object.keys where !["amount", "currency", "interval", "firstChargeDate", "count", "endDate"].contains(key) {
+        for key in object.keys where !["amount", "currency", "interval", "firstChargeDate", "count", "endDate", "catchUp"].contains(key) {
             throw Rejection(.unknownField, field: "params.\(field).\(key)", "params.\(field).\(key) is not a schedule field")
         }
         func invalid(_ key: String, _ rule: String) -> Rejection { Rejection.invalidParam("\(field).\(key)", rule) }
@@ -112,6 +162,11 @@ public struct ChargeSchedule: Sendable, Equatable {
             }
             endDate = end
         default: throw invalid("endDate", "must be a date YYYY-MM-DD (UTC) on or after firstChargeDate")
+        }
+        switch object["catchUp"] {
+        case .none: catchUp = false
+        case .bool(let value): catchUp = value
+        default: throw invalid("catchUp", "must be true or false")
         }
     }
 
@@ -193,6 +248,14 @@ public protocol ScheduledCharging: Sendable {
     /// What a step's `succeeded` outcome leaves for the next, and the earliest time the next may
     /// go (epoch ms; PhonePe's `validAfter`).
     func carry(from outcome: Outcome) -> (carried: JSONValue?, notBefore: Int64?)
+    /// The param of an upstream order that names a provider reference of the kind the steps
+    /// derive (`ScheduledAttempt.isReservedReference`); nil when it names none. The ledger
+    /// rejects such an order at intake, so that it cannot hold a reference a schedule needs.
+    func reservedReferenceParam(in order: Order) -> String?
+}
+
+extension ScheduledCharging {
+    public func reservedReferenceParam(in order: Order) -> String? { nil }
 }
 
 /// One step of a scheduled attempt.
@@ -241,10 +304,28 @@ public struct ScheduledAttempt: Sendable, Equatable {
 
     public static let attemptReferencePrefix = "SCHED"
 
-    /// Every scheduled order's id starts so; upstream's own ids may too, which is harmless: the
-    /// ledger finds a schedule by the digest such an id carries, and moves it only for the order
-    /// it made.
+    /// Every scheduled order's id starts so, and no upstream order's may: one that took a
+    /// schedule's future id would be answered in its place, and stop it.
     public static let orderIdPrefix = "sched-"
+
+    /// The rejection of an upstream order whose id is reserved for the schedules' own orders;
+    /// nil for any other. Order keys are compared byte for byte, and every provider reference
+    /// a scheduled order sends is derived from its exact id (Nets hashes it into the
+    /// `Idempotency-Key`) or from the subscription (`attemptReference`), never from an upper-cased
+    /// id, so only this exact prefix can collide.
+    public static func reservation(ofOrderId orderId: String) -> Rejection? {
+        guard orderId.hasPrefix(orderIdPrefix) else { return nil }
+        return Rejection(
+            .invalidOrderId, field: "orderId", "orderId must not start with \(orderIdPrefix): that prefix is reserved for the orders schedules make")
+    }
+
+    /// Whether an upstream order's provider reference (a PhonePe `transactionId`) could be one
+    /// an attempt derives: compared without case, since the provider's own comparison is not
+    /// documented.
+    public static func isReservedReference(_ reference: String) -> Bool {
+        reference.utf8.count >= attemptReferencePrefix.utf8.count
+            && reference.prefix(attemptReferencePrefix.count).uppercased() == attemptReferencePrefix
+    }
 
     /// The parts of a scheduled order's id (`orderId(step:)`); nil for any other id.
     public static func step(ofOrderId orderId: String) -> (digest: String, cycle: Int64, attempt: Int64, step: Int)? {

@@ -163,6 +163,7 @@ extension PaypipeConfig {
                 config.schedules.retryAfterDays = days
             }
             config.schedules.batch = try s.positiveInteger("batch") ?? config.schedules.batch
+            config.schedules.maxCatchUpCycles = try s.positiveInteger("maxCatchUpCycles") ?? config.schedules.maxCatchUpCycles
             config.schedules.clockOffsetFile = try s.optionalString("clockOffsetFile")
             try s.finish()
         }

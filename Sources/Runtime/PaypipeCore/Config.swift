@@ -103,6 +103,10 @@ public struct PaypipeConfig: Sendable {
         public var retryAfterDays: [Int64] = [1, 3, 7]
         /// How many due steps one ledger tick turns into orders at most.
         public var batch: Int64 = 1000
+        /// How many cycles already due a schedule charges back to back at most (a start in the
+        /// past, a change of interval, an outage); the older ones are reported and the schedule
+        /// is sent to review.
+        public var maxCatchUpCycles: Int64 = 3
         /// For tests and demos only: a file holding milliseconds that the schedules' clock runs
         /// ahead of the wall clock (read on every tick); nil in production.
         public var clockOffsetFile: String?

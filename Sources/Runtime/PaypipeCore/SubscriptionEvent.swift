@@ -14,6 +14,12 @@ public struct SubscriptionEvent: Sendable, Equatable {
         case renewalRetrying = "renewal.retrying"
         /// A scheduled cycle was declined on every attempt the policy allows: it is given up.
         case renewalAbandoned = "renewal.abandoned"
+        /// Scheduled cycles `cycle` to `lastCycle` fell due beyond the catch-up limit: they are
+        /// not charged.
+        case renewalSkipped = "renewal.skipped"
+        /// A schedule stopped for an operator's word (`reason`): nothing is charged until a
+        /// `schedule` order resumes, sets or cancels it.
+        case scheduleReview = "schedule.review"
         case subscriptionActivated = "subscription.activated"
         case subscriptionSuspended = "subscription.suspended"
         case subscriptionCancelled = "subscription.cancelled"
@@ -36,7 +42,7 @@ public struct SubscriptionEvent: Sendable, Equatable {
             case .mandateRevoked: .revoked
             case .mandatePaused: .paused
             case .entitlementExpired: .expired
-            case .renewalScheduled, .renewalSettled, .renewalRetrying, .correction: nil
+            case .renewalScheduled, .renewalSettled, .renewalRetrying, .renewalSkipped, .scheduleReview, .correction: nil
             }
         }
     }
@@ -58,6 +64,8 @@ public struct SubscriptionEvent: Sendable, Equatable {
     public var providerReference: String?
     /// The renewal's number in the series, where the provider counts (the first payment is 1).
     public var cycle: Int64?
+    /// The last of a run of cycles that starts at `cycle` (`renewal.skipped`).
+    public var lastCycle: Int64?
     /// When the entitlement now ends (epoch ms), where the provider says.
     public var expiresAt: Int64?
     /// The provider's code when a charge was declined, or why the state changed.
@@ -67,8 +75,8 @@ public struct SubscriptionEvent: Sendable, Equatable {
 
     public init(
         merchant: String, provider: Provider, subscription: String, dedupeKey: String, kind: Kind, amount: Int64? = nil,
-        currency: String? = nil, providerReference: String? = nil, cycle: Int64? = nil, expiresAt: Int64? = nil, reason: String? = nil,
-        dueAt: Int64? = nil
+        currency: String? = nil, providerReference: String? = nil, cycle: Int64? = nil, lastCycle: Int64? = nil, expiresAt: Int64? = nil,
+        reason: String? = nil, dueAt: Int64? = nil
     ) {
         self.merchant = merchant
         self.provider = provider
@@ -79,6 +87,7 @@ public struct SubscriptionEvent: Sendable, Equatable {
         self.currency = currency
         self.providerReference = providerReference
         self.cycle = cycle
+        self.lastCycle = lastCycle
         self.expiresAt = expiresAt
         self.reason = reason
         self.dueAt = dueAt
@@ -122,6 +131,7 @@ public struct SubscriptionEvent: Sendable, Equatable {
         if let currency { o["currency"] = .string(currency) }
         if let providerReference { o["providerReference"] = .string(providerReference) }
         if let cycle { o["cycle"] = .integer(cycle) }
+        if let lastCycle { o["lastCycle"] = .integer(lastCycle) }
         if expiresAt != nil { o["expiresAt"] = expiry }
         if let reason { o["reason"] = .string(reason) }
         return o
@@ -137,7 +147,8 @@ public struct SubscriptionEvent: Sendable, Equatable {
             merchant: merchant, provider: Provider(provider), subscription: subscription, dedupeKey: dedupeKey, kind: kind,
             amount: json["amount"]?.integerValue, currency: json["currency"]?.stringValue,
             providerReference: json["providerReference"]?.stringValue, cycle: json["cycle"]?.integerValue,
-            expiresAt: json["expiresAt"]?.integerValue, reason: json["reason"]?.stringValue, dueAt: json["dueAt"]?.integerValue)
+            lastCycle: json["lastCycle"]?.integerValue, expiresAt: json["expiresAt"]?.integerValue, reason: json["reason"]?.stringValue,
+            dueAt: json["dueAt"]?.integerValue)
     }
 }
 

@@ -10,6 +10,18 @@ extension LedgerCore {
     /// The schedules' clock: the ledger's, plus the offset a test or demo set.
     func scheduleTime(_ now: Int64) -> Int64 { now + scheduleClockOffset }
 
+    /// A first order whose schedule would start in the past (`ChargeSchedule.lateStart`),
+    /// rejected. Checked here, not where the schedule is read (`FrameDecoder.scheduling`, the
+    /// connectors): only the ledger keeps the schedules' clock, which tests and demos move
+    /// (`scheduleClockOffset`), and it is that clock the schedule will be charged by.
+    func lateStartRejected(_ item: FrameDecoder.IntakeItem, now: Int64) -> FrameDecoder.IntakeItem {
+        guard case .order(let order, _, _) = item, let json = order.params["schedule"],
+            let schedule = try? ChargeSchedule(json: json, field: "schedule", defaultAmount: order.amount, defaultCurrency: order.currency),
+            let rejection = schedule.lateStart(cycle: 1, now: scheduleTime(now), field: "schedule")
+        else { return item }
+        return .rejected(rejection, identity: order.identity)
+    }
+
     /// Attaches the schedule the first order carried (`params.schedule`), once its subscription
     /// opened. A second opening of the same subscription changes nothing. Call inside the
     /// transaction that opened it.
@@ -62,6 +74,7 @@ extension LedgerCore {
                         "no \(order.provider.rawValue) subscription \(change.subscription.prefix(64)) of merchant \(order.merchant.prefix(64)) whose first order succeeded is known"
                     ))
             }
+            if let late = schedule.lateStart(cycle: 1, now: scheduleNow, field: "schedule") { return rejected(late) }
             plan = newPlan(of: order, reference: change.subscription, schedule: schedule, target: target, charging: charging)
         case (_, .none):
             return rejected(
@@ -76,20 +89,28 @@ extension LedgerCore {
             let waiting = plan.orderId == nil
             switch action {
             case .set:
-                // From the next cycle not yet started; one in flight finishes as it began.
-                plan.schedule = change.schedule ?? plan.schedule
-                if waiting && plan.state == .active && plan.step == 0 && plan.attempt == 1 {
-                    plan.dueAt = firstStepDue(plan, charging: charging)
+                // From the next cycle not yet started; one in flight finishes as it began. Out of
+                // review, the cycle it stopped at starts again under the new schedule.
+                let schedule = change.schedule ?? plan.schedule
+                let restarts = waiting && plan.step == 0 && (plan.attempt == 1 || plan.state == .review)
+                // A paused schedule resumes from the present whatever its dates say.
+                if plan.state != .paused,
+                    let late = schedule.lateStart(cycle: restarts ? plan.cycle : plan.cycle + 1, now: scheduleNow, field: "schedule")
+                {
+                    return rejected(late)
                 }
+                plan.schedule = schedule
+                if plan.state == .review { plan.leaveReview(to: .active) }
+                if restarts && plan.state == .active { plan.dueAt = firstStepDue(plan, charging: charging) }
             case .pause:
                 if waiting { plan.dueAt = nil }
-                plan.state = .paused
+                plan.leaveReview(to: .paused)
             case .resume:
-                guard plan.state == .paused else { break }
-                plan.state = .active
+                guard plan.state == .paused || plan.state == .review else { break }
+                plan.leaveReview(to: .active)
                 if waiting { resumeCycle(&plan, charging: charging, scheduleNow: scheduleNow) }
             case .cancel:
-                plan.state = .cancelled
+                plan.leaveReview(to: .cancelled)
                 if waiting { plan.dueAt = nil }
             }
         }
@@ -124,7 +145,7 @@ extension LedgerCore {
                 plan.step < charging.steps.count
             else { continue }
             if subscriptionState?.isFinal ?? true {
-                plan.state = .ended
+                plan.leaveReview(to: .ended)
                 plan.dueAt = nil
                 try store.save(plan, now: now)
                 continue
@@ -133,6 +154,7 @@ extension LedgerCore {
                 effects += try complete(&plan, counters: &counters, now: now)
                 continue
             }
+            if plan.step == 0 { effects += try limitCatchUp(&plan, counters: &counters, scheduleNow: scheduleNow, now: now) }
             let step = charging.steps[plan.step]
             let attempt = plan.attemptIdentity
             let order = Order(
@@ -153,10 +175,61 @@ extension LedgerCore {
                 if let outcome = try? Outcome.parse(Array(stored.utf8)) {
                     effects += try advanceSchedule(after: outcome, counters: &counters, now: now)
                 }
-            case .duplicateInFlight, .referenceInUse: break
+            case .duplicateInFlight: break
+            case .referenceInUse(let reference):
+                // Another order holds the reference this step derives, so the step cannot be
+                // made: a new attempt derives new references, once an operator has looked.
+                plan.orderId = nil
+                plan.begin(cycle: plan.cycle, attempt: plan.attempt + 1)
+                effects += try sendToReview(
+                    &plan,
+                    because:
+                        "REFERENCE_IN_USE: the \(plan.provider.rawValue) reference \(reference.prefix(64)) of order \(order.orderId) is another order's",
+                    catchUpThrough: nil, counters: &counters, now: now)
             }
         }
         return effects
+    }
+
+    /// Before a cycle is started: when more cycles are already due than the catch-up limit lets
+    /// be charged back to back, the older ones are skipped (`renewal.skipped`) and the schedule
+    /// goes to review, charging the most recent ones meanwhile, so that it is up to date when it
+    /// stops. Counted afresh at every start, so a backlog however made (a start in the past, a
+    /// change of interval, an outage, retries that outlast cycles) is bounded the same way.
+    private func limitCatchUp(_ plan: inout ScheduleRecord, counters: inout Counters, scheduleNow: Int64, now: Int64) throws -> [Effect] {
+        var lastDue = plan.schedule.lastCycle(dueBy: scheduleNow)
+        if plan.state == .review { lastDue = min(lastDue, plan.catchUpThrough ?? 0) }
+        guard lastDue - plan.cycle + 1 > maxCatchUpCycles else { return [] }
+        let first = plan.cycle
+        let last = lastDue - maxCatchUpCycles
+        var skipped = plan.event(
+            .renewalSkipped, dedupeKey: "skipped|\(first)|\(last)", cycle: first,
+            reason: "more than schedules.maxCatchUpCycles (\(maxCatchUpCycles)) cycles were due at once")
+        skipped.lastCycle = last
+        var effects = try record(skipped, counters: &counters, now: now) ?? []
+        plan.begin(cycle: last + 1, attempt: 1)
+        effects += try sendToReview(
+            &plan,
+            because:
+                "cycles \(first) to \(last) were not charged: \(lastDue - first + 1) cycles were due at once, more than schedules.maxCatchUpCycles (\(maxCatchUpCycles)); cycles \(last + 1) to \(lastDue) are charged",
+            catchUpThrough: lastDue, counters: &counters, now: now)
+        return effects
+    }
+
+    /// Stops the schedule for an operator (`schedule.review`): nothing more is charged but the
+    /// cycles through `catchUpThrough`, until a `schedule` order resumes, sets or cancels it.
+    private func sendToReview(
+        _ plan: inout ScheduleRecord, because reason: String, catchUpThrough: Int64?, counters: inout Counters, now: Int64
+    ) throws -> [Effect] {
+        plan.state = .review
+        plan.review = reason
+        plan.catchUpThrough = catchUpThrough
+        if !plan.charges { plan.dueAt = nil }
+        try store.save(plan, now: now)
+        let review = plan.event(
+            .scheduleReview, dedupeKey: "review|\(plan.cycle)|\(plan.attempt)|\(catchUpThrough.map(String.init) ?? "held")", cycle: plan.cycle,
+            reason: reason)
+        return try record(review, counters: &counters, now: now) ?? []
     }
 
     /// Moves a schedule on after an outcome of the order it made: the next step, the next cycle,
@@ -181,7 +254,7 @@ extension LedgerCore {
         }
         plan.orderId = nil
         let scheduleNow = scheduleTime(now)
-        let running = plan.state == .active
+        let running = plan.charges
         if outcome.status == .succeeded {
             if plan.step + 1 < charging.steps.count {
                 let (carried, notBefore) = charging.carry(from: outcome)
@@ -198,19 +271,15 @@ extension LedgerCore {
         let retries = retryAfterMilliseconds
         if plan.attempt <= Int64(retries.count) {
             let dueAt = scheduleNow + retries[Int(plan.attempt - 1)]
-            let retrying = SubscriptionEvent(
-                merchant: plan.merchant, provider: plan.provider, subscription: plan.reference,
-                dedupeKey: "retrying|\(plan.cycle)|\(plan.attempt)", kind: .renewalRetrying, amount: plan.schedule.amount,
-                currency: plan.schedule.currency, cycle: plan.cycle, reason: reason, dueAt: dueAt)
+            var retrying = plan.event(.renewalRetrying, dedupeKey: "retrying|\(plan.cycle)|\(plan.attempt)", cycle: plan.cycle, reason: reason)
+            retrying.dueAt = dueAt
             plan.begin(cycle: plan.cycle, attempt: plan.attempt + 1)
             plan.dueAt = running ? dueAt : nil
             try store.save(plan, now: now)
             return try self.record(retrying, counters: &counters, now: now) ?? []
         }
-        let abandoned = SubscriptionEvent(
-            merchant: plan.merchant, provider: plan.provider, subscription: plan.reference, dedupeKey: "abandoned|\(plan.cycle)",
-            kind: .renewalAbandoned, amount: plan.schedule.amount, currency: plan.schedule.currency, cycle: plan.cycle,
-            reason: "\(reason) on all \(plan.attempt) attempts")
+        let abandoned = plan.event(
+            .renewalAbandoned, dedupeKey: "abandoned|\(plan.cycle)", cycle: plan.cycle, reason: "\(reason) on all \(plan.attempt) attempts")
         let effects = try self.record(abandoned, counters: &counters, now: now) ?? []
         return effects + (try nextCycle(&plan, charging: charging, counters: &counters, now: now))
     }
@@ -220,19 +289,18 @@ extension LedgerCore {
     private func nextCycle(_ plan: inout ScheduleRecord, charging: any ScheduledCharging, counters: inout Counters, now: Int64) throws -> [Effect] {
         plan.begin(cycle: plan.cycle + 1, attempt: 1)
         guard plan.schedule.includes(cycle: plan.cycle) else { return try complete(&plan, counters: &counters, now: now) }
-        plan.dueAt = plan.state == .active ? firstStepDue(plan, charging: charging) : nil
+        plan.dueAt = plan.charges ? firstStepDue(plan, charging: charging) : nil
         try store.save(plan, now: now)
         return []
     }
 
     /// Every cycle was charged or given up: the schedule is complete, and so is the subscription.
     private func complete(_ plan: inout ScheduleRecord, counters: inout Counters, now: Int64) throws -> [Effect] {
-        plan.state = .completed
+        plan.leaveReview(to: .completed)
         plan.dueAt = nil
         try store.save(plan, now: now)
-        let ended = SubscriptionEvent(
-            merchant: plan.merchant, provider: plan.provider, subscription: plan.reference, dedupeKey: "ended|schedule",
-            kind: .subscriptionEnded, cycle: plan.cycle - 1, reason: "the schedule's last cycle was charged")
+        let ended = plan.event(
+            .subscriptionEnded, dedupeKey: "ended|schedule", cycle: plan.cycle - 1, reason: "the schedule's last cycle was charged")
         return try self.record(ended, counters: &counters, now: now) ?? []
     }
 }

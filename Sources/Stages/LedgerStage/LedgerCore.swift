@@ -97,6 +97,8 @@ package struct LedgerCore {
     let retryAfterMilliseconds: [Int64]
     /// Due schedule steps one tick turns into orders at most.
     let scheduleBatch: Int
+    /// Cycles already due a schedule charges back to back at most (`schedules.maxCatchUpCycles`).
+    let maxCatchUpCycles: Int64
     /// How far the schedules' clock runs ahead of the ledger's (tests and demos only).
     package var scheduleClockOffset: Int64 = 0
 
@@ -108,6 +110,7 @@ package struct LedgerCore {
         self.store = store
         retryAfterMilliseconds = schedules.retryAfterDays.map { $0 * 86_400_000 }
         scheduleBatch = Int(schedules.batch)
+        maxCatchUpCycles = schedules.maxCatchUpCycles
         self.registry = registry
         self.eventMerchants = eventMerchants
         entitlementRecheckMilliseconds = timers.entitlementRecheckMs
@@ -194,6 +197,20 @@ package struct LedgerCore {
                         return .dropped(
                             Rejection(.merchantNotAllowed, field: "merchant", "the sender may not send orders for merchant \(merchant.prefix(64))"))
                     }
+                }
+                // A schedule's id is refused, not filed under its key: filed, the rejection would
+                // be what the schedule's own order under that id got.
+                switch decoded {
+                case .rejected(_, let identity):
+                    if let reserved = ScheduledAttempt.reservation(ofOrderId: identity.orderId) { return .refused(reserved, identity: identity) }
+                case .order(let order):
+                    if let reserved = ScheduledAttempt.reservation(ofOrderId: order.orderId) { return .refused(reserved, identity: order.identity) }
+                    if let param = registry.connector(for: order.provider)?.scheduledCharging?.reservedReferenceParam(in: order) {
+                        let rule =
+                            "must not start with \(ScheduledAttempt.attemptReferencePrefix) (in any case): that prefix is reserved for the references schedules make"
+                        return .rejected(Rejection.invalidParam(param, rule), identity: order.identity)
+                    }
+                case .dropped: break
                 }
                 switch decoded {
                 case .dropped(let rejection): return .dropped(rejection)
@@ -316,7 +333,8 @@ package struct LedgerCore {
     }
 
     /// `intake` of frames already decoded (`FrameDecoder.intake`).
-    package mutating func intake(_ items: [FrameDecoder.IntakeItem], now: Int64) throws -> [Effect] {
+    package mutating func intake(_ decoded: [FrameDecoder.IntakeItem], now: Int64) throws -> [Effect] {
+        let items = decoded.map { lateStartRejected($0, now: now) }
         var effects: [Effect] = []
         var counters = self.counters
         /// A first sighting gets `firstTime`; a repeat gets its latest outcome again, if any.

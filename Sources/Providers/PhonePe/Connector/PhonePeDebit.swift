@@ -216,4 +216,10 @@ struct PhonePeScheduledCharging: ScheduledCharging {
         guard let notificationId = outcome.result?["notificationId"] else { return (nil, nil) }
         return (["notificationId": notificationId], outcome.result?["validAfter"]?.integerValue)
     }
+
+    /// An upstream debit's `transactionId` goes to PhonePe as the scheduled debits' does, and
+    /// a mandate's `authRequestId` shares the ledger's index of PhonePe references with it.
+    func reservedReferenceParam(in order: Order) -> String? {
+        ["transactionId", "authRequestId"].first { order.params[$0]?.stringValue.map(ScheduledAttempt.isReservedReference) ?? false }
+    }
 }

@@ -31,6 +31,7 @@ extension LedgerStore {
                 StoreMigration(version: 7) { try $0.addCheckTickets(integer: "INTEGER") },
                 StoreMigration(version: 8) { try $0.keyCallbackEventsByMerchant() },
                 StoreMigration(version: 9) { try $0.keyOutcomeLogByOrder() },
+                StoreMigration(version: 10) { try $0.addScheduleReview() },
             ]
         case .postgres:
             [
@@ -47,12 +48,13 @@ extension LedgerStore {
                 StoreMigration(version: 7) { try $0.addCheckTickets(integer: "BIGINT") },
                 StoreMigration(version: 8) { try $0.keyCallbackEventsByMerchant() },
                 StoreMigration(version: 9) { try $0.keyOutcomeLogByOrder() },
+                StoreMigration(version: 10) { try $0.addScheduleReview() },
             ]
         }
     }
 
     /// The schema version this paypipe writes.
-    static let schemaVersion = 9
+    static let schemaVersion = 10
 
     /// Brings the schema to `schemaVersion`, recording each step in `meta`; refuses a store
     /// whose schema is newer than this paypipe knows, which an older ledger would corrupt.

@@ -1,7 +1,7 @@
 import PaypipeCore
 import StageWire
 
-/// Where a subscription's charge schedule stands (schema step 5, `schedules`).
+/// Where a subscription's charge schedule stands (schema steps 5 and 7, `schedules`).
 package struct ScheduleRecord: Sendable, Equatable {
     package enum State: String, Sendable {
         case active, paused, cancelled
@@ -9,6 +9,9 @@ package struct ScheduleRecord: Sendable, Equatable {
         case completed
         /// The subscription itself ended (revoked, cancelled or ended at the provider).
         case ended
+        /// Stopped for an operator's word (`review` says why) until a `schedule` order resumes,
+        /// sets or cancels it: the ledger met what it will not decide alone.
+        case review
     }
 
     package var merchant: String
@@ -31,6 +34,28 @@ package struct ScheduleRecord: Sendable, Equatable {
     package var orderId: String?
     /// What the attempt's earlier steps left for the next (`ScheduledCharging.carry`).
     package var carried: JSONValue?
+    /// Why the schedule is in review; nil otherwise.
+    package var review: String? = nil
+    /// In review, the last cycle still charged: the overdue cycles within the catch-up limit,
+    /// which were due before the review began. nil: none.
+    package var catchUpThrough: Int64? = nil
+
+    /// Whether the cycle under way is charged: always while active; in review, only the
+    /// overdue cycles the catch-up limit let through.
+    package var charges: Bool {
+        switch state {
+        case .active: true
+        case .review: cycle <= catchUpThrough ?? 0
+        case .paused, .cancelled, .completed, .ended: false
+        }
+    }
+
+    /// Back to `state`, and out of review.
+    package mutating func leaveReview(to state: State) {
+        self.state = state
+        review = nil
+        catchUpThrough = nil
+    }
 
     /// Starts `attempt` at `cycle` from its first step.
     package mutating func begin(cycle: Int64, attempt: Int64) {
@@ -38,6 +63,15 @@ package struct ScheduleRecord: Sendable, Equatable {
         self.attempt = attempt
         step = 0
         carried = nil
+    }
+
+    /// An event the schedule reports of its subscription; one about renewals carries a cycle's
+    /// amount.
+    package func event(_ kind: SubscriptionEvent.Kind, dedupeKey: String, cycle: Int64, reason: String) -> SubscriptionEvent {
+        let renewal = kind.rawValue.hasPrefix("renewal.")
+        return SubscriptionEvent(
+            merchant: merchant, provider: provider, subscription: reference, dedupeKey: dedupeKey, kind: kind,
+            amount: renewal ? schedule.amount : nil, currency: renewal ? schedule.currency : nil, cycle: cycle, reason: reason)
     }
 
     package var attemptIdentity: ScheduledAttempt {
@@ -49,7 +83,7 @@ package struct ScheduleRecord: Sendable, Equatable {
             "merchant": .string(merchant), "provider": .string(provider.rawValue), "subscription": .string(reference),
             "schedule": schedule.json, "state": .string(state.rawValue), "cycle": .integer(cycle), "attempt": .integer(attempt),
             "step": .integer(Int64(step + 1)), "dueAt": dueAt.map { .string(Timestamp.iso8601(milliseconds: $0)) } ?? .null,
-            "orderId": orderId.map(JSONValue.string) ?? .null,
+            "orderId": orderId.map(JSONValue.string) ?? .null, "review": review.map(JSONValue.string) ?? .null,
         ]
     }
 }
@@ -76,6 +110,23 @@ extension LedgerStore {
             """)
     }
 
+    /// Schema step 10: why a schedule is in review, and the overdue cycles it still charges there.
+    func addScheduleReview() throws {
+        switch db.dialect {
+        case .postgres:
+            try db.execute("ALTER TABLE schedules ADD COLUMN IF NOT EXISTS review TEXT")
+            try db.execute("ALTER TABLE schedules ADD COLUMN IF NOT EXISTS catch_up_through BIGINT")
+        case .sqlite:
+            // Idempotent, like the steps before it.
+            if try db.query("SELECT 1 FROM pragma_table_info('schedules') WHERE name='review'").isEmpty {
+                try db.execute("ALTER TABLE schedules ADD COLUMN review TEXT")
+            }
+            if try db.query("SELECT 1 FROM pragma_table_info('schedules') WHERE name='catch_up_through'").isEmpty {
+                try db.execute("ALTER TABLE schedules ADD COLUMN catch_up_through INTEGER")
+            }
+        }
+    }
+
     static func schedule(_ row: [StoreValue]) -> ScheduleRecord? {
         guard let merchant = row[0].text, let provider = row[1].text, let reference = row[2].text,
             let scheduleText = row[3].text, let scheduleJSON = try? JSONValue.parse(Array(scheduleText.utf8)),
@@ -87,23 +138,25 @@ extension LedgerStore {
         return ScheduleRecord(
             merchant: merchant, provider: Provider(provider), reference: reference, schedule: schedule, target: target, state: state,
             cycle: cycle, attempt: attempt, step: Int(step), dueAt: row[9].integer, orderId: row[10].text,
-            carried: row[11].text.flatMap { try? JSONValue.parse(Array($0.utf8)) })
+            carried: row[11].text.flatMap { try? JSONValue.parse(Array($0.utf8)) }, review: row[12].text, catchUpThrough: row[13].integer)
     }
 
     /// Writes `record` whole. Call inside `transaction`.
     package func save(_ record: ScheduleRecord, now: Int64) throws {
         try db.query(
             """
-            INSERT INTO schedules(merchant, provider, reference, schedule_json, target_json, state, cycle, attempt, step, due_at, order_id, carried_json, updated_at, digest) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+            INSERT INTO schedules(merchant, provider, reference, schedule_json, target_json, state, cycle, attempt, step, due_at, order_id, carried_json, updated_at, digest, review, catch_up_through) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
             ON CONFLICT(reference, provider, merchant) DO UPDATE SET schedule_json=excluded.schedule_json, target_json=excluded.target_json,
               state=excluded.state, cycle=excluded.cycle, attempt=excluded.attempt, step=excluded.step, due_at=excluded.due_at,
-              order_id=excluded.order_id, carried_json=excluded.carried_json, updated_at=excluded.updated_at
+              order_id=excluded.order_id, carried_json=excluded.carried_json, updated_at=excluded.updated_at, review=excluded.review,
+              catch_up_through=excluded.catch_up_through
             """,
             [
                 .text(record.merchant), .text(record.provider.rawValue), .text(record.reference), .text(record.schedule.json.serialized),
                 .text(record.target.serialized), .text(record.state.rawValue), .integer(record.cycle), .integer(record.attempt),
                 .integer(Int64(record.step)), Self.value(record.dueAt), record.orderId.map(StoreValue.text) ?? .null,
                 record.carried.map { .text($0.serialized) } ?? .null, .integer(now), .text(record.attemptIdentity.subscriptionDigest),
+                record.review.map(StoreValue.text) ?? .null, Self.value(record.catchUpThrough),
             ])
     }
 
@@ -117,21 +170,21 @@ extension LedgerStore {
         case .sqlite:
             rows = try db.query(
                 """
-                SELECT schedules.merchant, schedules.provider, schedules.reference, schedules.schedule_json, schedules.target_json, schedules.state, schedules.cycle, schedules.attempt, schedules.step, schedules.due_at, schedules.order_id, schedules.carried_json, subscriptions.state FROM schedules LEFT JOIN subscriptions ON subscriptions.reference=schedules.reference
+                SELECT schedules.merchant, schedules.provider, schedules.reference, schedules.schedule_json, schedules.target_json, schedules.state, schedules.cycle, schedules.attempt, schedules.step, schedules.due_at, schedules.order_id, schedules.carried_json, schedules.review, schedules.catch_up_through, subscriptions.state FROM schedules LEFT JOIN subscriptions ON subscriptions.reference=schedules.reference
                   AND subscriptions.provider=schedules.provider AND subscriptions.merchant=schedules.merchant
                 WHERE schedules.due_at IS NOT NULL AND schedules.due_at <= ? ORDER BY schedules.due_at LIMIT ?
                 """, bindings)
         case .postgres:
             rows = try db.query(
                 """
-                SELECT schedules.merchant, schedules.provider, schedules.reference, schedules.schedule_json, schedules.target_json, schedules.state, schedules.cycle, schedules.attempt, schedules.step, schedules.due_at, schedules.order_id, schedules.carried_json, subscriptions.state FROM schedules LEFT JOIN subscriptions ON subscriptions.reference=schedules.reference
+                SELECT schedules.merchant, schedules.provider, schedules.reference, schedules.schedule_json, schedules.target_json, schedules.state, schedules.cycle, schedules.attempt, schedules.step, schedules.due_at, schedules.order_id, schedules.carried_json, schedules.review, schedules.catch_up_through, subscriptions.state FROM schedules LEFT JOIN subscriptions ON subscriptions.reference=schedules.reference
                   AND subscriptions.provider=schedules.provider AND subscriptions.merchant=schedules.merchant
                 WHERE schedules.due_at IS NOT NULL AND schedules.due_at <= ? ORDER BY schedules.due_at LIMIT ?
                 FOR UPDATE OF schedules SKIP LOCKED
                 """, bindings)
         }
         return rows.compactMap { row in
-            Self.schedule(row).map { ($0, row[12].text.flatMap(SubscriptionState.init(rawValue:))) }
+            Self.schedule(row).map { ($0, row[14].text.flatMap(SubscriptionState.init(rawValue:))) }
         }
     }
 
@@ -147,11 +200,11 @@ extension StoreReads {
         switch (db.dialect, locking) {
         case (.sqlite, _), (.postgres, false):
             rows = try db.query(
-                "SELECT merchant, provider, reference, schedule_json, target_json, state, cycle, attempt, step, due_at, order_id, carried_json FROM schedules WHERE digest=? AND merchant=?",
+                "SELECT merchant, provider, reference, schedule_json, target_json, state, cycle, attempt, step, due_at, order_id, carried_json, review, catch_up_through FROM schedules WHERE digest=? AND merchant=?",
                 bindings)
         case (.postgres, true):
             rows = try db.query(
-                "SELECT merchant, provider, reference, schedule_json, target_json, state, cycle, attempt, step, due_at, order_id, carried_json FROM schedules WHERE digest=? AND merchant=? FOR UPDATE",
+                "SELECT merchant, provider, reference, schedule_json, target_json, state, cycle, attempt, step, due_at, order_id, carried_json, review, catch_up_through FROM schedules WHERE digest=? AND merchant=? FOR UPDATE",
                 bindings)
         }
         return rows.first.flatMap(LedgerStore.schedule)
@@ -172,7 +225,7 @@ extension StoreReads {
         func optional(_ text: String?) -> StoreValue { text.map(StoreValue.text) ?? .null }
         return try db.query(
             """
-            SELECT merchant, provider, reference, schedule_json, target_json, state, cycle, attempt, step, due_at, order_id, carried_json FROM schedules WHERE (CAST(? AS TEXT) IS NULL OR merchant=?) AND (CAST(? AS TEXT) IS NULL OR provider=?)
+            SELECT merchant, provider, reference, schedule_json, target_json, state, cycle, attempt, step, due_at, order_id, carried_json, review, catch_up_through FROM schedules WHERE (CAST(? AS TEXT) IS NULL OR merchant=?) AND (CAST(? AS TEXT) IS NULL OR provider=?)
               AND (CAST(? AS TEXT) IS NULL OR state=?)
             ORDER BY due_at IS NULL, due_at, reference LIMIT ?
             """,
