@@ -19,7 +19,15 @@ extension LedgerStore {
     /// finds an order's outcomes by an index instead of reading the whole log. What the log
     /// already holds is keyed from its own text, as `appendToLog` keys what it logs from now on.
     func keyOutcomeLogByOrder() throws {
-        try db.execute("ALTER TABLE outcome_log ADD COLUMN merchant TEXT; ALTER TABLE outcome_log ADD COLUMN order_id TEXT")
+        // Idempotent, like the steps before it: a store of a release before schema versions runs every step.
+        switch db.dialect {
+        case .postgres:
+            try db.execute("ALTER TABLE outcome_log ADD COLUMN IF NOT EXISTS merchant TEXT; ALTER TABLE outcome_log ADD COLUMN IF NOT EXISTS order_id TEXT")
+        case .sqlite:
+            if try db.query("SELECT 1 FROM pragma_table_info('outcome_log') WHERE name='merchant'").isEmpty {
+                try db.execute("ALTER TABLE outcome_log ADD COLUMN merchant TEXT; ALTER TABLE outcome_log ADD COLUMN order_id TEXT")
+            }
+        }
         var after: Int64 = 0
         while true {
             let rows = try db.query("SELECT seq, outcome FROM outcome_log WHERE seq > ? ORDER BY seq LIMIT 1000", [.integer(after)])
@@ -49,8 +57,8 @@ extension LedgerStore {
         }
         // SQLite's index holds the seq as the row's id already.
         switch db.dialect {
-        case .sqlite: try db.execute("CREATE INDEX outcome_log_order ON outcome_log(order_id, merchant)")
-        case .postgres: try db.execute("CREATE INDEX outcome_log_order ON outcome_log(order_id, merchant, seq)")
+        case .sqlite: try db.execute("CREATE INDEX IF NOT EXISTS outcome_log_order ON outcome_log(order_id, merchant)")
+        case .postgres: try db.execute("CREATE INDEX IF NOT EXISTS outcome_log_order ON outcome_log(order_id, merchant, seq)")
         }
     }
 
