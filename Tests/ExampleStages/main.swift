@@ -47,7 +47,7 @@ struct ExampleStagesCommand: AsyncParsableCommand {
             let callbacks = CallbacksService(config: config, registry: registry, logger: logger) { port in
                 StageProcess.printLine("paypipe-callbacks listening port=\(port)")
             }
-            await StageProcess.run([callbacks], logger: logger)
+            await StageProcess.run(stage: callbacks, metricsAddress: metrics, role: role, logger: logger)
         case "poller":
             await StageProcess.run(
                 stage: PollerService(config: config, registry: registry, logger: logger), metricsAddress: metrics, role: role, logger: logger)

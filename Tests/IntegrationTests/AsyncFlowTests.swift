@@ -120,7 +120,7 @@ struct AsyncFlowTests {
         #expect(h.postCallback("/callbacks/phonepe", headers: [("X-VERIFY", stray.xVerify)], body: stray.body)?.0 == 404)
 
         // Every refusal is counted by reason.
-        let metrics = httpGet("http://127.0.0.1:\(h.callbacksPort)/metrics") ?? ""
+        let metrics = httpGet("http://127.0.0.1:\(h.callbacksMetricsPort)/metrics") ?? ""
         #expect(metrics.contains(#"paypipe_callbacks_total{route="phonepe",result="BAD_CHECKSUM"} 1"#))
         #expect(metrics.contains(#"paypipe_callbacks_total{route="phonepe",result="duplicate"} 2"#))
         #expect(metrics.contains(#"paypipe_callbacks_total{route="phonepe",result="event"} 1"#))
@@ -155,7 +155,7 @@ struct AsyncFlowTests {
         try await missed.send(Self.phonePeOrder("pp-missed-1"))
         let resolved = try await Self.outcome(missed, "pp-missed-1", .succeeded, timeout: .seconds(20))
         #expect(resolved != nil)
-        let metrics = httpGet("http://127.0.0.1:\(missed.callbacksPort)/metrics") ?? ""
+        let metrics = httpGet("http://127.0.0.1:\(missed.callbacksMetricsPort)/metrics") ?? ""
         #expect(metrics.contains(#"route="phonepe",result="BAD_CHECKSUM""#))
         await missed.shutdown()
     }
@@ -372,7 +372,7 @@ struct AsyncFlowTests {
         }
         let (forged, forgedOutcomes) = try await run(.wrongAuthorization, "nets-forged-1")
         #expect(forgedOutcomes.map(\.status) == [.pending])
-        let metrics = httpGet("http://127.0.0.1:\(forged.callbacksPort)/metrics") ?? ""
+        let metrics = httpGet("http://127.0.0.1:\(forged.callbacksMetricsPort)/metrics") ?? ""
         #expect(metrics.contains(#"paypipe_callbacks_total{route="nets",result="BAD_AUTHORIZATION"} 1"#))
         await forged.shutdown()
         let (mismatched, mismatchedOutcomes) = try await run(.wrongAmount, "nets-mismatch-1")

@@ -34,7 +34,7 @@ struct MetricsExpositionTests {
             try await h.send(phonePeAuthInit("metrics-1", authRequestId: "ARmetrics1"))
             _ = try await h.collect(timeout: .seconds(30)) { $0.contains { $0.orderId == "metrics-1" && $0.status == .pending } }
 
-            var ports: [String: Int] = ["callbacks": h.callbacksPort, "streamer": streamerPort]
+            var ports: [String: Int] = ["callbacks": h.callbacksMetricsPort, "streamer": streamerPort]
             for (name, process) in [("ledger", h.ledgerProcess), ("signer", signer), ("submitter", submitter), ("poller", poller)] {
                 for _ in 0..<100 where h.metricsPort(of: process) == nil { try await Task.sleep(for: .milliseconds(100)) }
                 guard let port = h.metricsPort(of: process) else { throw HarnessError("\(name) printed no metrics port") }

@@ -306,7 +306,7 @@ struct PendingFlowTests {
         let done = try #require(Self.outcome(outcomes, "nets-hook-1"))
         #expect(done.status == .succeeded)
         #expect(done.result?["subscriptionId"]?.stringValue?.isEmpty == false)
-        let metrics = httpGet("http://127.0.0.1:\(h.callbacksPort)/metrics") ?? ""
+        let metrics = httpGet("http://127.0.0.1:\(h.callbacksMetricsPort)/metrics") ?? ""
         #expect(metrics.contains(#"paypipe_callbacks_total{route="nets",result="applied"} 1"#))
         await h.shutdown()
     }
@@ -328,7 +328,7 @@ struct PendingFlowTests {
         let done = try #require(Self.outcome(outcomes, "nets-nohook-1"))
         #expect(done.status == .succeeded)
         #expect(done.result?["subscriptionId"]?.stringValue?.isEmpty == false)
-        let metrics = httpGet("http://127.0.0.1:\(h.callbacksPort)/metrics") ?? ""
+        let metrics = httpGet("http://127.0.0.1:\(h.callbacksMetricsPort)/metrics") ?? ""
         #expect(!metrics.contains(#"route="nets""#))
         await h.shutdown()
     }

@@ -73,6 +73,49 @@ struct ProbeTests {
         #expect(await Self.probe("http://127.0.0.1:\(submitterPort)/livez") == 0)
     }
 
+    /// The callback validator's public port carries the callback routes alone: its /metrics
+    /// and probes answer on endpoints.callbacksMetrics, and are not found on the public port.
+    @Test func theCallbackValidatorsMetricsAndProbesAreOffItsPublicPort() async throws {
+        let h = try await PipelineHarness()
+        try await h.stopping { h in
+            try h.startCallbacks()
+            #expect(await Self.probe("http://127.0.0.1:\(h.callbacksMetricsPort)/readyz", until: 0) == 0)
+            #expect(await Self.probe("http://127.0.0.1:\(h.callbacksMetricsPort)/livez") == 0)
+            let metrics = httpExchange(port: h.callbacksMetricsPort, method: "GET", path: "/metrics")
+            #expect(metrics?.0 == 200)
+            #expect(metrics?.1.contains(#"paypipe_build_info{stage="paypipe-callbacks""#) == true)
+            for path in ["/metrics", "/livez", "/readyz", "/healthz"] {
+                #expect(httpExchange(port: h.callbacksPort, method: "GET", path: path)?.0 == 404, "GET \(path) on the public port")
+            }
+            let callback = try #require(h.postCallback("/callbacks/phonepe", body: Array("{}".utf8)))
+            #expect(callback.0 != 404, "the public port still takes callbacks")
+        }
+    }
+
+    /// `--scrape` (endpoints.ledgerScrape): a second address with the ledger's metrics and
+    /// probes but not `/review`, so the network Prometheus scrapes over cannot read every
+    /// merchant's orders in review; `/review` stays on `--metrics` alone.
+    @Test func theLedgersScrapeAddressServesMetricsAndProbesButNotReview() async throws {
+        let h = try await PipelineHarness()
+        try await h.stopping { h in
+            let (metricsPort, scrapePort) = (try freeLoopbackPort(), try freeLoopbackPort())
+            var arguments = PipelineHarness.ledgerArguments(
+                configPath: h.configPath, store: h.directory.appendingPathComponent("scrape.sqlite").path, redeliverAfterMilliseconds: 60_000)
+            for option in [
+                "--intake", "--outcomes", "--outcomes-replay", "--sign-queue", "--signed-in", "--signed-out", "--results", "--ledger-rpc",
+                "--poll-queue", "--admin",
+            ] {
+                arguments += [option, "tcp://127.0.0.1:\(try freeLoopbackPort())"]
+            }
+            arguments += ["--metrics", "127.0.0.1:\(metricsPort)", "--scrape", "127.0.0.1:\(scrapePort)"]
+            _ = try h.spawn("paypipe-ledger", arguments, waitForLine: "paypipe-ledger ready")
+            #expect(await Self.probe("http://127.0.0.1:\(scrapePort)/readyz", until: 0) == 0)
+            #expect(httpExchange(port: scrapePort, method: "GET", path: "/metrics")?.1.contains("paypipe_build_info") == true)
+            #expect(httpExchange(port: scrapePort, method: "GET", path: "/review")?.0 == 404)
+            #expect(httpExchange(port: metricsPort, method: "GET", path: "/review")?.0 == 200)
+        }
+    }
+
     /// A ledger whose PostgreSQL server cannot be reached when it starts (down, or failing over)
     /// exits 75, the status its supervisor restarts on, not 1 (a bad config).
     @Test func aLedgerThatCannotReachItsDatabaseServerAtStartExits75() async throws {

@@ -8,6 +8,7 @@ import ServiceLifecycle
 import SignerStage
 import StageRuntime
 import StageWire
+import Supervision
 import Synchronization
 import TestSupport
 import Testing
@@ -134,6 +135,40 @@ struct StageSafetyTests {
 
     /// A client that opens a request and then sends slowly (or never finishes it) is cut off
     /// after the request deadline; one that stays within it is served.
+    /// A stage refuses to start on what a production pipeline must not run with (here the demo
+    /// secrets and a plaintext link off loopback), exit 1 naming each key and never a secret;
+    /// the demo config as shipped, which says `insecureForTesting`, gets past the check.
+    @Test func aStageRefusesDemoSecretsAndPlaintextLinksOffLoopbackUnlessTheConfigIsForTesting() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-unsafe-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let demo = DemoConfig.text(sandboxURL: "http://127.0.0.1:9")
+        let production = demo.replacingOccurrences(of: #""insecureForTesting": true"#, with: #""insecureForTesting": false"#)
+        let path = directory.appendingPathComponent("config.json").path
+        try production.write(toFile: path, atomically: true, encoding: .utf8)
+        let signer = PipelineHarness.buildDirectory().appendingPathComponent("paypipe-signer").path
+        let refused = try await runCapturing(
+            signer, ["--config", path, "--results", "tcp://0.0.0.0:\(try freeLoopbackPort())"], within: .seconds(30))
+        #expect(refused.status == 1)
+        #expect(refused.errors.contains("refusing config"))
+        #expect(refused.errors.contains("merchants.default.nets.webhookAuthorization: is a demo secret"))
+        #expect(refused.errors.contains("endpoints.results: tcp://0.0.0.0:"))
+        #expect(!refused.errors.contains("demoWebhookAuth123") && !refused.errors.contains("demo-nets-secret-key"))
+
+        // As shipped (`insecureForTesting`), the same stage starts and runs until stopped.
+        try demo.write(toFile: path, atomically: true, encoding: .utf8)
+        let log = directory.appendingPathComponent("signer.stderr").path
+        let started = try ChildProcess(
+            [signer, "--config", path, "--sign-queue", "tcp://127.0.0.1:\(try freeLoopbackPort())", "--metrics", "127.0.0.1:0"],
+            stderr: .file(log, append: false))
+        let text = { String(decoding: readWholeFile(log) ?? [], as: UTF8.self) }
+        // Serving its metrics means it got past the config; a refused one exits before.
+        let serving = await eventually(within: .seconds(20)) { text().contains("signer metrics") || started.exitStatus != nil }
+        #expect(serving && started.exitStatus == nil, "the demo config was refused: \(text())")
+        started.signal(SIGTERM)
+        _ = await waitForExit(started, within: .seconds(20))
+    }
+
     @Test func aRequestThatIsNotWholeInTimeClosesItsConnection() async throws {
         var limits = HTTPIngressLimits()
         limits.requestTimeout = .milliseconds(700)

@@ -1,4 +1,5 @@
 import Cleeng
+import Connectors
 import Foundation
 import PaypipeCore
 import Testing
@@ -243,6 +244,85 @@ struct ConfigTests {
             Issue.record("expected an error")
         } catch {
             #expect(error.description == "merchants.default.trustpayments.notificationPassword: cannot read file /secrets/tp-notify")
+        }
+    }
+
+    /// What a production pipeline must not run with, unless the config says
+    /// `insecureForTesting`: plaintext links off loopback, a secret whose value the demo config
+    /// ships (here through the environment, as deploy/.env.example used to set it), and the
+    /// schedules' clock offset file. `paypipe config check` reports the same.
+    @Test func productionRefusesPlaintextLinksOffLoopbackDemoSecretsAndTheClockOffset() throws {
+        #expect(try parse(sampleConfig).unsafeForProduction.isEmpty)
+        var environment = sampleEnvironment
+        environment["NETS_WEBHOOK_AUTH"] = "demoWebhookAuth123"
+        let timers = #""timers": { "cleengPollIntervalMs": 50 }"#
+        let unsafe = sampleConfig.replacingOccurrences(
+            of: timers,
+            with: timers
+                + #", "endpoints": { "intake": "tcp://0.0.0.0:5550", "signQueue": "tcp://ledger:5551", "results": "tcp://127.0.0.1:5554", "pollQueue": "ipc:///run/poll" }, "schedules": { "clockOffsetFile": "/tmp/offset" }"#
+        )
+        let expected = ["endpoints.intake", "endpoints.signQueue", "merchants.default.nets.webhookAuthorization", "schedules.clockOffsetFile"]
+        let errors = try parse(unsafe, sources(environment)).unsafeForProduction
+        #expect(errors.map(\.path) == expected)
+        #expect(errors.allSatisfy { $0.reason.contains("insecureForTesting: true allows it") }, "\(errors)")
+        #expect(!"\(errors)".contains("demoWebhookAuth123"))
+        let checked = PaypipeConfig.check(Array(unsafe.utf8), sources: sources(environment), sections: StandardConnectors.sections)
+        #expect(checked.map(\.path) == expected)
+
+        let allowed = unsafe.replacingOccurrences(of: timers, with: #""insecureForTesting": true, "# + timers)
+        #expect(try parse(allowed, sources(environment)).unsafeForProduction.isEmpty)
+        #expect(PaypipeConfig.check(Array(allowed.utf8), sources: sources(environment), sections: StandardConnectors.sections).isEmpty)
+    }
+
+    /// Every secret of the demo config (`paypipe up`, the sandbox) is a demo secret: the demo
+    /// config passes only because it says `insecureForTesting`.
+    @Test func everySecretOfTheDemoConfigIsRefusedWithoutTheTestingFlag() throws {
+        let demo = DemoConfig.text(sandboxURL: "http://127.0.0.1:9100")
+        #expect(try parse(demo).unsafeForProduction.isEmpty)
+        let withoutFlag = demo.replacingOccurrences(of: #""insecureForTesting": true"#, with: #""insecureForTesting": false"#)
+        #expect(withoutFlag != demo)
+        let paths = try parse(withoutFlag).unsafeForProduction.map(\.path)
+        #expect(
+            Set(paths) == [
+                "merchants.default.trustpayments.jwtSecret", "merchants.default.trustpayments.webservicesPassword",
+                "merchants.default.trustpayments.notificationPassword", "merchants.default.nets.secretKey",
+                "merchants.default.nets.webhookAuthorization", "merchants.default.phonepe.saltKey", "merchants.default.cleeng.password",
+                "merchants.default.viva.apiClientSecret", "merchants.default.viva.isvClientSecret",
+            ])
+    }
+
+    /// A `file:` secret its owner's group or anyone else may read is refused, as a CURVE key file
+    /// is; the message names the key and the file, never the secret.
+    @Test func aSecretFileOthersMayReadIsRefused() throws {
+        func load(mode: UInt32) throws(ConfigError) -> PaypipeConfig {
+            var s = sources()
+            s.fileMode = { _ in 0o100000 | mode }
+            return try parse(sampleConfig, s)
+        }
+        #expect(try load(mode: 0o600).merchants["default"]?.trustpayments?.notificationPassword.reveal() == "notify-pass")
+        #expect(try load(mode: 0o400).merchants["default"]?.trustpayments?.notificationPassword.reveal() == "notify-pass")
+        for mode: UInt32 in [0o644, 0o640, 0o604] {
+            #expect {
+                try load(mode: mode)
+            } throws: { error in
+                (error as? ConfigError).map {
+                    $0.path == "merchants.default.trustpayments.notificationPassword" && $0.reason.contains("/secrets/tp-notify")
+                        && $0.reason.contains("chmod 600") && !$0.reason.contains("notify-pass")
+                } == true
+            }
+        }
+    }
+
+    /// The placeholder shipped files hold in place of a secret is refused wherever a secret is
+    /// read, with the key to set.
+    @Test func thePlaceholderSecretIsRefused() {
+        var environment = sampleEnvironment
+        environment["NETS_WEBHOOK_AUTH"] = "CHANGE_ME"
+        #expect {
+            try parse(sampleConfig, sources(environment))
+        } throws: { error in
+            (error as? ConfigError)?.description
+                == "merchants.default.nets.webhookAuthorization: is the placeholder CHANGE_ME: set the real secret (docs/deploy.md)"
         }
     }
 

@@ -25,7 +25,7 @@ struct CurveConfigTests {
         let files = ["/secrets/tp-notify": "notify-pass\n", "/keys/signer.secret": Self.key("s")]
         func load(mode: UInt32) throws -> CurveConfig {
             var s = sources(files: files)
-            s.fileMode = { _ in 0o100000 | mode }
+            s.fileMode = { path in 0o100000 | (path == "/keys/signer.secret" ? mode : 0o600) }
             return try #require(try parse(Self.config(), s).curve)
         }
         #expect(try load(mode: 0o600).secretKey(of: .signer).reveal() == Self.key("s"))

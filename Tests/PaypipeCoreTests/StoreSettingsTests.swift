@@ -33,6 +33,18 @@ struct StoreSettingsTests {
         #expect(!config.store.summary.contains("from-file") && !config.store.summary.contains("p@ss"))
     }
 
+    /// The database password in a file others may read is refused, as every `file:` secret is.
+    @Test func aPasswordFileOthersMayReadIsRefused() {
+        var ledger = sources(files: ["/secrets/tp-notify": "notify-pass\n", "/secrets/pg": "from-file\n"])
+            .withoutSecrets(except: ["store.url", "store.password"])
+        ledger.fileMode = { path in path == "/secrets/pg" ? 0o100644 : 0o100600 }
+        #expect {
+            try parse(withStore(#"{"backend": "postgres", "url": "postgres://ledger@db/orders", "password": "file:/secrets/pg"}"#), ledger)
+        } throws: { error in
+            (error as? ConfigError).map { $0.path == "store.password" && $0.reason.contains("chmod 600") } == true
+        }
+    }
+
     @Test func aSocketDirectoryAndTheURLsOwnPassword() throws {
         let p = try PostgresSettings(url: "postgresql://paypipe:secret@:5433/paypipe?host=/run/pg", at: "--store")
         #expect(p.socketDirectory == "/run/pg" && p.port == 5433 && p.password?.reveal() == "secret" && p.tls == .disable)

@@ -36,6 +36,8 @@ package final class PipelineHarness: @unchecked Sendable {
     /// Where the callback validator listens (chosen before the config is written, because the
     /// sandbox sends PhonePe callbacks and Nets webhooks there).
     package let callbacksPort: Int
+    /// Where the callback validator serves /metrics and its probes (endpoints.callbacksMetrics).
+    package let callbacksMetricsPort: Int
 
     /// The ledger's `--redeliver-after-ms`: an unclaimed dispatch this old goes out again.
     package let redeliverAfterMilliseconds: Int64
@@ -68,6 +70,7 @@ package final class PipelineHarness: @unchecked Sendable {
         storeArgument = store ?? TestStores.ledgerArgument(directory: directory)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         callbacksPort = try freeLoopbackPort()
+        callbacksMetricsPort = try freeLoopbackPort()
         let callbacks = "127.0.0.1:\(callbacksPort)"
         var sandboxConfiguration = sandboxConfiguration
         sandboxConfiguration.port = 0
@@ -90,7 +93,7 @@ package final class PipelineHarness: @unchecked Sendable {
         // binds its ports again, and meanwhile a stage reconnecting to a port in the ephemeral
         // range can be given that very port as its own end (a TCP self-connect), which the
         // ledger then cannot bind.
-        var endpoints = ["ledgerMetrics": "127.0.0.1:0"]
+        var endpoints = ["ledgerMetrics": "127.0.0.1:0", "callbacksMetrics": "127.0.0.1:\(callbacksMetricsPort)"]
         for name in ["intake", "outcomes", "signQueue", "signedIn", "signedOut", "results", "ledgerRPC", "pollQueue", "outcomesReplay", "admin"] {
             endpoints[name] = "tcp://127.0.0.1:\(try freeLoopbackPort())"
         }

@@ -8,7 +8,8 @@ import StageRuntime
 struct CallbacksCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "paypipe-callbacks",
-        abstract: "The callback validator: HTTP ingress for provider callbacks (docs/protocol.md), plus /metrics and /healthz on the same address.",
+        abstract:
+            "The callback validator: HTTP ingress for provider callbacks (docs/protocol.md); /metrics and the probes on endpoints.callbacksMetrics.",
         version: PaypipeVersion.current)
 
     @OptionGroup var options: StageOptions
@@ -21,6 +22,8 @@ struct CallbacksCommand: AsyncParsableCommand {
         let callbacks = CallbacksService(config: config, registry: await StandardConnectors.registry(config: config), logger: logger) { port in
             StageProcess.printLine("paypipe-callbacks listening port=\(port)")
         }
-        await StageProcess.run([callbacks], logger: logger, tracing: config.tracing)
+        await StageProcess.run(
+            stage: callbacks, metricsAddress: options.metrics ?? config.endpoints.callbacksMetrics, role: "callbacks", logger: logger,
+            tracing: config.tracing)
     }
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Connectors
 import LedgerStage
 import PaypipeCore
+import ServiceLifecycle
 import StageRuntime
 
 @main
@@ -16,6 +17,8 @@ struct LedgerCommand: AsyncParsableCommand {
     @Option(help: "Where the ledger keeps orders: a SQLite file, or a postgres:// URL (default: the config's store section).")
     var store: String?
     @Option(help: "Redeliver an order with no terminal or pending outcome after this many ms.") var redeliverAfterMs: Int64 = 60_000
+    @Option(help: "Override endpoints.ledgerScrape: a second host:port serving /metrics, /livez and /readyz, not /review.")
+    var scrape: String?
     @Flag(help: "Leave the signer-to-submitter streamer to paypipe-streamer copies (a fleet); signedIn and signedOut are not bound.")
     var noStreamer = false
 
@@ -38,8 +41,12 @@ struct LedgerCommand: AsyncParsableCommand {
             StageProcess.printLine(bound.readyLine)
         }
         do {
-            await StageProcess.run(
-                [ledger, try ledger.metricsServer(address: config.endpoints.ledgerMetrics)], logger: logger, tracing: config.tracing)
+            var services: [any Service] = [ledger, try ledger.metricsServer(address: config.endpoints.ledgerMetrics)]
+            // Metrics and probes without /review, for a network that may scrape but not read orders.
+            if let address = scrape ?? config.endpoints.ledgerScrape {
+                services.append(try ledger.metrics.server(address: address, role: "ledger scrape", logger: logger))
+            }
+            await StageProcess.run(services, logger: logger, tracing: config.tracing)
         } catch {
             StageProcess.fail("\(error)")
         }

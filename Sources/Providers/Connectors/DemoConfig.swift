@@ -1,7 +1,8 @@
 import PaypipeCore
 
 /// The config `paypipe up` writes when given none: every provider pointed at the local sandbox,
-/// with throwaway demo credentials (the sandbox reads the same file, so both sides agree).
+/// with throwaway demo credentials (the sandbox reads the same file, so both sides agree), and
+/// so marked `insecureForTesting`.
 /// Tests and benchmarks use it too, with their own endpoints and timers. Each provider's
 /// section comes from its own `MerchantSection.demo`.
 package enum DemoConfig {
@@ -40,6 +41,8 @@ package enum DemoConfig {
             "  \"endpoints\": \(JSONValue.object(endpointValues.mapValues(JSONValue.string)).serialized)",
         ]
         if !timers.isEmpty { sections.append("  \"timers\": \(JSONValue.object(timers.mapValues(JSONValue.integer)).serialized)") }
+        // Its credentials are the public demo ones: a stage refuses them without this.
+        sections.append("  \"insecureForTesting\": true")
         return "{\n" + sections.joined(separator: ",\n") + "\n}\n"
     }
 }

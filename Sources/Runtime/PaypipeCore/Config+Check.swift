@@ -1,5 +1,6 @@
 extension PaypipeConfig {
-    /// Every error in a config, not only the first (`paypipe config check`). The parser stops at
+    /// Every error in a config, not only the first (`paypipe config check`), and what a stage
+    /// would refuse to start with (`unsafeForProduction`). The parser stops at
     /// the first error, so the check parses again with the offending value taken out, and with
     /// a missing one's enclosing object taken out, until the rest reads. An error inside what was
     /// taken out is found only once the first is fixed; no error is reported that is not one.
@@ -15,8 +16,8 @@ extension PaypipeConfig {
         var errors: [ConfigError] = []
         while errors.count < maxErrors {
             do {
-                _ = try parse(document.bytes, sources: sources, sections: sections)
-                return errors
+                let config = try parse(document.bytes, sources: sources, sections: sections)
+                return errors + config.unsafeForProduction
             } catch {
                 guard !errors.contains(error) else { return errors }
                 errors.append(error)

@@ -78,6 +78,7 @@ extension PaypipeConfig {
         }
         var root = try ConfigReader(document, path: "", sources: sources)
         var config = PaypipeConfig(merchants: [:])
+        let demoSecrets = demoSecretValues(sections)
         var merchantsReader = try root.object("merchants")
         for name in merchantsReader.keys {
             var m = try merchantsReader.object(name)
@@ -86,6 +87,7 @@ extension PaypipeConfig {
                 guard var r = try m.optionalObject(section.provider.rawValue) else { continue }
                 merchant.sections[section.provider] = try section.init(&r)
                 try r.finish()
+                config.demoSecretPaths += r.secretsRead.filter { read in demoSecrets.contains(read.value.reveal()) }.map(\.path)
             }
             merchant.subscriptionEvents = try m.optionalBool("subscriptionEvents") ?? false
             try m.finish()
@@ -104,6 +106,8 @@ extension PaypipeConfig {
             config.endpoints.signedOut = try e.optionalString("signedOut") ?? config.endpoints.signedOut
             config.endpoints.results = try e.optionalString("results") ?? config.endpoints.results
             config.endpoints.ledgerMetrics = try e.optionalString("ledgerMetrics") ?? config.endpoints.ledgerMetrics
+            config.endpoints.callbacksMetrics = try e.optionalString("callbacksMetrics") ?? config.endpoints.callbacksMetrics
+            config.endpoints.ledgerScrape = try e.optionalString("ledgerScrape")
             config.endpoints.ledgerRPC = try e.optionalString("ledgerRPC") ?? config.endpoints.ledgerRPC
             config.endpoints.pollQueue = try e.optionalString("pollQueue") ?? config.endpoints.pollQueue
             config.endpoints.admin = try e.optionalString("admin") ?? config.endpoints.admin
@@ -170,12 +174,74 @@ extension PaypipeConfig {
         if var s = try root.optionalObject("store") { config.store = try StoreSettings.parse(&s) }
         if var t = try root.optionalObject("tracing") { config.tracing = try Tracing.parse(&t) }
         if var i = try root.optionalObject("intake") { config.intake = try Intake.parse(&i) }
+        config.insecureForTesting = try root.optionalBool("insecureForTesting") ?? false
         try root.finish()
 
         if let v = sources.environment("PAYPIPE_INTAKE"), !v.isEmpty { config.endpoints.intake = v }
         if let v = sources.environment("PAYPIPE_OUTCOMES"), !v.isEmpty { config.endpoints.outcomes = v }
         if let v = sources.environment("PAYPIPE_CALLBACK_ADDR"), !v.isEmpty { config.endpoints.callbacks = v }
         return config
+    }
+}
+
+extension PaypipeConfig {
+    /// The secret values of the demo config (`MerchantSection.demo` of each of `sections`): the
+    /// sandbox's throwaway credentials, public in this repository.
+    static func demoSecretValues(_ sections: [any MerchantSection.Type]) -> Set<String> {
+        var values: Set<String> = []
+        let environment = DemoEnvironment(sandboxURL: "http://127.0.0.1:9", callbacks: "127.0.0.1:8080")
+        for section in sections {
+            guard var reader = try? ConfigReader(section.demo(environment), path: "", sources: .process) else { continue }
+            _ = try? section.init(&reader)
+            values.formUnion(reader.secretsRead.map { $0.value.reveal() })
+        }
+        return values
+    }
+
+    /// What this config holds that a production pipeline must not run with, one error per
+    /// setting; none with `insecureForTesting`. Every stage refuses to start on any of them, and
+    /// `paypipe config check` reports them.
+    public var unsafeForProduction: [ConfigError] {
+        guard !insecureForTesting else { return [] }
+        let allowance = "insecureForTesting: true allows it, for tests and demos only"
+        var errors: [ConfigError] = []
+        if curve == nil {
+            for (key, address) in endpoints.zeroMQLinks where !Self.isLocal(address) {
+                errors.append(
+                    ConfigError(
+                        path: "endpoints.\(key)",
+                        reason:
+                            "\(address.prefix(100)) is off loopback, and without a curve section every link is plaintext: add a curve section (docs/security.md) or use 127.0.0.1; \(allowance)"
+                    ))
+            }
+        }
+        for path in demoSecretPaths {
+            errors.append(
+                ConfigError(path: path, reason: "is a demo secret shipped with paypipe, readable by anyone: set the real secret; \(allowance)"))
+        }
+        if schedules.clockOffsetFile != nil {
+            errors.append(
+                ConfigError(path: "schedules.clockOffsetFile", reason: "moves the schedules' clock and must not be set in production; \(allowance)"))
+        }
+        return errors
+    }
+
+    /// Whether a ZeroMQ address stays on this host: loopback TCP, `ipc://` or `inproc://`.
+    static func isLocal(_ address: String) -> Bool {
+        if address.hasPrefix("ipc://") || address.hasPrefix("inproc://") { return true }
+        guard address.hasPrefix("tcp://"), let colon = address.lastIndex(of: ":") else { return false }
+        let host = address[address.index(address.startIndex, offsetBy: 6)..<colon]
+        return host == "localhost" || host == "[::1]" || (host.hasPrefix("127.") && host.allSatisfy { $0 == "." || $0.isNumber })
+    }
+}
+
+extension PaypipeConfig.Endpoints {
+    /// Every ZeroMQ address, by its key under `endpoints`.
+    var zeroMQLinks: [(String, String)] {
+        [
+            ("intake", intake), ("outcomes", outcomes), ("outcomesReplay", outcomesReplay), ("signQueue", signQueue), ("signedIn", signedIn),
+            ("signedOut", signedOut), ("results", results), ("ledgerRPC", ledgerRPC), ("pollQueue", pollQueue), ("admin", admin),
+        ]
     }
 }
 
@@ -213,6 +279,8 @@ public struct ConfigReader {
     public let path: String
     var sources: PaypipeConfig.Sources
     var used: Set<String> = []
+    /// Every secret this reader resolved, by key path (which of them are the demo's).
+    var secretsRead: [(path: String, value: Secret)] = []
 
     init(_ value: JSONValue, path: String, sources: PaypipeConfig.Sources) throws(ConfigError) {
         guard case .object(let object) = value else {
@@ -262,7 +330,27 @@ public struct ConfigReader {
             guard take(key)?.stringValue != nil else { throw ConfigError(path: child(key), reason: "is required") }
             return Secret("")
         }
-        return Secret(try string(key))
+        if let reference = object[key]?.stringValue, reference.hasPrefix("file:") {
+            try refuseFileOthersMayRead(String(reference.dropFirst(5)), at: child(key))
+        }
+        let value = try string(key)
+        // The placeholder deploy/.env.example ships in place of every secret.
+        guard value != Self.placeholder else {
+            throw ConfigError(path: child(key), reason: "is the placeholder \(Self.placeholder): set the real secret (docs/deploy.md)")
+        }
+        secretsRead.append((child(key), Secret(value)))
+        return Secret(value)
+    }
+
+    /// The value shipped files hold where a secret must go; refused wherever a secret is read.
+    public static let placeholder = "CHANGE_ME"
+
+    /// A secret in a file its owner's group or anyone else may read is refused: whoever can
+    /// read it holds the credential.
+    func refuseFileOthersMayRead(_ file: String, at path: String) throws(ConfigError) {
+        guard let mode = sources.fileMode(file), mode & 0o077 != 0 else { return }
+        throw ConfigError(
+            path: path, reason: "the secret file \(file) is readable by others (mode \(String(mode & 0o777, radix: 8))): chmod 600 it")
     }
 
     /// An optional secret; without secrets (the submitter) a present one comes back empty.

@@ -14,6 +14,15 @@ public struct PaypipeConfig: Sendable {
     public var tracing: Tracing?
     /// How much the ledger reads from one intake connection (`Intake`).
     public var intake = Intake()
+    /// For tests and demos only: lets a stage start with what production refuses
+    /// (`unsafeForProduction`): plaintext links off loopback, the shipped demo secrets and the
+    /// schedules' clock offset file. A key of the config rather than an environment variable, so
+    /// that it sits in the very file that holds the unsafe settings and `paypipe config check`
+    /// sees it.
+    public var insecureForTesting = false
+    /// The merchants' secrets whose value is one the demo config ships (each section's `demo`),
+    /// by key path.
+    public var demoSecretPaths: [String] = []
 
     public init(merchants: [String: MerchantConfig], endpoints: Endpoints = Endpoints(), timers: Timers = Timers()) {
         self.merchants = merchants
@@ -56,8 +65,15 @@ public struct PaypipeConfig: Sendable {
         public var ledgerRPC = "tcp://127.0.0.1:5555"
         /// Accepted Cleeng receipts for the pollers (ledger PUSH → pollers PULL).
         public var pollQueue = "tcp://127.0.0.1:5556"
-        /// HTTP address of the ledger's /metrics and /healthz.
+        /// HTTP address of the ledger's /metrics, its probes and the operators' `/review`.
         public var ledgerMetrics = "127.0.0.1:9090"
+        /// A second HTTP address of the ledger with /metrics and its probes only, not `/review`:
+        /// where Prometheus and a probe reach it over a network that must not read orders, while
+        /// `ledgerMetrics` stays on loopback. Nil (the default): none.
+        public var ledgerScrape: String?
+        /// HTTP address of the callback validator's /metrics, /livez and /readyz, apart from the
+        /// public `callbacks` address (port 0: any free port, logged).
+        public var callbacksMetrics = "127.0.0.1:0"
         /// The operators' link (`paypipe order`, `paypipe orders`; the ledger binds a ROUTER):
         /// with `curve`, only the keys on `curve.admins` are admitted.
         public var admin = "tcp://127.0.0.1:5557"
@@ -108,7 +124,7 @@ public struct PaypipeConfig: Sendable {
         /// is sent to review.
         public var maxCatchUpCycles: Int64 = 3
         /// For tests and demos only: a file holding milliseconds that the schedules' clock runs
-        /// ahead of the wall clock (read on every tick); nil in production.
+        /// ahead of the wall clock (read on every tick); refused without `insecureForTesting`.
         public var clockOffsetFile: String?
         public init() {}
     }

@@ -78,11 +78,7 @@ public struct CurveConfig: Sendable {
     public func secretKey(of role: Role) throws(ConfigError) -> Secret {
         let reader = try ConfigReader(.object([:]), path: "curve.\(role.rawValue)", sources: sources)
         let reference = entries[role]!.secretKeyReference.reveal()
-        if reference.hasPrefix("file:"), let mode = sources.fileMode(String(reference.dropFirst(5))), mode & 0o077 != 0 {
-            throw ConfigError(
-                path: reader.child("secretKey"),
-                reason: "the key file \(reference.dropFirst(5)) is readable by others (mode \(String(mode & 0o777, radix: 8))): chmod 600 it")
-        }
+        if reference.hasPrefix("file:") { try reader.refuseFileOthersMayRead(String(reference.dropFirst(5)), at: reader.child("secretKey")) }
         let value = try reader.resolve(reference, at: reader.child("secretKey"))
         guard CurveConfig.isZ85Key(value) else {
             throw ConfigError(path: reader.child("secretKey"), reason: "must be a 40-character Z85 CURVE key")

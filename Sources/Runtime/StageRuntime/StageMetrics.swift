@@ -56,35 +56,48 @@ package final class StageMetrics: Sendable {
         address: String, logger: Logger, limits: HTTPIngressLimits? = nil, routes: (Router<StageRequestContext>) -> Void = { _ in },
         onListening: @escaping @Sendable (Int) -> Void = { _ in }
     ) throws(EndpointError) -> some Service {
-        let parts = address.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count >= 2, let port = Int(parts.last!) else { throw EndpointError("an HTTP address must be host:port, got \(address)") }
-        let host = parts.dropLast().joined(separator: ":")
         let registry = self.registry
         // Which release each process runs, and whether it is ready, as series a dashboard and
         // an alert can read without probing every process.
         gauge("paypipe_build_info", [("stage", logger.label), ("version", PaypipeVersion.current)], help: "Always 1: the stage and its release")
             .set(1.0)
         let ready = gauge("paypipe_ready", help: "1 while the stage can take work (its /readyz answers 200), else 0")
+        return try Self.httpServer(
+            address: address, logger: logger, limits: limits,
+            routes: { router in
+                router.get("/metrics") { _, _ -> Response in
+                    ready.set(self.notReady == nil ? 1.0 : 0.0)
+                    return Response(
+                        status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                        body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
+                }
+                // Liveness: the process answers. Readiness: it can reach what it needs (`notReady`);
+                // `/healthz` is the readiness of earlier releases.
+                router.get("/livez") { _, _ -> Response in
+                    Response(status: .ok, headers: [.contentType: "text/plain"], body: .init(byteBuffer: ByteBuffer(string: "ok\n")))
+                }
+                for path in ["/readyz", "/healthz"] {
+                    router.get(RouterPath(path)) { _, _ -> Response in
+                        let reason = self.notReady
+                        return Response(
+                            status: reason == nil ? .ok : .serviceUnavailable, headers: [.contentType: "text/plain"],
+                            body: .init(byteBuffer: ByteBuffer(string: reason.map { "not ready: \($0)\n" } ?? "ok\n")))
+                    }
+                }
+                routes(router)
+            }, onListening: onListening)
+    }
+
+    /// An HTTP server of `routes` alone, without /metrics and the probes: what a stage serves to
+    /// the internet (the callback validator), where neither belongs.
+    package static func httpServer(
+        address: String, logger: Logger, limits: HTTPIngressLimits? = nil, routes: (Router<StageRequestContext>) -> Void,
+        onListening: @escaping @Sendable (Int) -> Void = { _ in }
+    ) throws(EndpointError) -> some Service {
+        let parts = address.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count >= 2, let port = Int(parts.last!) else { throw EndpointError("an HTTP address must be host:port, got \(address)") }
+        let host = parts.dropLast().joined(separator: ":")
         let router = Router(context: StageRequestContext.self)
-        router.get("/metrics") { _, _ -> Response in
-            ready.set(self.notReady == nil ? 1.0 : 0.0)
-            return Response(
-                status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
-                body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
-        }
-        // Liveness: the process answers. Readiness: it can reach what it needs (`notReady`);
-        // `/healthz` is the readiness of earlier releases.
-        router.get("/livez") { _, _ -> Response in
-            Response(status: .ok, headers: [.contentType: "text/plain"], body: .init(byteBuffer: ByteBuffer(string: "ok\n")))
-        }
-        for path in ["/readyz", "/healthz"] {
-            router.get(RouterPath(path)) { _, _ -> Response in
-                let reason = self.notReady
-                return Response(
-                    status: reason == nil ? .ok : .serviceUnavailable, headers: [.contentType: "text/plain"],
-                    body: .init(byteBuffer: ByteBuffer(string: reason.map { "not ready: \($0)\n" } ?? "ok\n")))
-            }
-        }
         routes(router)
         return Application(
             router: router, server: limits?.server ?? .http1(),

@@ -32,8 +32,8 @@ package struct StageOptions: ParsableArguments {
 
     package init() {}
 
-    /// The config with the endpoint overrides applied; a bad config ends the process with a
-    /// one-line reason. `secrets: false` for stages that must hold none (their values are empty).
+    /// The config with the endpoint overrides applied; a bad config, or one unsafe for
+    /// production (`unsafeForProduction`), ends the process with a one-line reason. `secrets: false` for stages that must hold none (their values are empty).
     /// `connectors`: those whose settings sections the config may hold.
     /// `alsoSecrets`: secret settings read even with `secrets: false` (the ledger's withheld ones).
     package func loadConfig(secrets: Bool, alsoSecrets: Set<String> = [], connectors: [any ProviderConnector.Type]) -> PaypipeConfig {
@@ -54,6 +54,9 @@ package struct StageOptions: ParsableArguments {
             (callbacks, \.callbacks), (admin, \.admin),
         ]
         for case (let value?, let keyPath) in overrides { loaded.endpoints[keyPath: keyPath] = value }
+        // After the overrides: an address given on the command line is held to the same rule.
+        let unsafe = loaded.unsafeForProduction
+        if !unsafe.isEmpty { StageProcess.fail("refusing config \(path): " + unsafe.map(\.description).joined(separator: "; ")) }
         return loaded
     }
 

@@ -11,8 +11,9 @@ import ZeroMQ
 
 /// `paypipe-callbacks`: the HTTP ingress of docs/protocol.md ("Callbacks in"), one route per
 /// connector route. Stateless: orders are read from, and verdicts handed to, the ledger; any
-/// number of copies can run behind a load balancer.
-package final class CallbacksService: Service {
+/// number of copies can run behind a load balancer. Its `/metrics`, `/livez` and `/readyz` are
+/// served apart (`metrics.server` at `endpoints.callbacksMetrics`), never on the public address.
+package final class CallbacksService: MeasuredStage {
     let config: PaypipeConfig
     let registry: ConnectorRegistry
     let logger: Logger
@@ -68,7 +69,9 @@ package final class CallbacksService: Service {
         let tooLarge = CallbackAnswer.rejected(.tooLarge("the body is larger than 64 KiB"))
         let routes = registry.connectors.flatMap(\.callbackRoutes)
         let onListening = self.onListening
-        let server = try metrics.server(
+        // Callback routes alone: /metrics and the probes are the metrics server's, on an address
+        // of their own (endpoints.callbacksMetrics), not on this public one.
+        let server = try StageMetrics.httpServer(
             address: config.endpoints.callbacks, logger: logger, limits: limits,
             routes: { router in
                 for route in routes {
