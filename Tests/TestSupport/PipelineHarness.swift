@@ -3,14 +3,13 @@ import Emulators
 import Foundation
 import Logging
 import PaypipeCore
+import PhonePeEmulation
 import Sandbox
 import StageRuntime
 import StageWire
 import Supervision
 import Synchronization
 import ZeroMQ
-
-@testable import PhonePeEmulation
 
 /// A whole pipeline for end-to-end tests: the real sandbox server on loopback (in-process) and
 /// the ledger, signer and submitter as real child processes, all on ephemeral ports. Children
