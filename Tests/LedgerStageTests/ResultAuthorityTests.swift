@@ -203,6 +203,31 @@ struct ResultAuthorityTests {
         }
     }
 
+    /// With several ledgers over PostgreSQL, a stage's outcome is judged on the order's facts
+    /// read under the row's lock, so another ledger's claim cannot land between the judging and
+    /// the move: while the judging transaction is open, nobody else can lock the row.
+    @Test func anOutcomeIsJudgedUnderItsOrdersRowLock() async throws {
+        guard TestStores.postgres != nil else { return }
+        let location = TestStores.location()
+        var core = LedgerCore(store: try TestStores.open(location), registry: await testRegistry())
+        _ = try core.intake([Array(netsChargeOrder.utf8)], now: 0)
+        let charge = try order(netsChargeOrder)
+        let secondLedger = try TestStores.open(location)
+        #expect(core.handle(.claim([core.lease(charge.key, 1)]), now: 10).0 == .claimed([true]))
+        let store = core.store
+        let pending = Outcome(order: charge, status: .pending, result: ["checkoutUrl": "u"])
+        let source = ResultSource.stage(
+            .signer, answering: .submit, ticket: store.tickets.ticket(for: charge.key, generation: 1), ticketIsValid: true)
+        try store.transaction {
+            let recorded = try store.record(pending, serialized: pending.serialized, references: [], polled: false, now: 20, from: source)
+            #expect(recorded.refused != nil, "a signer cannot pend an order a submitter took up")
+            #expect(throws: (any Error).self, "the row is locked until the judging transaction ends") {
+                try secondLedger.db.query(
+                    "SELECT 1 FROM orders WHERE merchant=? AND order_id=? FOR UPDATE NOWAIT", [.text(charge.merchant), .text(charge.orderId)])
+            }
+        }
+    }
+
     /// Viva's inter-app protocol puts ISV_clientSecret in the app's URL: the stored outcome (and
     /// the replay log) hold a mark instead, and the outcome regains the secret on its way upstream.
     @Test func anISVClientSecretIsNeverStoredButReachesUpstream() async throws {

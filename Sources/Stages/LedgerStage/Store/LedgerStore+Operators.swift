@@ -22,7 +22,8 @@ extension LedgerStore {
         // Idempotent, like the steps before it: a store of a release before schema versions runs every step.
         switch db.dialect {
         case .postgres:
-            try db.execute("ALTER TABLE outcome_log ADD COLUMN IF NOT EXISTS merchant TEXT; ALTER TABLE outcome_log ADD COLUMN IF NOT EXISTS order_id TEXT")
+            try db.execute(
+                "ALTER TABLE outcome_log ADD COLUMN IF NOT EXISTS merchant TEXT; ALTER TABLE outcome_log ADD COLUMN IF NOT EXISTS order_id TEXT")
         case .sqlite:
             if try db.query("SELECT 1 FROM pragma_table_info('outcome_log') WHERE name='merchant'").isEmpty {
                 try db.execute("ALTER TABLE outcome_log ADD COLUMN merchant TEXT; ALTER TABLE outcome_log ADD COLUMN order_id TEXT")

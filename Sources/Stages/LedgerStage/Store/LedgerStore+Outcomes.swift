@@ -81,9 +81,19 @@ extension LedgerStore {
                     stamped, outcome, from: .open, to: target, references: references, polled: polled, generation: generation, now: now)
             }
         }
-        let rows = try db.query(
-            "SELECT state, provider, operation, dispatches, claimed_generation, attempts, outcome FROM orders WHERE merchant=? AND order_id=?",
-            [key.merchant, key.orderId])
+        // Under the row's lock on PostgreSQL: another ledger's claim or dispatch cannot land
+        // between reading the facts `ResultAuthority` judges and moving the order on them.
+        let rows: [[StoreValue]]
+        switch db.dialect {
+        case .sqlite:
+            rows = try db.query(
+                "SELECT state, provider, operation, dispatches, claimed_generation, attempts, outcome FROM orders WHERE merchant=? AND order_id=?",
+                [key.merchant, key.orderId])
+        case .postgres:
+            rows = try db.query(
+                "SELECT state, provider, operation, dispatches, claimed_generation, attempts, outcome FROM orders WHERE merchant=? AND order_id=? FOR UPDATE",
+                [key.merchant, key.orderId])
+        }
         guard let row = rows.first, let state = row[0].text.flatMap(State.init(rawValue:)) else {
             return Recorded(refused: "no such order")
         }
