@@ -60,4 +60,28 @@ import Viva
         #expect(limiter.refusal(limited, from: "10.0.0.2", nowMilliseconds: 0) == nil)
         #expect((0..<10).allSatisfy { _ in limiter.refusal(open, from: "10.0.0.1", nowMilliseconds: 0) == nil })
     }
+
+    /// Behind an ingress every callback's TCP peer is the ingress: with it trusted, each client
+    /// is limited by the address the ingress forwarded, so one client cannot starve the rest;
+    /// an untrusted peer's header, and what a client writes left of the ingress's entry, are
+    /// never believed.
+    @Test func behindATrustedProxyEachForwardedClientHasItsOwnBucket() {
+        let limiter = CallbackRateLimiter()
+        let route = CallbackRoute(path: "/l", label: "l", rateLimit: limit) { _, _ throws(CallbackRejection) in throw .ledgerUnavailable() }
+        let ingress: Set<String> = ["10.0.0.9", "fd00::9"]
+        func refused(peer: String, forwarded: [String]) -> Bool {
+            let client = ForwardedClient.address(peer: peer, forwardedFor: forwarded, trusted: ingress)
+            return limiter.refusal(route, from: client, nowMilliseconds: 0) != nil
+        }
+        let hammering = (0..<5).map { _ in refused(peer: "10.0.0.9", forwarded: ["203.0.113.7"]) }
+        #expect(hammering == [false, false, false, true, true])
+        #expect(!refused(peer: "10.0.0.9", forwarded: ["198.51.100.2"]), "another client through the same ingress")
+        #expect(!refused(peer: "fd00::9", forwarded: ["198.51.100.3, 2001:db8::1"]), "the right-most untrusted hop is the client")
+        // A client cannot pick its bucket by writing the header itself.
+        #expect(ForwardedClient.address(peer: "10.0.0.9", forwardedFor: ["203.0.113.99, 203.0.113.7"], trusted: ingress) == "203.0.113.7")
+        #expect(ForwardedClient.address(peer: "192.0.2.1", forwardedFor: ["203.0.113.50"], trusted: ingress) == "192.0.2.1")
+        #expect(ForwardedClient.address(peer: "10.0.0.9", forwardedFor: ["not-an-address"], trusted: ingress) == "10.0.0.9")
+        #expect(ForwardedClient.address(peer: "10.0.0.9", forwardedFor: [], trusted: ingress) == "10.0.0.9")
+        #expect(ForwardedClient.address(peer: "10.0.0.9", forwardedFor: ["10.0.0.9"], trusted: ingress) == "10.0.0.9")
+    }
 }

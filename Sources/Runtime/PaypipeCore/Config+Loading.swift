@@ -108,6 +108,14 @@ extension PaypipeConfig {
             config.endpoints.ledgerMetrics = try e.optionalString("ledgerMetrics") ?? config.endpoints.ledgerMetrics
             config.endpoints.callbacksMetrics = try e.optionalString("callbacksMetrics") ?? config.endpoints.callbacksMetrics
             config.endpoints.ledgerScrape = try e.optionalString("ledgerScrape")
+            if let value = e.take("callbacksTrustedProxies") {
+                guard case .array(let items) = value, items.count <= 64, case let addresses = items.compactMap(\.stringValue),
+                    addresses.count == items.count, addresses.allSatisfy(ForwardedClient.isIPAddress)
+                else {
+                    throw ConfigError(path: e.child("callbacksTrustedProxies"), reason: "must be a list of at most 64 IPv4 or IPv6 addresses")
+                }
+                config.endpoints.callbacksTrustedProxies = addresses
+            }
             config.endpoints.ledgerRPC = try e.optionalString("ledgerRPC") ?? config.endpoints.ledgerRPC
             config.endpoints.pollQueue = try e.optionalString("pollQueue") ?? config.endpoints.pollQueue
             config.endpoints.admin = try e.optionalString("admin") ?? config.endpoints.admin

@@ -74,6 +74,11 @@ public struct PaypipeConfig: Sendable {
         /// HTTP address of the callback validator's /metrics, /livez and /readyz, apart from the
         /// public `callbacks` address (port 0: any free port, logged).
         public var callbacksMetrics = "127.0.0.1:0"
+        /// The addresses of the proxies (an ingress, a load balancer) in front of the public
+        /// callbacks address whose `X-Forwarded-For` is believed: a callback through one of them
+        /// is limited by the client address it forwarded, not by the proxy's. Empty (the
+        /// default): every callback is limited by its TCP peer, and the header is ignored.
+        public var callbacksTrustedProxies: [String] = []
         /// The operators' link (`paypipe order`, `paypipe orders`; the ledger binds a ROUTER):
         /// with `curve`, only the keys on `curve.admins` are admitted.
         public var admin = "tcp://127.0.0.1:5557"

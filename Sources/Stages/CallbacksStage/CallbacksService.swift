@@ -68,6 +68,7 @@ package final class CallbacksService: MeasuredStage {
         }
         let tooLarge = CallbackAnswer.rejected(.tooLarge("the body is larger than 64 KiB"))
         let routes = registry.connectors.flatMap(\.callbackRoutes)
+        let trustedProxies = Set(config.endpoints.callbacksTrustedProxies)
         let onListening = self.onListening
         // Callback routes alone: /metrics and the probes are the metrics server's, on an address
         // of their own (endpoints.callbacksMetrics), not on this public one.
@@ -81,7 +82,10 @@ package final class CallbacksService: MeasuredStage {
                         let headers = headerNames.flatMap { name in request.headers[values: name].map { HTTPHeader(name.canonicalName, $0) } }
                         let callback = CallbackRequest(headers: headers, body: Array(buffer.readableBytesView))
                         let span = StageTracing.startSpan("POST \(route.path)", continuing: nil, root: true, kind: .server)
-                        let result = await validator.handle(route, callback, from: context.remoteAddress?.ipAddress)
+                        let client = ForwardedClient.address(
+                            peer: context.remoteAddress?.ipAddress, forwardedFor: request.headers[values: .init("X-Forwarded-For")!],
+                            trusted: trustedProxies)
+                        let result = await validator.handle(route, callback, from: client)
                         if let span {
                             span.attributes["http.route"] = route.path
                             span.attributes["http.response.status_code"] = result.status
