@@ -537,7 +537,10 @@ package struct LedgerCore {
         case .subscriptionEvents(let events):
             return try recordSubscriptionEvents(events, now: now)
         case .dueChecks(let limit):
-            let retryAt = now + 60_000
+            // A check handed out and not answered (its poller died, its answer was lost or came
+            // under a stale ticket) is offered again after this lapse: no longer than a minute,
+            // and for short recheck intervals a few of them, so one lost answer costs little.
+            let retryAt = now + min(60_000, max(2_000, 5 * entitlementRecheckMilliseconds))
             return (
                 .dueChecks(try store.transaction(logsOutcomes: false) { try store.dueEntitlementChecks(now: now, retryAt: retryAt, limit: limit) }),
                 []
