@@ -172,6 +172,19 @@ public struct NetsConnector: ProviderConnector {
                 status: 503, code: .netsUnavailable,
                 "could not read the subscription of payment \(paymentId) from Nets: \(detail); deliver again later")
         }
+        let response = try await payment(paymentId, merchant: merchant, http: http, unavailable: unavailable)
+        switch NetsPendingCreate.read(response, paymentId: paymentId) {
+        case .succeeded(let result): return result
+        case .pending: throw notFound ?? unavailable("the payment shows no subscription yet")
+        case .failed(_, let message), .retry(let message), .unknown(let message), .neverSeen(let message): throw unavailable(message)
+        }
+    }
+
+    /// `GET /v1/payments/{paymentId}` with the merchant's key: Nets' answer, or `unavailable`
+    /// of why it could not be asked or did not answer.
+    func payment(
+        _ paymentId: String, merchant: String, http: any ProviderHTTPTransport, unavailable: (String) -> CallbackRejection
+    ) async throws(CallbackRejection) -> HTTPResponseSpec {
         let request: HTTPRequestSpec
         do {
             let nets = try config.merchant(merchant).require(\.nets, .nets)
@@ -181,12 +194,7 @@ public struct NetsConnector: ProviderConnector {
         }
         switch await http.execute(request) {
         case .failure(let failure): throw unavailable(failure.reason)
-        case .success(let response):
-            switch NetsPendingCreate.read(response, paymentId: paymentId) {
-            case .succeeded(let result): return result
-            case .pending: throw notFound ?? unavailable("the payment shows no subscription yet")
-            case .failed(_, let message), .retry(let message), .unknown(let message), .neverSeen(let message): throw unavailable(message)
-            }
+        case .success(let response): return response
         }
     }
 
@@ -204,21 +212,12 @@ public struct NetsConnector: ProviderConnector {
             CallbackRejection(
                 status: 503, code: .netsUnavailable, "could not read payment \(paymentId) from Nets: \(detail); deliver again later")
         }
-        let request: HTTPRequestSpec
-        do {
-            let nets = try config.merchant(merchant).require(\.nets, .nets)
-            request = try NetsPayments.fetchPayment(paymentId: paymentId, config: nets)
-        } catch {
-            throw unavailable(error.message)
-        }
-        switch await http.execute(request) {
-        case .failure(let failure): throw unavailable(failure.reason)
-        case .success(let response) where response.status == 404:
+        let response = try await payment(paymentId, merchant: merchant, http: http, unavailable: unavailable)
+        guard response.status != 404 else {
             throw CallbackRejection(status: 409, code: .netsWebhookUnconfirmed, "Nets knows no payment \(paymentId)")
-        case .success(let response):
-            guard let payment = NetsRenewalConfirmation.ChargedPayment(response) else { throw unavailable("HTTP \(response.status)") }
-            return payment
         }
+        guard let payment = NetsRenewalConfirmation.ChargedPayment(response) else { throw unavailable("HTTP \(response.status)") }
+        return payment
     }
 
     /// A completed subscription checkout opens the subscription its later charges name; it ends
