@@ -99,12 +99,7 @@ struct StoreFailureTests {
         defer { lock.release() }
         try await h.send(rejectedOrder("read-2"))
         // The loop is inside its retries, waiting for the store: /healthz says so.
-        var waiting = false
-        for _ in 0..<50 where !waiting {
-            waiting = Self.health(h)?.0 == 503
-            if !waiting { try await Task.sleep(for: .milliseconds(100)) }
-        }
-        #expect(waiting, "the ledger's loop waits for the store")
+        #expect(await eventually(within: .seconds(5)) { Self.health(h)?.0 == 503 }, "the ledger's loop waits for the store")
 
         let shown = try await OperatorCommandsTests.paypipe(
             ["order", "show", "read-1", "--json", "--admin", h.ledgerEndpoints["admin"]!, "--config", h.configPath])
