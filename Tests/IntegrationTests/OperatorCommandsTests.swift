@@ -115,6 +115,32 @@ struct OperatorCommandsTests {
         }
     }
 
+    /// An operator outside the fleet (through `kubectl port-forward`) has no config naming its
+    /// merchants and files: the ledger's public key file and the operator's key pair reach the
+    /// admin endpoint; a key not on `curve.admins` still gets no answer.
+    @Test func anOperatorOutsideTheFleetNeedsOnlyTheLedgersPublicKey() async throws {
+        let h = try await PipelineHarness(curve: true, admins: ["alice"])
+        try await h.stopping { h in
+            let admin = h.ledgerEndpoints["admin"]!
+            let ledgerPublic = h.directory.appendingPathComponent("ledger-only.public").path
+            try (h.curveKeys[.ledger]!.publicKey + "\n").write(toFile: ledgerPublic, atomically: true, encoding: .utf8)
+            let listed = try await Self.paypipe(
+                [
+                    "orders", "list", "--review", "--json", "--admin", admin, "--ledger-public-key", ledgerPublic, "--admin-key",
+                    h.adminKeyPath("alice"),
+                ])
+            #expect(listed.status == 0 && listed.errors.isEmpty, "\(listed.errors)")
+
+            let signerKey = h.directory.appendingPathComponent("signer-as-admin").path
+            try PipelineHarness.writeKeyPair(h.curveKeys[.signer]!, at: signerKey)
+            let asSigner = try await Self.paypipe(
+                ["orders", "list", "--admin", admin, "--ledger-public-key", ledgerPublic, "--admin-key", signerKey])
+            #expect(asSigner.status != 0 && asSigner.errors.contains("no answer"), "\(asSigner.errors)")
+            let withoutKey = try await Self.paypipe(["orders", "list", "--admin", admin, "--ledger-public-key", ledgerPublic])
+            #expect(withoutKey.status != 0 && withoutKey.errors.contains("--ledger-public-key goes with --admin-key"), "\(withoutKey.errors)")
+        }
+    }
+
     /// `paypipe config check` reports every error of a config in one run, naming each path and
     /// rule, and exits 1; a good config passes.
     @Test func configCheckReportsEveryErrorInOneRun() async throws {

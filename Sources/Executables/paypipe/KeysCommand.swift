@@ -28,7 +28,9 @@ struct KeysCommand: ParsableCommand {
                 \(CurveConfig.Role.allCases.map(\.rawValue).joined(separator: ", ")). Give each process only its own \
                 role's .secret file; the printed section names them as file: secrets. Each --upstream NAME adds a \
                 key pair for one upstream order system (upstream-NAME.secret, upstream-NAME.public) and its entry \
-                in `curve.upstream`, which turns on CURVE for intake, outcomes and replay. Each --admin NAME adds an                 operator's key pair (admin-NAME.secret, admin-NAME.public) and its entry in `curve.admins`, the keys                 the admin endpoint admits (paypipe order, paypipe orders).
+                in `curve.upstream`, which turns on CURVE for intake, outcomes and replay. Each --admin NAME adds an \
+                operator's key pair (admin-NAME.secret, admin-NAME.public) and its entry in `curve.admins`, the keys \
+                the admin endpoint admits (paypipe order, paypipe orders).
                 """)
 
         @Option(help: "Directory for the key files (created if missing).") var dir = "curve-keys"

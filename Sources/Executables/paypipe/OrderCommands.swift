@@ -142,20 +142,38 @@ struct AdminConnection: ParsableArguments {
     @Option(help: "Config file to take endpoints.admin and the ledger's CURVE key from; default $PAYPIPE_CONFIG.") var config: String?
     @Option(help: "With CURVE: your operator key pair, <path>.public and <path>.secret (paypipe keys generate --admin NAME).")
     var adminKey: String?
+    @Option(
+        help:
+            "With --admin-key: the ledger's public key file (ledger.public) instead of --config, for an operator outside the fleet (kubectl port-forward)."
+    )
+    var ledgerPublicKey: String?
 
     init() {}
 
+    func validate() throws {
+        if ledgerPublicKey != nil, adminKey == nil { throw ValidationError("--ledger-public-key goes with --admin-key") }
+    }
+
     func ask(_ request: AdminRequest) async throws -> JSONValue {
-        let loaded = configuredConfig(config)
+        // The ledger's public key file stands in for the whole config: an operator outside the
+        // fleet has neither its merchants nor its files, only the endpoint and the two keys.
+        let loaded = ledgerPublicKey == nil ? configuredConfig(config) : nil
         let endpoint = admin ?? loaded?.endpoints.admin ?? "tcp://127.0.0.1:5557"
         var options = stageOptions()
         if let adminKey {
-            guard let loaded, loaded.curve != nil else {
-                StageProcess.fail("--admin-key needs --config (or PAYPIPE_CONFIG) with a curve section: the ledger's public key is there")
-            }
             let key: UpstreamKey
             do { key = try UpstreamKey.load(adminKey) } catch { StageProcess.fail("bad admin key: \(error)") }
-            options = StageLinks.upstreamClient(options, config: loaded, key: (key.publicKey, key.secretKey))
+            let ledgerKey: String
+            if let ledgerPublicKey {
+                do { ledgerKey = try UpstreamKey.readKey(ledgerPublicKey) } catch { StageProcess.fail("bad ledger public key: \(error)") }
+            } else {
+                guard let curve = loaded?.curve else {
+                    StageProcess.fail(
+                        "--admin-key needs --config (or PAYPIPE_CONFIG) with a curve section, or --ledger-public-key: the ledger's public key")
+                }
+                ledgerKey = curve.publicKey(of: .ledger)
+            }
+            options.curve = .client(serverPublicKey: ledgerKey, publicKey: key.publicKey, secretKey: key.secretKey)
         } else if loaded?.curve != nil {
             StageProcess.fail("this config turns CURVE on: the admin endpoint admits only the keys on curve.admins; pass --admin-key")
         }

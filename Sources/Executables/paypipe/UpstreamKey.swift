@@ -18,19 +18,21 @@ struct UpstreamKey: Sendable {
 
     /// Reads `<path>.public` and `<path>.secret`; the secret file must be its owner's alone.
     static func load(_ path: String) throws(ConfigError) -> UpstreamKey {
-        func read(_ file: String) throws(ConfigError) -> String {
-            guard var bytes = readWholeFile(file) else { throw ConfigError(path: file, reason: "cannot read the key file") }
-            while let last = bytes.last, last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") { bytes.removeLast() }
-            let text = String(decoding: bytes, as: UTF8.self)
-            guard CurveConfig.isZ85Key(text) else { throw ConfigError(path: file, reason: "is not a 40-character Z85 CURVE key") }
-            return text
-        }
         var status = stat()
         if stat(path + ".secret", &status) == 0, UInt32(status.st_mode) & 0o077 != 0 {
             throw ConfigError(
                 path: path + ".secret", reason: "is readable by others (mode \(String(UInt32(status.st_mode) & 0o777, radix: 8))): chmod 600 it")
         }
-        return UpstreamKey(publicKey: try read(path + ".public"), secretKey: try read(path + ".secret"))
+        return UpstreamKey(publicKey: try readKey(path + ".public"), secretKey: try readKey(path + ".secret"))
+    }
+
+    /// One key file: a 40-character Z85 key, a trailing newline allowed.
+    static func readKey(_ file: String) throws(ConfigError) -> String {
+        guard var bytes = readWholeFile(file) else { throw ConfigError(path: file, reason: "cannot read the key file") }
+        while let last = bytes.last, last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") { bytes.removeLast() }
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard CurveConfig.isZ85Key(text) else { throw ConfigError(path: file, reason: "is not a 40-character Z85 CURVE key") }
+        return text
     }
 
     /// `options` as a CURVE client of the ledger named in `config`, with the key pair at `path`;
