@@ -58,6 +58,12 @@ struct MetricsExpositionTests {
             #expect(ledger.contains(#"paypipe_outcomes_out_total{status="pending",provider="phonepe",operation="authInit"} 1"#), "\(ledger)")
             #expect(ledger.contains(#"paypipe_oldest_pending_order_age_seconds{provider="phonepe"}"#))
             #expect(ledger.contains("paypipe_store_errors_total 0"))
+            // What alerts.yaml reads of the ledger beside: corrections, the review queue's age,
+            // the scheduler's lag and the live push's.
+            #expect(ledger.contains("paypipe_orders_corrected_total 0"))
+            #expect(ledger.contains("paypipe_oldest_review_order_age_seconds 0"))
+            #expect(ledger.contains("paypipe_schedule_lag_seconds 0"))
+            #expect(ledger.contains("paypipe_outcomes_push_lag_seconds "))
             let submitted = scraped["submitter"] ?? ""
             #expect(
                 submitted.contains(#"paypipe_provider_responses_total{provider="phonepe",operation="authInit",status_class="2xx"} 1"#), "\(submitted)"

@@ -77,8 +77,10 @@ final class LoopHarness: Sendable {
     let outcomes: ZMQSocket
     let prefix: String
 
+    /// `outcomesConnected` false: upstream's PULL connects only when the test calls `connectOutcomes()`.
     init(
-        storePath: String = TestStores.location(), limits: LedgerLoop.Limits = LedgerLoop.Limits(), policy: StoreRetry.Policy = StoreRetry.Policy()
+        storePath: String = TestStores.location(), limits: LedgerLoop.Limits = LedgerLoop.Limits(), policy: StoreRetry.Policy = StoreRetry.Policy(),
+        outcomesConnected: Bool = true
     ) async throws {
         let context = try ZMQContext()
         let prefix = "inproc://ledger-loop-\(UInt64.random(in: 0...UInt64.max))-"
@@ -108,10 +110,18 @@ final class LoopHarness: Sendable {
         intake = try connected(.push, "intake")
         results = try connected(.push, "results")
         rpc = try connected(.dealer, "rpc")
-        outcomes = try connected(.pull, "outcomes")
+        outcomes = outcomesConnected ? try connected(.pull, "outcomes") : try context.socket(.pull, options: stageOptions())
         self.context = context
         self.prefix = prefix
         self.core = core
+    }
+
+    func connectOutcomes() throws { try outcomes.connect(prefix + "outcomes") }
+
+    /// The value of the gauge `name` (unlabelled) in the ledger's exposition; nil when absent.
+    func gauge(_ name: String) -> Double? {
+        let text = String(decoding: metrics.registry.emitToBuffer(), as: UTF8.self)
+        return text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Double($0.dropFirst(name.count + 1)) }
     }
 
     /// A signer's socket on the dispatch queue, connected when the test says.
@@ -204,6 +214,44 @@ struct LedgerLoopTests {
         try await running.value
         #expect(h.core.counters.ordersIn == ids.count)
         #expect(try h.core.counts() == [.open: ids.count])
+    }
+
+    /// With no upstream connected the live push holds its outcomes and its lag grows; once
+    /// upstream connects and takes them it is 0 again.
+    @Test func thePushLagGrowsWhileNoConsumerTakesTheOutcomesAndEndsOnceOneDoes() async throws {
+        let h = try await LoopHarness(outcomesConnected: false)
+        let signer = try h.signer()
+        defer { h.close([signer]) }
+        try h.intake.send(Array(#"{"v":1,"orderId":"lag-1","provider":"viva","operation":"sale","amount":-5,"currency":"EUR","params":{}}"#.utf8))
+        let running = Task { try await h.loop.run() }
+        #expect(await eventually(within: .seconds(20)) { (h.gauge("paypipe_outcomes_push_lag_seconds") ?? 0) > 0 })
+
+        try h.connectOutcomes()
+        let outcome = try await h.receive(h.outcomes).flatMap { try? Outcome.parse($0.body) }
+        #expect(outcome?.orderId == "lag-1" && outcome?.status == .rejected)
+        #expect(await eventually(within: .seconds(20)) { h.gauge("paypipe_outcomes_push_lag_seconds") == 0 })
+        h.loop.stop()
+        try await running.value
+    }
+
+    /// An order sent to review shows as the review gauge's age, read from the store on a tick.
+    @Test func anOrderInReviewAgesOnTheReviewGauge() async throws {
+        let h = try await LoopHarness()
+        let signer = try h.signer()
+        defer { h.close([signer]) }
+        try h.intake.send(vivaSale("review-1"))
+        let running = Task { try await h.loop.run() }
+        _ = try await h.receive(signer)
+        #expect(h.gauge("paypipe_oldest_review_order_age_seconds") == 0)
+        let sale = try order(String(decoding: vivaSale("review-1"), as: UTF8.self))
+        let review = Outcome(
+            order: sale, status: .unknown, error: .init(code: Outcome.ErrorInfo.needsReviewCode, message: "cannot tell"),
+            at: Timestamp.iso8601(milliseconds: Timestamp.nowMilliseconds() - 60_000))
+        let ticket = h.tickets.ticket(for: sale.key, generation: 1)
+        try h.results.send(StageResult(answering: .submit, ticket: ticket, outcome: review).frame)
+        #expect(await eventually(within: .seconds(20)) { (h.gauge("paypipe_oldest_review_order_age_seconds") ?? 0) >= 60 })
+        h.loop.stop()
+        try await running.value
     }
 
     @Test func aStoreThatStaysFailedEndsTheLoopNotReadyWithTheFailure() async throws {

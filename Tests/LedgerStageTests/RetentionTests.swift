@@ -53,6 +53,25 @@ struct RetentionTests {
         #expect(try core.store.counts() == [.review: 1])
     }
 
+    /// The review gauge's age is that of the outcome that sent the longest-waiting order to
+    /// review, not of the order itself; none once no order waits there.
+    @Test func theOldestReviewIsTheEarliestOutcomeThatSentAnOrderThere() async throws {
+        var core = LedgerCore(store: try temporaryStore(), registry: await testRegistry())
+        let viva = try order(vivaOrder), phonepe = try order(phonePeOrder)
+        _ = try core.intake([Array(vivaOrder.utf8), Array(phonePeOrder.utf8)], now: 1000)
+        #expect(try core.store.oldestInReview() == nil)
+        func review(_ order: Order, at: Int64) -> Outcome {
+            Outcome(
+                order: order, status: .unknown, error: .init(code: Outcome.ErrorInfo.needsReviewCode, message: "cannot tell"),
+                at: Timestamp.iso8601(milliseconds: at))
+        }
+        _ = try core.submitted(review(phonepe, at: 1_795_237_200_123), now: 5000)
+        _ = try core.submitted(review(viva, at: 1_795_237_100_000), now: 6000)
+        #expect(try core.store.oldestInReview() == 1_795_237_100_000)
+        _ = try core.submitted(Outcome(order: viva, status: .succeeded, result: [:]), now: 7000)
+        #expect(try core.store.oldestInReview() == 1_795_237_200_123, "the order resolved no longer counts")
+    }
+
     @Test func theRunningCountsAreWhatAStoreCountsWhenOpened() async throws {
         let path = TestStores.location()
         var core = LedgerCore(store: try TestStores.open(path), registry: await testRegistry())

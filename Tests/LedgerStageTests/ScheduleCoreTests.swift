@@ -54,6 +54,26 @@ struct ScheduleCoreTests {
 
     static func date(_ text: String) -> Int64 { CivilDate(iso8601: text)!.daysSinceEpoch * day }
 
+    /// The scheduler's lag: how long past its time the earliest waiting step is, read from the
+    /// store on the schedules' clock; nothing once its order is made.
+    @Test func theScheduleLagIsHowLatePastItsTimeTheEarliestWaitingStepIs() async throws {
+        var core = LedgerCore(store: try temporaryStore(), registry: await testRegistry(), eventMerchants: ["default"])
+        #expect(try core.store.earliestDueStep() == nil)
+        try Self.opened(&core, schedule: #"{"interval":"P1M","firstChargeDate":"2027-01-31","count":3}"#, now: 10)
+        let due = try #require(try core.store.earliestDueStep())
+        #expect(due <= Self.date("2027-01-31") && due > Self.date("2027-01-30"))
+
+        // Ninety seconds past its time on the schedules' clock, and not yet made into an order.
+        core.scheduleClockOffset = due + 90_000 - steadyMilliseconds()
+        let lagging = LedgerService.Core(core: core)
+        let lag = try lagging.scheduleLag()
+        #expect(lag >= 90_000 && lag < 150_000, "\(lag)")
+
+        // Its order made, the step waits no more.
+        #expect(Self.dispatched(try lagging.redeliver()).count == 1)
+        #expect(try lagging.scheduleLag() == 0)
+    }
+
     @Test func eachCycleIsOneOrderOnItsDateDeclinesAreRetriedAndTheLastCycleEndsIt() async throws {
         var schedules = PaypipeConfig.Schedules()
         schedules.retryAfterDays = [1, 3]

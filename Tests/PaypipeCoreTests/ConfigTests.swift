@@ -374,6 +374,17 @@ struct ConfigTests {
         #expect(CivilDate(year: 2026, month: 12, day: 15)!.addingMonths(2).iso8601 == "2027-02-15")
         #expect(CivilDate(year: 2026, month: 12, day: 31)!.addingDays(1).iso8601 == "2027-01-01")
     }
+
+    /// What `Timestamp.iso8601` writes reads back to the same millisecond, and nothing else reads.
+    @Test func timestampsReadBackWhatTheyWrite() {
+        for milliseconds: Int64 in [0, 1_795_000_000_123, 951_782_400_999, -1] {
+            #expect(Timestamp.milliseconds(iso8601: Timestamp.iso8601(milliseconds: milliseconds)) == milliseconds)
+        }
+        #expect(Timestamp.milliseconds(iso8601: "2026-11-21T05:00:00.123Z") == 1_795_237_200_123)
+        for text in ["2026-11-21T05:00:00Z", "2026-11-21T24:00:00.000Z", "2026-02-29T05:00:00.000Z", "2026-11-21T05:00:00.123+01:00", ""] {
+            #expect(Timestamp.milliseconds(iso8601: text) == nil, "\(text)")
+        }
+    }
 }
 
 extension String {

@@ -63,6 +63,27 @@ public enum Timestamp {
         }
     }
 
+    /// The inverse of `iso8601(milliseconds:)`: exactly its form, `YYYY-MM-DDTHH:MM:SS.mmmZ`;
+    /// nil for anything else.
+    public static func milliseconds(iso8601 text: String) -> Int64? {
+        let bytes = Array(text.utf8)
+        guard bytes.count == 24, bytes[10] == UInt8(ascii: "T"), bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"),
+            bytes[19] == UInt8(ascii: "."), bytes[23] == UInt8(ascii: "Z"), let date = CivilDate(iso8601: String(text.prefix(10)))
+        else { return nil }
+        func number(_ range: Range<Int>) -> Int64? {
+            var value: Int64 = 0
+            for b in bytes[range] {
+                guard b >= UInt8(ascii: "0"), b <= UInt8(ascii: "9") else { return nil }
+                value = value * 10 + Int64(b - UInt8(ascii: "0"))
+            }
+            return value
+        }
+        guard let hour = number(11..<13), hour < 24, let minute = number(14..<16), minute < 60, let second = number(17..<19), second < 60,
+            let millis = number(20..<23)
+        else { return nil }
+        return ((date.daysSinceEpoch * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + millis
+    }
+
     static func pad(_ value: Int, _ width: Int) -> String {
         let text = String(value)
         return text.count >= width ? text : String(repeating: "0", count: width - text.count) + text

@@ -103,6 +103,9 @@ final class LedgerLoop: Sendable {
         var dispatch, outcomes, polls, rpc, admin: ZMQOutbox
         /// The highest seq pushed live (or skipped): the live push follows the log's order.
         var published: Int64 = 0
+        /// Since when outcomes have waited for the live push's consumer (in the outbox, or
+        /// skipped behind it); nil while libzmq has taken every one.
+        var pushWaitingSince: Int64?
         /// While tracing: when this pass's poll returned, where its spans start.
         var passStarted: DefaultTracerClock.Instant?
     }
@@ -263,6 +266,7 @@ final class LedgerLoop: Sendable {
         } else {
             fastPathSkipped.increment()
         }
+        if out.outcomes.count > 0, out.pushWaitingSince == nil { out.pushWaitingSince = steadyMilliseconds() }
     }
 
     /// Pushes live what the log holds after the last seq pushed, up to `seq`: outcomes other
@@ -300,7 +304,8 @@ final class LedgerLoop: Sendable {
 
     private func flush(_ out: inout Outboxes) throws(ZMQError) {
         try out.dispatch.flush()
-        try out.outcomes.flush()
+        // What was skipped is left to replay: once the outbox is empty, nothing waits for the push.
+        if try out.outcomes.flush() { out.pushWaitingSince = nil }
         try out.polls.flush()
         try out.rpc.flush()
         try out.admin.flush()
@@ -359,14 +364,18 @@ final class LedgerLoop: Sendable {
         try retrying.run("recording the ledger alive") { try core.recordAlive() }
         if let counts = try? core.counts() { gauges.update(counts) }
         let now = steadyMilliseconds()
+        gauges.pushLag.set(Double(out.pushWaitingSince.map { max(0, now - $0) } ?? 0) / 1000)
         if now >= gauges.agesDue, let oldest = try? core.oldestInFlight() {
             gauges.updateAges(oldest, now: now)
+            if let wait = try? core.reviewWait() { gauges.oldestReview.set(Double(wait) / 1000) }
+            if let lag = try? core.scheduleLag() { gauges.scheduleLag.set(Double(lag) / 1000) }
         }
     }
 
     private final class Gauges {
         let metrics: StageMetrics
         let open, pending, review: Gauge
+        let oldestReview, scheduleLag, pushLag: Gauge
         /// The oldest open and pending order's age are read from the store this often.
         static let agesEveryMilliseconds: Int64 = 5000
         var agesDue: Int64 = 0
@@ -377,6 +386,16 @@ final class LedgerLoop: Sendable {
             open = metrics.gauge("paypipe_orders_open", help: "Accepted orders with no outcome yet, or an unknown one (the work queue depth)")
             pending = metrics.gauge("paypipe_orders_pending", help: "Orders waiting on the customer or an asynchronous provider step")
             review = metrics.gauge("paypipe_orders_review", help: "Orders that could not be resolved and wait for an operator (NEEDS_REVIEW)")
+            oldestReview = metrics.gauge(
+                "paypipe_oldest_review_order_age_seconds", help: "Time the oldest order in review has waited for an operator; 0 when none")
+            scheduleLag = metrics.gauge(
+                "paypipe_schedule_lag_seconds",
+                help: "How long past its time the earliest due schedule step waits to be made into an order; 0 when none")
+            pushLag = metrics.gauge(
+                "paypipe_outcomes_push_lag_seconds",
+                help:
+                    "How long outcomes have waited for this ledger's live push to hand them to a consumer (none connected, or one not keeping up); 0 when none wait"
+            )
         }
         func update(_ counts: [OrderState: Int]) {
             open.set(Double(counts[.open, default: 0] + counts[.unknown, default: 0]))

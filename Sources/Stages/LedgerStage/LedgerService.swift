@@ -71,6 +71,18 @@ package final class LedgerService: MeasuredStage {
         func oldestInFlight() throws -> (open: [String: Int64], pending: [String: Int64]) {
             try locked.withLock { core in try core.store.oldestInFlight() }
         }
+        /// How long the oldest order in review has waited there (milliseconds); 0 when none does.
+        func reviewWait() throws -> Int64 {
+            try locked.withLock { core in try core.store.oldestInReview().map { max(0, steadyMilliseconds() - $0) } ?? 0 }
+        }
+        /// How long past its time the earliest due schedule step waits to be made into an order
+        /// (milliseconds on the schedules' clock); 0 when none is due.
+        func scheduleLag() throws -> Int64 {
+            try locked.withLock { core in
+                guard let due = try core.store.earliestDueStep() else { return 0 }
+                return max(0, core.scheduleTime(steadyMilliseconds()) - due)
+            }
+        }
         func administer(_ request: AdminRequest, operatorKey: String?) throws -> (reply: JSONValue, effects: [LedgerCore.Effect]) {
             try locked.withLock { core in try core.administer(request, operatorKey: operatorKey, now: steadyMilliseconds()) }
         }

@@ -121,6 +121,19 @@ extension LedgerStore {
         }
     }
 
+    /// When the oldest order in review got the outcome that sent it there (its `at`, epoch ms);
+    /// nil when none waits. Through `orders_in_review`, which holds only orders in review.
+    package func oldestInReview() throws -> Int64? {
+        try read {
+            let rows =
+                switch db.dialect {
+                case .sqlite: try db.query("SELECT MIN(json_extract(outcome, '$.at')) FROM orders WHERE state='review'")
+                case .postgres: try db.query("SELECT MIN(outcome::jsonb->>'at') FROM orders WHERE state='review'")
+                }
+            return rows.first?[0].text.flatMap { Timestamp.milliseconds(iso8601: $0) }
+        }
+    }
+
     /// Every outcome logged for one order, by the log's index on the order's key
     /// (`outcome_log_order`): a lookup, however long the log.
     static let outcomesOfOrder: StaticString = "SELECT seq, at, outcome FROM outcome_log WHERE order_id=? AND merchant=? ORDER BY seq LIMIT ?"

@@ -188,6 +188,12 @@ extension LedgerStore {
         }
     }
 
+    /// When the earliest step waiting to be made into an order was due (epoch ms, the
+    /// schedules' clock), whether or not that time has come; nil when none waits. One look at
+    /// `schedules_due`, which holds only the steps that wait.
+    package func earliestDueStep() throws -> Int64? {
+        try read { try db.query("SELECT MIN(due_at) FROM schedules WHERE due_at IS NOT NULL").first?[0].integer }
+    }
 }
 
 extension StoreReads {
