@@ -74,6 +74,15 @@ struct StoreSettingsTests {
         #expect(p.host == "h" && p.user == "u" && p.database == "d")
     }
 
+    /// Ledgers migrate on start unless the config leaves it to `paypipe-ledger migrate`, which
+    /// asks for a backup no older than a day unless told another age.
+    @Test func migrationsRunOnStartUnlessLeftToTheJob() throws {
+        #expect(try parse(sampleConfig).storeMigrations == StoreMigrations())
+        #expect(StoreMigrations().runner == .onStart && StoreMigrations().maxBackupAgeMinutes == 1440)
+        let config = try parse(withStore(#"{"backend": "sqlite", "migrations": "job", "maxBackupAgeMinutes": 90}"#))
+        #expect(config.storeMigrations.runner == .job && config.storeMigrations.maxBackupAgeMinutes == 90)
+    }
+
     @Test func badSettingsNameTheFieldAndTheRule() {
         let cases: [(String, String)] = [
             (#"{"backend": "mysql"}"#, "store.backend: must be sqlite or postgres"),
@@ -83,6 +92,8 @@ struct StoreSettingsTests {
             (#"{"backend": "postgres", "url": "postgres://h/d", "schema": "a;drop"}"#, "store.schema: must be a lower-case SQL identifier"),
             (#"{"backend": "postgres", "url": "postgres://h/d?user=x"}"#, "store.url: user is not a known URL parameter"),
             (#"{"backend": "sqlite", "paht": "x"}"#, "store.paht"),
+            (#"{"migrations": "never"}"#, "store.migrations: must be onStart or job"),
+            (#"{"maxBackupAgeMinutes": 0}"#, "store.maxBackupAgeMinutes: must be a positive integer"),
         ]
         let ledger = sources().withoutSecrets(except: ["store.url", "store.password"])
         for (store, expected) in cases {

@@ -10,6 +10,8 @@ public struct PaypipeConfig: Sendable {
     public var schedules = Schedules()
     /// Where the ledger keeps orders and outcomes.
     public var store = StoreSettings.sqlite(path: StoreSettings.defaultSQLitePath)
+    /// Who brings the store's schema forward, and what a migration asks first.
+    public var storeMigrations = StoreMigrations()
     /// Where the stages send their spans; nil (the default): no tracing.
     public var tracing: Tracing?
     /// How much the ledger reads from one intake connection (`Intake`).

@@ -217,3 +217,35 @@ public struct PostgresSettings: Sendable {
         return "\(user)@\(place)/\(database) schema \(schema) tls \(tls.rawValue)\(target)"
     }
 }
+
+/// Who brings the store's schema forward to what a release needs (docs/configuration.md,
+/// "Store"): each ledger as it starts, or only `paypipe-ledger migrate`, run once per release
+/// before the ledgers roll, so that no ledger reports ready on a store that is not yet at its
+/// schema and no migration runs without a recent backup.
+public struct StoreMigrations: Sendable, Equatable {
+    public enum Runner: String, Sendable {
+        /// The ledger migrates the store as it opens it (a single box, `./demo`).
+        case onStart
+        /// The ledger never migrates: it waits, not ready, until `paypipe-ledger migrate` has.
+        case job
+    }
+
+    /// `store.migrations`.
+    public var runner = Runner.onStart
+    /// `store.maxBackupAgeMinutes`: `paypipe-ledger migrate` refuses to change a store whose
+    /// newest backup is older than this.
+    public var maxBackupAgeMinutes: Int64 = 24 * 60
+
+    public init() {}
+
+    /// Its keys of the `store` section; the rest are `StoreSettings`'.
+    static func parse(_ r: inout ConfigReader) throws(ConfigError) -> StoreMigrations {
+        var migrations = StoreMigrations()
+        if let runner = try r.optionalString("migrations") {
+            guard let known = Runner(rawValue: runner) else { throw ConfigError(path: r.child("migrations"), reason: "must be onStart or job") }
+            migrations.runner = known
+        }
+        migrations.maxBackupAgeMinutes = try r.positiveInteger("maxBackupAgeMinutes") ?? migrations.maxBackupAgeMinutes
+        return migrations
+    }
+}

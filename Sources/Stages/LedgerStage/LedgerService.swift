@@ -113,12 +113,21 @@ package final class LedgerService: MeasuredStage {
         self.redeliverAfterMilliseconds = redeliverAfterMilliseconds
         self.logger = logger
         self.onReady = onReady
+        // Its probes answer from the start; a rollout must not count this ledger until it can
+        // take orders, which `run` tells once the store is open and its sockets are bound.
+        metrics.setNotReady(Self.storeNotOpen)
     }
+
+    static let storeNotOpen = "the ledger store is not open yet"
 
     package func run() async throws {
         let store: LedgerStore
         do {
-            store = try LedgerStore(self.store, logger: logger)
+            let migrates = config.storeMigrations.runner == .onStart
+            if !migrates {
+                guard try await waitForSchema() else { return }
+            }
+            store = try LedgerStore(self.store, opening: migrates ? .migrating : .atSchema, logger: logger)
         } catch let error where self.store.isDatabaseServer && !(error is StoreSchemaTooNew) {
             // A database server that is down, or failing over, is worth a restart (status 75),
             // as the same failure is once the ledger runs.
@@ -179,6 +188,7 @@ package final class LedgerService: MeasuredStage {
             metrics: metrics, logger: logger)
         let readLoop = LedgerReadLoop(
             sockets: .init(replay: replaySocket, admin: adminSocket, writes: changesOut), reads: reads, links: links, logger: logger)
+        metrics.setNotReady(nil)
         onReady(bound)
         logger.info(
             "ledger ready",
@@ -212,6 +222,37 @@ package final class LedgerService: MeasuredStage {
 }
 
 extension LedgerService {
+    /// How often a ledger waiting for `paypipe-ledger migrate` reads the store's schema version,
+    /// and how often it logs that it still waits.
+    static let schemaPollInterval: Duration = .seconds(1)
+    static let schemaWaitLogInterval: Duration = .seconds(60)
+
+    /// `store.migrations` job: waits, not ready, for as long as it takes the store to reach this
+    /// release's schema, which only `paypipe-ledger migrate` brings it to. No bound: a rollout
+    /// keeps the old ledgers while this one waits, and its log and `/readyz` say why. False when
+    /// the ledger is stopped meanwhile. A newer schema than this release knows is refused, and a
+    /// store that cannot be reached fails as on opening.
+    func waitForSchema() async throws -> Bool {
+        let clock = ContinuousClock()
+        var loggedAt: ContinuousClock.Instant?
+        while true {
+            let version = try LedgerStore.schemaVersion(of: store, logger: logger)
+            guard version < LedgerStore.schemaVersion else { return true }
+            let reason =
+                "the store's schema is version \(version) and this ledger needs \(LedgerStore.schemaVersion): waiting for `paypipe-ledger migrate` (store.migrations is job)"
+            metrics.setNotReady(reason)
+            if loggedAt.map({ clock.now - $0 >= Self.schemaWaitLogInterval }) ?? true {
+                logger.notice("waiting for the store's migration", metadata: ["reason": "\(reason)", "store": "\(store.summary)"])
+                loggedAt = clock.now
+            }
+            do {
+                try await cancelWhenGracefulShutdown { try await Task.sleep(for: Self.schemaPollInterval) }
+            } catch is CancellationError {
+                return false
+            }
+        }
+    }
+
     /// Orders in review listed at most, per `GET /review` (`?limit=` asks for fewer).
     package static let reviewListLimit = 1000
 

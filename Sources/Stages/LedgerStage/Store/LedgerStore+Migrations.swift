@@ -1,8 +1,18 @@
+import Logging
 import PaypipeCore
 
 /// A store that a later release migrated: no restart of this ledger can open it.
 package struct StoreSchemaTooNew: Error, CustomStringConvertible {
     package let description: String
+}
+
+/// A store that `paypipe-ledger migrate` has not brought to this release's schema yet, opened by
+/// a ledger that leaves migrations to it (`store.migrations` job).
+package struct StoreSchemaBehind: Error, CustomStringConvertible {
+    package let version: Int
+    package var description: String {
+        "store: the store's schema is version \(version); this paypipe needs \(LedgerStore.schemaVersion) and store.migrations is job: run `paypipe-ledger migrate`"
+    }
 }
 
 /// One forward step of a store's schema. Steps are never edited once released: a change is a
@@ -32,6 +42,7 @@ extension LedgerStore {
                 StoreMigration(version: 8) { try $0.keyCallbackEventsByMerchant() },
                 StoreMigration(version: 9) { try $0.keyOutcomeLogByOrder() },
                 StoreMigration(version: 10) { try $0.addScheduleReview() },
+                StoreMigration(version: 11) { try $0.db.createStoreBackups() },
             ]
         case .postgres:
             [
@@ -49,12 +60,13 @@ extension LedgerStore {
                 StoreMigration(version: 8) { try $0.keyCallbackEventsByMerchant() },
                 StoreMigration(version: 9) { try $0.keyOutcomeLogByOrder() },
                 StoreMigration(version: 10) { try $0.addScheduleReview() },
+                StoreMigration(version: 11) { try $0.db.createStoreBackups() },
             ]
         }
     }
 
     /// The schema version this paypipe writes.
-    static let schemaVersion = 10
+    package static let schemaVersion = 11
 
     /// Brings the schema to `schemaVersion`, recording each step in `meta`; refuses a store
     /// whose schema is newer than this paypipe knows, which an older ledger would corrupt.
@@ -72,12 +84,7 @@ extension LedgerStore {
             let applyOnItsOwn = try db.transaction { () throws -> Bool in
                 try takeStoreLock()
                 let current = try storedSchemaVersion()
-                guard current <= Self.schemaVersion else {
-                    throw StoreSchemaTooNew(
-                        description:
-                            "store: the store's schema is version \(current), newer than this paypipe knows (\(Self.schemaVersion)): run the paypipe release that wrote it, or a later one"
-                    )
-                }
+                try Self.refuseNewer(current)
                 guard current < step.version, !step.ownsTransactions else { return current < step.version }
                 try step.apply(self)
                 try recordSchemaVersion(step.version)
@@ -89,12 +96,30 @@ extension LedgerStore {
         }
     }
 
+    /// An older ledger would corrupt a store that a later release migrated.
+    static func refuseNewer(_ version: Int) throws(StoreSchemaTooNew) {
+        guard version > schemaVersion else { return }
+        throw StoreSchemaTooNew(
+            description:
+                "store: the store's schema is version \(version), newer than this paypipe knows (\(schemaVersion)): run the paypipe release that wrote it, or a later one"
+        )
+    }
+
+    /// A ledger that leaves migrations to `paypipe-ledger migrate` opens only a store at this
+    /// release's schema, read under the lock the migration holds while it changes it.
+    func requireSchema() throws {
+        try db.transaction {
+            try takeStoreLock()
+            let current = try db.recordedSchemaVersion()
+            try Self.refuseNewer(current)
+            guard current == Self.schemaVersion else { throw StoreSchemaBehind(version: current) }
+        }
+    }
+
     /// Ledgers starting together over one PostgreSQL database take turns at what each does once
     /// per opening (the schema, the epoch): a lock held until the transaction ends. SQLite has
     /// one ledger per file.
-    func takeStoreLock() throws {
-        if db.dialect == .postgres { try db.query("SELECT 1 FROM pg_advisory_xact_lock(7027566457)") }
-    }
+    func takeStoreLock() throws { try db.takeStoreLock() }
 
     private func recordSchemaVersion(_ version: Int) throws {
         try db.query(
@@ -103,9 +128,19 @@ extension LedgerStore {
     }
 
     /// 0 for a store made before schema versions were recorded.
-    func storedSchemaVersion() throws -> Int {
-        guard let text = try db.query("SELECT value FROM meta WHERE name='schema_version'").first?[0].text else { return 0 }
-        guard let version = Int(text) else { throw StoreError(message: "meta.schema_version is not a number") }
+    func storedSchemaVersion() throws -> Int { try db.recordedSchemaVersion() }
+
+    /// The schema version of the store `settings` name, read as a plain connection reads it:
+    /// without a ledger's writer lock, a migration or an epoch. What a ledger polls while it
+    /// waits for `paypipe-ledger migrate`; a newer schema than this release knows is refused.
+    package static func schemaVersion(of settings: StoreSettings, logger: Logger) throws -> Int {
+        let db: any StoreDatabase
+        switch settings {
+        case .sqlite(let path): db = try SQLiteConnection(path: path)
+        case .postgres(let postgres): db = try PostgresDatabase(settings: postgres, logger: logger, readOnly: true)
+        }
+        let version = try db.recordedSchemaVersion()
+        try refuseNewer(version)
         return version
     }
 
@@ -158,5 +193,33 @@ extension LedgerStore {
             """
             UPDATE epochs SET last_seq=COALESCE((SELECT MIN(later.opened_after) FROM epochs AS later WHERE later.number > epochs.number), ?)
             """, [.integer(try lastSeq())])
+    }
+}
+
+extension StoreDatabase {
+    /// The lock behind `LedgerStore.takeStoreLock`, for what changes the schema from outside a
+    /// ledger (`recordBackup`). Call inside a transaction.
+    func takeStoreLock() throws {
+        if dialect == .postgres { try query("SELECT 1 FROM pg_advisory_xact_lock(7027566457)") }
+    }
+
+    /// The store's schema version; 0 also when the store is empty (no `meta` yet).
+    func recordedSchemaVersion() throws -> Int {
+        guard try hasTable("meta") else { return 0 }
+        guard let text = try query("SELECT value FROM meta WHERE name='schema_version'").first?[0].text else { return 0 }
+        guard let version = Int(text) else { throw StoreError(message: "meta.schema_version is not a number") }
+        return version
+    }
+
+    /// Whether the store's schema (PostgreSQL's `store.schema`) holds a table of this name.
+    func hasTable(_ name: String) throws -> Bool {
+        let rows =
+            switch dialect {
+            case .sqlite: try query("SELECT COUNT(*) FROM sqlite_master WHERE type='table' AND name=?", [.text(name)])
+            case .postgres:
+                try query(
+                    "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema=current_schema() AND table_name=?", [.text(name)])
+            }
+        return (rows.first?[0].integer ?? 0) > 0
     }
 }

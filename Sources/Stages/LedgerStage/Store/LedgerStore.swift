@@ -17,8 +17,17 @@ package final class LedgerStore: LedgerStorage, StoreReads {
     /// Holds the SQLite file's single-writer lock while the store is open.
     private let writerLock: StoreWriterLock?
 
+    /// How a store is opened: by a ledger that brings its schema forward (`store.migrations`
+    /// `onStart`), by one that needs it at this release's schema already (`job`), or by
+    /// `paypipe-ledger migrate`, which only migrates and so begins no epoch.
+    package enum Opening: Sendable {
+        case migrating
+        case atSchema
+        case forMigration
+    }
+
     /// The SQLite store in the file at `path`, which no other ledger may have open.
-    package convenience init(path: String) throws {
+    package convenience init(path: String, opening: Opening = .migrating) throws {
         let lock = try StoreWriterLock(storePath: path)
         let db = try SQLiteConnection(path: path)
         try db.execute("PRAGMA journal_mode=WAL")
@@ -31,26 +40,36 @@ package final class LedgerStore: LedgerStorage, StoreReads {
         try db.execute("PRAGMA wal_autocheckpoint=10000")
         try db.execute("PRAGMA cache_size=-2048")
         try db.execute("PRAGMA temp_store=MEMORY")
-        try self.init(db: db, lock: lock)
+        try self.init(db: db, lock: lock, opening: opening)
     }
 
     /// The store in a PostgreSQL database.
-    package convenience init(postgres settings: PostgresSettings, logger: Logger = Logger(label: "paypipe-ledger.store")) throws {
-        try self.init(db: try PostgresDatabase(settings: settings, logger: logger), lock: nil)
+    package convenience init(
+        postgres settings: PostgresSettings, opening: Opening = .migrating, logger: Logger = Logger(label: "paypipe-ledger.store")
+    ) throws {
+        try self.init(db: try PostgresDatabase(settings: settings, logger: logger), lock: nil, opening: opening)
     }
 
     /// The store `settings` name.
-    package convenience init(_ settings: StoreSettings, logger: Logger = Logger(label: "paypipe-ledger.store")) throws {
+    package convenience init(
+        _ settings: StoreSettings, opening: Opening = .migrating, logger: Logger = Logger(label: "paypipe-ledger.store")
+    )
+        throws
+    {
         switch settings {
-        case .sqlite(let path): try self.init(path: path)
-        case .postgres(let postgres): try self.init(postgres: postgres, logger: logger)
+        case .sqlite(let path): try self.init(path: path, opening: opening)
+        case .postgres(let postgres): try self.init(postgres: postgres, opening: opening, logger: logger)
         }
     }
 
-    private init(db: any StoreDatabase, lock: StoreWriterLock?) throws {
+    private init(db: any StoreDatabase, lock: StoreWriterLock?, opening: Opening) throws {
         self.db = db
         writerLock = lock
-        try migrate()
+        switch opening {
+        case .forMigration: return
+        case .migrating: try migrate()
+        case .atSchema: try requireSchema()
+        }
         tickets = DispatchTickets(key: try db.transaction { try ticketKey() })
         try opened()
     }
