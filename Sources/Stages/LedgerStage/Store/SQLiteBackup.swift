@@ -50,7 +50,7 @@ package enum SQLiteBackup {
     ) throws(StoreError) -> (
         restored: SQLiteStoreCopy, keptAt: String?
     ) {
-        let copied = try inspect(copyPath, at: copyPath)
+        let copied = try inspect(copyPath, at: "the copy")
         guard copied.schemaVersion <= LedgerStore.schemaVersion else {
             throw StoreError(
                 message:
