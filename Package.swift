@@ -246,7 +246,7 @@ let package = Package(
             .executableTarget(
                 name: "paypipe",
                 dependencies: [
-                    "StageRuntime", "PaypipeCore", "ZeroMQ", "Connectors", "StageWire", "HTTPTransport", "Supervision",
+                    "StageRuntime", "PaypipeCore", "ZeroMQ", "Connectors", "StageWire", "HTTPTransport", "Supervision", "LedgerStage",
                     .product(name: "ArgumentParser", package: "swift-argument-parser"),
                     .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 ],

@@ -283,22 +283,7 @@ struct ChaosTests {
         }
 
         // The subscription every Nets charge draws on, made through the pipeline before the chaos.
-        try await h.send(
-            #"{"v":1,"orderId":"chaos-sub","provider":"nets","operation":"createSubscription","amount":9900,"currency":"SEK","params":{"endDate":"2030-12-31T23:59:59+01:00","interval":30,"reference":"chaos-sub"}}"#
-        )
-        let created = try await h.collect { $0.contains { $0.orderId == "chaos-sub" } }
-        let paymentId = try #require(created.first { $0.orderId == "chaos-sub" }?.result?["paymentId"]?.stringValue)
-        // Read until the customer has completed the hosted page (the sandbox's own timer).
-        var fetched: [Outcome] = []
-        var attempt = 0
-        _ = await eventually(within: .seconds(20)) {
-            attempt += 1
-            let id = "chaos-sub-get-\(attempt)"
-            try? await h.send(#"{"v":1,"orderId":"\#(id)","provider":"nets","operation":"getSubscription","params":{"paymentId":"\#(paymentId)"}}"#)
-            fetched = ((try? await h.collect { $0.contains { $0.orderId == id } }) ?? []).filter { $0.orderId == id }
-            return fetched.first?.result?["subscriptionId"] != nil
-        }
-        let subscriptionId = try #require(fetched.first?.result?["subscriptionId"]?.stringValue, "\(fetched.map(\.serialized))")
+        let subscriptionId = try await netsSubscription(h, orderId: "chaos-sub")
         // A daily Trust Payments subscription, whose engine payments (one per sandbox day, moved
         // on every 2 s while orders are sent) are subscription events, as every Nets charge's
         // webhook is: each must reach upstream once, however the roles are killed meanwhile.

@@ -29,6 +29,32 @@ package func phonePeAuthInit(_ id: String, authRequestId: String) -> String {
     #"{"v":1,"orderId":"\#(id)","provider":"phonepe","operation":"authInit","amount":39900,"currency":"INR","params":{"merchantUserId":"U1","subscriptionId":"SUB1","authRequestId":"\#(authRequestId)"}}"#
 }
 
+/// A Nets subscription made through the pipeline, for charges to draw on: `createSubscription`,
+/// then `getSubscription` until the sandbox's customer has completed the hosted page (on the
+/// sandbox's own timer).
+package func netsSubscription(_ h: PipelineHarness, orderId: String) async throws -> String {
+    try await h.send(
+        #"{"v":1,"orderId":"\#(orderId)","provider":"nets","operation":"createSubscription","amount":9900,"currency":"SEK","params":{"endDate":"2030-12-31T23:59:59+01:00","interval":30,"reference":"\#(orderId)"}}"#
+    )
+    let created = try await h.collect { $0.contains { $0.orderId == orderId } }
+    guard let paymentId = created.first(where: { $0.orderId == orderId })?.result?["paymentId"]?.stringValue else {
+        throw HarnessError("no Nets payment for \(orderId): \(created.map(\.serialized))")
+    }
+    var fetched: [Outcome] = []
+    var attempt = 0
+    _ = await eventually(within: .seconds(20)) {
+        attempt += 1
+        let id = "\(orderId)-get-\(attempt)"
+        try? await h.send(#"{"v":1,"orderId":"\#(id)","provider":"nets","operation":"getSubscription","params":{"paymentId":"\#(paymentId)"}}"#)
+        fetched = ((try? await h.collect { $0.contains { $0.orderId == id } }) ?? []).filter { $0.orderId == id }
+        return fetched.first?.result?["subscriptionId"] != nil
+    }
+    guard let subscriptionId = fetched.first?.result?["subscriptionId"]?.stringValue else {
+        throw HarnessError("no Nets subscription for \(orderId): \(fetched.map(\.serialized))")
+    }
+    return subscriptionId
+}
+
 /// Waits (bounded) until `condition` holds; false when `limit` passed first. The condition may
 /// itself ask over the network (a provider's status, a fresh request).
 package func eventually(within limit: Duration, _ condition: () async -> Bool) async -> Bool {

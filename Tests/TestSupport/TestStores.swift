@@ -91,7 +91,7 @@ extension TestStores {
         return .postgres(settings)
     }
 
-    static func schema(of directory: URL) -> String {
+    package static func schema(of directory: URL) -> String {
         "p_" + String(directory.lastPathComponent.lowercased().unicodeScalars.filter { CharacterSet.alphanumerics.contains($0) }.prefix(40))
     }
 

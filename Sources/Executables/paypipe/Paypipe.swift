@@ -16,7 +16,7 @@ struct Paypipe: AsyncParsableCommand {
         subcommands: [
             Up.self, Send.self, OutcomesCommand.self, SubscriptionCommand.self, SchedulesCommand.self, ReviewCommand.self, OrderCommand.self,
             OrdersCommand.self,
-            KeysCommand.self, ConfigCommand.self,
+            KeysCommand.self, ConfigCommand.self, StoreCommand.self,
             ProbeCommand.self,
             SandboxCommand.self,
         ])

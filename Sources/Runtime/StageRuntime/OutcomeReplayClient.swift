@@ -14,11 +14,21 @@ package final class OutcomeReplayClient: Sendable {
         dealer = try LedgerDealer(context: context, endpoint: endpoint, options: options)
     }
 
+    /// The ledger's answer to a replay from a seq of an epoch its store does not hold (restored
+    /// from an older copy): replay from 0 of `epoch` and reconcile by order key.
+    package struct Diverged: Error, CustomStringConvertible {
+        package let epoch: String
+        package let message: String
+        package var description: String { message }
+    }
+
     /// The outcomes with a seq above `since` (at most `limit`, as bytes) and the trailer.
+    /// `epoch`: the epoch of the outcome whose seq is `since`, which the ledger checks its store
+    /// still holds (`Diverged` when it does not).
     package func fetch(
-        since: Int64, limit: Int, timeoutMilliseconds: Int64 = 5000
+        since: Int64, limit: Int, epoch: String? = nil, timeoutMilliseconds: Int64 = 5000
     ) async throws -> (outcomes: [[UInt8]], trailer: OutcomeReplay.Trailer) {
-        try dealer.send(OutcomeReplay.Request(since: since, limit: limit).bytes)
+        try dealer.send(OutcomeReplay.Request(since: since, limit: limit, epoch: epoch).bytes)
         var outcomes: [[UInt8]] = []
         let clock = ContinuousClock()
         let deadline = clock.now + .milliseconds(timeoutMilliseconds)
@@ -30,6 +40,7 @@ package final class OutcomeReplayClient: Sendable {
                 let body = message.body
                 if let trailer = OutcomeReplay.Trailer.parse(body) { return (outcomes, trailer) }
                 if case .object(let o)? = try? JSONValue.parse(body), o["status"] == nil, let error = o["error"]?.stringValue {
+                    if o["diverged"] == .bool(true), let current = o["epoch"]?.stringValue { throw Diverged(epoch: current, message: error) }
                     throw Failure("the ledger refused the replay request: \(error)")
                 }
                 outcomes.append(body)
