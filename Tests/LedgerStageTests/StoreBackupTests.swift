@@ -38,6 +38,9 @@ struct StoreBackupTests {
         #expect(copy.schemaVersion == LedgerStore.schemaVersion)
         #expect(copy.epoch == core.store.epoch)
         #expect(copy.lastSeq >= 20_000 && copy.lastSeq <= 20_000 + Int64(written))
+        // Recorded in the store for the backup-age check, as taken before the copy began.
+        let recorded = try #require(try core.store.db.lastBackupTakenAt())
+        #expect(recorded <= Timestamp.nowMilliseconds() && recorded > Timestamp.nowMilliseconds() - 600_000)
         let attributes = try FileManager.default.attributesOfItem(atPath: destination)
         #expect((attributes[.posixPermissions] as? Int) == 0o600)
         #expect(!FileManager.default.fileExists(atPath: destination + ".partial-\(getpid())"))

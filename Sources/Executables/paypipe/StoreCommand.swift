@@ -34,13 +34,8 @@ struct StoreCommand: AsyncParsableCommand {
             } catch {
                 StageProcess.fail("\(error)")
             }
-            record(copy)
             printText("backed up \(path) to \(copy.description)")
         }
-
-        /// Where the store records that a backup was taken, for the backup-age check. No store
-        /// table records it yet; this is the one place to add it.
-        func record(_ copy: SQLiteStoreCopy) {}
     }
 
     struct Restore: AsyncParsableCommand {

@@ -35,11 +35,22 @@ package enum SQLiteBackup {
     static let pagesPerStep: Int32 = 256
 
     /// Copies the store at `storePath` (which a ledger may be writing) to `destination`: into
-    /// a file beside it first, checked, then renamed into place, readable by its owner only.
+    /// a file beside it first, checked, then renamed into place, readable by its owner only. The
+    /// store then records it (`recordBackup`), for `paypipe-ledger migrate`'s backup-age check.
     package static func backup(storePath: String, to destination: String) throws(StoreError) -> SQLiteStoreCopy {
         guard access(storePath, F_OK) == 0 else { throw StoreError(message: "\(storePath): no such store") }
         _ = try inspect(storePath, at: "the store")
-        return try copy(from: storePath, to: destination)
+        // Before the copy's read begins: the copy holds at least what the store held then.
+        let takenAt = Timestamp.nowMilliseconds()
+        let copied = try copy(from: storePath, to: destination)
+        do {
+            try SQLiteConnection(path: storePath).recordBackup(takenAt: takenAt, kind: "paypipe store backup", location: copied.path)
+        } catch {
+            throw StoreError(
+                message:
+                    "the copy \(copied.path) is complete, but the store could not record it for paypipe-ledger migrate's backup-age check: \(error)")
+        }
+        return copied
     }
 
     /// Puts the copy at `copyPath` in place of the store at `storePath`, which no ledger may
