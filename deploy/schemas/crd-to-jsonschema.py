@@ -2,7 +2,10 @@
 """Turns a CustomResourceDefinition's openAPIV3Schema into a JSON Schema that check-jsonschema
 validates manifests with, as strictly as `kubernetes-validate --strict` holds the built-in kinds:
 
-    python3 deploy/schemas/crd-to-jsonschema.py CRD.yaml VERSION SOURCE > KIND.json
+    python3 deploy/schemas/crd-to-jsonschema.py CRD.yaml RELEASE SOURCE > KIND.json
+
+RELEASE names the project and its release (`prometheus-operator v0.93.0`, `CloudNativePG
+v1.30.0`), SOURCE where the CRD file came from.
 
 - every object schema that lists its properties and does not preserve unknown fields gets
   `additionalProperties: false` (a misspelt field is an error, not silently dropped);
@@ -55,7 +58,7 @@ def strict(schema):
 def main(argv):
     if len(argv) != 3:
         sys.exit(__doc__)
-    path, operator_version, source = argv
+    path, release, source = argv
     crd = yaml.safe_load(open(path))
     group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
     (version,) = [v for v in crd["spec"]["versions"] if v.get("storage")]
@@ -69,7 +72,7 @@ def main(argv):
     schema["required"] = sorted(set(schema.get("required", [])) | {"apiVersion", "kind", "metadata"})
     out = {
         "$schema": "http://json-schema.org/draft-07/schema#",
-        "$comment": f"{kind} {group}/{version['name']} from prometheus-operator {operator_version} ({source}), "
+        "$comment": f"{kind} {group}/{version['name']} from {release} ({source}), "
                     "made strict by deploy/schemas/crd-to-jsonschema.py",
         **schema,
     }
