@@ -179,7 +179,10 @@ extension PaypipeConfig {
             config.schedules.clockOffsetFile = try s.optionalString("clockOffsetFile")
             try s.finish()
         }
-        if var s = try root.optionalObject("store") { config.store = try StoreSettings.parse(&s) }
+        if var s = try root.optionalObject("store") {
+            config.storeRetryWindowMs = try StoreSettings.retryWindow(&s)
+            config.store = try StoreSettings.parse(&s)
+        }
         if var t = try root.optionalObject("tracing") { config.tracing = try Tracing.parse(&t) }
         if var i = try root.optionalObject("intake") { config.intake = try Intake.parse(&i) }
         config.insecureForTesting = try root.optionalBool("insecureForTesting") ?? false
