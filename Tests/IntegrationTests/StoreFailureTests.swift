@@ -66,10 +66,10 @@ struct StoreFailureTests {
         #"{"v":1,"orderId":"\#(id)","provider":"nets","operation":"getSubscription","params":{"paymentId":"0123456789abcdef0123456789abcdef"}}"#
     }
 
-    /// The ledger's `/healthz` (status, body), or nil when it does not answer.
-    static func health(_ h: PipelineHarness) -> (Int, String)? {
+    /// The ledger's `/healthz` (or `path`): status and body, or nil when it does not answer.
+    static func health(_ h: PipelineHarness, path: String = "/healthz") -> (Int, String)? {
         guard let port = h.metricsPort(of: h.ledgerProcess) else { return nil }
-        return httpExchange(port: port, method: "GET", path: "/healthz")
+        return httpExchange(port: port, method: "GET", path: path)
     }
 
     /// A crashed stage's report (from the Swift runtime's "Fatal error" on), else its log's end.
@@ -161,8 +161,10 @@ struct StoreFailureTests {
         await h.shutdown()
     }
 
+    /// Exits once its retry window (`store.retryWindowMs`, short here) has passed, not before.
     @Test func aStoreLockedForGoodMakesTheLedgerNotReadyAndExit75WithoutSpinning() async throws {
-        let h = try await PipelineHarness()
+        let window = Duration.seconds(5)
+        let h = try await PipelineHarness(storeRetryWindowMs: 5000)
         defer { Task { await h.shutdown() } }
         let ledger = h.ledgerProcess
         let pid = ledger.pid
@@ -184,7 +186,7 @@ struct StoreFailureTests {
         #expect(!ledger.isRunning, "the ledger still runs after \(waited)")
         guard !ledger.isRunning else { return }
         #expect(ledger.exitStatus == 75, "the ledger's log: \(Self.crashOrEnd(of: h.stderr(of: 0)))")
-        #expect(waited < .seconds(60), "it took \(waited) to give up")
+        #expect(waited >= window && waited < window + .seconds(20), "it took \(waited) to give up")
         #expect(notReady?.1.contains("store") == true, "\(String(describing: notReady))")
         // A spinning retry loop would use a core; waiting on locks and pauses uses next to none.
         let busy = lastCPU - firstCPU
@@ -200,7 +202,7 @@ struct StoreFailureTests {
     /// server with a connection it had accepted but not served would make NIO trap (SIGILL).
     /// A race, so a pass is not proof; a failure is.
     @Test func aLedgerGivingUpWhileItsHealthIsPolledHardStillExits75() async throws {
-        let h = try await PipelineHarness()
+        let h = try await PipelineHarness(storeRetryWindowMs: 3000)
         defer { Task { await h.shutdown() } }
         let ledger = h.ledgerProcess
         #expect(try await Self.firstHealth(h)?.0 == 200)
@@ -229,6 +231,57 @@ struct StoreFailureTests {
         #expect(ledger.exitStatus == 75, "after \(answered) answers; the ledger's log: \(Self.crashOrEnd(of: log))")
         #expect(!log.contains("Fatal error"))
         #expect(answered > 100, "only \(answered) /healthz answers while the ledger gave up")
+        await h.shutdown()
+    }
+
+    /// A PostgreSQL server down for longer than the few seconds the ledger once retried (as long
+    /// as a restart or a failover takes), and back within the retry window: the ledger rides
+    /// through without exiting, not ready meanwhile, and every order sent meanwhile ends once.
+    @Test(.enabled(if: TestStores.postgres != nil))
+    func aDatabaseServerDownForLessThanTheRetryWindowCostsNoRestartAndNoOrder() async throws {
+        // A server of the test's own: the other suites' stays up.
+        let server = try #require(try await PostgresServer.start())
+        defer { server.stop() }
+        let h = try await PipelineHarness(store: server.url + "&schema=outage")
+        defer { Task { await h.shutdown() } }
+        try h.startSigner()
+        try h.startSubmitter()
+        let ledger = h.ledgerProcess
+        #expect(try await Self.firstHealth(h)?.0 == 200)
+        try await h.send(rejectedOrder("before-outage"))
+        _ = try await h.collect(timeout: .seconds(30)) { $0.contains { $0.orderId == "before-outage" } }
+
+        try await server.kill()
+        let down = ContinuousClock.now
+        var expected = Set<String>()
+        for i in 0..<10 {
+            try await h.send(Self.netsLookup("outage-get-\(i)"))
+            try await h.send(rejectedOrder("outage-rejected-\(i)"))
+            expected.formUnion(["outage-get-\(i)", "outage-rejected-\(i)"])
+        }
+        var notReady: (Int, String)?
+        #expect(
+            await eventually(within: .seconds(10)) {
+                notReady = Self.health(h, path: "/readyz")
+                return notReady?.0 == 503
+            })
+        #expect(notReady?.1.contains("the ledger store is failing") == true, "\(String(describing: notReady))")
+        // The outage: down well past the dozen tries of earlier releases, which gave up within
+        // about eight seconds, and not a moment more; an exit ends the wait early.
+        let exited = await eventually(within: .seconds(12) - (ContinuousClock.now - down)) { !ledger.isRunning }
+        #expect(!exited, "the ledger exited (\(String(describing: ledger.exitStatus))): \(Self.crashOrEnd(of: h.stderr(of: 0)))")
+        try await server.restart()
+
+        let outcomes = try await h.collect(timeout: .seconds(60)) { Set($0.map(\.orderId)).isSuperset(of: expected) }
+        #expect(Set(outcomes.map(\.orderId)).isSuperset(of: expected), "missing: \(expected.subtracting(outcomes.map(\.orderId)))")
+        #expect(outcomes.first { $0.orderId == "outage-get-0" }?.error?.code == "NETS_NOT_FOUND")
+        // Once each in the outcome log, which upstream replays from.
+        let log = try await replayWholeLog(context: h.context, endpoint: h.ledgerEndpoints["outcomesReplay"]!)
+        let logged = Dictionary(grouping: log.compactMap { try? Outcome.parse($0.bytes).orderId }.filter(expected.contains), by: { $0 })
+        #expect(Set(logged.keys) == expected && logged.values.allSatisfy { $0.count == 1 }, "\(logged.filter { $0.value.count != 1 })")
+        #expect(ledger.isRunning && h.ledgerProcess.pid == ledger.pid, "the ledger was not restarted")
+        #expect(await eventually(within: .seconds(10)) { Self.health(h, path: "/readyz")?.0 == 200 })
+        #expect(h.stderr(of: 0).contains("the ledger store recovered"))
         await h.shutdown()
     }
 

@@ -79,8 +79,8 @@ final class LoopHarness: Sendable {
 
     /// `outcomesConnected` false: upstream's PULL connects only when the test calls `connectOutcomes()`.
     init(
-        storePath: String = TestStores.location(), limits: LedgerLoop.Limits = LedgerLoop.Limits(), policy: StoreRetry.Policy = StoreRetry.Policy(),
-        outcomesConnected: Bool = true
+        storePath: String = TestStores.location(), limits: LedgerLoop.Limits = LedgerLoop.Limits(),
+        policy: StoreRetry.Policy = StoreRetry.Policy(window: .seconds(10)), outcomesConnected: Bool = true
     ) async throws {
         let context = try ZMQContext()
         let prefix = "inproc://ledger-loop-\(UInt64.random(in: 0...UInt64.max))-"
@@ -256,8 +256,7 @@ struct LedgerLoopTests {
 
     @Test func aStoreThatStaysFailedEndsTheLoopNotReadyWithTheFailure() async throws {
         let path = TestStores.path()
-        var policy = StoreRetry.Policy()
-        policy.attempts = 2
+        var policy = StoreRetry.Policy(window: .milliseconds(30))
         policy.firstDelay = .milliseconds(10)
         policy.notReadyBeforeExit = .zero
         let h = try await LoopHarness(storePath: path, policy: policy)
@@ -266,7 +265,7 @@ struct LedgerLoopTests {
         try runSQL("CREATE TRIGGER refuse_all BEFORE INSERT ON orders BEGIN SELECT RAISE(ABORT, 'refused'); END", on: path)
         try h.intake.send(vivaSale("refused-1"))
         await #expect(throws: LedgerStoreFailure.self) { try await h.loop.run() }
-        #expect(h.metrics.notReady?.contains("failed 2 times") == true)
+        #expect(h.metrics.notReady?.contains("times in a row") == true, "\(h.metrics.notReady ?? "ready")")
         #expect(try h.core.counts() == [:])
     }
 }

@@ -94,6 +94,9 @@ struct StoreSettingsTests {
             (#"{"backend": "sqlite", "paht": "x"}"#, "store.paht"),
             (#"{"migrations": "never"}"#, "store.migrations: must be onStart or job"),
             (#"{"maxBackupAgeMinutes": 0}"#, "store.maxBackupAgeMinutes: must be a positive integer"),
+            (#"{"retryWindowMs": 999}"#, "store.retryWindowMs: must be a whole number of milliseconds from 1000 to 3600000"),
+            (#"{"retryWindowMs": 3600001}"#, "store.retryWindowMs: must be a whole number of milliseconds from 1000 to 3600000"),
+            (#"{"retryWindowMs": "60s"}"#, "store.retryWindowMs: must be a whole number of milliseconds from 1000 to 3600000"),
         ]
         let ledger = sources().withoutSecrets(except: ["store.url", "store.password"])
         for (store, expected) in cases {
@@ -104,5 +107,15 @@ struct StoreSettingsTests {
                 #expect(error.description.hasPrefix(expected), "\(store): \(error)")
             }
         }
+    }
+
+    /// A database server is ridden through a failover by default, a SQLite file for a short
+    /// while; `store.retryWindowMs` sets either.
+    @Test func theRetryWindowDefaultsByBackendAndIsSetApartFromTheStore() throws {
+        #expect(try parse(sampleConfig).storeRetryWindowMs == nil)
+        #expect(StoreSettings.sqlite(path: "x").defaultRetryWindowMilliseconds == 10_000)
+        let postgres = StoreSettings.postgres(try PostgresSettings(url: "postgres://u@h/d", at: "--store"))
+        #expect(postgres.defaultRetryWindowMilliseconds >= 60_000)
+        #expect(try parse(withStore(#"{"retryWindowMs": 90000}"#)).storeRetryWindowMs == 90_000)
     }
 }

@@ -55,14 +55,15 @@ package final class PipelineHarness: @unchecked Sendable {
     /// `providerFront`: given the sandbox's URL, starts
     /// something in front of it and returns the URL the stages should use instead.
     /// `redeliverAfterMilliseconds`: the ledger's `--redeliver-after-ms`. `store`: the ledger's
-    /// `--store` (default: the suite's store, `TestStores.ledgerArgument`).
+    /// `--store` (default: the suite's store, `TestStores.ledgerArgument`). `storeRetryWindowMs`:
+    /// the config's `store.retryWindowMs` (default: the store's own).
     package init(
         sandboxConfiguration: SandboxConfiguration = SandboxConfiguration(port: 0).with { $0.phonePe.callbackDelayMilliseconds = 3_600_000 },
         timers: [String: Int64] = [:], connectOutcomes: Bool = true, curve: Bool = false,
         extraMerchants: [String: JSONValue] = [:], leavingOut: Set<String> = [],
         providerFront: ((String) async throws -> String)? = nil, redeliverAfterMilliseconds: Int64 = 60_000,
         upstream: [(name: String, merchants: [String]?)] = [], store: String? = nil, schedules: [String: JSONValue]? = nil,
-        admins: [String] = [], ledgerLogFormat: String? = nil, tracing: JSONValue? = nil
+        admins: [String] = [], ledgerLogFormat: String? = nil, tracing: JSONValue? = nil, storeRetryWindowMs: Int64? = nil
     ) async throws {
         self.redeliverAfterMilliseconds = redeliverAfterMilliseconds
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-e2e-\(UUID().uuidString)")
@@ -137,6 +138,10 @@ package final class PipelineHarness: @unchecked Sendable {
         }
         if let tracing, case .object(var document) = try JSONValue.parse(Array(text.utf8)) {
             document["tracing"] = tracing
+            text = JSONValue.object(document).serialized
+        }
+        if let storeRetryWindowMs, case .object(var document) = try JSONValue.parse(Array(text.utf8)) {
+            document["store"] = ["retryWindowMs": .integer(storeRetryWindowMs)]
             text = JSONValue.object(document).serialized
         }
         configPath = directory.appendingPathComponent("config.json").path

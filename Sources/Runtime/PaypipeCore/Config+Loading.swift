@@ -181,6 +181,7 @@ extension PaypipeConfig {
         }
         if var s = try root.optionalObject("store") {
             config.storeMigrations = try StoreMigrations.parse(&s)
+            config.storeRetryWindowMs = try StoreSettings.retryWindow(&s)
             config.store = try StoreSettings.parse(&s)
         }
         if var t = try root.optionalObject("tracing") { config.tracing = try Tracing.parse(&t) }

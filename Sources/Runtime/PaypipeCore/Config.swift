@@ -12,6 +12,10 @@ public struct PaypipeConfig: Sendable {
     public var store = StoreSettings.sqlite(path: StoreSettings.defaultSQLitePath)
     /// Who brings the store's schema forward, and what a migration asks first.
     public var storeMigrations = StoreMigrations()
+    /// `store.retryWindowMs`: how long the ledger retries a failing store before it exits; nil:
+    /// the store's default (`StoreSettings.defaultRetryWindowMilliseconds`). Apart from `store`,
+    /// which `paypipe-ledger --store` replaces.
+    public var storeRetryWindowMs: Int64?
     /// Where the stages send their spans; nil (the default): no tracing.
     public var tracing: Tracing?
     /// How much the ledger reads from one intake connection (`Intake`).

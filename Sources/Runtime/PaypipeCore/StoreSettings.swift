@@ -43,6 +43,29 @@ public enum StoreSettings: Sendable {
         return settings
     }
 
+    /// The bounds of `store.retryWindowMs`: a window shorter than one pause between tries would
+    /// give up at the first failure, and a ledger that waits longer than an hour holds what it
+    /// read, not ready, long after someone should have been paged.
+    public static let retryWindowRange: ClosedRange<Int64> = 1000...3_600_000
+
+    /// `store.retryWindowMs`, taken out of the section before the rest is read; nil when absent.
+    static func retryWindow(_ r: inout ConfigReader) throws(ConfigError) -> Int64? {
+        guard let value = r.take("retryWindowMs") else { return nil }
+        guard case .integer(let milliseconds) = value, retryWindowRange.contains(milliseconds) else {
+            throw ConfigError(
+                path: r.child("retryWindowMs"),
+                reason: "must be a whole number of milliseconds from \(retryWindowRange.lowerBound) to \(retryWindowRange.upperBound)")
+        }
+        return milliseconds
+    }
+
+    /// How long the ledger retries a failing store when `store.retryWindowMs` is not set. A
+    /// database server is away for as long as it takes to restart or to fail over to its standby,
+    /// which a ledger rides through holding what it read. A SQLite file is local: what fails it
+    /// (a lock another process holds, a full disk) does not pass by waiting much longer, and an
+    /// exit tells the supervisor, frees what this process held and opens the file afresh.
+    public var defaultRetryWindowMilliseconds: Int64 { isDatabaseServer ? 60_000 : 10_000 }
+
     /// Whether the store is a server the ledger reaches over a connection (not a local file).
     public var isDatabaseServer: Bool {
         if case .postgres = self { true } else { false }

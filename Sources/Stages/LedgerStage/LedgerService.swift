@@ -183,7 +183,7 @@ package final class LedgerService: MeasuredStage {
                 intake: intakeSocket, results: resultsSocket, rpc: rpcSocket, admin: changesIn,
                 dispatch: signSocket, outcomes: outcomesSocket, polls: pollSocket),
             core: core, links: links,
-            retrying: StoreRetry(policy: self.store.isDatabaseServer ? .databaseServer : .init(), metrics: metrics, logger: logger),
+            retrying: StoreRetry(policy: .init(self.store, windowMilliseconds: config.storeRetryWindowMs), metrics: metrics, logger: logger),
             retention: config.retention,
             metrics: metrics, logger: logger)
         let readLoop = LedgerReadLoop(

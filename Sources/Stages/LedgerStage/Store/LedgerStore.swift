@@ -116,7 +116,7 @@ package final class LedgerStore: LedgerStorage, StoreReads {
     /// at the same moment, and PostgreSQL then fails one of the two, which is retried.
     package func transaction<T>(logsOutcomes: Bool = true, _ body: () throws -> T) throws -> T {
         if inTransaction { return try body() }
-        if try db.connectIfNeeded() { try opened() }
+        try openIfReconnected()
         inTransaction = true
         // Read again in every transaction: a rolled-back one may have taken seqs it never wrote.
         nextSeq = nil
@@ -260,9 +260,22 @@ package final class LedgerStore: LedgerStorage, StoreReads {
     /// rather than three), on a connection opened if the last one was lost.
     package func read<T>(_ body: () throws -> T) throws -> T {
         if inTransaction { return try body() }
-        if try db.connectIfNeeded() { try opened() }
+        try openIfReconnected()
         return try body()
     }
+
+    /// A new connection (after a server restart or a failover) begins an epoch and counts the
+    /// orders again (`opened`) before anything else runs on it; when that fails on a connection
+    /// that stays open (a lock timeout), it is done at the next try, not skipped.
+    private func openIfReconnected() throws {
+        if try db.connectIfNeeded() { unopened = true }
+        guard unopened else { return }
+        try opened()
+        unopened = false
+    }
+
+    /// A connection opened but not yet through `opened`.
+    private var unopened = false
 
     /// The key of this store's dispatch tickets, made on first use.
     private func ticketKey() throws -> (UInt64, UInt64) {

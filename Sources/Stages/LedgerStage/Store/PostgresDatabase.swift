@@ -66,8 +66,24 @@ package final class PostgresDatabase: StoreDatabase {
         }
         setup += " SET search_path TO \(settings.schema);"
         if readOnly { setup += " SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY;" }
-        try execute(setup)
+        do {
+            try execute(setup)
+        } catch {
+            // Half set up (no search_path yet, a transaction left aborted) it would write to
+            // another schema's tables or fail every statement: the next try opens another.
+            abandonConnection()
+            throw error
+        }
         return true
+    }
+
+    /// Closes the connection (as far as it lets itself be) and leaves none: the next
+    /// transaction opens a new one.
+    package func abandonConnection() {
+        guard let connection else { return }
+        let closing: EventLoopFuture<Void> = connection.close()
+        _ = try? bounded(closing, within: .seconds(2))
+        self.connection = nil
     }
 
     /// A connection to `server`; nil when the settings ask for a server that takes writes and
@@ -172,12 +188,8 @@ package final class PostgresDatabase: StoreDatabase {
         do {
             return try bounded(connection.query(query, logger: logger), within: Self.answerLimit)
         } catch {
-            if error is Unanswered {
-                // Given up: closed (as far as it lets itself be) and replaced at the next transaction.
-                let closing: EventLoopFuture<Void> = connection.close()
-                _ = try? bounded(closing, within: .seconds(2))
-                self.connection = nil
-            }
+            // Given up: replaced at the next transaction.
+            if error is Unanswered { abandonConnection() }
             throw failed(error, doing: query.sql.prefix(40) + "…")
         }
     }
