@@ -27,17 +27,10 @@ struct StoreReconnectTests {
         return false
     }
 
-    /// A database of the test's own on the suites' server, dropped by `body`'s end: advisory
-    /// locks are per database, so the store's lock held here holds up no other test's store.
+    /// A database of the test's own (`TestStores.privateDatabase`), dropped by `body`'s end.
     static func withPrivateDatabase(_ body: (PostgresSettings) throws -> Void) throws {
-        let server = try #require(TestStores.postgres)
-        let admin = try PostgresDatabase(settings: server, logger: Logger(label: "test"))
-        let name = TestStores.location()
-        try admin.execute("CREATE DATABASE \(name)")
-        defer { try? admin.execute("DROP DATABASE \(name) WITH (FORCE)") }
-        var settings = server
-        settings.database = name
-        settings.schema = "paypipe"
+        let (settings, drop) = try TestStores.privateDatabase()
+        defer { drop() }
         try body(settings)
     }
 

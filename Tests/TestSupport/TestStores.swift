@@ -84,6 +84,20 @@ extension TestStores {
         return try PostgresDatabase(settings: settings, logger: Logger(label: "test"))
     }
 
+    /// A database of its own on the suites' server, for a test that holds the store's advisory
+    /// lock: such locks are per database, so holding it there holds up no other test's store.
+    /// `drop` removes it.
+    package static func privateDatabase() throws -> (settings: PostgresSettings, drop: () -> Void) {
+        guard let server = postgres else { throw HarnessError("no PostgreSQL server for the tests") }
+        let admin = try PostgresDatabase(settings: server, logger: Logger(label: "test"))
+        let name = location()
+        try admin.execute("CREATE DATABASE \(name)")
+        var settings = server
+        settings.database = name
+        settings.schema = "paypipe"
+        return (settings, { try? admin.execute("DROP DATABASE \(name) WITH (FORCE)") })
+    }
+
     /// The settings that open the store at `location` (`location()`).
     package static func settings(_ location: String) -> StoreSettings {
         guard var settings = postgres, !location.hasPrefix("/") else { return .sqlite(path: location) }
@@ -95,7 +109,7 @@ extension TestStores {
         "p_" + String(directory.lastPathComponent.lowercased().unicodeScalars.filter { CharacterSet.alphanumerics.contains($0) }.prefix(40))
     }
 
-    static func url(_ s: PostgresSettings) -> String {
+    package static func url(_ s: PostgresSettings) -> String {
         let password = s.password.map { ":" + $0.reveal() } ?? ""
         let place = s.socketDirectory == nil ? "\(s.host):\(s.port)" : ":\(s.port)"
         let socket = s.socketDirectory.map { "&host=\($0)" } ?? ""

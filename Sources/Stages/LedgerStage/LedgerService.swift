@@ -121,18 +121,7 @@ package final class LedgerService: MeasuredStage {
     static let storeNotOpen = "the ledger store is not open yet"
 
     package func run() async throws {
-        let store: LedgerStore
-        do {
-            let migrates = config.storeMigrations.runner == .onStart
-            if !migrates {
-                guard try await waitForSchema() else { return }
-            }
-            store = try LedgerStore(self.store, opening: migrates ? .migrating : .atSchema, logger: logger)
-        } catch let error where self.store.isDatabaseServer && !(error is StoreSchemaTooNew) {
-            // A database server that is down, or failing over, is worth a restart (status 75),
-            // as the same failure is once the ledger runs.
-            throw LedgerStoreFailure(operation: "opening the store", attempts: 1, reason: "\(error)")
-        }
+        guard let store = try await openStore() else { return }
         let currentEpoch = store.currentEpoch
         let core = Core(
             core: LedgerCore(
@@ -232,6 +221,42 @@ extension LedgerService {
     /// keeps the old ledgers while this one waits, and its log and `/readyz` say why. False when
     /// the ledger is stopped meanwhile. A newer schema than this release knows is refused, and a
     /// store that cannot be reached fails as on opening.
+    /// The store, opened at its schema; nil when the ledger is stopped first. A database server
+    /// that is down, failing over, or busy with another ledger's migration is tried again for
+    /// `store.retryWindowMs`, as it is once the ledger runs, so that ledgers starting during a
+    /// failover wait for the new primary rather than all exit; past the window the ledger exits
+    /// 75 for a restart. A SQLite file that cannot be opened is no better a moment later.
+    func openStore() async throws -> LedgerStore? {
+        let policy = StoreRetry.Policy(store, windowMilliseconds: config.storeRetryWindowMs)
+        let clock = ContinuousClock()
+        let started = clock.now
+        var failures = 0
+        while true {
+            do {
+                let migrates = config.storeMigrations.runner == .onStart
+                if !migrates {
+                    guard try await waitForSchema() else { return nil }
+                }
+                return try LedgerStore(store, opening: migrates ? .migrating : .atSchema, logger: logger)
+            } catch let error where store.isDatabaseServer && !(error is StoreSchemaTooNew) {
+                failures += 1
+                let elapsed = clock.now - started
+                guard let pause = policy.pause(afterFailure: failures, elapsed: elapsed, jitter: Double.random(in: 0..<1)) else {
+                    throw LedgerStoreFailure(operation: "opening the store", attempts: failures, failingFor: elapsed, reason: "\(error)")
+                }
+                metrics.setNotReady("\(Self.storeNotOpen): \(error); retrying")
+                logger.warning(
+                    "the ledger store could not be opened; retrying",
+                    metadata: ["attempt": "\(failures)", "failingFor": "\(elapsed)", "error": "\(error)"])
+                do {
+                    try await cancelWhenGracefulShutdown { try await Task.sleep(for: pause) }
+                } catch is CancellationError {
+                    return nil
+                }
+            }
+        }
+    }
+
     func waitForSchema() async throws -> Bool {
         let clock = ContinuousClock()
         var loggedAt: ContinuousClock.Instant?
