@@ -95,4 +95,36 @@ struct CurveConfigTests {
         let typo = Self.config().replacingOccurrences(of: #""poller": {"#, with: #""pollers": {}, "poller": {"#)
         #expect(throws: ConfigError(path: "curve.pollers", reason: "unknown key")) { try parse(typo) }
     }
+
+    /// `nextPublicKey`: the key pair replacing a role's during a rotation.
+    @Test func aRoleMayNameTheKeyReplacingItsOwn() throws {
+        let next = Self.key("N")
+        let text = Self.config().replacingOccurrences(
+            of: #""publicKey": "\#(Self.publicKey("signer"))""#, with: #""publicKey": "\#(Self.publicKey("signer"))", "nextPublicKey": "\#(next)""#)
+        let curve = try #require(try parse(text).curve)
+        #expect(curve.publicKeys(of: .signer) == [Self.publicKey("signer"), next])
+        #expect(curve.nextPublicKey(of: .signer) == next && curve.nextPublicKey(of: .ledger) == nil)
+        #expect(curve.publicKeys(of: .ledger) == [Self.publicKey("ledger")])
+        let cases: [(String, String)] = [
+            (next, "curve: every role, upstream client and operator needs its own key pair"),
+            ("short", "curve.signer.nextPublicKey: must be a 40-character Z85 CURVE key"),
+            (Self.publicKey("signer"), "curve.signer.nextPublicKey: must differ from publicKey"),
+            (Self.publicKey("poller"), "curve: every role, upstream client and operator needs its own key pair"),
+        ]
+        for (value, expected) in cases {
+            var bad = text.replacingOccurrences(of: #""nextPublicKey": "\#(next)""#, with: #""nextPublicKey": "\#(value)""#)
+            // The next key also given to another role.
+            if value == next {
+                bad = bad.replacingOccurrences(
+                    of: #""publicKey": "\#(Self.publicKey("callbacks"))""#,
+                    with: #""publicKey": "\#(Self.publicKey("callbacks"))", "nextPublicKey": "\#(next)""#)
+            }
+            do {
+                _ = try parse(bad)
+                Issue.record("accepted \(value)")
+            } catch {
+                #expect(error.description.hasPrefix(expected), "\(value): \(error)")
+            }
+        }
+    }
 }

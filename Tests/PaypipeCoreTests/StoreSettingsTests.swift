@@ -9,6 +9,18 @@ struct StoreSettingsTests {
         String(sampleConfig.dropLast(2)) + ",\n  \"store\": \(store)\n}"
     }
 
+    /// Each `store` section of `cases` is refused with its message.
+    func expectRefusals(_ cases: [(String, String)], _ ledger: PaypipeConfig.Sources) {
+        for (store, expected) in cases {
+            #expect(throws: ConfigError.self) { try parse(withStore(store), ledger) }
+            do {
+                _ = try parse(withStore(store), ledger)
+            } catch {
+                #expect(error.description.hasPrefix(expected), "\(store): \(error)")
+            }
+        }
+    }
+
     @Test func withoutASectionTheStoreIsTheSQLiteFile() throws {
         guard case .sqlite(let path) = try parse(sampleConfig).store else {
             Issue.record("SQLite by default")
@@ -88,7 +100,7 @@ struct StoreSettingsTests {
             (#"{"backend": "mysql"}"#, "store.backend: must be sqlite or postgres"),
             (#"{"backend": "postgres", "url": "mysql://x"}"#, "store.url: must be a postgres:// URL"),
             (#"{"backend": "postgres", "url": "postgres://h:99999/d"}"#, "store.url: has a port that is not a number from 1 to 65535"),
-            (#"{"backend": "postgres", "url": "postgres://h/d", "tls": "maybe"}"#, "store.tls: must be disable, require or verify-full"),
+            (#"{"backend": "postgres", "url": "postgres://h/d", "tls": "maybe"}"#, "store.tls: must be disable, require, verify-ca or verify-full"),
             (#"{"backend": "postgres", "url": "postgres://h/d", "schema": "a;drop"}"#, "store.schema: must be a lower-case SQL identifier"),
             (#"{"backend": "postgres", "url": "postgres://h/d?user=x"}"#, "store.url: user is not a known URL parameter"),
             (#"{"backend": "sqlite", "paht": "x"}"#, "store.paht"),
@@ -99,13 +111,46 @@ struct StoreSettingsTests {
             (#"{"retryWindowMs": "60s"}"#, "store.retryWindowMs: must be a whole number of milliseconds from 1000 to 3600000"),
         ]
         let ledger = sources().withoutSecrets(except: ["store.url", "store.password"])
-        for (store, expected) in cases {
-            #expect(throws: ConfigError.self) { try parse(withStore(store), ledger) }
-            do {
-                _ = try parse(withStore(store), ledger)
-            } catch {
-                #expect(error.description.hasPrefix(expected), "\(store): \(error)")
-            }
+        expectRefusals(cases, ledger)
+    }
+
+    /// A CA file (`store.tlsCAFile`, or the URL's `sslrootcert=`) is read when the ledger starts:
+    /// one it cannot use stops it there, naming the key.
+    @Test func aCAFileIsCheckedWhenTheLedgerReadsTheURL() throws {
+        let ledger = sources(files: ["/secrets/tp-notify": "notify-pass\n", "/ca/pg.pem": "-----BEGIN CERTIFICATE-----\nMII\n"])
+            .withoutSecrets(except: ["store.url", "store.password"])
+        let config = try parse(
+            withStore(#"{"backend": "postgres", "url": "postgres://h/d", "tls": "verify-full", "tlsCAFile": "/ca/pg.pem"}"#), ledger)
+        guard case .postgres(let p) = config.store else {
+            Issue.record("postgres")
+            return
+        }
+        #expect(p.tls == .verifyFull && p.tlsCAFile == "/ca/pg.pem")
+        let fromURL = try PostgresSettings(url: "postgres://h/d?sslmode=verify-ca&sslrootcert=%2Fca%2Fpg.pem", at: "--store")
+        #expect(fromURL.tls == .verifyCA && fromURL.tlsCAFile == "/ca/pg.pem")
+
+        let cases: [(String, String)] = [
+            (
+                #"{"backend": "postgres", "url": "postgres://h/d", "tls": "require", "tlsCAFile": "/ca/pg.pem"}"#,
+                "store.tlsCAFile: a CA file needs tls (sslmode) verify-ca or verify-full, not require"
+            ),
+            (
+                #"{"backend": "postgres", "url": "postgres://h/d", "tls": "verify-full", "tlsCAFile": "/ca/missing.pem"}"#,
+                "store.tlsCAFile: the CA file /ca/missing.pem cannot be read"
+            ),
+            (
+                #"{"backend": "postgres", "url": "postgres://h/d?sslmode=verify-full&sslrootcert=/secrets/tp-notify"}"#,
+                "store.url: the CA file /secrets/tp-notify holds no PEM certificate"
+            ),
+            (
+                #"{"backend": "postgres", "url": "postgres://h/d?sslmode=verify-all"}"#,
+                "store.url: sslmode must be disable, require, verify-ca or verify-full"
+            ),
+        ]
+        expectRefusals(cases, ledger)
+        // The other stages neither read the URL nor hold the file.
+        #expect(throws: Never.self) {
+            try parse(withStore(#"{"backend": "postgres", "url": "env:PG_URL", "tls": "verify-full", "tlsCAFile": "/ca/absent.pem"}"#), sources())
         }
     }
 

@@ -16,7 +16,7 @@ struct KeysCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keys",
         abstract: "CURVE keys for the internal links (the config's `curve` section).",
-        subcommands: [Generate.self])
+        subcommands: [Generate.self, Rotate.self])
 
     init() {}
 
@@ -72,9 +72,11 @@ struct KeysCommand: ParsableCommand {
             StageProcess.printLine("\"curve\": {\n" + lines.joined(separator: ",\n") + "\n}")
         }
 
+        func writeKeyPair(_ stem: String) throws -> ZMQCurveKeyPair { try Self.writeKeyPair(stem, in: dir, force: force) }
+
         /// Writes `<stem>.secret` (created with mode 0600, never readable by others even for a
         /// moment) and `<stem>.public`.
-        func writeKeyPair(_ stem: String) throws -> ZMQCurveKeyPair {
+        static func writeKeyPair(_ stem: String, in dir: String, force: Bool) throws -> ZMQCurveKeyPair {
             let secretFile = Self.file(dir, "\(stem).secret")
             let publicFile = Self.file(dir, "\(stem).public")
             let manager = FileManager.default
@@ -83,6 +85,7 @@ struct KeysCommand: ParsableCommand {
                 unlink(secretFile)
                 unlink(publicFile)
             }
+            try manager.createDirectory(atPath: dir, withIntermediateDirectories: true)
             let pair = try ZMQCurveKeyPair.generate()
             guard Self.create(secretFile, pair.secretKey + "\n", mode: 0o600), Self.create(publicFile, pair.publicKey + "\n", mode: 0o644) else {
                 StageProcess.fail("cannot write the key files in \(dir): \(String(cString: strerror(errno)))")
@@ -103,6 +106,29 @@ struct KeysCommand: ParsableCommand {
         /// (an empty directory adds nothing), without Foundation.
         static func file(_ directory: String, _ name: String) -> String {
             directory.isEmpty || directory.hasSuffix("/") ? directory + name : directory + "/" + name
+        }
+    }
+
+    struct Rotate: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write the next key pair for one role and print the config line that starts its rotation.",
+            discussion: """
+                Writes <role>.next.secret (mode 0600) and <role>.next.public into --dir and prints the role's \
+                `nextPublicKey`. With it in the config the ledger admits the role holding either key pair, and \
+                every client reaches a ledger holding either; docs/security.md, "Rotating a key", gives the steps.
+                """)
+
+        @Argument(help: "The role whose key pair to replace: \(CurveConfig.Role.allCases.map(\.rawValue).joined(separator: ", ")).")
+        var role: String
+        @Option(help: "Directory for the key files (created if missing).") var dir = "curve-keys"
+        @Flag(help: "Replace next key files that already exist.") var force = false
+
+        func run() throws {
+            guard let role = CurveConfig.Role(rawValue: role) else {
+                StageProcess.fail("\(role.prefix(32)): a role is one of \(CurveConfig.Role.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            let pair = try Generate.writeKeyPair("\(role.rawValue).next", in: dir, force: force)
+            StageProcess.printLine(#"curve.\#(role.rawValue).nextPublicKey: "\#(pair.publicKey)""#)
         }
     }
 }

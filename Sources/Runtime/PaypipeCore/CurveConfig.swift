@@ -10,6 +10,8 @@ public struct CurveConfig: Sendable {
 
     struct Entry: Sendable {
         let publicKey: String
+        /// The key pair replacing this one (`nextPublicKey`), while a rotation is under way.
+        let nextPublicKey: String?
         /// The configured value, `file:`/`env:` indirection not yet followed: a process reads
         /// only its own role's secret key, so a stage's host needs no other role's key file.
         let secretKeyReference: Secret
@@ -53,6 +55,14 @@ public struct CurveConfig: Sendable {
     }
 
     public func publicKey(of role: Role) -> String { entries[role]!.publicKey }
+
+    /// The public key that replaces `role`'s during a rotation (docs/security.md, "Rotating a
+    /// key"): the ledger admits a client role holding either, and clients reach a ledger
+    /// holding either.
+    public func nextPublicKey(of role: Role) -> String? { entries[role]!.nextPublicKey }
+
+    /// Every public key `role` may hold now: its own, and its next one during a rotation.
+    public func publicKeys(of role: Role) -> [String] { [publicKey(of: role)] + (nextPublicKey(of: role).map { [$0] } ?? []) }
 
     /// The upstream client a CURVE User-Id names.
     public func upstreamClient(userId: String) -> UpstreamClient? {
@@ -108,12 +118,19 @@ public struct CurveConfig: Sendable {
             var r = try reader.object(role.rawValue)
             let publicKey = try r.string("publicKey")
             guard isZ85Key(publicKey) else { throw ConfigError(path: r.child("publicKey"), reason: "must be a 40-character Z85 CURVE key") }
+            let nextPublicKey = try r.optionalString("nextPublicKey")
+            if let nextPublicKey {
+                guard isZ85Key(nextPublicKey) else {
+                    throw ConfigError(path: r.child("nextPublicKey"), reason: "must be a 40-character Z85 CURVE key")
+                }
+                guard nextPublicKey != publicKey else { throw ConfigError(path: r.child("nextPublicKey"), reason: "must differ from publicKey") }
+            }
             guard let raw = r.take("secretKey") else { throw ConfigError(path: r.child("secretKey"), reason: "is required") }
             guard let reference = raw.stringValue, !reference.isEmpty else {
                 throw ConfigError(path: r.child("secretKey"), reason: "must be a non-empty string")
             }
             try r.finish()
-            entries[role] = Entry(publicKey: publicKey, secretKeyReference: Secret(reference))
+            entries[role] = Entry(publicKey: publicKey, nextPublicKey: nextPublicKey, secretKeyReference: Secret(reference))
         }
         var upstream: [UpstreamClient] = []
         if let list = reader.take("upstream") {
@@ -146,7 +163,8 @@ public struct CurveConfig: Sendable {
             }
         }
         try reader.finish()
-        let keys = entries.values.map(\.publicKey) + upstream.map(\.publicKey) + admins.map(\.publicKey)
+        let keys =
+            entries.values.flatMap { [$0.publicKey] + ($0.nextPublicKey.map { [$0] } ?? []) } + upstream.map(\.publicKey) + admins.map(\.publicKey)
         guard Set(keys).count == keys.count else {
             throw ConfigError(path: "curve", reason: "every role, upstream client and operator needs its own key pair")
         }

@@ -9,7 +9,11 @@ public enum StoreSettings: Sendable {
 
     /// A command line's `--store`: a `postgres://` URL, or else a SQLite file's path.
     public static func parse(commandLine value: String) throws(ConfigError) -> StoreSettings {
-        if PostgresSettings.isURL(value) { return .postgres(try PostgresSettings(url: value, at: "--store")) }
+        if PostgresSettings.isURL(value) {
+            let settings = try PostgresSettings(url: value, at: "--store")
+            try settings.checkTLS(at: "--store", readFile: readWholeFile)
+            return .postgres(settings)
+        }
         guard !value.isEmpty else { throw ConfigError(path: "--store", reason: "must not be empty") }
         return .sqlite(path: value)
     }
@@ -31,10 +35,17 @@ public enum StoreSettings: Sendable {
             if let schema = try r.optionalString("schema") { postgres.schema = try PostgresSettings.identifier(schema, at: r.child("schema")) }
             if let tls = try r.optionalString("tls") {
                 guard let mode = PostgresSettings.TLSMode(rawValue: tls) else {
-                    throw ConfigError(path: r.child("tls"), reason: "must be disable, require or verify-full")
+                    throw ConfigError(path: r.child("tls"), reason: "must be \(PostgresSettings.TLSMode.choices)")
                 }
                 postgres.tls = mode
             }
+            var caFileKey = r.child("url")
+            if let file = try r.optionalString("tlsCAFile") {
+                postgres.tlsCAFile = file
+                caFileKey = r.child("tlsCAFile")
+            }
+            // Only the ledger reads the URL, and only its host holds the CA file.
+            if !url.isEmpty { try postgres.checkTLS(at: caFileKey, readFile: r.sources.readFile) }
             settings = .postgres(postgres)
         default:
             throw ConfigError(path: r.child("backend"), reason: "must be sqlite or postgres")
@@ -87,8 +98,17 @@ public struct PostgresSettings: Sendable {
         case disable
         /// Encrypted, the server's certificate not checked.
         case require
-        /// Encrypted, the certificate checked against the system's roots and the host name.
+        /// Encrypted, the certificate chain checked against the CA file (else the system's
+        /// roots), the host name not: for a server reached under a name its certificate lacks.
+        case verifyCA = "verify-ca"
+        /// Encrypted, the certificate chain checked against the CA file (else the system's
+        /// roots) and the host name against the certificate.
         case verifyFull = "verify-full"
+
+        static let choices = "disable, require, verify-ca or verify-full"
+
+        /// Whether the server's certificate chain is checked.
+        public var verifiesCertificate: Bool { self == .verifyCA || self == .verifyFull }
     }
 
     public var host = "127.0.0.1"
@@ -101,6 +121,9 @@ public struct PostgresSettings: Sendable {
     /// The schema that holds paypipe's tables, so one database can hold several stores.
     public var schema = "public"
     public var tls = TLSMode.disable
+    /// A PEM file of the certificate authorities the server's certificate must chain to
+    /// (libpq's `sslrootcert`), e.g. a CloudNativePG cluster's own CA; nil: the system's roots.
+    public var tlsCAFile: String?
     /// Servers to try after the first (`host`, `port`, `socketDirectory`), in order: a URL may
     /// list several, as libpq's does (`host1:5432,host2:5432`, or `host=/dir1,/dir2`).
     public var otherServers: [Server] = []
@@ -178,9 +201,12 @@ public struct PostgresSettings: Sendable {
             switch name {
             case "sslmode":
                 guard let mode = TLSMode(rawValue: value) else {
-                    throw ConfigError(path: path, reason: "sslmode must be disable, require or verify-full")
+                    throw ConfigError(path: path, reason: "sslmode must be \(TLSMode.choices)")
                 }
                 tls = mode
+            case "sslrootcert":
+                guard !value.isEmpty else { throw ConfigError(path: path, reason: "sslrootcert must name a PEM file") }
+                tlsCAFile = value
             case "host":
                 socketDirectories = value.split(separator: ",").map(String.init)
                 guard !socketDirectories.isEmpty, socketDirectories.allSatisfy({ $0.hasPrefix("/") }) else {
@@ -196,7 +222,7 @@ public struct PostgresSettings: Sendable {
                 }
             default:
                 throw ConfigError(
-                    path: path, reason: "\(name.prefix(32)) is not a known URL parameter (sslmode, host, schema, target_session_attrs)")
+                    path: path, reason: "\(name.prefix(32)) is not a known URL parameter (sslmode, sslrootcert, host, schema, target_session_attrs)")
             }
         }
         if socketDirectory == nil, host.hasPrefix("/") { socketDirectory = host }
@@ -208,6 +234,21 @@ public struct PostgresSettings: Sendable {
                 let name = place.host ?? "127.0.0.1"
                 return Server(host: name, port: place.port ?? port, socketDirectory: name.hasPrefix("/") ? name : nil)
             }
+        }
+    }
+
+    /// A CA file is only of use to a mode that checks the certificate, and must hold PEM
+    /// certificates now: the ledger refuses to start rather than fail each connection later.
+    public func checkTLS(at path: String, readFile: (String) -> [UInt8]?) throws(ConfigError) {
+        guard let file = tlsCAFile else { return }
+        guard tls.verifiesCertificate else {
+            throw ConfigError(path: path, reason: "a CA file needs tls (sslmode) verify-ca or verify-full, not \(tls.rawValue)")
+        }
+        guard let data = readFile(file) else {
+            throw ConfigError(path: path, reason: "the CA file \(file) cannot be read")
+        }
+        guard String(decoding: data, as: UTF8.self).contains("-----BEGIN CERTIFICATE-----") else {
+            throw ConfigError(path: path, reason: "the CA file \(file) holds no PEM certificate")
         }
     }
 
@@ -237,7 +278,8 @@ public struct PostgresSettings: Sendable {
     public var summary: String {
         let place = servers.map(\.description).joined(separator: ",")
         let target = targetSessionAttributes == .any ? "" : " target \(targetSessionAttributes.rawValue)"
-        return "\(user)@\(place)/\(database) schema \(schema) tls \(tls.rawValue)\(target)"
+        let authorities = tlsCAFile.map { " ca \($0)" } ?? ""
+        return "\(user)@\(place)/\(database) schema \(schema) tls \(tls.rawValue)\(authorities)\(target)"
     }
 }
 

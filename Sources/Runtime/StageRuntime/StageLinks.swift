@@ -32,22 +32,37 @@ package struct StageLinks: Sendable {
     package let role: CurveConfig.Role
     private let curve: CurveConfig?
     private let secretKey: Secret?
+    /// The public key of the secret key this process holds: during a rotation the role's
+    /// processes hold the old pair or the new one, and each says which it holds.
+    private let publicKey: String?
 
-    /// Reads this role's secret key (a bad or missing key file is a config error).
+    /// Reads this role's secret key (a bad or missing key file is a config error, and so is a
+    /// key whose public half is neither the role's `publicKey` nor its `nextPublicKey`).
     package init(config: PaypipeConfig, role: CurveConfig.Role) throws(ConfigError) {
         self.role = role
         curve = config.curve
         secretKey = try config.curve?.secretKey(of: role)
+        guard let curve, let secretKey else {
+            publicKey = nil
+            return
+        }
+        guard let derived = ZMQCurveKeyPair.publicKey(ofSecretKey: secretKey.reveal()), curve.publicKeys(of: role).contains(derived) else {
+            throw ConfigError(
+                path: "curve.\(role.rawValue).secretKey",
+                reason: "is the secret half of neither curve.\(role.rawValue).publicKey nor its nextPublicKey")
+        }
+        publicKey = derived
     }
 
     package var isSecured: Bool { curve != nil }
 
     /// `options` for a socket that connects to one of the ledger's internal addresses.
     package func client(_ options: ZMQSocketOptions) -> ZMQSocketOptions {
-        guard let curve, let secretKey else { return options }
+        guard let curve, let secretKey, let publicKey else { return options }
         var options = options
         options.curve = .client(
-            serverPublicKey: curve.publicKey(of: .ledger), publicKey: curve.publicKey(of: role), secretKey: secretKey.reveal())
+            serverPublicKey: curve.publicKey(of: .ledger), publicKey: publicKey, secretKey: secretKey.reveal(),
+            nextServerPublicKey: curve.nextPublicKey(of: .ledger))
         return options
     }
 
@@ -124,8 +139,11 @@ package struct StageLinks: Sendable {
     /// carry every merchant's.
     package func authenticator(context: ZMQContext) throws(ZMQError) -> ZMQCurveAuthenticator? {
         guard let curve else { return nil }
+        // During a rotation a role's old and new public keys both carry its User-Id.
         var users = Dictionary(
-            uniqueKeysWithValues: CurveConfig.Role.allCases.filter { $0 != .ledger }.map { (curve.publicKey(of: $0), $0.rawValue) })
+            uniqueKeysWithValues: CurveConfig.Role.allCases.filter { $0 != .ledger }.flatMap { role in
+                curve.publicKeys(of: role).map { ($0, role.rawValue) }
+            })
         var domains = Dictionary(uniqueKeysWithValues: StageLinks.admitted.map { ($0.key.rawValue, Set($0.value.map(\.rawValue))) })
         for client in curve.upstream { users[client.publicKey] = client.userId }
         let everyClient = Set(curve.upstream.map(\.userId))
@@ -144,7 +162,9 @@ package struct StageLinks: Sendable {
     ) -> ZMQSocketOptions {
         guard let key, let curve = config?.curve else { return options }
         var options = options
-        options.curve = .client(serverPublicKey: curve.publicKey(of: .ledger), publicKey: key.publicKey, secretKey: key.secretKey)
+        options.curve = .client(
+            serverPublicKey: curve.publicKey(of: .ledger), publicKey: key.publicKey, secretKey: key.secretKey,
+            nextServerPublicKey: curve.nextPublicKey(of: .ledger))
         return options
     }
 

@@ -76,7 +76,7 @@ public final class ZMQSocket: @unchecked Sendable {
         case .server(let secretKey):
             try setOption(ZMQ_CURVE_SERVER, 1, "CURVE_SERVER")
             try setString(ZMQ_CURVE_SECRETKEY, secretKey, "CURVE_SECRETKEY")
-        case .client(let serverPublicKey, let publicKey, let secretKey):
+        case .client(let serverPublicKey, let publicKey, let secretKey, _):
             try setString(ZMQ_CURVE_SERVERKEY, serverPublicKey, "CURVE_SERVERKEY")
             try setString(ZMQ_CURVE_PUBLICKEY, publicKey, "CURVE_PUBLICKEY")
             try setString(ZMQ_CURVE_SECRETKEY, secretKey, "CURVE_SECRETKEY")
@@ -133,11 +133,30 @@ public final class ZMQSocket: @unchecked Sendable {
         return try lastEndpoint
     }
 
+    /// Connects; a CURVE client with a next server key connects a second time expecting that
+    /// key (libzmq takes the server key of each connection when it is made). `disconnect`
+    /// drops both.
     @discardableResult
     public func connect(_ endpoint: String) throws(ZMQError) -> String {
         let handle = try requireHandle()
         if zmq_connect(handle, endpoint) != 0 { throw ZMQError("zmq_connect(\(endpoint))") }
-        return try lastEndpoint
+        let connected = try lastEndpoint
+        if case .client(let serverPublicKey, _, _, let next?) = options.curve {
+            try setString(ZMQ_CURVE_SERVERKEY, next, "CURVE_SERVERKEY")
+            defer { try? setString(ZMQ_CURVE_SERVERKEY, serverPublicKey, "CURVE_SERVERKEY") }
+            let second = Self.secondConnection(to: endpoint)
+            if zmq_connect(handle, second) != 0 { throw ZMQError("zmq_connect(\(second))") }
+        }
+        return connected
+    }
+
+    /// The same TCP endpoint under another name: libzmq ignores a DEALER's (or SUB's) second
+    /// connect to a name it is connected to, so the second connection names a source address
+    /// (any interface, any port), which changes the name and nothing else.
+    static func secondConnection(to endpoint: String) -> String {
+        guard endpoint.hasPrefix("tcp://"), !endpoint.contains(";") else { return endpoint }
+        let destination = endpoint.dropFirst(6)
+        return "tcp://" + (destination.hasPrefix("[") ? "[::]:0;" : "0.0.0.0:0;") + destination
     }
 
     /// Whether a send would be taken now. With `immediate` (every stage socket), a PUSH or
@@ -150,6 +169,9 @@ public final class ZMQSocket: @unchecked Sendable {
     public func disconnect(_ endpoint: String) throws(ZMQError) {
         let handle = try requireHandle()
         if zmq_disconnect(handle, endpoint) != 0 { throw ZMQError("zmq_disconnect(\(endpoint))") }
+        if case .client(_, _, _, _?) = options.curve, Self.secondConnection(to: endpoint) != endpoint {
+            _ = zmq_disconnect(handle, Self.secondConnection(to: endpoint))
+        }
     }
 
     /// Connects to every copy behind `peers`' endpoint (`ZMQPeers`).
@@ -272,6 +294,16 @@ extension ZMQCurveKeyPair {
             String(decoding: chars.prefix(40).map { UInt8(bitPattern: $0) }, as: UTF8.self)
         }
         return ZMQCurveKeyPair(publicKey: text(publicKey), secretKey: text(secretKey))
+    }
+}
+
+extension ZMQCurveKeyPair {
+    /// The public key that belongs to a Z85 secret key; nil for text that is not one.
+    public static func publicKey(ofSecretKey secretKey: String) -> String? {
+        guard secretKey.utf8.count == 40 else { return nil }
+        var publicKey = [CChar](repeating: 0, count: 41)
+        guard zmq_curve_public(&publicKey, secretKey) == 0 else { return nil }
+        return String(decoding: publicKey.prefix(40).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
 

@@ -45,7 +45,11 @@ public struct ZMQSocketOptions: Sendable, Equatable {
 /// its public key; use `ZMQCurveAuthenticator` to allow only listed client keys.
 public enum ZMQCurve: Sendable, Equatable {
     case server(secretKey: String)
-    case client(serverPublicKey: String, publicKey: String, secretKey: String)
+    /// `nextServerPublicKey`: while the server's key is being replaced, each connect is made
+    /// twice, once expecting each key, so the socket reaches the server whichever it holds.
+    /// Only one of the two handshakes can succeed; with `immediate` no message is queued on
+    /// the other, which keeps retrying until the server holds that key.
+    case client(serverPublicKey: String, publicKey: String, secretKey: String, nextServerPublicKey: String? = nil)
 }
 
 /// A Z85-encoded CURVE key pair.

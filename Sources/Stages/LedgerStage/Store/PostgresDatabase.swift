@@ -126,8 +126,18 @@ package final class PostgresDatabase: StoreDatabase {
             var configuration = TLSConfiguration.makeClientConfiguration()
             configuration.certificateVerification = .none
             return .require(try NIOSSLContext(configuration: configuration))
-        case .verifyFull:
-            return .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+        case .verifyCA, .verifyFull:
+            var configuration = TLSConfiguration.makeClientConfiguration()
+            // NIOSSL checks the name postgres-nio sends (the host), or else the address reached.
+            configuration.certificateVerification = settings.tls == .verifyFull ? .fullVerification : .noHostnameVerification
+            if let file = settings.tlsCAFile {
+                do {
+                    configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(file))
+                } catch {
+                    throw StoreError(message: "the store's CA file \(file) holds no usable certificate: \(error)")
+                }
+            }
+            return .require(try NIOSSLContext(configuration: configuration))
         }
     }
 
