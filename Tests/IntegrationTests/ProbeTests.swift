@@ -117,9 +117,10 @@ struct ProbeTests {
     }
 
     /// A ledger whose PostgreSQL server cannot be reached when it starts (down, or failing over)
-    /// exits 75, the status its supervisor restarts on, not 1 (a bad config).
+    /// tries for its retry window, then exits 75, the status its supervisor restarts on, not 1
+    /// (a bad config).
     @Test func aLedgerThatCannotReachItsDatabaseServerAtStartExits75() async throws {
-        let h = try await PipelineHarness()
+        let h = try await PipelineHarness(storeRetryWindowMs: 2000)
         let unreachable = "postgres://paypipe@127.0.0.1:\(try freeLoopbackPort())/paypipe"
         let status = await runToEnd(
             PipelineHarness.buildDirectory().appendingPathComponent("paypipe-ledger").path,

@@ -87,8 +87,11 @@ struct ScheduleTests {
                 )
             }
             let wanted = Set(ids)
+            // An `unknown` (a request that timed out on a busy machine) is resolved by a status
+            // call: each order's word is its terminal outcome, or review.
             let created = try await h.collect(timeout: .seconds(120)) { outcomes in
-                wanted.isSubset(of: Set(outcomes.filter { $0.status != .pending }.map(\.orderId)))
+                wanted.isSubset(
+                    of: Set(outcomes.filter { $0.status.isTerminal || $0.error?.code == Outcome.ErrorInfo.needsReviewCode }.map(\.orderId)))
             }
             for id in ids {
                 let outcome = try #require(
