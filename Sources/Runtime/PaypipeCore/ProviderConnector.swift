@@ -74,6 +74,8 @@ public protocol ProviderConnector: Sendable {
     /// How paypipe charges this provider's subscriptions on schedule, for a provider that never
     /// charges by itself; nil for the others.
     var scheduledCharging: (any ScheduledCharging)? { get }
+    /// This provider's refunds; nil when paypipe makes none for it.
+    var refunding: (any Refunding)? { get }
 
     /// The secret settings (merchant config keys) whose values this provider's outcomes carry
     /// for the app, e.g. Viva's `isvClientSecret` in the sale URL. The ledger loads these and
@@ -246,6 +248,7 @@ extension ProviderConnector {
     public func subscriptionOpening(for order: Order, outcome: Outcome) -> SubscriptionOpening? { nil }
     public var entitlementChecking: (any EntitlementChecking)? { nil }
     public var scheduledCharging: (any ScheduledCharging)? { nil }
+    public var refunding: (any Refunding)? { nil }
 }
 
 /// Why an HTTP exchange produced no response.

@@ -1,0 +1,40 @@
+/// Money a succeeded order captured, as its provider names it: what a refund may give back.
+public struct Capture: Sendable, Equatable {
+    /// The provider's reference of the captured payment (a Nets chargeId, a Trust Payments
+    /// transactionreference, a PhonePe transaction id, a Viva transaction id).
+    public var reference: String
+    /// Minor units.
+    public var amount: Int64
+    public var currency: String
+
+    public init(reference: String, amount: Int64, currency: String) {
+        self.reference = reference
+        self.amount = amount
+        self.currency = currency
+    }
+}
+
+/// What a refund order gives back: part or all of one capture of an earlier order of the same
+/// merchant and provider. Upstream names both, so the ledger can check the capture belongs to
+/// that order and keep every refund of it within what it captured.
+public struct RefundTarget: Sendable, Equatable {
+    /// `params.refundOf`: the order (upstream's, or a scheduled cycle's) whose money is refunded.
+    public var originalOrderId: String
+    /// The provider's reference of the capture refunded (its own parameter name per provider).
+    public var captureReference: String
+
+    public init(originalOrderId: String, captureReference: String) {
+        self.originalOrderId = originalOrderId
+        self.captureReference = captureReference
+    }
+}
+
+/// A provider's refunds, as the ledger sees them: it admits a refund order only when its
+/// target is a capture of a succeeded order and the amounts refunded of that capture, this one
+/// included, stay within the amount captured; a refund that failed gives its amount back.
+public protocol Refunding: Sendable {
+    /// The capture a refund order gives back; nil when `order` is not a refund.
+    func refundTarget(of order: Order) -> RefundTarget?
+    /// The captures a succeeded outcome of `order` reports; empty when it captured nothing.
+    func captures(of order: Order, outcome: Outcome) -> [Capture]
+}
