@@ -240,17 +240,23 @@ struct SubscriptionEventsTests {
 
     // MARK: - Cleeng
 
-    @Test func cleengRenewalAndLapseAreFoundByCheckingAccess() async throws {
+    /// The pipeline with a poller, Cleeng granting access on the first poll and rechecked often.
+    static func cleengPipeline() async throws -> PipelineHarness {
         let h = try await PipelineHarness(
             sandboxConfiguration: SandboxConfiguration(port: 0).with {
                 $0.phonePe.callbackDelayMilliseconds = 3_600_000
                 $0.cleeng.grantOnPoll = 1
             },
             timers: ["cleengPollIntervalMs": 200, "cleengGiveUpMs": 5000, "entitlementRecheckMs": 400])
-        defer { Task { await h.shutdown() } }
         try h.startSigner()
         try h.startSubmitter()
         try h.startPoller()
+        return h
+    }
+
+    @Test func cleengRenewalAndLapseAreFoundByCheckingAccess() async throws {
+        let h = try await Self.cleengPipeline()
+        defer { Task { await h.shutdown() } }
         try await h.send(AsyncFlowTests.cleengOrder("cl-sub-1"))
         let granted = try #require(try await AsyncFlowTests.outcome(h, "cl-sub-1", .succeeded))
         #expect(granted.result?["expiresAt"]?.integerValue != nil)
@@ -270,6 +276,35 @@ struct SubscriptionEventsTests {
         #expect(events.first?["expiresAt"] != nil)
         try await Self.checkStream(events, h, orderId: "cl-sub-1", reference: "S123456789_US@cl-sub-1")
         let record = try #require(try await Self.subscriptionRecord(h, provider: "cleeng", reference: "S123456789_US@cl-sub-1"))
+        #expect(record["state"] == "expired")
+        await h.shutdown()
+    }
+
+    /// Access lapses, the customer buys the offer again, and it lapses again: each is its own
+    /// event, although both lapses read the same (no access, no expiry), and the subscription
+    /// ends `expired`.
+    @Test func cleengLapseReGrantAndLapseAgainAreThreeEvents() async throws {
+        let h = try await Self.cleengPipeline()
+        defer { Task { await h.shutdown() } }
+        try await h.send(AsyncFlowTests.cleengOrder("cl-sub-2"))
+        _ = try #require(try await AsyncFlowTests.outcome(h, "cl-sub-2", .succeeded))
+        let offer: JSONValue = ["customerToken": "tok-cl-sub-2", "offerId": "S123456789_US"]
+        func lapse() async {
+            #expect(await h.sandboxPost("/_sandbox/subscriptions/cleeng/cancel", offer)?.0 == 200)
+            #expect(await h.sandboxPost("/_sandbox/clock", ["advanceDays": 31])?.0 == 200)
+        }
+        await lapse()
+        var live = try await h.collectMessages(timeout: .seconds(10)) { Self.events(in: $0).count >= 1 }
+        #expect(await h.sandboxPost("/_sandbox/subscriptions/cleeng/resubscribe", offer)?.0 == 200)
+        live += try await h.collectMessages(timeout: .seconds(10)) { Self.events(in: $0).count >= 1 }
+        await lapse()
+        live += try await Self.events(h, count: 1, timeout: .seconds(10))
+        let events = Self.events(in: live)
+        #expect(
+            events.compactMap { $0["type"]?.stringValue } == ["entitlement.expired", "entitlement.granted", "entitlement.expired"],
+            "\(events.map(\.serialized))")
+        try await Self.checkStream(events, h, orderId: "cl-sub-2", reference: "S123456789_US@cl-sub-2")
+        let record = try #require(try await Self.subscriptionRecord(h, provider: "cleeng", reference: "S123456789_US@cl-sub-2"))
         #expect(record["state"] == "expired")
         await h.shutdown()
     }

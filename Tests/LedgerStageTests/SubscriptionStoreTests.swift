@@ -134,18 +134,25 @@ struct SubscriptionStoreTests {
         #expect(core.handle(.subscriptionEvents([charge]), now: 40).0 == .eventsRecorded(recorded: 1, duplicates: 0))
     }
 
-    /// Entitlement checks: due ones are handed out once until their poller reports (or the
-    /// hand-out lapses); a report schedules the next at the expiry or a recheck interval on.
-    @Test func entitlementChecksAreHandedOutOnceAndRescheduledByTheirReport() async throws {
+    /// A ledger holding one checked Cleeng subscription (`S1@cl-1`), its entitlement known until
+    /// 50 s and its first check due at 10 s, rechecked every 10 s.
+    func checkedCleengSubscription() async throws -> LedgerCore {
         var timers = PaypipeConfig.Timers()
         timers.entitlementRecheckMs = 10_000
-        var core = LedgerCore(store: try temporaryStore(), registry: await testRegistry(), timers: timers, eventMerchants: ["default"])
+        let core = LedgerCore(store: try temporaryStore(), registry: await testRegistry(), timers: timers, eventMerchants: ["default"])
         let store = core.store
         try store.transaction {
             try store.openSubscription(
                 SubscriptionOpening(reference: "S1@cl-1", check: ["customerToken": "t", "offerId": "S1"], expiresAt: 50_000),
                 provider: Provider("cleeng"), key: OrderKey(merchant: "default", orderId: "cl-1"), checkAt: 10_000, now: 0)
         }
+        return core
+    }
+
+    /// Entitlement checks: due ones are handed out once until their poller reports (or the
+    /// hand-out lapses); a report schedules the next at the expiry or a recheck interval on.
+    @Test func entitlementChecksAreHandedOutOnceAndRescheduledByTheirReport() async throws {
+        var core = try await checkedCleengSubscription()
         guard case .dueChecks(let none) = core.handle(.dueChecks(limit: 10), now: 9_999).0 else {
             Issue.record("no answer")
             return
@@ -172,6 +179,41 @@ struct SubscriptionStoreTests {
             return
         }
         #expect(next.first?.expiresAt == 90_000, "due again a recheck interval on, the expiry known")
+    }
+
+    /// Access lapses, the customer buys again, and access lapses again: three events, the
+    /// second lapse reporting no expiry just as the first did, and the subscription ends
+    /// `expired`. A second reading of the same lapse, taken from the same record, is one event.
+    @Test func aLapseAfterAReGrantIsANewEventAndARepeatedReadingOfALapseIsNot() async throws {
+        var core = try await checkedCleengSubscription()
+        let store = core.store
+        var now: Int64 = 10_000
+        func check(_ reading: EntitlementReading) -> [JSONValue] {
+            guard case .dueChecks(let due) = core.handle(.dueChecks(limit: 10), now: now).0, let check = due.first else {
+                Issue.record("the check was not due at \(now)")
+                return []
+            }
+            let result = EntitlementCheckResult(
+                merchant: "default", provider: Provider("cleeng"), reference: "S1@cl-1", ticket: check.ticket, reading: reading)
+            defer { now += 20_000 }
+            return events(core.handle(.checked([result]), now: now + 1).1)
+        }
+        let lapsed = EntitlementReading(granted: false, expiresAt: nil)
+        var recorded = check(lapsed)
+        recorded += check(lapsed)
+        recorded += check(EntitlementReading(granted: true, expiresAt: 200_000))
+        recorded += check(lapsed)
+        #expect(recorded.map { $0["type"] } == ["entitlement.expired", "entitlement.granted", "entitlement.expired"])
+        #expect(Set(recorded.compactMap { $0["eventId"]?.stringValue }).count == 3)
+        let record = try #require(try store.subscription(merchant: "default", provider: Provider("cleeng"), reference: "S1@cl-1"))
+        #expect(record["state"] == "expired")
+        // Two readings of one lapse from the same record (a check answered twice, or by two
+        // ledgers) derive the same event.
+        let first = lapsed.event(
+            merchant: "default", provider: Provider("cleeng"), subscription: "S1@cl-1", state: .active, stateSince: 5, knownExpiry: nil)
+        let second = lapsed.event(
+            merchant: "default", provider: Provider("cleeng"), subscription: "S1@cl-1", state: .active, stateSince: 5, knownExpiry: nil)
+        #expect(first != nil && first?.eventId == second?.eventId)
     }
 
     /// A poller reports readings, not events: the ledger takes a reading only under the ticket

@@ -211,21 +211,25 @@ public struct EntitlementReading: Sendable, Equatable {
         self.expiresAt = expiresAt
     }
 
-    /// The event this reading makes of a subscription that stood at `state`, its entitlement
-    /// known to run until `knownExpiry`: access newly granted, extended (a renewal) or lapsed.
-    /// Each is keyed by the expiry it reports, so two checks that see the same fact make one event.
+    /// The event this reading makes of a subscription that stood at `state` since `stateSince`
+    /// (epoch ms, when its record last changed), its entitlement known to run until
+    /// `knownExpiry`: access newly granted, extended (a renewal) or lapsed. A renewal is keyed by
+    /// the expiry it reports. A grant or a lapse is a change away from the state the subscription
+    /// was in, so it is keyed by that state's start too: a lapse after a re-grant is a new fact
+    /// even when both lapses report no expiry, while two readings of one lapse, both taken from
+    /// the same record, make one event.
     public func event(
-        merchant: String, provider: Provider, subscription: String, state: SubscriptionState, knownExpiry: Int64?
+        merchant: String, provider: Provider, subscription: String, state: SubscriptionState, stateSince: Int64?, knownExpiry: Int64?
     ) -> SubscriptionEvent? {
         let expiry = expiresAt.map(String.init) ?? "none"
-        func event(_ kind: SubscriptionEvent.Kind) -> SubscriptionEvent {
-            SubscriptionEvent(
-                merchant: merchant, provider: provider, subscription: subscription, dedupeKey: "\(kind.rawValue)|\(expiry)", kind: kind,
-                expiresAt: expiresAt)
+        func event(_ kind: SubscriptionEvent.Kind, from since: Int64?) -> SubscriptionEvent {
+            let key = since.map { "\(kind.rawValue)|\(expiry)|since \($0)" } ?? "\(kind.rawValue)|\(expiry)"
+            return SubscriptionEvent(
+                merchant: merchant, provider: provider, subscription: subscription, dedupeKey: key, kind: kind, expiresAt: expiresAt)
         }
-        if !granted { return state == .expired || state.isFinal ? nil : event(.entitlementExpired) }
-        if state != .active { return event(.entitlementGranted) }
-        if let expiresAt, let knownExpiry, expiresAt > knownExpiry { return event(.renewalSucceeded) }
+        if !granted { return state == .expired || state.isFinal ? nil : event(.entitlementExpired, from: stateSince) }
+        if state != .active { return event(.entitlementGranted, from: stateSince) }
+        if let expiresAt, let knownExpiry, expiresAt > knownExpiry { return event(.renewalSucceeded, from: nil) }
         return nil
     }
 }

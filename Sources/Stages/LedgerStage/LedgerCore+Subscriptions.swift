@@ -102,7 +102,7 @@ extension LedgerCore {
                 guard let reading = result.reading else { continue }
                 if let event = reading.event(
                     merchant: result.merchant, provider: result.provider, subscription: result.reference, state: handedOut.state,
-                    knownExpiry: handedOut.expiresAt)
+                    stateSince: handedOut.since, knownExpiry: handedOut.expiresAt)
                 {
                     reported += 1
                     effects += try record(event, counters: &counters, now: now) ?? []

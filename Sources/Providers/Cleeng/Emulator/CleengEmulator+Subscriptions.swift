@@ -6,6 +6,8 @@ import Sandbox
 /// of the period and getAccessStatus answers `accessGranted: false`. Nothing is pushed: the
 /// pipeline finds out by asking (seed 003: "rely on Cleeng when checking entitlement").
 /// - `cancel` `{"customerToken", "offerId"}`: the offer is not renewed again.
+/// - `resubscribe` `{"customerToken", "offerId"}`: the customer buys the offer again (in the App
+///   Store): a new period from now, renewing again.
 /// The period is `--provider-option cleeng.periodDays=N` (30 by default).
 extension CleengEmulator: SubscriptionEmulator {
     package func periodMilliseconds(_ context: SandboxContext) -> Int64 {
@@ -24,16 +26,24 @@ extension CleengEmulator: SubscriptionEmulator {
     }
 
     package func act(_ action: String, body: JSONValue, context: SandboxContext) async -> HTTPResponseSpec {
-        guard action == "cancel" else { return SandboxContext.json(404, ["error": "cleeng actions: cancel"]) }
+        guard action == "cancel" || action == "resubscribe" else {
+            return SandboxContext.json(404, ["error": "cleeng actions: cancel, resubscribe"])
+        }
         guard let token = body["customerToken"]?.stringValue, let offerId = body["offerId"]?.stringValue else {
             return SandboxContext.json(400, ["error": "customerToken and offerId are required"])
         }
         let key = Self.receiptKey(customerToken: token, offerId: offerId)
+        let (now, period) = (context.clock.nowMilliseconds, periodMilliseconds(context))
         let found = entitlements.withLock { entitlements -> Bool in
             guard entitlements[key] != nil else { return false }
-            entitlements[key]?.renewing = false
+            if action == "cancel" {
+                entitlements[key]?.renewing = false
+            } else {
+                entitlements[key] = Entitlement(expiresAt: now + period)
+            }
             return true
         }
-        return found ? SandboxContext.json(200, ["cancelled": true]) : SandboxContext.json(404, ["error": "no granted offer for this customer"])
+        guard found else { return SandboxContext.json(404, ["error": "no granted offer for this customer"]) }
+        return SandboxContext.json(200, [action == "cancel" ? "cancelled" : "resubscribed": true])
     }
 }

@@ -176,24 +176,26 @@ extension LedgerStore {
         return due
     }
 
-    /// Where the subscription of a check handed out under `ticket` stands, for deriving the
-    /// event of its reading; nil when the check was not handed out under that ticket (never,
+    /// Where the subscription of a check handed out under `ticket` stands, and since when (its
+    /// `updated_at`), for deriving the event of its reading; nil when the check was not handed out under that ticket (never,
     /// or handed out again since, or already answered). Takes the row's lock on PostgreSQL.
     /// Call inside `transaction`.
     package func handedOutCheck(
         merchant: String, provider: Provider, reference: String, ticket: Int64
-    ) throws -> (state: SubscriptionState, expiresAt: Int64?)? {
+    ) throws -> (state: SubscriptionState, since: Int64?, expiresAt: Int64?)? {
         let key: [StoreValue] = [.text(reference), .text(provider.rawValue), .text(merchant), .integer(ticket)]
         let rows: [[StoreValue]]
         switch db.dialect {
         case .sqlite:
-            rows = try db.query("SELECT state, expires_at FROM subscriptions WHERE reference=? AND provider=? AND merchant=? AND check_ticket=?", key)
+            rows = try db.query(
+                "SELECT state, updated_at, expires_at FROM subscriptions WHERE reference=? AND provider=? AND merchant=? AND check_ticket=?", key)
         case .postgres:
             rows = try db.query(
-                "SELECT state, expires_at FROM subscriptions WHERE reference=? AND provider=? AND merchant=? AND check_ticket=? FOR UPDATE", key)
+                "SELECT state, updated_at, expires_at FROM subscriptions WHERE reference=? AND provider=? AND merchant=? AND check_ticket=? FOR UPDATE",
+                key)
         }
         guard let row = rows.first, let state = row[0].text.flatMap(SubscriptionState.init(rawValue:)) else { return nil }
-        return (state, row[1].integer)
+        return (state, row[1].integer, row[2].integer)
     }
 
     /// When a checked subscription is next due (its state final: never); the answered hand-out's
