@@ -242,9 +242,9 @@ import TrustPaymentsTesting
             merchant: "default", parent: "57-9-18087", orderReference: "ord-000123", amount: 1050, currency: "GBP", unit: "DAY",
             frequency: 1, number: 1, finalNumber: 4, nextDue: 86_400_000)
         var store = TrustPaymentsEmulator.Store()
-        var sent = TrustPaymentsEmulator.run(&series, until: 86_400_000, siteReference: "test_site12345", store: &store)
+        var sent = TrustPaymentsEmulator.run(&series, until: 86_400_000, siteReference: "test_site12345", store: &store).sent
         series.declineNext = true
-        sent += TrustPaymentsEmulator.run(&series, until: 10 * 86_400_000, siteReference: "test_site12345", store: &store)
+        sent += TrustPaymentsEmulator.run(&series, until: 10 * 86_400_000, siteReference: "test_site12345", store: &store).sent
         #expect(!sent.isEmpty)
         let documented = Self.corpus.formFields(ofKind: "urlNotification")
         for fields in sent {

@@ -23,9 +23,9 @@ import TrustPayments
         var series = Self.series(unit: unit, finalNumber: finalNumber)
         var store = TrustPaymentsEmulator.Store()
         series.declineNext = false
-        var sent = TrustPaymentsEmulator.run(&series, until: 86_400_000, siteReference: "test_site12345", store: &store)
+        var sent = TrustPaymentsEmulator.run(&series, until: 86_400_000, siteReference: "test_site12345", store: &store).sent
         series.declineNext = true
-        sent += TrustPaymentsEmulator.run(&series, until: 200 * 86_400_000, siteReference: "test_site12345", store: &store)
+        sent += TrustPaymentsEmulator.run(&series, until: 200 * 86_400_000, siteReference: "test_site12345", store: &store).sent
         var kinds: [SubscriptionEvent.Kind] = []
         for fields in sent {
             let body = TPSandboxNotification.formBody(fields: fields, password: Self.password)

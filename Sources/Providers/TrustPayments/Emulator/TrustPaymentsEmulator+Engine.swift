@@ -25,6 +25,9 @@ extension TrustPaymentsEmulator: SubscriptionEmulator {
         var nextDue: Int64
         var initialSettled = false
         var declineNext = false
+        /// The next automated payment is taken but its notifications are not sent (a rule that
+        /// sends none, or one lost after Trust Payments' retries); `resendLast` sends it late.
+        var dropNext = false
         /// The last notification sent, for `resendLast` (Trust Payments retries offline
         /// notifications for about 48 hours).
         var lastNotification: [TPSandboxNotification.Field]?
@@ -67,8 +70,8 @@ extension TrustPaymentsEmulator: SubscriptionEmulator {
                 var notifications: [[TPSandboxNotification.Field]] = []
                 for parent in store.series.keys.sorted() {
                     guard var series = store.series[parent] else { continue }
-                    let sent = Self.run(&series, until: to, siteReference: merchant.config.siteReference, store: &store)
-                    if let last = sent.last { series.lastNotification = last }
+                    let (sent, dropped) = Self.run(&series, until: to, siteReference: merchant.config.siteReference, store: &store)
+                    if let last = sent.last ?? dropped { series.lastNotification = last }
                     notifications += sent
                     store.series[parent] = series
                 }
@@ -82,9 +85,13 @@ extension TrustPaymentsEmulator: SubscriptionEmulator {
         return sent
     }
 
-    /// The notifications the engine sends for `series` up to `until`, its records kept for queries.
-    package static func run(_ series: inout Series, until: Int64, siteReference: String, store: inout Store) -> [[TPSandboxNotification.Field]] {
+    /// The notifications the engine sends for `series` up to `until`, its records kept for
+    /// queries; and the last one it dropped (`dropNext`) after them, if any.
+    package static func run(
+        _ series: inout Series, until: Int64, siteReference: String, store: inout Store
+    ) -> (sent: [[TPSandboxNotification.Field]], dropped: [TPSandboxNotification.Field]?) {
         var notifications: [[TPSandboxNotification.Field]] = []
+        var dropped: [TPSandboxNotification.Field]?
         if !series.initialSettled {
             series.initialSettled = true
             notifications.append(
@@ -94,28 +101,36 @@ extension TrustPaymentsEmulator: SubscriptionEmulator {
             series.number += 1
             let reference = TPSandbox.transactionReference(seed: "\(series.parent)\u{0}\(series.number)")
             let declined = series.declineNext
-            if declined {
-                series.declineNext = false
-                notifications.append(
+            series.declineNext = false
+            let payment: [[TPSandboxNotification.Field]] =
+                declined
+                ? [
                     fields(
                         series, reference: reference, errorcode: TPErrorCode.declined, settleStatus: "3", recurring: true,
-                        siteReference: siteReference))
+                        siteReference: siteReference)
+                ]
+                : [
+                    fields(series, reference: reference, errorcode: "0", settleStatus: "0", recurring: true, siteReference: siteReference),
+                    fields(series, reference: reference, errorcode: "0", settleStatus: "100", recurring: true, siteReference: siteReference),
+                ]
+            if series.dropNext {
+                series.dropNext = false
+                dropped = payment.last
             } else {
-                notifications.append(
-                    fields(series, reference: reference, errorcode: "0", settleStatus: "0", recurring: true, siteReference: siteReference))
-                notifications.append(
-                    fields(series, reference: reference, errorcode: "0", settleStatus: "100", recurring: true, siteReference: siteReference))
+                notifications += payment
             }
+            // As a TRANSACTIONQUERY shows it, in its current state: the engine's AUTH carries the
+            // first AUTH's orderreference over, so a query by it finds the series.
             store.upsert([
                 "transactionreference": .string(reference), "parenttransactionreference": .string(series.parent),
                 "requesttypedescription": "AUTH", "accounttypedescription": "RECUR", "sitereference": .string(siteReference),
                 "orderreference": .string(series.orderReference), "baseamount": .string(String(series.amount)),
-                "subscriptionnumber": .string(String(series.number)),
-                "errorcode": .string(declined ? TPErrorCode.declined : "0"),
+                "currencyiso3a": .string(series.currency), "subscriptionnumber": .string(String(series.number)),
+                "errorcode": .string(declined ? TPErrorCode.declined : "0"), "settlestatus": .string(declined ? "3" : "100"),
             ])
             series.nextDue = series.after(series.nextDue)
         }
-        return notifications
+        return (notifications, dropped)
     }
 
     package static func fields(
@@ -155,20 +170,23 @@ extension TrustPaymentsEmulator: SubscriptionEmulator {
 
     /// Body `{"subscription": <the first AUTH's transactionreference>}`:
     /// - `declineNext`: the series' next automated payment is declined;
-    /// - `resendLast`: its last notification is sent again, as Trust Payments retries one.
+    /// - `dropNext`: the series' next automated payment is taken but not notified;
+    /// - `resendLast`: its last notification (or the dropped one, if later) is sent again, as
+    ///   Trust Payments retries one.
     /// - `pay` `{"jwt": <the SDK JWT>}`: the customer pays in the app, as `POST /sdk/payment`,
     ///   and Trust Payments posts the payment's URL notification itself; answers the first AUTH's
     ///   transactionreference as `subscription` and the response JWT.
     package func act(_ action: String, body: JSONValue, context: SandboxContext) async -> HTTPResponseSpec {
         if action == "pay" { return await pay(body, context: context) }
-        guard action == "declineNext" || action == "resendLast" else {
-            return SandboxContext.json(404, ["error": "trustpayments actions: pay, declineNext, resendLast"])
+        guard ["declineNext", "dropNext", "resendLast"].contains(action) else {
+            return SandboxContext.json(404, ["error": "trustpayments actions: pay, declineNext, dropNext, resendLast"])
         }
         guard let parent = body["subscription"]?.stringValue else { return SandboxContext.json(400, ["error": "subscription is required"]) }
         for merchant in merchants {
             let found = merchant.store.withLock { store -> (Bool, [TPSandboxNotification.Field]?) in
                 guard store.series[parent] != nil else { return (false, nil) }
                 if action == "declineNext" { store.series[parent]?.declineNext = true }
+                if action == "dropNext" { store.series[parent]?.dropNext = true }
                 return (true, store.series[parent]?.lastNotification)
             }
             guard found.0 else { continue }
