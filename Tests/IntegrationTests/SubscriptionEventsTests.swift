@@ -56,26 +56,32 @@ struct SubscriptionEventsTests {
 
     // MARK: - Trust Payments
 
-    @Test func trustPaymentsEnginePaymentsReachUpstreamOnceEachAlsoAfterTheFirstOrderIsGone() async throws {
-        let h = try await PipelineHarness()
-        defer { Task { await h.shutdown() } }
+    /// Starts the signer, submitter and callback validator, and opens a monthly subscription of
+    /// four payments (`orderId`): the customer pays in the app (the sandbox stands in for the
+    /// SDK) and its backend forwards the notification. Returns the subscription's reference.
+    static func trustPaymentsSubscription(_ h: PipelineHarness, orderId: String) async throws -> String {
         try h.startSigner()
         try h.startSubmitter()
         try h.startCallbacks()
         try await h.send(
-            #"{"v":1,"orderId":"tp-sub-1","provider":"trustpayments","operation":"subscriptionJwt","amount":1050,"currency":"GBP","params":{"subscriptionType":"RECURRING","unit":"MONTH","frequency":1,"finalNumber":4}}"#
+            #"{"v":1,"orderId":"\#(orderId)","provider":"trustpayments","operation":"subscriptionJwt","amount":1050,"currency":"GBP","params":{"subscriptionType":"RECURRING","unit":"MONTH","frequency":1,"finalNumber":4}}"#
         )
-        let pending = try await h.collect { $0.contains { $0.orderId == "tp-sub-1" && $0.status == .pending } }
+        let pending = try await h.collect { $0.contains { $0.orderId == orderId && $0.status == .pending } }
         let jwt = try #require(pending.first?.result?["jwt"]?.stringValue)
-        // The customer pays in the app (the sandbox stands in for the SDK); its backend forwards the notification.
         let paid = try #require(await h.sandboxPost("/trustpayments/sdk/payment", ["jwt": .string(jwt)]))
         let form = try #require(try JSONValue.parse(Array(paid.1.utf8))["notification"]?.stringValue)
         let settled = try #require(
             h.postCallback(
                 "/callbacks/trustpayments/notification", headers: [("Content-Type", "application/x-www-form-urlencoded")], body: Array(form.utf8)))
         #expect(settled.0 == 200, "\(settled)")
-        let succeeded = try await h.collect { $0.contains { $0.orderId == "tp-sub-1" && $0.status == .succeeded } }
-        let reference = try #require(succeeded.first { $0.status == .succeeded }?.result?["transactionReference"]?.stringValue)
+        let succeeded = try await h.collect { $0.contains { $0.orderId == orderId && $0.status == .succeeded } }
+        return try #require(succeeded.first { $0.status == .succeeded }?.result?["transactionReference"]?.stringValue)
+    }
+
+    @Test func trustPaymentsEnginePaymentsReachUpstreamOnceEachAlsoAfterTheFirstOrderIsGone() async throws {
+        let h = try await PipelineHarness()
+        defer { Task { await h.shutdown() } }
+        let reference = try await Self.trustPaymentsSubscription(h, orderId: "tp-sub-1")
 
         // A month: the first AUTH settles (active) and payment 2 is taken and settled.
         #expect(await h.sandboxPost("/_sandbox/clock", ["advanceDays": 31])?.0 == 200)
@@ -118,6 +124,36 @@ struct SubscriptionEventsTests {
         let record = try #require(try await Self.subscriptionRecord(h, provider: "trustpayments", reference: reference))
         #expect(record["state"] == "ended")
         #expect(record["events"]?.arrayValue?.count == 7)
+        await h.shutdown()
+    }
+
+    /// The engine takes payment 2 but its notifications never come: once the payment is late
+    /// by `tpReconcileAfterMs`, the ledger asks Trust Payments (TRANSACTIONQUERY) and reports it
+    /// as the notifications would have, once; the notification arriving late records nothing.
+    @Test func trustPaymentsEnginePaymentWithoutANotificationIsFoundByQueryOnce() async throws {
+        let h = try await PipelineHarness(
+            timers: ["tpReconcileAfterMs": 1000, "tpReconcileRetryMs": 3_600_000], redeliverAfterMilliseconds: 500, schedules: [:])
+        defer { Task { await h.shutdown() } }
+        let reference = try await Self.trustPaymentsSubscription(h, orderId: "tp-rcn-1")
+
+        // A month on, payment 2 is taken and nothing reports it.
+        #expect(await h.sandboxPost("/_sandbox/subscriptions/trustpayments/dropNext", ["subscription": .string(reference)])?.0 == 200)
+        #expect(await h.sandboxPost("/_sandbox/clock", ["advanceDays": 31])?.0 == 200)
+        let events = try await Self.events(h, count: 3)
+        #expect(
+            events.compactMap { $0["type"]?.stringValue } == ["subscription.activated", "renewal.succeeded", "renewal.settled"],
+            "\(events.map(\.serialized))")
+        #expect(events.dropFirst().allSatisfy { $0["cycle"] == 2 && $0["amount"] == 1050 && $0["currency"] == "GBP" })
+        // The notification comes after all: the same payment, nothing new.
+        #expect(await h.sandboxPost("/_sandbox/subscriptions/trustpayments/resendLast", ["subscription": .string(reference)])?.0 == 200)
+        let late = try await h.collectMessages(timeout: .seconds(3)) { _ in false }
+        #expect(Self.events(in: late).isEmpty, "\(late.map(\.serialized))")
+        try await Self.checkStream(events, h, orderId: "tp-rcn-1", reference: reference)
+        let record = try #require(try await Self.subscriptionRecord(h, provider: "trustpayments", reference: reference))
+        #expect(record["state"] == "active" && record["events"]?.arrayValue?.count == 3)
+        let replayed = try await OutcomeReplayFlowTests.replayAll(h).compactMap { try? JSONValue.parse($0) }
+        let asks = replayed.filter { $0["orderId"]?.stringValue?.hasPrefix("rcn-") == true }
+        #expect(asks.count == 1 && asks.first?["status"] == "succeeded", "one TRANSACTIONQUERY: \(asks.map(\.serialized))")
         await h.shutdown()
     }
 

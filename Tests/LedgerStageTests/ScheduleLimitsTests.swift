@@ -184,6 +184,21 @@ struct ScheduleLimitsTests {
         #expect(again.params["transactionId"]?.stringValue == attempt.retried.attemptReference)
     }
 
+    /// The reconciliation queries' ids are the ledger's too: an upstream order under one would
+    /// be taken for the ledger's query and its answer for the provider's.
+    @Test func theReconciliationQueriesIdsAreRefusedFromUpstream() async throws {
+        let store = try temporaryStore()
+        var core = LedgerCore(store: store, registry: await testRegistry(), eventMerchants: ["default"])
+        let frame =
+            #"{"v":1,"orderId":"rcn-0123456789abcdef0123-2-1","provider":"trustpayments","operation":"enginePaymentQuery","params":{"orderReference":"tp-1","parentTransactionReference":"57-9-100","subscriptionNumber":2}}"#
+        let effects = try Self.send(&core, frame, now: 10)
+        #expect(Self.dispatched(effects).isEmpty)
+        let refused = try #require(Self.messages(effects).first)
+        #expect(refused["status"] == "rejected" && refused["error"]?["code"] == "INVALID_ORDER_ID")
+        #expect(refused["error"]?["message"]?.stringValue?.hasPrefix("orderId must not start with rcn-") == true)
+        #expect(try store.lookup(OrderKey(merchant: "default", orderId: "rcn-0123456789abcdef0123-2-1")) == nil)
+    }
+
     @Test func theSchedulesIdsAreRefusedFromUpstream() async throws {
         let store = try temporaryStore()
         var core = LedgerCore(store: store, registry: await testRegistry(), eventMerchants: ["default"])

@@ -74,6 +74,9 @@ public protocol ProviderConnector: Sendable {
     /// How paypipe charges this provider's subscriptions on schedule, for a provider that never
     /// charges by itself; nil for the others.
     var scheduledCharging: (any ScheduledCharging)? { get }
+    /// How the ledger finds the payments this provider takes by itself when their callbacks do
+    /// not arrive; nil for a provider that takes none, or whose payments paypipe asks for anyway.
+    var reconciling: (any PaymentReconciling)? { get }
     /// This provider's refunds; nil when paypipe makes none for it.
     var refunding: (any Refunding)? { get }
 
@@ -248,6 +251,7 @@ extension ProviderConnector {
     public func subscriptionOpening(for order: Order, outcome: Outcome) -> SubscriptionOpening? { nil }
     public var entitlementChecking: (any EntitlementChecking)? { nil }
     public var scheduledCharging: (any ScheduledCharging)? { nil }
+    public var reconciling: (any PaymentReconciling)? { nil }
     public var refunding: (any Refunding)? { nil }
 }
 

@@ -21,6 +21,7 @@ extension LedgerCore {
         let target = connector.scheduledCharging?.target(of: order, outcome: outcome)
         try store.openSubscription(opening, provider: provider, key: key, checkAt: checkAt, chargeTarget: target, now: now)
         try attachSchedule(order: order, opening: opening, target: target, now: now)
+        try watchPayments(of: order, opening: opening, now: now)
         guard corrected else { return [] }
         let correction = SubscriptionEvent(
             merchant: key.merchant, provider: provider, subscription: opening.reference, dedupeKey: "correction|\(key.orderId)", kind: .correction,
@@ -68,6 +69,7 @@ extension LedgerCore {
             return []
         case .recorded(let logged, let reachedFinalCycle):
             counters.subscriptionEvents[event.kind.rawValue, default: 0] += 1
+            try notePaymentReported(event)
             var effects = logged.map { [Effect.emit(Array($0.utf8))] } ?? []
             if reachedFinalCycle {
                 let ended = SubscriptionEvent(

@@ -202,9 +202,17 @@ package struct LedgerCore {
                 // be what the schedule's own order under that id got.
                 switch decoded {
                 case .rejected(_, let identity):
-                    if let reserved = ScheduledAttempt.reservation(ofOrderId: identity.orderId) { return .refused(reserved, identity: identity) }
+                    if let reserved = ScheduledAttempt.reservation(ofOrderId: identity.orderId)
+                        ?? ReconciliationWatch.reservation(ofOrderId: identity.orderId)
+                    {
+                        return .refused(reserved, identity: identity)
+                    }
                 case .order(let order):
-                    if let reserved = ScheduledAttempt.reservation(ofOrderId: order.orderId) { return .refused(reserved, identity: order.identity) }
+                    if let reserved = ScheduledAttempt.reservation(ofOrderId: order.orderId)
+                        ?? ReconciliationWatch.reservation(ofOrderId: order.orderId)
+                    {
+                        return .refused(reserved, identity: order.identity)
+                    }
                     if let param = registry.connector(for: order.provider)?.scheduledCharging?.reservedReferenceParam(in: order) {
                         let rule =
                             "must not start with \(ScheduledAttempt.attemptReferencePrefix) (in any case): that prefix is reserved for the references schedules make"
@@ -469,6 +477,7 @@ package struct LedgerCore {
                         effects += try openSubscription(after: item.outcome, corrected: recorded.corrected, counters: &counters, now: now)
                     }
                     effects += try advanceSchedule(after: item.outcome, counters: &counters, now: now)
+                    effects += try reconcile(after: item.outcome, counters: &counters, now: now)
                 }
                 if let pending = recorded.becamePending {
                     effects.append(.poll(pollFrame(json: pending.json, pendingAt: pending.since, key: pending.key, generation: pending.generation)))
@@ -520,6 +529,7 @@ package struct LedgerCore {
                     effects += try openSubscription(after: outcome, corrected: recorded.corrected, counters: &updated, now: now)
                 }
                 effects += try advanceSchedule(after: outcome, counters: &updated, now: now)
+                effects += try reconcile(after: outcome, counters: &updated, now: now)
                 return (true, false, recorded.corrected)
             }
             if let refusal { return (.failure("refused: \(refusal)"), []) }
@@ -542,7 +552,10 @@ package struct LedgerCore {
             // and for short recheck intervals a few of them, so one lost answer costs little.
             let retryAt = now + min(60_000, max(2_000, 5 * entitlementRecheckMilliseconds))
             return (
-                .dueChecks(try store.transaction(logsOutcomes: false) { try store.dueEntitlementChecks(now: now, retryAt: retryAt, limit: limit) }),
+                .dueChecks(
+                    try store.transaction(logsOutcomes: false) {
+                        try store.dueEntitlementChecks(providers: checkedProviders, now: now, retryAt: retryAt, limit: limit)
+                    }),
                 []
             )
         case .checked(let results):
@@ -624,6 +637,7 @@ package struct LedgerCore {
             }
             effects += try endSubscriptions(counters: &updated, now: now, limit: limit)
             effects += try chargeDueSchedules(counters: &updated, now: now, limit: scheduleBatch)
+            effects += try reconcileDuePayments(counters: &updated, now: now, limit: scheduleBatch)
             return effects
         }
         counters = updated

@@ -36,6 +36,7 @@ public enum TPWebServices {
         switch order.operation {
         case .transactionUpdate: try transactionUpdate(order: order, config: config)
         case .transactionQuery: try transactionQuery(order: order, config: config)
+        case .enginePaymentQuery: try enginePaymentQuery(order: order, config: config)
         default:
             throw Rejection(.unknownOperation, field: "operation", "operation \(order.operation.rawValue) does not use the Trust Payments JSON API")
         }
@@ -69,6 +70,22 @@ public enum TPWebServices {
         return transactionQuery(
             filters: [("transactionreference", reference)], requestReference: requestReference(for: order.key),
             config: config, kind: .transactionQuery, transactionReference: reference)
+    }
+
+    /// The ledger's TRANSACTIONQUERY for an engine payment whose notification never came
+    /// (`TPEngineReconciling`): filtered by the first order's `orderreference`; the answer's
+    /// records are matched to the subscription on paypipe's side.
+    public static func enginePaymentQuery(order: Order, config: TrustPaymentsConfig) throws(Rejection) -> TPWebServicesRequest {
+        let params = try ParamReader(
+            order.params, allowed: ["orderReference", "parentTransactionReference", "subscriptionNumber"],
+            operation: "trustpayments enginePaymentQuery")
+        guard let orderReference = params.values["orderReference"]?.stringValue, Order.isValidOrderId(orderReference) else {
+            throw params.invalid("orderReference", "must be the orderId of the order that opened the subscription")
+        }
+        _ = try params.tpTransactionReference("parentTransactionReference")
+        return transactionQuery(
+            filters: [("orderreference", orderReference)], requestReference: requestReference(for: order.key, purpose: "enginequery"),
+            config: config, kind: .transactionQuery, transactionReference: nil)
     }
 
     /// TRANSACTIONQUERY filtered by `orderreference`: resolves a `subscriptionJwt` order whose

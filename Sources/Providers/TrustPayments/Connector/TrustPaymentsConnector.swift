@@ -19,6 +19,7 @@ public struct TrustPaymentsConnector: ProviderConnector {
         OperationSpec(.subscriptionJwt, movesMoney: true),
         OperationSpec(.transactionUpdate, movesMoney: false),
         OperationSpec(.transactionQuery, movesMoney: false),
+        OperationSpec(.enginePaymentQuery, movesMoney: false),
     ]
 
     /// The web-services request as the signer built it, so the submitter reads responses
@@ -73,11 +74,13 @@ public struct TrustPaymentsConnector: ProviderConnector {
     }
 
     let config: PaypipeConfig
+    public let reconciling: (any PaymentReconciling)?
     let jwtSigners: [String: TPJWTSigner]
     let jwtVerifiers: [String: TPResponseJWTVerifier]
 
     public init(config: PaypipeConfig) async {
         self.config = config
+        reconciling = TPEngineReconciling(timers: config.timers)
         // The SDK JWT expires before its order's last check (docs/operations.md, "Every pending
         // order ends").
         let lifetime = TPJWTSigner.lifetimeSeconds(pendingExpireAfterMs: config.timers.pendingExpireAfterMs)

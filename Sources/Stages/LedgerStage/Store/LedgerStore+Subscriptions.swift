@@ -142,21 +142,26 @@ extension LedgerStore {
     /// The entitlement checks due at `now`, at most `limit`; each is not due again until
     /// `retryAt` (when its poller reports, `checked` sets the real next time). Call inside
     /// `transaction`.
-    package func dueEntitlementChecks(now: Int64, retryAt: Int64, limit: Int) throws -> [DueEntitlementCheck] {
-        let rows: [[StoreValue]]
-        switch db.dialect {
-        case .sqlite:
-            rows = try db.query(
-                """
-                SELECT merchant, provider, reference, state, expires_at, check_json FROM subscriptions
-                WHERE check_at IS NOT NULL AND check_at <= ? ORDER BY check_at LIMIT ?
-                """, [.integer(now), .integer(Int64(limit))])
-        case .postgres:
-            rows = try db.query(
-                """
-                SELECT merchant, provider, reference, state, expires_at, check_json FROM subscriptions
-                WHERE check_at IS NOT NULL AND check_at <= ? ORDER BY check_at LIMIT ? FOR UPDATE SKIP LOCKED
-                """, [.integer(now), .integer(Int64(limit))])
+    /// Only `providers`' subscriptions are checked: the others' check columns hold a payment
+    /// watch (`LedgerStore+Reconciliation`).
+    package func dueEntitlementChecks(providers: [Provider], now: Int64, retryAt: Int64, limit: Int) throws -> [DueEntitlementCheck] {
+        var rows: [[StoreValue]] = []
+        for provider in providers where rows.count < limit {
+            let values: [StoreValue] = [.text(provider.rawValue), .integer(now), .integer(Int64(limit - rows.count))]
+            switch db.dialect {
+            case .sqlite:
+                rows += try db.query(
+                    """
+                    SELECT merchant, provider, reference, state, expires_at, check_json FROM subscriptions
+                    WHERE provider=? AND check_at IS NOT NULL AND check_at <= ? ORDER BY check_at LIMIT ?
+                    """, values)
+            case .postgres:
+                rows += try db.query(
+                    """
+                    SELECT merchant, provider, reference, state, expires_at, check_json FROM subscriptions
+                    WHERE provider=? AND check_at IS NOT NULL AND check_at <= ? ORDER BY check_at LIMIT ? FOR UPDATE SKIP LOCKED
+                    """, values)
+            }
         }
         var due: [DueEntitlementCheck] = []
         for row in rows {
