@@ -73,6 +73,34 @@ struct ConfigTests {
         }
     }
 
+    @Test func aMerchantsDunningLoadsAndDefaultsToTheSchedulesRetries() throws {
+        let defaults = try parse(sampleConfig).merchant("default").dunning
+        #expect(defaults.retryAfterDays == nil && defaults.onExhausted == .pastDue && defaults.afterUnpaidCycles == 1)
+        let text = sampleConfig.replacingFirst(
+            #""viva-only": {"#,
+            with: #""strict": { "dunning": { "retryAfterDays": [2, 5], "onExhausted": "cancel", "afterUnpaidCycles": 3 } }, "viva-only": {"#)
+        let dunning = try parse(text).merchant("strict").dunning
+        #expect(dunning.retryAfterDays == [2, 5] && dunning.onExhausted == .cancel && dunning.afterUnpaidCycles == 3)
+        #expect(try parse(text).merchant("default").dunning == defaults)
+    }
+
+    @Test(arguments: [
+        (#"{"onExhausted": "suspend"}"#, #"merchants.m.dunning.onExhausted: must be one of past_due, pause, cancel, got "suspend""#),
+        (#"{"retryAfterDays": [0]}"#, "merchants.m.dunning.retryAfterDays: must be a list of at most 20 whole days from 1 to 365"),
+        (#"{"retryAfterDays": 3}"#, "merchants.m.dunning.retryAfterDays: must be a list of at most 20 whole days from 1 to 365"),
+        (#"{"afterUnpaidCycles": 0}"#, "merchants.m.dunning.afterUnpaidCycles: must be a positive integer"),
+        (#"{"afterUnpaidCycles": 25}"#, "merchants.m.dunning.afterUnpaidCycles: must be from 1 to 24"),
+        (#"{"retries": [1]}"#, "merchants.m.dunning.retries: unknown key"),
+    ])
+    func dunningMistakesNameTheKey(section: String, expected: String) {
+        do {
+            _ = try parse(sampleConfig.replacingFirst(#""viva-only": {"#, with: #""m": { "dunning": "# + section + #" }, "viva-only": {"#))
+            Issue.record("expected \(expected)")
+        } catch {
+            #expect(error.description == expected)
+        }
+    }
+
     @Test func theProtocolExampleLoadsWithIndirection() throws {
         let config = try parse(sampleConfig)
         let merchant = try config.merchant("default")

@@ -157,7 +157,7 @@ import Testing
         #expect(body.keyPaths == published.keyPaths)
         #expect(["message", "code", "source"].allSatisfy { body[$0]?.stringValue?.isEmpty == false })
         // The connector reads the documented body, not only the status.
-        guard case .failed("NETS_DECLINED", let message) = NetsPayments.classifyCharge(response) else {
+        guard case .failed("NETS_DECLINED_911", let message) = NetsPayments.classifyCharge(response) else {
             Issue.record("a 402 is a decline: \(NetsPayments.classifyCharge(response))")
             return
         }

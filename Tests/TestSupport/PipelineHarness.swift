@@ -56,14 +56,16 @@ package final class PipelineHarness: @unchecked Sendable {
     /// something in front of it and returns the URL the stages should use instead.
     /// `redeliverAfterMilliseconds`: the ledger's `--redeliver-after-ms`. `store`: the ledger's
     /// `--store` (default: the suite's store, `TestStores.ledgerArgument`). `storeRetryWindowMs`:
-    /// the config's `store.retryWindowMs` (default: the store's own).
+    /// the config's `store.retryWindowMs` (default: the store's own). `dunning`: a
+    /// `merchants.<name>.dunning` section by merchant.
     package init(
         sandboxConfiguration: SandboxConfiguration = SandboxConfiguration(port: 0).with { $0.phonePe.callbackDelayMilliseconds = 3_600_000 },
         timers: [String: Int64] = [:], connectOutcomes: Bool = true, curve: Bool = false,
         extraMerchants: [String: JSONValue] = [:], leavingOut: Set<String> = [],
         providerFront: ((String) async throws -> String)? = nil, redeliverAfterMilliseconds: Int64 = 60_000,
         upstream: [(name: String, merchants: [String]?)] = [], store: String? = nil, schedules: [String: JSONValue]? = nil,
-        admins: [String] = [], ledgerLogFormat: String? = nil, tracing: JSONValue? = nil, storeRetryWindowMs: Int64? = nil
+        admins: [String] = [], ledgerLogFormat: String? = nil, tracing: JSONValue? = nil, storeRetryWindowMs: Int64? = nil,
+        dunning: [String: JSONValue] = [:]
     ) async throws {
         self.redeliverAfterMilliseconds = redeliverAfterMilliseconds
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("paypipe-e2e-\(UUID().uuidString)")
@@ -134,6 +136,16 @@ package final class PipelineHarness: @unchecked Sendable {
         if var section = schedules, case .object(var document) = try JSONValue.parse(Array(text.utf8)) {
             section["clockOffsetFile"] = .string(clockOffsetFile)
             document["schedules"] = .object(section)
+            text = JSONValue.object(document).serialized
+        }
+        if !dunning.isEmpty, case .object(var document) = try JSONValue.parse(Array(text.utf8)), case .object(var merchants)? = document["merchants"]
+        {
+            for (name, section) in dunning {
+                guard case .object(var merchant)? = merchants[name] else { throw HarnessError("no merchant \(name) to set dunning on") }
+                merchant["dunning"] = section
+                merchants[name] = .object(merchant)
+            }
+            document["merchants"] = .object(merchants)
             text = JSONValue.object(document).serialized
         }
         if let tracing, case .object(var document) = try JSONValue.parse(Array(text.utf8)) {

@@ -90,6 +90,7 @@ extension PaypipeConfig {
                 config.demoSecretPaths += r.secretsRead.filter { read in demoSecrets.contains(read.value.reveal()) }.map(\.path)
             }
             merchant.subscriptionEvents = try m.optionalBool("subscriptionEvents") ?? false
+            if var d = try m.optionalObject("dunning") { merchant.dunning = try Dunning.parse(&d) }
             try m.finish()
             config.merchants[name] = merchant
         }
@@ -168,12 +169,7 @@ extension PaypipeConfig {
             try r.finish()
         }
         if var s = try root.optionalObject("schedules") {
-            if let value = s.take("retryAfterDays") {
-                guard case .array(let items) = value, items.count <= 20,
-                    case let days = items.compactMap(\.integerValue), days.count == items.count, days.allSatisfy({ (1...365).contains($0) })
-                else { throw ConfigError(path: s.child("retryAfterDays"), reason: "must be a list of at most 20 whole days from 1 to 365") }
-                config.schedules.retryAfterDays = days
-            }
+            config.schedules.retryAfterDays = try s.retryDays("retryAfterDays") ?? config.schedules.retryAfterDays
             config.schedules.batch = try s.positiveInteger("batch") ?? config.schedules.batch
             config.schedules.maxCatchUpCycles = try s.positiveInteger("maxCatchUpCycles") ?? config.schedules.maxCatchUpCycles
             config.schedules.clockOffsetFile = try s.optionalString("clockOffsetFile")
@@ -193,6 +189,27 @@ extension PaypipeConfig {
         if let v = sources.environment("PAYPIPE_OUTCOMES"), !v.isEmpty { config.endpoints.outcomes = v }
         if let v = sources.environment("PAYPIPE_CALLBACK_ADDR"), !v.isEmpty { config.endpoints.callbacks = v }
         return config
+    }
+}
+
+extension PaypipeConfig.Dunning {
+    static func parse(_ d: inout ConfigReader) throws(ConfigError) -> Self {
+        var dunning = Self()
+        dunning.retryAfterDays = try d.retryDays("retryAfterDays")
+        if let action = try d.optionalString("onExhausted") {
+            guard let known = Action(rawValue: action) else {
+                throw ConfigError(
+                    path: d.child("onExhausted"),
+                    reason: "must be one of \(Action.allCases.map(\.rawValue).joined(separator: ", ")), got \"\(action.prefix(32))\"")
+            }
+            dunning.onExhausted = known
+        }
+        if let cycles = try d.positiveInteger("afterUnpaidCycles") {
+            guard cycles <= 24 else { throw ConfigError(path: d.child("afterUnpaidCycles"), reason: "must be from 1 to 24") }
+            dunning.afterUnpaidCycles = cycles
+        }
+        try d.finish()
+        return dunning
     }
 }
 
@@ -394,6 +411,15 @@ public struct ConfigReader {
             throw ConfigError(path: child(key), reason: "must be an http:// or https:// URL")
         }
         return value.hasSuffix("/") ? String(value.dropLast()) : value
+    }
+
+    /// A list of retry delays in whole days (`schedules.retryAfterDays`, a merchant's `dunning.retryAfterDays`).
+    mutating func retryDays(_ key: String) throws(ConfigError) -> [Int64]? {
+        guard let value = take(key) else { return nil }
+        guard case .array(let items) = value, items.count <= 20,
+            case let days = items.compactMap(\.integerValue), days.count == items.count, days.allSatisfy({ (1...365).contains($0) })
+        else { throw ConfigError(path: child(key), reason: "must be a list of at most 20 whole days from 1 to 365") }
+        return days
     }
 
     public mutating func positiveInteger(_ key: String) throws(ConfigError) -> Int64? {

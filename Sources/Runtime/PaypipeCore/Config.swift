@@ -140,6 +140,28 @@ public struct PaypipeConfig: Sendable {
         public init() {}
     }
 
+    /// What a merchant's schedules do about unpaid cycles (`merchants.<name>.dunning`,
+    /// docs/protocol.md, "Declines"): how a soft decline is retried, and what is done once
+    /// `afterUnpaidCycles` cycles in a row were given up.
+    public struct Dunning: Sendable, Equatable {
+        public enum Action: String, Sendable, CaseIterable {
+            /// The subscription stays `past_due` and the next cycle is charged.
+            case pastDue = "past_due"
+            /// The schedule is paused (a `schedule` order resumes it) and the subscription `paused`.
+            case pause
+            /// The schedule is cancelled and the subscription `cancelled`.
+            case cancel
+        }
+
+        /// A soft decline is tried again this many days after each decline; nil: `schedules.retryAfterDays`.
+        public var retryAfterDays: [Int64]?
+        public var onExhausted: Action = .pastDue
+        /// How many consecutive cycles must be given up before `onExhausted`; the cycles in
+        /// between are still charged.
+        public var afterUnpaidCycles: Int64 = 1
+        public init() {}
+    }
+
     /// How long stored records are kept.
     public struct Retention: Sendable, Equatable {
         /// Logged outcomes older than this many days may be removed from the replay log.
@@ -171,6 +193,8 @@ public struct MerchantConfig: Sendable {
     /// Whether this merchant's order systems are sent subscription events on the outcome log
     /// (docs/protocol.md, "Subscription events"); they are recorded either way.
     public var subscriptionEvents = false
+    /// What this merchant's schedules do about unpaid cycles (`dunning`).
+    public var dunning = PaypipeConfig.Dunning()
 
     public init(_ sections: any MerchantSection...) {
         for section in sections { self.sections[type(of: section).provider] = section }

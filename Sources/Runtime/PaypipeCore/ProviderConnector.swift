@@ -79,6 +79,10 @@ public protocol ProviderConnector: Sendable {
     var reconciling: (any PaymentReconciling)? { get }
     /// This provider's refunds; nil when paypipe makes none for it.
     var refunding: (any Refunding)? { get }
+    /// How a failed charge's `error.code` of this provider counts for dunning (its table in its
+    /// Connector folder); nil for a code it does not classify (the pipeline's own, or one no
+    /// source names), which `DeclineClass.of` then reads.
+    func declineClass(of code: String) -> DeclineClass?
 
     /// The secret settings (merchant config keys) whose values this provider's outcomes carry
     /// for the app, e.g. Viva's `isvClientSecret` in the sale URL. The ledger loads these and
@@ -253,6 +257,7 @@ extension ProviderConnector {
     public var scheduledCharging: (any ScheduledCharging)? { nil }
     public var reconciling: (any PaymentReconciling)? { nil }
     public var refunding: (any Refunding)? { nil }
+    public func declineClass(of code: String) -> DeclineClass? { nil }
 }
 
 /// Why an HTTP exchange produced no response.

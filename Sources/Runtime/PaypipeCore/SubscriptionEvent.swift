@@ -22,6 +22,8 @@ public struct SubscriptionEvent: Sendable, Equatable {
         case scheduleReview = "schedule.review"
         case subscriptionActivated = "subscription.activated"
         case subscriptionSuspended = "subscription.suspended"
+        /// The merchant's dunning paused the schedule after its unpaid cycles (`onExhausted: pause`).
+        case subscriptionPaused = "subscription.paused"
         case subscriptionCancelled = "subscription.cancelled"
         case subscriptionEnded = "subscription.ended"
         case mandateRevoked = "mandate.revoked"
@@ -40,7 +42,7 @@ public struct SubscriptionEvent: Sendable, Equatable {
             case .subscriptionCancelled: .cancelled
             case .subscriptionEnded: .ended
             case .mandateRevoked: .revoked
-            case .mandatePaused: .paused
+            case .mandatePaused, .subscriptionPaused: .paused
             case .entitlementExpired: .expired
             case .renewalScheduled, .renewalSettled, .renewalRetrying, .renewalSkipped, .scheduleReview, .correction: nil
             }

@@ -218,7 +218,7 @@ extension LedgerCore {
 
     /// Stops the schedule for an operator (`schedule.review`): nothing more is charged but the
     /// cycles through `catchUpThrough`, until a `schedule` order resumes, sets or cancels it.
-    private func sendToReview(
+    func sendToReview(
         _ plan: inout ScheduleRecord, because reason: String, catchUpThrough: Int64?, counters: inout Counters, now: Int64
     ) throws -> [Effect] {
         plan.state = .review
@@ -253,7 +253,6 @@ extension LedgerCore {
             return try nextCycle(&plan, charging: charging, counters: &counters, now: now)
         }
         plan.orderId = nil
-        let scheduleNow = scheduleTime(now)
         let running = plan.charges
         if outcome.status == .succeeded {
             if plan.step + 1 < charging.steps.count {
@@ -267,26 +266,12 @@ extension LedgerCore {
             }
             return try nextCycle(&plan, charging: charging, counters: &counters, now: now)
         }
-        let reason = outcome.error?.code ?? "DECLINED"
-        let retries = retryAfterMilliseconds
-        if plan.attempt <= Int64(retries.count) {
-            let dueAt = scheduleNow + retries[Int(plan.attempt - 1)]
-            var retrying = plan.event(.renewalRetrying, dedupeKey: "retrying|\(plan.cycle)|\(plan.attempt)", cycle: plan.cycle, reason: reason)
-            retrying.dueAt = dueAt
-            plan.begin(cycle: plan.cycle, attempt: plan.attempt + 1)
-            plan.dueAt = running ? dueAt : nil
-            try store.save(plan, now: now)
-            return try self.record(retrying, counters: &counters, now: now) ?? []
-        }
-        let abandoned = plan.event(
-            .renewalAbandoned, dedupeKey: "abandoned|\(plan.cycle)", cycle: plan.cycle, reason: "\(reason) on all \(plan.attempt) attempts")
-        let effects = try self.record(abandoned, counters: &counters, now: now) ?? []
-        return effects + (try nextCycle(&plan, charging: charging, counters: &counters, now: now))
+        return try stepFailed(&plan, outcome: outcome, charging: charging, running: running, counters: &counters, now: now)
     }
 
     /// The cycle is done (charged or given up): the next one is due on its date, or the
     /// schedule is complete.
-    private func nextCycle(_ plan: inout ScheduleRecord, charging: any ScheduledCharging, counters: inout Counters, now: Int64) throws -> [Effect] {
+    func nextCycle(_ plan: inout ScheduleRecord, charging: any ScheduledCharging, counters: inout Counters, now: Int64) throws -> [Effect] {
         plan.begin(cycle: plan.cycle + 1, attempt: 1)
         guard plan.schedule.includes(cycle: plan.cycle) else { return try complete(&plan, counters: &counters, now: now) }
         plan.dueAt = plan.charges ? firstStepDue(plan, charging: charging) : nil

@@ -95,6 +95,8 @@ package struct LedgerCore {
     let entitlementRecheckMilliseconds: Int64
     /// How long after each decline a scheduled cycle is tried again (`schedules.retryAfterDays`).
     let retryAfterMilliseconds: [Int64]
+    /// Each merchant's dunning (`merchants.<name>.dunning`); a merchant not here has the defaults.
+    let dunning: [String: PaypipeConfig.Dunning]
     /// Due schedule steps one tick turns into orders at most.
     let scheduleBatch: Int
     /// Cycles already due a schedule charges back to back at most (`schedules.maxCatchUpCycles`).
@@ -105,10 +107,11 @@ package struct LedgerCore {
     package init(
         store: Store, registry: ConnectorRegistry, timers: PaypipeConfig.Timers = PaypipeConfig.Timers(),
         redeliverAfterMilliseconds: Int64 = 60_000, eventMerchants: Set<String> = [],
-        schedules: PaypipeConfig.Schedules = PaypipeConfig.Schedules()
+        schedules: PaypipeConfig.Schedules = PaypipeConfig.Schedules(), dunning: [String: PaypipeConfig.Dunning] = [:]
     ) {
         self.store = store
         retryAfterMilliseconds = schedules.retryAfterDays.map { $0 * 86_400_000 }
+        self.dunning = dunning
         scheduleBatch = Int(schedules.batch)
         maxCatchUpCycles = schedules.maxCatchUpCycles
         self.registry = registry

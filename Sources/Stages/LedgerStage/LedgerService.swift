@@ -126,7 +126,8 @@ package final class LedgerService: MeasuredStage {
         let core = Core(
             core: LedgerCore(
                 store: store, registry: registry, timers: config.timers, redeliverAfterMilliseconds: redeliverAfterMilliseconds,
-                eventMerchants: Set(config.merchants.filter(\.value.subscriptionEvents).keys), schedules: config.schedules),
+                eventMerchants: Set(config.merchants.filter(\.value.subscriptionEvents).keys), schedules: config.schedules,
+                dunning: config.merchants.mapValues(\.dunning)),
             clockOffsetFile: config.schedules.clockOffsetFile)
         try core.resumeLeases()
         let reads = Reads(reader: try StoreReader(self.store, logger: logger), revealer: core.revealer, epoch: currentEpoch)

@@ -226,6 +226,8 @@ public struct NetsConnector: ProviderConnector {
 
     public var scheduledCharging: (any ScheduledCharging)? { NetsScheduledCharging() }
 
+    public func declineClass(of code: String) -> DeclineClass? { NetsDeclines.declineClass(of: code) }
+
     public func subscriptionOpening(for order: Order, outcome: Outcome) -> SubscriptionOpening? {
         guard let reference = outcome.result?["subscriptionId"]?.stringValue, !reference.isEmpty else { return nil }
         let endsAt = order.params["endDate"]?.stringValue.flatMap(NetsEndDate.init(iso8601:)).map { $0.epochSeconds * 1000 }

@@ -9,8 +9,11 @@ extension OutcomeErrorCode {
     public static let netsBadRequest = OutcomeErrorCode(rawValue: "NETS_BAD_REQUEST")
     /// `failed`: Nets refused the merchant's secret key (HTTP 401).
     public static let netsUnauthorized = OutcomeErrorCode(rawValue: "NETS_UNAUTHORIZED")
-    /// `failed`: Nets declined the payment or charge (HTTP 402).
+    /// `failed`: Nets declined the payment or charge (HTTP 402) and gave no usable `code`.
     public static let netsDeclined = OutcomeErrorCode(rawValue: "NETS_DECLINED")
+    /// `failed`: Nets declined the payment or charge (HTTP 402) with this `code` (NETS_DECLINED_<code>),
+    /// which says whether it may be retried (`NetsDeclines`).
+    public static func netsDeclined(_ code: String) -> OutcomeErrorCode { OutcomeErrorCode(rawValue: "NETS_DECLINED_\(code)") }
     /// `failed`: Nets refused access to the resource (HTTP 403).
     public static let netsForbidden = OutcomeErrorCode(rawValue: "NETS_FORBIDDEN")
     /// `failed`: Nets does not know the payment or subscription (HTTP 404).

@@ -250,7 +250,8 @@ extension NetsPayments {
     /// The one error table:
     /// - 400 `{"errors": {field: [messages]}}` → failed NETS_BAD_REQUEST with the messages;
     /// - 401 (no body) → failed NETS_UNAUTHORIZED (the secret key is wrong);
-    /// - 402 `{"message","code","source"}` → failed NETS_DECLINED;
+    /// - 402 `{"message","code","source"}` → failed NETS_DECLINED_<code> (NETS_DECLINED when the
+    ///   code is missing or not a short code of digits and capitals);
     /// - 403/404/other 4xx → failed;
     /// - 429 → retry (throttled before processing);
     /// - 408, 409, 5xx, anything unexpected → reads retry, writes are `unknown`: the payment or
@@ -269,7 +270,8 @@ extension NetsPayments {
             if let code = body?["code"] { parts.append("code \(code.stringValue ?? code.serialized)") }
             if let source = body?["source"]?.stringValue { parts.append("source \(source)") }
             return .failed(
-                code: .netsDeclined, message: clip("Nets declined: " + (parts.isEmpty ? "payment required" : parts.joined(separator: ", "))))
+                code: NetsDeclines.declineCode(body?["code"]).map(OutcomeErrorCode.netsDeclined) ?? .netsDeclined,
+                message: clip("Nets declined: " + (parts.isEmpty ? "payment required" : parts.joined(separator: ", "))))
         case 403:
             return .failed(code: .netsForbidden, message: "Nets refused access to this resource")
         case 404:

@@ -70,7 +70,14 @@ extension NetsSandbox {
     /// The `error` of every failure Nets' examples show (`payment.reservation.failed`,
     /// `payment.charge.failed`, `payment.charge.failed.v2`), also the body of a declined charge's
     /// 402 (`{message, code, source}`, Nets' payment API reference).
-    package static let declineError: JSONValue = ["code": "911", "message": "Error occurred", "source": "Internal"]
+    package static let declineError = declineError(code: declineCode)
+    /// The code of Nets' examples, which a declined charge carries unless told another.
+    public static let declineCode = "911"
+
+    /// That error with another `code` (a decline the sandbox was told to give, `declineNext`).
+    package static func declineError(code: String) -> JSONValue {
+        ["code": .string(code), "message": "Error occurred", "source": "Internal"]
+    }
 
     /// Nets' webhook timestamp form, `2025-06-13T05:05:39.3102+00:00`: an offset, not `Z`, and
     /// four fraction digits (every example in php-payment-sdk `tests/Model/Webhook/payloads/`).

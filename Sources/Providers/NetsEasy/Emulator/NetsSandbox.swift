@@ -67,7 +67,8 @@ public struct NetsSandbox: Sendable {
     /// paymentId → the subscription charge's payment, for `GET /v1/payments/{paymentId}`.
     package var chargePayments: [String: ChargePayment] = [:]
     /// Subscriptions whose next charge the card refuses (`declineNextCharge`).
-    public private(set) var declining: Set<String> = []
+    /// The `code` each one's 402 carries.
+    public private(set) var declining: [String: String] = [:]
     /// Webhook deliveries the last requests made, for the emulator to send (`takeDeliveries`).
     package var outbox: [NetsWebhookDelivery] = []
 
@@ -149,7 +150,8 @@ public struct NetsSandbox: Sendable {
         let items = chargedItems.isEmpty ? payment.items : chargedItems
         // The webhooks the subscription's payment registered, and those of this charge request.
         let hooks = payment.webhooks + NetsSandbox.webhooks(in: body)
-        let declined = declining.remove(subscriptionId) != nil
+        let declineCode = declining.removeValue(forKey: subscriptionId)
+        let declined = declineCode != nil
         chargePayments[charge.paymentId] = ChargePayment(
             subscriptionId: subscriptionId, amount: amount, currency: currency, chargeId: declined ? nil : charge.chargeId, createdEpochSeconds: now,
             items: items)
@@ -158,7 +160,7 @@ public struct NetsSandbox: Sendable {
                 .chargeFailed, hooks: hooks, subscriptionId: subscriptionId, paymentId: charge.paymentId, chargeId: charge.chargeId,
                 amount: amount, currency: currency, items: items, merchantId: merchantId, timestampMilliseconds: now * 1000)
             // Nets' payment API reference: a declined charge is 402 `{message, code, source}`.
-            return NetsSandbox.json(402, NetsSandbox.declineError)
+            return NetsSandbox.json(402, NetsSandbox.declineError(code: declineCode ?? NetsSandbox.declineCode))
         }
         charges[key] = charge
         outbox += NetsSandbox.chargeDeliveries(
@@ -168,10 +170,11 @@ public struct NetsSandbox: Sendable {
         return NetsSandbox.json(200, ["paymentId": .string(charge.paymentId), "chargeId": .string(charge.chargeId)])
     }
 
-    /// The card refuses the subscription's next charge (a sandbox control, for tests and demos).
-    public mutating func declineNextCharge(subscriptionId: String) -> Bool {
+    /// The card refuses the subscription's next charge with `code` (a sandbox control, for
+    /// tests and demos; Nexi's decline codes, e.g. 51 insufficient funds, 41 lost card).
+    public mutating func declineNextCharge(subscriptionId: String, code: String = NetsSandbox.declineCode) -> Bool {
         guard subscriptions[subscriptionId] != nil else { return false }
-        declining.insert(subscriptionId)
+        declining[subscriptionId] = code
         return true
     }
 

@@ -75,8 +75,14 @@ import Testing
     @Test func paymentRequiredCarriesNetsMessage() throws {
         let response = Fixtures.response(402, #"{"message":"Card declined","code":"1001","source":"Issuer"}"#)
         #expect(
-            NetsPayments.classifyCharge(response) == .failed(code: "NETS_DECLINED", message: "Nets declined: Card declined, code 1001, source Issuer")
-        )
+            NetsPayments.classifyCharge(response)
+                == .failed(code: "NETS_DECLINED_1001", message: "Nets declined: Card declined, code 1001, source Issuer"))
+        // A code no decline code can be built from (the reference's placeholder) leaves the plain one.
+        let placeholder = Fixtures.response(402, #"{"message":"string","code":"string","source":"string"}"#)
+        guard case .failed("NETS_DECLINED", _) = NetsPayments.classifyCharge(placeholder) else {
+            Issue.record("a lower-case code is not a decline code")
+            return
+        }
         guard case .failed("NETS_DECLINED", _) = NetsPayments.classifyCharge(Fixtures.response(402, "not json")) else {
             Issue.record("a non-JSON 402 must still fail cleanly")
             return

@@ -215,6 +215,8 @@ public struct PhonePeConnector: ProviderConnector {
 
     public var scheduledCharging: (any ScheduledCharging)? { PhonePeScheduledCharging() }
 
+    public func declineClass(of code: String) -> DeclineClass? { PhonePeDeclines.table[code] }
+
     public func subscriptionOpening(for order: Order, outcome: Outcome) -> SubscriptionOpening? {
         (try? PhonePeAuthInitParams(order: order)).map { SubscriptionOpening(reference: $0.subscriptionId) }
     }

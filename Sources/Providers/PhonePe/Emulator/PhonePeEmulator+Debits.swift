@@ -32,6 +32,8 @@ extension PhonePeEmulator {
         var notificationState = "NOTIFIED"
         /// The debit's final state once executed, and when its callback is due (sandbox time).
         var executed: (state: String, decidedAt: Int64)?
+        /// A failed debit's `payResponseCode`.
+        var failureCode = PhonePeEmulator.bankDeclineCode
     }
 
     package enum DebitAnswer {
@@ -112,7 +114,8 @@ extension PhonePeEmulator {
         guard let notificationId = payload["notificationId"]?.stringValue else {
             return PhonePeSandbox.badRequest("notificationId is required")
         }
-        let decline = declineNextDebit.withLock { $0.remove(subscriptionId) != nil }
+        let declineCode = declineNextDebit.withLock { $0.removeValue(forKey: subscriptionId) }
+        let decline = declineCode != nil
         let answer: DebitAnswer = debits.withLock { debits in
             guard var debit = debits.records[key], debit.notificationId == notificationId, debit.subscriptionId == subscriptionId else {
                 return .refused(PhonePeSandbox.badRequest("no notification \(notificationId.prefix(64)) for this transactionId"))
@@ -128,13 +131,14 @@ extension PhonePeEmulator {
                 return .refused(PhonePeSandbox.badRequest("the notification's validUpto has passed"))
             }
             debit.executed = (decline ? "FAILED" : "COMPLETED", now)
+            if let declineCode { debit.failureCode = declineCode }
             debits.records[key] = debit
             return .executed(debit)
         }
         let debit: Debit
         switch answer {
         case .refused(let refusal):
-            if decline { declineNextDebit.withLock { _ = $0.insert(subscriptionId) } }
+            if let declineCode { declineNextDebit.withLock { $0[subscriptionId] = declineCode } }
             return refusal
         case .executed(let executed): debit = executed
         }
@@ -178,6 +182,9 @@ extension PhonePeEmulator {
         return PhonePeSandbox.envelope(status: 200, success: true, code: "SUCCESS", message: Self.message(for: data), data: .object(data))
     }
 
+    /// A failed debit's `payResponseCode` in PhonePe's Debit Execute Status sample.
+    package static let bankDeclineCode = "AUTHORIZATION_FAILED"
+
     package static let validAfterMilliseconds: Int64 = 86_400_000
     package static let validUptoMilliseconds: Int64 = 4 * 86_400_000
 
@@ -215,8 +222,8 @@ extension PhonePeEmulator {
             mode.merge(account) { $1 }
             details["paymentModes"] = JSONValue.array([.object(mode)])
         case "FAILED":
-            details["payResponseCode"] = "AUTHORIZATION_FAILED"
-            details["payResponseCodeDescription"] = "Bank did not authorise"
+            details["payResponseCode"] = .string(debit.failureCode)
+            if debit.failureCode == Self.bankDeclineCode { details["payResponseCodeDescription"] = "Bank did not authorise" }
         default: break
         }
         return .object(details)

@@ -11,7 +11,9 @@ import Synchronization
 /// (and for the user) in tests and the demo:
 /// - `debit` `{"subscription", "amount"?, "decline"?}`: NOTIFY, then DEBIT COMPLETED (or FAILED),
 ///   as if the merchant had debited outside paypipe;
-/// - `declineNext` `{"subscription"}`: the next debit paypipe executes fails (AUTHORIZATION_FAILED);
+/// - `declineNext` `{"subscription", "code"?}`: the next debit paypipe executes fails with that
+///   `payResponseCode` (e.g. an NPCI code: Z9 insufficient funds, YE account blocked; by default
+///   AUTHORIZATION_FAILED);
 /// - `failNextNotify` `{"subscription"}`: the next Recurring INIT paypipe sends answers state
 ///   FAILED (Recurring INIT's field table: state ACCEPTED | FAILED) and its NOTIFY says FAILED;
 /// - `revoke`, `pause`, `unpause`, `cancel`, `expire`, `suspend` `{"subscription"}`: SUBSCRIPTION
@@ -57,7 +59,9 @@ extension PhonePeEmulator: SubscriptionEmulator {
                 "subscriptionDetails": subscription,
             ])
         case "declineNext":
-            declineNextDebit.withLock { _ = $0.insert(subscriptionId) }
+            let code = body["code"]?.stringValue ?? Self.bankDeclineCode
+            guard PhonePeRules.isIdentifier(code, maxLength: 64) else { return SandboxContext.json(400, ["error": "code must be an identifier"]) }
+            declineNextDebit.withLock { $0[subscriptionId] = code }
             return SandboxContext.json(200, ["subscription": .string(subscriptionId), "declineNext": true])
         case "failNextNotify":
             failNextNotify.withLock { _ = $0.insert(subscriptionId) }

@@ -46,7 +46,8 @@ package final class PhonePeEmulator: ProviderEmulator {
     }
     package let debits = Mutex(Debits())
     /// Subscriptions whose next debit is declined (`declineNext` action).
-    package let declineNextDebit = Mutex<Set<String>>([])
+    /// The `payResponseCode` each one's debit fails with.
+    package let declineNextDebit = Mutex<[String: String]>([:])
     /// Subscriptions whose next Recurring INIT answers state FAILED (`failNextNotify` action).
     package let failNextNotify = Mutex<Set<String>>([])
     /// The last callback `act` sent per subscriptionId, for `resendLast`.

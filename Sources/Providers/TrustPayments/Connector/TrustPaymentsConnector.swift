@@ -254,6 +254,8 @@ public struct TrustPaymentsConnector: ProviderConnector {
     /// parent, and it ends by itself after `subscriptionfinalnumber` payments.
     public func opensSubscription(_ operation: Operation) -> Bool { operation == .subscriptionJwt }
 
+    public func declineClass(of code: String) -> DeclineClass? { TrustPaymentsDeclines.declineClass(of: code) }
+
     public func subscriptionOpening(for order: Order, outcome: Outcome) -> SubscriptionOpening? {
         guard let reference = outcome.result?["transactionReference"]?.stringValue, !reference.isEmpty else { return nil }
         let finalNumber = order.params["finalNumber"]?.integerValue

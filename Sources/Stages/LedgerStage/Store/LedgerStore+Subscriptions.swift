@@ -107,6 +107,12 @@ extension LedgerStore {
         return .recorded(logged: logged?.text, reachedFinalCycle: reachedFinal)
     }
 
+    /// Which of the events `eventIds` name are recorded. Call inside `transaction`.
+    package func recordedEvents(_ eventIds: [String]) throws -> Set<String> {
+        // One look up the primary key each: a schedule asks about a few of its own cycles.
+        try Set(eventIds.filter { id in try !db.query("SELECT 1 FROM subscription_events WHERE event_id=?", [.text(id)]).isEmpty })
+    }
+
     /// Whether the subscription `event` names is recorded.
     package func subscriptionExists(_ event: SubscriptionEvent) throws -> Bool {
         try !db.query(
