@@ -3,6 +3,7 @@ import Foundation
 import PaypipeCore
 import PhonePe
 import PhonePeTesting
+import TestSupport
 import Testing
 
 @testable import PhonePeEmulation
@@ -327,6 +328,59 @@ import Testing
                 #expect(PhonePeCorpus.all.unpublishedPaths(in: body, kind: "debitInitResponse").isEmpty)
                 #expect(refusal.status == 400)
             }
+        }
+    }
+
+    /// A paused mandate is refused every notification and debit, each still counted, none
+    /// taken, until it is unpaused.
+    @Test func aPausedMandateIsRefusedEveryNotificationAndDebitUntilUnpaused() async throws {
+        // A receiver takes the SUBSCRIPTION callbacks, so that no action waits on a delivery's retries.
+        try await Receiver.run { _, callbackPort in
+            try await withSandbox(SandboxConfiguration().with { $0.phonePe.callbackDelayMilliseconds = 3_600_000 }, callbackPort: callbackPort) {
+                sandbox in
+                let connector = await PhonePeConnector(config: sandbox.config)
+                try await Self.mandate(sandbox, subscriptionId: "SUB-pause-1")
+                let subscription: JSONValue = ["subscription": "SUB-pause-1"]
+                #expect(try await Self.post(sandbox, "/_sandbox/subscriptions/phonepe/pause", subscription).status == 200)
+                let order = Self.notifyOrder("TXPAUSE1", subscriptionId: "SUB-pause-1")
+                let refused = try await sandbox.send(try Self.signed(connector, order).request)
+                let body = try JSONValue.parse(refused.body)
+                #expect(refused.status == Self.fixture(kind: "authInitResponse", code: "INVALID_SUBSCRIPTION_STATE")?.status)
+                #expect(body["code"] == "INVALID_SUBSCRIPTION_STATE" && body["success"] == .bool(false))
+                #expect(PhonePeCorpus.all.unpublishedPaths(in: body, kind: "debitInitResponse").isEmpty)
+                #expect(try await Self.post(sandbox, "/_sandbox/subscriptions/phonepe/debit", subscription).status == 400)
+                #expect(sandbox.ledger.requests("phonepe:notify:TXPAUSE1") == 1)
+                let status = try await sandbox.send(try #require(try Self.signed(connector, order).resolve))
+                #expect(try JSONValue.parse(status.body)["code"] == "TRANSACTION_NOT_FOUND", "nothing was notified")
+
+                #expect(try await Self.post(sandbox, "/_sandbox/subscriptions/phonepe/unpause", subscription).status == 200)
+                let accepted = try await sandbox.send(try Self.signed(connector, Self.notifyOrder("TXPAUSE2", subscriptionId: "SUB-pause-1")).request)
+                #expect(try JSONValue.parse(accepted.body)["data"]?["state"] == "ACCEPTED")
+            }
+        }
+    }
+
+    /// `holdNext`: the held notification is unknown to the status call until its copy arrives
+    /// behind it; then it is taken, and the copy is refused as a used transactionId.
+    @Test func aHeldNotificationReachesPhonePeBeforeItsCopyWhichIsRefusedAsADuplicate() async throws {
+        try await withSandbox(SandboxConfiguration().with { $0.phonePe.callbackDelayMilliseconds = 3_600_000 }) { sandbox in
+            let connector = await PhonePeConnector(config: sandbox.config)
+            try await Self.mandate(sandbox, subscriptionId: "SUB-hold-1")
+            #expect(
+                try await Self.post(sandbox, "/_sandbox/subscriptions/phonepe/holdNext", ["subscription": "SUB-hold-1", "request": "notify"]).status
+                    == 200)
+            let signed = try Self.signed(connector, Self.notifyOrder("TXHOLD1", subscriptionId: "SUB-hold-1"))
+            let held = Task { try await sandbox.send(signed.request) }
+            #expect(await eventually(within: .seconds(10)) { sandbox.ledger.requests("phonepe:notify:TXHOLD1") == 1 })
+            let unknown = try await sandbox.send(try #require(signed.resolve))
+            #expect(try JSONValue.parse(unknown.body)["code"] == "TRANSACTION_NOT_FOUND")
+
+            let copy = try await sandbox.send(signed.request)
+            #expect(try JSONValue.parse(copy.body)["code"] == "INVALID_TRANSACTION_ID")
+            #expect(try JSONValue.parse(try await held.value.body)["data"]?["state"] == "ACCEPTED")
+            #expect(sandbox.ledger.requests("phonepe:notify:TXHOLD1") == 2)
+            let known = try await sandbox.send(try #require(signed.resolve))
+            #expect(try JSONValue.parse(known.body)["data"]?["notificationDetails"]?["state"] == "NOTIFIED")
         }
     }
 

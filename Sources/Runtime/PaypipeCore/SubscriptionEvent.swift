@@ -47,6 +47,10 @@ public struct SubscriptionEvent: Sendable, Equatable {
             case .renewalScheduled, .renewalSettled, .renewalRetrying, .renewalSkipped, .scheduleReview, .correction: nil
             }
         }
+
+        /// The result of one charge (its success, its decline, the cycle given up), as opposed
+        /// to the provider's word about the subscription or mandate itself.
+        public var isChargeResult: Bool { self == .renewalSucceeded || self == .renewalFailed || self == .renewalAbandoned }
     }
 
     public var merchant: String
@@ -164,6 +168,19 @@ public enum SubscriptionState: String, Sendable, CaseIterable {
 
     /// No provider charges it again.
     public var isFinal: Bool { self == .cancelled || self == .ended || self == .revoked }
+
+    /// Where a subscription that stood here stands once an event of `kind` is recorded: the one
+    /// rule of precedence between states (docs/protocol.md, "Subscription events"). A final state
+    /// is left only for another final one: a late renewal report changes the history, not the
+    /// state. A paused mandate is not resumed or made `past_due` by the result of a charge (one
+    /// attempted before the pause and reported after it): only the provider's word about the
+    /// mandate or subscription moves it.
+    public func after(_ kind: SubscriptionEvent.Kind) -> SubscriptionState {
+        guard let next = kind.state else { return self }
+        if isFinal { return next.isFinal ? next : self }
+        if self == .paused && kind.isChargeResult { return self }
+        return next
+    }
 }
 
 /// What a first order's success opens: the subscription record events are recorded against,

@@ -134,6 +134,25 @@ extension LedgerCore {
         plan.dueAt = firstStepDue(plan, charging: charging)
     }
 
+    /// A subscription the provider reports active again (PhonePe's unpause): a schedule its
+    /// paused mandate held (`chargeDueSchedules`) carries on as a resumed one does, from the first
+    /// cycle due within the last day; the cycles that fell due while it was paused are not charged
+    /// and are reported as `renewal.skipped`. Call inside the transaction that recorded the event.
+    func resumeHeldSchedule(of event: SubscriptionEvent, counters: inout Counters, now: Int64) throws -> [Effect] {
+        guard var plan = try store.schedule(merchant: event.merchant, provider: event.provider, reference: event.subscription),
+            plan.isHeld, let charging = registry.connector(for: plan.provider)?.scheduledCharging,
+            try store.subscriptionState(merchant: event.merchant, provider: event.provider, reference: event.subscription) == .active
+        else { return [] }
+        let first = plan.cycle
+        resumeCycle(&plan, charging: charging, scheduleNow: scheduleTime(now))
+        try store.save(plan, now: now)
+        guard plan.cycle > first else { return [] }
+        var skipped = plan.event(
+            .renewalSkipped, dedupeKey: "skipped|\(first)|\(plan.cycle - 1)", cycle: first, reason: "the mandate was paused when they fell due")
+        skipped.lastCycle = plan.cycle - 1
+        return try record(skipped, counters: &counters, now: now) ?? []
+    }
+
     /// Turns due steps into orders (in `redeliver`'s transaction): each schedule is moved on and
     /// its order admitted together, so a crash leaves both or neither.
     func chargeDueSchedules(counters: inout Counters, now: Int64, limit: Int) throws -> [Effect] {
@@ -146,6 +165,13 @@ extension LedgerCore {
             else { continue }
             if subscriptionState?.isFinal ?? true {
                 plan.leaveReview(to: .ended)
+                plan.dueAt = nil
+                try store.save(plan, now: now)
+                continue
+            }
+            if subscriptionState == .paused {
+                // The customer paused the mandate: nothing is notified or debited until the
+                // provider says it is resumed (`resumeHeldSchedule`).
                 plan.dueAt = nil
                 try store.save(plan, now: now)
                 continue

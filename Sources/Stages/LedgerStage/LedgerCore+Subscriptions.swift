@@ -77,6 +77,7 @@ extension LedgerCore {
                     kind: .subscriptionEnded, cycle: event.cycle, reason: "the last payment of the series was taken")
                 effects += try record(ended, counters: &counters, now: now) ?? []
             }
+            if event.kind.state == .active { effects += try resumeHeldSchedule(of: event, counters: &counters, now: now) }
             return effects
         }
     }

@@ -34,11 +34,21 @@ package final class LedgerService: MeasuredStage {
             locked = Mutex(core)
         }
 
+        /// Read before each commit too, not only each tick: a commit can move a schedule on
+        /// (a resumed mandate), and must do so by the clock the provider's sandbox keeps.
+        private var clockOffset: Int64? {
+            clockOffsetFile.flatMap(readWholeFile).flatMap { Int64(String(decoding: $0, as: UTF8.self).trimmingWhitespace) }
+        }
+
         func commit(_ work: [LedgerCore.Work]) throws -> [LedgerCore.Done] {
-            try locked.withLock { core in try core.commit(work, now: steadyMilliseconds()) }
+            let offset = clockOffset
+            return try locked.withLock { core in
+                if let offset { core.scheduleClockOffset = offset }
+                return try core.commit(work, now: steadyMilliseconds())
+            }
         }
         func redeliver() throws -> [LedgerCore.Effect] {
-            let offset = clockOffsetFile.flatMap(readWholeFile).flatMap { Int64(String(decoding: $0, as: UTF8.self).trimmingWhitespace) }
+            let offset = clockOffset
             return try locked.withLock { core in
                 if let offset { core.scheduleClockOffset = offset }
                 return try core.redeliver(now: steadyMilliseconds())

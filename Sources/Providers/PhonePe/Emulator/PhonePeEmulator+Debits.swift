@@ -17,7 +17,8 @@ import Synchronization
 /// troubleshooting page), so a repeated notification or debit shows. Every other refusal is one
 /// of PhonePe's documented codes: `BAD_REQUEST` for wrong inputs (PhonePe documents no code of
 /// its own for an amount above the mandate's, an unknown notification or a debit outside the
-/// notification's window), `AUTHORIZATION_FAILED`, `SUBSCRIPTION_NOT_FOUND`.
+/// notification's window), `AUTHORIZATION_FAILED`, `SUBSCRIPTION_NOT_FOUND`, and
+/// `INVALID_SUBSCRIPTION_STATE` for a mandate that is not ACTIVE (paused, revoked, …).
 /// The ledger counts requests under `phonepe:notify:<transactionId>` and
 /// `phonepe:debit:<transactionId>`, and a completed debit as the latter's effect.
 extension PhonePeEmulator {
@@ -59,7 +60,22 @@ extension PhonePeEmulator {
         "OMN" + PhonePeSandbox.digits("notify|\(merchantId)|\(transactionId)", count: 22)
     }
 
+    /// A notification or debit as PhonePe takes it in: a held one (`holdNext`) first waits in
+    /// front of PhonePe, and one arriving behind a held copy of itself lets that copy in first.
     package func debitRequest(_ request: HTTPRequestSpec, context: SandboxContext) async -> HTTPResponseSpec {
+        guard let key = debitLedgerKey(request), let subscriptionId = Self.debitPayload(request)?.payload["subscriptionId"]?.stringValue else {
+            return await processDebit(request, context: context)
+        }
+        if let earlier = holds.withLock({ $0.waiting.removeValue(forKey: key) }) {
+            earlier.answer.resume(returning: await processDebit(earlier.request, context: context))
+        }
+        guard let milliseconds = holds.withLock({ $0.next.removeValue(forKey: key.prefix { $0 != ":" } + ":" + subscriptionId) }) else {
+            return await processDebit(request, context: context)
+        }
+        return await hold(request, key: key, milliseconds: milliseconds, context: context)
+    }
+
+    package func processDebit(_ request: HTTPRequestSpec, context: SandboxContext) async -> HTTPResponseSpec {
         guard let (path, base64, payload) = Self.debitPayload(request) else {
             return PhonePeSandbox.badRequest("the body must be {\"request\": base64(JSON)}")
         }
@@ -74,6 +90,7 @@ extension PhonePeEmulator {
         guard let mandate = records.withLock({ $0.values.first { $0.mandate.subscriptionId == subscriptionId }?.mandate }),
             mandate.merchantId == merchantId
         else { return PhonePeSandbox.refusal(400, "SUBSCRIPTION_NOT_FOUND", "Subscription not found.") }
+        if mandateStates.withLock({ $0[subscriptionId] }) != nil { return Self.notActive }
         let now = context.clock.nowMilliseconds
         let key = Self.recordKey(merchantId: merchantId, authRequestId: transactionId)
         if path == PhonePeRules.debitInitPath {

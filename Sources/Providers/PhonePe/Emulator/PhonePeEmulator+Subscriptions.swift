@@ -21,7 +21,11 @@ import Synchronization
 ///   PhonePe's subscription-status page lists). As PhonePe's samples: revoke and cancel carry
 ///   no stateStartDate (the revoke sample), pause and unpause carry it (the pause sample), and so
 ///   do expire and suspend (no sample: the pause sample's shape is assumed);
-/// - `resendLast` `{"subscription"}`: the last callback again, as PhonePe redelivers one.
+/// - `resendLast` `{"subscription"}`: the last callback again, as PhonePe redelivers one;
+/// - `holdNext` `{"subscription", "request", "milliseconds"?}`: the next notification or debit
+///   reaches PhonePe late (`PhonePeEmulator+Holds.swift`).
+/// A mandate left in any state but ACTIVE is refused every notification and debit (its own or
+/// the `debit` action's) until `unpause` makes it ACTIVE again: PAUSED is "skip until unpaused".
 /// Callbacks go to the merchant's `phonepe.callbackURL`, signed by the sandbox's own checksum.
 extension PhonePeEmulator: SubscriptionEmulator {
     package func act(_ action: String, body: JSONValue, context: SandboxContext) async -> HTTPResponseSpec {
@@ -36,6 +40,7 @@ extension PhonePeEmulator: SubscriptionEmulator {
         let subscription: JSONValue = ["subscriptionId": .string(subscriptionId), "state": "ACTIVE"]
         switch action {
         case "debit":
+            if mandateStates.withLock({ $0[subscriptionId] }) != nil { return Self.notActive }
             let amount = body["amount"]?.integerValue ?? mandate.amount ?? 100
             let number = debits.withLock { debits -> Int in
                 debits.actionCounts[subscriptionId, default: 0] += 1
@@ -66,6 +71,8 @@ extension PhonePeEmulator: SubscriptionEmulator {
         case "failNextNotify":
             failNextNotify.withLock { _ = $0.insert(subscriptionId) }
             return SandboxContext.json(200, ["subscription": .string(subscriptionId), "failNextNotify": true])
+        case "holdNext":
+            return holdNext(body, subscriptionId: subscriptionId)
         case "resendLast":
             guard let last = lastCallbacks.withLock({ $0[subscriptionId] }) else { return SandboxContext.json(404, ["error": "nothing sent yet"]) }
             callbacks.append(last)
@@ -75,10 +82,15 @@ extension PhonePeEmulator: SubscriptionEmulator {
             ][action]!
             var details: [String: JSONValue] = ["subscriptionId": .string(subscriptionId), "state": .string(state)]
             if action != "revoke" && action != "cancel" { details["stateStartDate"] = .integer(now) }
+            mandateStates.withLock { $0[subscriptionId] = state == "ACTIVE" ? nil : state }
             callbacks.append(["callbackType": "SUBSCRIPTION", "merchantId": .string(mandate.merchantId), "subscriptionDetails": .object(details)])
         default:
             return SandboxContext.json(
-                404, ["error": "phonepe actions: debit, declineNext, failNextNotify, revoke, pause, unpause, cancel, expire, suspend, resendLast"])
+                404,
+                [
+                    "error":
+                        "phonepe actions: debit, declineNext, failNextNotify, holdNext, revoke, pause, unpause, cancel, expire, suspend, resendLast"
+                ])
         }
         for data in callbacks { await sendCallback(data, merchant: merchant, context: context) }
         if let last = callbacks.last { lastCallbacks.withLock { $0[subscriptionId] = last } }

@@ -50,6 +50,11 @@ package final class PhonePeEmulator: ProviderEmulator {
     package let declineNextDebit = Mutex<[String: String]>([:])
     /// Subscriptions whose next Recurring INIT answers state FAILED (`failNextNotify` action).
     package let failNextNotify = Mutex<Set<String>>([])
+    /// Mandates that are not ACTIVE, by subscriptionId: the state the customer or merchant last
+    /// gave them (`pause`, `revoke`, … actions; `unpause` makes one ACTIVE again).
+    package let mandateStates = Mutex<[String: String]>([:])
+    /// Notifications and debits held in front of PhonePe (`holdNext`).
+    package let holds = Mutex(Holds())
     /// The last callback `act` sent per subscriptionId, for `resendLast`.
     package let lastCallbacks = Mutex<[String: [String: JSONValue]]>([:])
 

@@ -50,6 +50,10 @@ package struct ScheduleRecord: Sendable, Equatable {
         }
     }
 
+    /// Held by its subscription's paused mandate: a step that should be waiting for its time
+    /// has none (`LedgerCore.chargeDueSchedules` took it away), which nothing else leaves.
+    package var isHeld: Bool { charges && orderId == nil && dueAt == nil }
+
     /// Back to `state`, and out of review.
     package mutating func leaveReview(to state: State) {
         self.state = state

@@ -74,8 +74,7 @@ extension LedgerStore {
     }
 
     /// Records `event` against its subscription, once per event id, moving the subscription to
-    /// the event's state (a subscription that ended stays ended: a late renewal report changes
-    /// its history, not its state). `publish`: the merchant takes events, so it is logged.
+    /// the state the event leaves it in (`SubscriptionState.after`). `publish`: the merchant takes events, so it is logged.
     /// Call inside `transaction`.
     package func recordSubscriptionEvent(_ event: SubscriptionEvent, publish: Bool, now: Int64) throws -> SubscriptionEventRecording {
         let subscription: [StoreValue] = [.text(event.subscription), .text(event.provider.rawValue), .text(event.merchant)]
@@ -86,8 +85,7 @@ extension LedgerStore {
         else { return .unknownSubscription }
         let at = Timestamp.iso8601(milliseconds: now)
         let eventId = event.eventId
-        var state = current
-        if let next = event.kind.state, !current.isFinal || next.isFinal { state = next }
+        let state = current.after(event.kind)
         let message = event.message(origin: OrderKey(merchant: event.merchant, orderId: orderId), state: state, at: at).serialized
         // Stamped before it is known to be new: the seq is only taken by `appendToLog`.
         let logged = publish ? try stamped(message) : nil
@@ -111,6 +109,14 @@ extension LedgerStore {
     package func recordedEvents(_ eventIds: [String]) throws -> Set<String> {
         // One look up the primary key each: a schedule asks about a few of its own cycles.
         try Set(eventIds.filter { id in try !db.query("SELECT 1 FROM subscription_events WHERE event_id=?", [.text(id)]).isEmpty })
+    }
+
+    /// Where the subscription stands; nil when the store knows no such subscription.
+    package func subscriptionState(merchant: String, provider: Provider, reference: String) throws -> SubscriptionState? {
+        try db.query(
+            "SELECT state FROM subscriptions WHERE reference=? AND provider=? AND merchant=?",
+            [.text(reference), .text(provider.rawValue), .text(merchant)]
+        ).first?[0].text.flatMap(SubscriptionState.init(rawValue:))
     }
 
     /// Whether the subscription `event` names is recorded.
