@@ -1,0 +1,20 @@
+import PaypipeCore
+
+extension Operation {
+    public static let cancelNets = Operation(.nets, SubscriptionCancel.operationName)
+}
+
+/// Nets has no call that ends a subscription: its payment API has none, and a subscription's
+/// `endDate` is set when it is created (PROVIDERS-MONEY §2, from SolidNetsEasyClient's
+/// `Subscription.cs` and the Nexi reference; seed 001: "Merchant is responsible for managing
+/// subscriptions after they're created"). Nets charges only when the merchant asks, so a
+/// cancellation is paypipe no longer asking: the order succeeds without a request, and its
+/// outcome stops the schedule in the ledger.
+enum NetsCancel {
+    static func outcome(for order: Order) throws(Rejection) -> Signed<NoContext> {
+        let cancel = try SubscriptionCancel(order: order, fromUpstream: false)
+        return .outcome(
+            .succeeded,
+            result: ["subscription": .string(cancel.subscription), "at": .string(cancel.at.rawValue), "providerCall": "none"])
+    }
+}
