@@ -69,6 +69,7 @@ extension PhonePeEmulator: SubscriptionEmulator {
             let state = [
                 "revoke": "REVOKED", "pause": "PAUSED", "unpause": "ACTIVE", "cancel": "CANCELLED", "expire": "EXPIRED", "suspend": "SUSPENDED",
             ][action]!
+            if action == "revoke" || action == "cancel" || action == "expire" { endedMandates.withLock { $0[subscriptionId] = state } }
             var details: [String: JSONValue] = ["subscriptionId": .string(subscriptionId), "state": .string(state)]
             if action != "revoke" && action != "cancel" { details["stateStartDate"] = .integer(now) }
             callbacks.append(["callbackType": "SUBSCRIPTION", "merchantId": .string(mandate.merchantId), "subscriptionDetails": .object(details)])
