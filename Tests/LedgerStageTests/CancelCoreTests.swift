@@ -54,8 +54,8 @@ struct CancelCoreTests {
                 && when["error"]?["message"]?.stringValue?.hasPrefix("params.at must be one of now, atPeriodEnd") == true)
 
         try S.opened(&core, schedule: #"{"interval":"P1M","firstChargeDate":"2027-01-31"}"#, now: 20)
-        let order = try #require(Self.dispatched(try core.intake([Self.cancelFrame("c-4", #"{"subscription":"sub-1","at":"now"}"#)], now: 30)).first)
-        S.settle(&core, order, .succeeded, now: 40)
+        let first = try core.intake([Self.cancelFrame("c-4", #"{"subscription":"sub-1","at":"now"}"#)], now: 30)
+        #expect(Self.dispatched(first).isEmpty, "Nets has no cancel call: nothing is sent")
         let again = try #require(S.messages(try core.intake([Self.cancelFrame("c-5", #"{"subscription":"sub-1"}"#)], now: 50)).first)
         #expect(
             again["error"]?["code"] == "SUBSCRIPTION_ENDED"
@@ -68,14 +68,10 @@ struct CancelCoreTests {
     @Test func aSucceededCancelStopsTheScheduleMarksTheRecordAndReportsOneEventPaidThroughThePeriod() async throws {
         var core = LedgerCore(store: try temporaryStore(), registry: await testRegistry(), eventMerchants: ["default"])
         try S.opened(&core, schedule: #"{"interval":"P1M","firstChargeDate":"2027-01-31"}"#, now: 10)
-        let order = try #require(Self.dispatched(try core.intake([Self.cancelFrame("c-1", #"{"subscription":"sub-1"}"#)], now: 20)).first)
-        // Dispatched with what the ledger knows: the first order, and what charging it takes.
-        #expect(order.operation == .cancelNets)
-        #expect(order.params["record"]?["orderId"] == "nets-sub-1" && order.params["record"]?["target"]?["subscriptionId"] == "sub-1")
-        // Nothing changes before the cancel succeeds.
-        #expect(try Self.subscription(&core, "sub-1")["state"] == "active")
-
-        let effects = core.handle(.settle(order.key, event: nil, outcome: Outcome(order: order, status: .succeeded, result: [:])), now: 30).1
+        // Nets has no cancel call: the ledger applies the order as it takes it in.
+        let effects = try core.intake([Self.cancelFrame("c-1", #"{"subscription":"sub-1"}"#)], now: 20)
+        #expect(Self.dispatched(effects).isEmpty)
+        #expect(S.messages(effects).first?["status"] == "succeeded" && S.messages(effects).first?["result"]?["providerCall"] == "none")
         let cancelled = S.messages(effects).filter { $0["type"] == "subscription.cancelled" }
         #expect(cancelled.count == 1)
         let paidThrough = Timestamp.iso8601(milliseconds: S.date("2027-01-31"))

@@ -76,6 +76,9 @@ public protocol ProviderConnector: Sendable {
     var scheduledCharging: (any ScheduledCharging)? { get }
     /// This provider's refunds; nil when paypipe makes none for it.
     var refunding: (any Refunding)? { get }
+    /// Whether a `cancel` of this provider's subscriptions has no provider call (Nets: paypipe
+    /// simply charges it no more), so the ledger applies it when it takes the order in.
+    var cancelsWithoutProviderCall: Bool { get }
 
     /// The secret settings (merchant config keys) whose values this provider's outcomes carry
     /// for the app, e.g. Viva's `isvClientSecret` in the sale URL. The ledger loads these and
@@ -249,6 +252,7 @@ extension ProviderConnector {
     public var entitlementChecking: (any EntitlementChecking)? { nil }
     public var scheduledCharging: (any ScheduledCharging)? { nil }
     public var refunding: (any Refunding)? { nil }
+    public var cancelsWithoutProviderCall: Bool { false }
 }
 
 /// Why an HTTP exchange produced no response.

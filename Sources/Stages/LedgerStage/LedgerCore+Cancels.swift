@@ -28,6 +28,14 @@ extension LedgerCore {
             SubscriptionCancel.recorded(order, record: SubscriptionCancel.Record(orderId: subscription.orderId, target: subscription.chargeTarget)))
     }
 
+    /// The outcome of a `cancel` of a provider that has no cancel call
+    /// (`cancelsWithoutProviderCall`): the ledger's own to apply, as a `schedule` order is, in
+    /// the intake transaction, with `cancelSubscription` after it.
+    func cancelWithoutProviderCall(_ order: Order, _ cancel: SubscriptionCancel, now: Int64) -> Outcome {
+        let result: [String: JSONValue] = ["subscription": .string(cancel.subscription), "at": .string(cancel.at.rawValue), "providerCall": "none"]
+        return Outcome(order: order, status: .succeeded, result: result, attempts: 0, at: Timestamp.iso8601(milliseconds: now))
+    }
+
     /// A `cancel` order's `succeeded` outcome: its subscription is cancelled here. Call inside
     /// the transaction that recorded the outcome.
     func cancelSubscription(after outcome: Outcome, counters: inout Counters, now: Int64) throws -> [Effect] {

@@ -413,6 +413,13 @@ package struct LedgerCore {
                         let outcome = Outcome.rejected(rejection, identity: order.identity, at: Timestamp.iso8601(milliseconds: now))
                         try fileRejection(outcome.serialized, order.key)
                         counters.countOut(labels(outcome))
+                    case .success(let recorded) where registry.connector(for: order.provider)?.cancelsWithoutProviderCall == true:
+                        let outcome = cancelWithoutProviderCall(recorded, cancel, now: now)
+                        try fileRejection(outcome.serialized, order.key)
+                        counters.countOut(labels(outcome))
+                        effects += try cancelSubscription(
+                            merchant: order.merchant, provider: order.provider, reference: cancel.subscription, at: cancel.at,
+                            providerPeriodEnd: nil, reason: "cancel order \(order.orderId)", counters: &counters, now: now)
                     case .success(let recorded):
                         let json = recorded.serialized
                         let admission = try store.admit(recorded, json: json, references: [], now: now)

@@ -8,13 +8,8 @@ extension Operation {
 /// `endDate` is set when it is created (PROVIDERS-MONEY §2, from SolidNetsEasyClient's
 /// `Subscription.cs` and the Nexi reference; seed 001: "Merchant is responsible for managing
 /// subscriptions after they're created"). Nets charges only when the merchant asks, so a
-/// cancellation is paypipe no longer asking: the order succeeds without a request, and its
-/// outcome stops the schedule in the ledger.
-enum NetsCancel {
-    static func outcome(for order: Order) throws(Rejection) -> Signed<NoContext> {
-        let cancel = try SubscriptionCancel(order: order, fromUpstream: false)
-        return .outcome(
-            .succeeded,
-            result: ["subscription": .string(cancel.subscription), "at": .string(cancel.at.rawValue), "providerCall": "none"])
-    }
+/// cancellation is paypipe no longer asking: the ledger applies the order when it takes it in,
+/// and nothing is sent.
+extension NetsConnector {
+    public var cancelsWithoutProviderCall: Bool { true }
 }

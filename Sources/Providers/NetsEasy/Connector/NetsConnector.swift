@@ -29,7 +29,6 @@ public struct NetsConnector: ProviderConnector {
 
     public func sign(_ order: Order, purpose: DispatchPurpose, nowSeconds: Int64) throws(Rejection) -> Signed<NoContext> {
         let nets = try config.merchant(order.merchant).require(\.nets, .nets)
-        if order.operation == .cancelNets { return try NetsCancel.outcome(for: order) }
         return .request(SignedRequest(request: try NetsPayments.sign(order, config: nets, now: nowSeconds, webhookURL: nets.webhookURL)))
     }
 

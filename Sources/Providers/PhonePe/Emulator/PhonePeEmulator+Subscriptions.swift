@@ -10,7 +10,7 @@ import Synchronization
 /// SUBSCRIPTION). The debits are the merchant's to ask for; these actions stand in for them
 /// (and for the user) in tests and the demo:
 /// - `debit` `{"subscription", "amount"?, "decline"?}`: NOTIFY, then DEBIT COMPLETED (or FAILED),
-///   as if the merchant had debited outside paypipe;
+///   as if the merchant had debited outside paypipe; refused on a mandate that is over;
 /// - `declineNext` `{"subscription"}`: the next debit paypipe executes fails (AUTHORIZATION_FAILED);
 /// - `failNextNotify` `{"subscription"}`: the next Recurring INIT paypipe sends answers state
 ///   FAILED (Recurring INIT's field table: state ACCEPTED | FAILED) and its NOTIFY says FAILED;
@@ -34,6 +34,9 @@ extension PhonePeEmulator: SubscriptionEmulator {
         let subscription: JSONValue = ["subscriptionId": .string(subscriptionId), "state": "ACTIVE"]
         switch action {
         case "debit":
+            if let ended = endedMandates.withLock({ $0[subscriptionId] }) {
+                return PhonePeSandbox.refusal(400, "INVALID_SUBSCRIPTION_STATE", "Subscription is \(ended.lowercased()).")
+            }
             let amount = body["amount"]?.integerValue ?? mandate.amount ?? 100
             let number = debits.withLock { debits -> Int in
                 debits.actionCounts[subscriptionId, default: 0] += 1
