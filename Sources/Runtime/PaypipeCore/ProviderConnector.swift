@@ -83,6 +83,9 @@ public protocol ProviderConnector: Sendable {
     /// Connector folder); nil for a code it does not classify (the pipeline's own, or one no
     /// source names), which `DeclineClass.of` then reads.
     func declineClass(of code: String) -> DeclineClass?
+    /// Whether a `cancel` of this provider's subscriptions has no provider call (Nets: paypipe
+    /// simply charges it no more), so the ledger applies it when it takes the order in.
+    var cancelsWithoutProviderCall: Bool { get }
 
     /// The secret settings (merchant config keys) whose values this provider's outcomes carry
     /// for the app, e.g. Viva's `isvClientSecret` in the sale URL. The ledger loads these and
@@ -258,6 +261,7 @@ extension ProviderConnector {
     public var reconciling: (any PaymentReconciling)? { nil }
     public var refunding: (any Refunding)? { nil }
     public func declineClass(of code: String) -> DeclineClass? { nil }
+    public var cancelsWithoutProviderCall: Bool { false }
 }
 
 /// Why an HTTP exchange produced no response.

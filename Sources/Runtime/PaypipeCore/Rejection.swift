@@ -50,12 +50,15 @@ public struct Rejection: Error, Sendable, Equatable, CustomStringConvertible {
         public static let referenceInUse = Code(rawValue: "REFERENCE_IN_USE")
         /// With upstream CURVE, the sender's key is not allowed to send orders for this merchant.
         public static let merchantNotAllowed = Code(rawValue: "MERCHANT_NOT_ALLOWED")
-        /// A `schedule` order names a subscription the store does not know (its first order has
-        /// not succeeded yet), or one of a provider paypipe does not charge on schedule.
+        /// A `schedule` or `cancel` order names a subscription the store does not know (its first
+        /// order has not succeeded yet), or one of a provider paypipe does not charge on schedule.
         public static let subscriptionNotFound = Code(rawValue: "SUBSCRIPTION_NOT_FOUND")
         /// A `schedule` order asks for what the schedule's state does not allow (resume a
         /// cancelled schedule).
         public static let scheduleState = Code(rawValue: "SCHEDULE_STATE")
+        /// A `cancel` order names a subscription that has already ended, been cancelled or been
+        /// revoked: there is nothing left to cancel.
+        public static let subscriptionEnded = Code(rawValue: "SUBSCRIPTION_ENDED")
     }
 }
 

@@ -78,11 +78,14 @@ public struct SubscriptionEvent: Sendable, Equatable {
     public var reason: String?
     /// When the next attempt is due (epoch ms): a retry's time.
     public var dueAt: Int64?
+    /// Until when the customer has paid (epoch ms): a cancellation's, so that access can end
+    /// then rather than at once.
+    public var paidThrough: Int64?
 
     public init(
         merchant: String, provider: Provider, subscription: String, dedupeKey: String, kind: Kind, amount: Int64? = nil,
         currency: String? = nil, providerReference: String? = nil, cycle: Int64? = nil, lastCycle: Int64? = nil, expiresAt: Int64? = nil,
-        reason: String? = nil, dueAt: Int64? = nil
+        reason: String? = nil, dueAt: Int64? = nil, paidThrough: Int64? = nil
     ) {
         self.merchant = merchant
         self.provider = provider
@@ -97,6 +100,7 @@ public struct SubscriptionEvent: Sendable, Equatable {
         self.expiresAt = expiresAt
         self.reason = reason
         self.dueAt = dueAt
+        self.paidThrough = paidThrough
     }
 
     /// Stable for the same provider fact, whichever copy of the pipeline sees it and however
@@ -116,6 +120,7 @@ public struct SubscriptionEvent: Sendable, Equatable {
         ]
         o.merge(details(expiry: .string(expiresAt.map { Timestamp.iso8601(milliseconds: $0) } ?? ""))) { first, _ in first }
         if let dueAt { o["dueAt"] = .string(Timestamp.iso8601(milliseconds: dueAt)) }
+        if let paidThrough { o["paidThrough"] = .string(Timestamp.iso8601(milliseconds: paidThrough)) }
         return .object(o)
     }
 

@@ -99,24 +99,14 @@ extension LedgerCore {
             let paused = plan.event(.subscriptionPaused, dedupeKey: "dunning|paused|\(cycle)", cycle: cycle, reason: why)
             effects += try record(paused, counters: &counters, now: now) ?? []
         case .cancel:
-            effects += try cancelForDunning(&plan, cycle: cycle, because: why, counters: &counters, now: now)
+            // The ledger's one way of cancelling (schedule, record, event); only paypipe's own
+            // charging stops: a provider that holds a mandate is not told here.
+            try store.save(plan, now: now)
+            effects += try cancelSubscription(
+                merchant: plan.merchant, provider: plan.provider, reference: plan.reference, at: .now, providerPeriodEnd: nil, reason: why,
+                counters: &counters, now: now)
         case .pastDue: break
         }
         return effects
-    }
-
-    /// Stops charging the subscription for good: the schedule cancelled, the subscription
-    /// `cancelled` (`subscription.cancelled`). Only paypipe's own charging stops; a provider
-    /// that holds a mandate is not told here.
-    private func cancelForDunning(
-        _ plan: inout ScheduleRecord, cycle: Int64, because reason: String, counters: inout Counters, now: Int64
-    ) throws
-        -> [Effect]
-    {
-        plan.leaveReview(to: .cancelled)
-        plan.dueAt = nil
-        try store.save(plan, now: now)
-        let cancelled = plan.event(.subscriptionCancelled, dedupeKey: "dunning|cancelled", cycle: cycle, reason: reason)
-        return try record(cancelled, counters: &counters, now: now) ?? []
     }
 }

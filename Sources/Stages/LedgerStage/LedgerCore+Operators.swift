@@ -74,7 +74,10 @@ extension LedgerCore {
             counters.resolvedByOperators[outcome.status.rawValue, default: 0] += 1
             resolved = true
             var effects: [Effect] = [.emit(Array(text.utf8))]
-            if outcome.status == .succeeded { effects += try openSubscription(after: outcome, corrected: false, counters: &counters, now: now) }
+            if outcome.status == .succeeded {
+                effects += try openSubscription(after: outcome, corrected: false, counters: &counters, now: now)
+                effects += try cancelSubscription(after: outcome, counters: &counters, now: now)
+            }
             effects += try advanceSchedule(after: outcome, counters: &counters, now: now)
             effects += try reconcile(after: outcome, counters: &counters, now: now)
             let logged = (try? JSONValue.parse(Array(text.utf8))) ?? .string(text)

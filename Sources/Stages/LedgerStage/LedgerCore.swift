@@ -162,6 +162,9 @@ package struct LedgerCore {
             case order(Order, json: String, references: [String])
             /// A `schedule` order: the ledger's own to apply (docs/protocol.md, "Schedules").
             case scheduleChange(Order, ScheduleChange)
+            /// A `cancel` order: checked against its subscription's record before it is stored
+            /// with that record and dispatched (docs/protocol.md, "Cancelling a subscription").
+            case cancel(Order, SubscriptionCancel)
         }
 
         package struct Result: Sendable {
@@ -228,6 +231,12 @@ package struct LedgerCore {
                 case .rejected(let rejection, let identity): return .rejected(rejection, identity: identity)
                 case .order(let order) where order.operation.rawValue == ScheduleChange.operationName || order.params["schedule"] != nil:
                     return scheduling(order, json: String(decoding: frame, as: UTF8.self))
+                case .order(let order) where order.operation.rawValue == SubscriptionCancel.operationName:
+                    do throws(Rejection) {
+                        return .cancel(order, try SubscriptionCancel(order: order, fromUpstream: true))
+                    } catch {
+                        return .rejected(error, identity: order.identity)
+                    }
                 case .order(let order):
                     // Stored and dispatched as upstream sent it: every stage that reads it again
                     // decodes it to this same order, so writing it anew would buy nothing.
@@ -295,7 +304,7 @@ package struct LedgerCore {
             case .intake(let items):
                 items.contains { item in
                     switch item {
-                    case .rejected, .refused, .scheduleChange: true
+                    case .rejected, .refused, .scheduleChange, .cancel: true
                     case .dropped, .order: false
                     }
                 }
@@ -405,6 +414,29 @@ package struct LedgerCore {
                     let outcome = try applyScheduleChange(change, of: order, now: now)
                     try fileRejection(outcome.serialized, order.key)
                     counters.countOut(labels(outcome))
+                case .cancel(let order, let cancel):
+                    if let admission = try store.known(order.key) {
+                        admitted(admission, firstTime: nil)
+                        continue
+                    }
+                    switch try recordedCancel(order, cancel) {
+                    case .failure(let rejection):
+                        let outcome = Outcome.rejected(rejection, identity: order.identity, at: Timestamp.iso8601(milliseconds: now))
+                        try fileRejection(outcome.serialized, order.key)
+                        counters.countOut(labels(outcome))
+                    case .success(let recorded) where registry.connector(for: order.provider)?.cancelsWithoutProviderCall == true:
+                        let outcome = cancelWithoutProviderCall(recorded, cancel, now: now)
+                        try fileRejection(outcome.serialized, order.key)
+                        counters.countOut(labels(outcome))
+                        effects += try cancelSubscription(
+                            merchant: order.merchant, provider: order.provider, reference: cancel.subscription, at: cancel.at,
+                            providerPeriodEnd: nil, reason: "cancel order \(order.orderId)", counters: &counters, now: now)
+                    case .success(let recorded):
+                        let json = recorded.serialized
+                        let admission = try store.admit(recorded, json: json, references: [], now: now)
+                        let ticket = store.tickets.ticket(for: order.key, generation: 1)
+                        admitted(admission, firstTime: .dispatch(DispatchFrame.encode(orderJSON: json, acceptedAt: now, token: ticket.token)))
+                    }
                 case .order(let order, let json, let references):
                     let admission = try store.admit(order, json: json, references: references, now: now)
                     if case .referenceInUse(let reference) = admission {
@@ -435,7 +467,7 @@ package struct LedgerCore {
         var uses: [OrderKey: Int] = [:]
         for item in items {
             switch item {
-            case .order(let order, _, _), .scheduleChange(let order, _): uses[order.key, default: 0] += 1
+            case .order(let order, _, _), .scheduleChange(let order, _), .cancel(let order, _): uses[order.key, default: 0] += 1
             case .rejected(_, let identity): uses[OrderKey(merchant: identity.merchant, orderId: identity.orderId), default: 0] += 1
             case .dropped, .refused: break
             }
@@ -478,6 +510,7 @@ package struct LedgerCore {
                     effects.append(.emit(Array(text.utf8)))
                     if item.outcome.status == .succeeded {
                         effects += try openSubscription(after: item.outcome, corrected: recorded.corrected, counters: &counters, now: now)
+                        effects += try cancelSubscription(after: item.outcome, counters: &counters, now: now)
                     }
                     effects += try advanceSchedule(after: item.outcome, counters: &counters, now: now)
                     effects += try reconcile(after: item.outcome, counters: &counters, now: now)
@@ -530,6 +563,7 @@ package struct LedgerCore {
                 effects.append(.emit(Array(text.utf8)))
                 if outcome.status == .succeeded {
                     effects += try openSubscription(after: outcome, corrected: recorded.corrected, counters: &updated, now: now)
+                    effects += try cancelSubscription(after: outcome, counters: &updated, now: now)
                 }
                 effects += try advanceSchedule(after: outcome, counters: &updated, now: now)
                 effects += try reconcile(after: outcome, counters: &updated, now: now)

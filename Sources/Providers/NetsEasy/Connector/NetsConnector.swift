@@ -20,6 +20,7 @@ public struct NetsConnector: ProviderConnector {
         OperationSpec(.getSubscription, movesMoney: false),
         OperationSpec(.chargeSubscription, movesMoney: true),
         OperationSpec(.scheduleNets, movesMoney: false),
+        OperationSpec(.cancelNets, movesMoney: false),
     ]
 
     let config: PaypipeConfig

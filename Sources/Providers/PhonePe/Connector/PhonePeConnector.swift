@@ -25,6 +25,7 @@ public struct PhonePeConnector: ProviderConnector {
         OperationSpec(.debitNotify, movesMoney: false),
         OperationSpec(.debitExecute, movesMoney: true),
         OperationSpec(.schedulePhonePe, movesMoney: false),
+        OperationSpec(.cancelPhonePe, movesMoney: false),
     ]
 
     /// What reading auth/init and auth status answers needs beyond the order.
@@ -67,6 +68,13 @@ public struct PhonePeConnector: ProviderConnector {
     // MARK: - Signer
 
     public func sign(_ order: Order, purpose: DispatchPurpose, nowSeconds: Int64) throws(Rejection) -> Signed<Context> {
+        if order.operation == .cancelPhonePe {
+            let cancel = try PhonePeCancel(order: order)
+            let phonepe = try merchant(order.merchant)
+            let request = try cancel.request(merchant: phonepe)
+            let context = Context(authRequestId: cancel.subscriptionId, merchantId: phonepe.config.merchantId)
+            return .request(SignedRequest(request: request, resolve: request, context: context))
+        }
         if order.operation != .authInit { return try signDebit(order) }
         let authInit = try PhonePeAuthInit(order: order, merchant: try merchant(order.merchant))
         let context = Context(authRequestId: authInit.authRequestId, merchantId: authInit.merchantId)
@@ -99,6 +107,12 @@ public struct PhonePeConnector: ProviderConnector {
 
     public func read(_ response: HTTPResponseSpec, to current: HTTPRequestSpec, in exchange: Exchange<Context>) -> ProviderReading {
         let context = exchange.signed.context
+        if exchange.order.operation == .cancelPhonePe {
+            guard let cancel = try? PhonePeCancel(order: exchange.order) else {
+                return .verdict(.unknown(reason: "the cancel order's params no longer read"))
+            }
+            return .verdict(cancel.classify(response))
+        }
         if exchange.order.operation != .authInit {
             guard let debit = try? PhonePeDebit(order: exchange.order) else {
                 return .verdict(.unknown(reason: "the debit order's params no longer read"))
@@ -127,7 +141,9 @@ public struct PhonePeConnector: ProviderConnector {
     /// PhonePe refuses a repeated authRequestId, so a redelivered auth/init asks the auth status
     /// by that id first; only "not found" sends auth/init again.
     public func redelivery(of exchange: Exchange<Context>) -> Redelivery {
-        exchange.signed.resolve.map(Redelivery.resolveFirst) ?? .review
+        // A repeated cancel answers the mandate's state (`PhonePeCancel`).
+        if exchange.order.operation == .cancelPhonePe { return .resubmit }
+        return exchange.signed.resolve.map(Redelivery.resolveFirst) ?? .review
     }
 
     // MARK: - Callbacks

@@ -90,6 +90,9 @@ extension PhonePeEmulator {
         guard let mandate = records.withLock({ $0.values.first { $0.mandate.subscriptionId == subscriptionId }?.mandate }),
             mandate.merchantId == merchantId
         else { return PhonePeSandbox.refusal(400, "SUBSCRIPTION_NOT_FOUND", "Subscription not found.") }
+        if let ended = endedMandates.withLock({ $0[subscriptionId] }) {
+            return PhonePeSandbox.refusal(400, "INVALID_SUBSCRIPTION_STATE", "Subscription is \(ended.lowercased()).")
+        }
         if mandateStates.withLock({ $0[subscriptionId] }) != nil { return Self.notActive }
         let now = context.clock.nowMilliseconds
         let key = Self.recordKey(merchantId: merchantId, authRequestId: transactionId)

@@ -10,7 +10,7 @@ import Synchronization
 /// SUBSCRIPTION). The debits are the merchant's to ask for; these actions stand in for them
 /// (and for the user) in tests and the demo:
 /// - `debit` `{"subscription", "amount"?, "decline"?}`: NOTIFY, then DEBIT COMPLETED (or FAILED),
-///   as if the merchant had debited outside paypipe;
+///   as if the merchant had debited outside paypipe; refused on a mandate that is over;
 /// - `declineNext` `{"subscription", "code"?}`: the next debit paypipe executes fails with that
 ///   `payResponseCode` (e.g. an NPCI code: Z9 insufficient funds, YE account blocked; by default
 ///   AUTHORIZATION_FAILED);
@@ -40,6 +40,9 @@ extension PhonePeEmulator: SubscriptionEmulator {
         let subscription: JSONValue = ["subscriptionId": .string(subscriptionId), "state": "ACTIVE"]
         switch action {
         case "debit":
+            if let ended = endedMandates.withLock({ $0[subscriptionId] }) {
+                return PhonePeSandbox.refusal(400, "INVALID_SUBSCRIPTION_STATE", "Subscription is \(ended.lowercased()).")
+            }
             if mandateStates.withLock({ $0[subscriptionId] }) != nil { return Self.notActive }
             let amount = body["amount"]?.integerValue ?? mandate.amount ?? 100
             let number = debits.withLock { debits -> Int in
@@ -80,6 +83,7 @@ extension PhonePeEmulator: SubscriptionEmulator {
             let state = [
                 "revoke": "REVOKED", "pause": "PAUSED", "unpause": "ACTIVE", "cancel": "CANCELLED", "expire": "EXPIRED", "suspend": "SUSPENDED",
             ][action]!
+            if action == "revoke" || action == "cancel" || action == "expire" { endedMandates.withLock { $0[subscriptionId] = state } }
             var details: [String: JSONValue] = ["subscriptionId": .string(subscriptionId), "state": .string(state)]
             if action != "revoke" && action != "cancel" { details["stateStartDate"] = .integer(now) }
             mandateStates.withLock { $0[subscriptionId] = state == "ACTIVE" ? nil : state }

@@ -57,9 +57,12 @@ package final class PhonePeEmulator: ProviderEmulator {
     package let holds = Mutex(Holds())
     /// The last callback `act` sent per subscriptionId, for `resendLast`.
     package let lastCallbacks = Mutex<[String: [String: JSONValue]]>([:])
+    /// Mandates that are over (cancelled by the merchant, revoked by the user, expired), by
+    /// subscriptionId: their final state. Nothing more is notified or debited on them.
+    package let endedMandates = Mutex<[String: String]>([:])
 
     package func ledgerKey(_ request: HTTPRequestSpec) -> SandboxLedgerKey {
-        .now(Self.peekPayload(request)?.authRequestId ?? debitLedgerKey(request))
+        .now(Self.peekPayload(request)?.authRequestId ?? debitLedgerKey(request) ?? cancelLedgerKey(request))
     }
 
     package convenience init(config: PaypipeConfig) {
@@ -103,6 +106,7 @@ package final class PhonePeEmulator: ProviderEmulator {
             return await debitRequest(request, context: context)
         }
         if request.method == .GET, request.url.hasPrefix(PhonePeRules.debitStatusPathPrefix) { return debitStatus(request, context: context) }
+        if request.method == .POST, request.url == Self.subscriptionCancelPath { return await cancelRequest(request, context: context) }
         return SandboxContext.json(404, ["success": false, "code": "NOT_FOUND", "message": "No such PhonePe API"])
     }
 

@@ -20,6 +20,7 @@ public struct TrustPaymentsConnector: ProviderConnector {
         OperationSpec(.transactionUpdate, movesMoney: false),
         OperationSpec(.transactionQuery, movesMoney: false),
         OperationSpec(.enginePaymentQuery, movesMoney: false),
+        OperationSpec(.cancelTrustPayments, movesMoney: false),
     ]
 
     /// The web-services request as the signer built it, so the submitter reads responses
@@ -106,6 +107,10 @@ public struct TrustPaymentsConnector: ProviderConnector {
                 ?? TPJWTSigner(config: tp, lifetimeSeconds: TPJWTSigner.lifetimeSeconds(pendingExpireAfterMs: config.timers.pendingExpireAfterMs))
             return .outcome(.pending, result: ["jwt": .string(try signer.sign(order: order, issuedAt: nowSeconds))])
         }
+        if order.operation == .cancelTrustPayments {
+            let query = try TPCancel.query(order: order, config: tp)
+            return .request(SignedRequest(request: query.http, resolve: query.http, context: Context(query, query: nil)))
+        }
         let request = try TPWebServices.request(for: order, config: tp)
         var query: TPWebServicesRequest?
         if request.kind == .transactionUpdate, let reference = request.transactionReference {
@@ -131,6 +136,7 @@ public struct TrustPaymentsConnector: ProviderConnector {
     // MARK: - Submitter
 
     public func read(_ response: HTTPResponseSpec, to current: HTTPRequestSpec, in exchange: Exchange<Context>) -> ProviderReading {
+        if exchange.order.operation == .cancelTrustPayments { return TPCancel.read(response, to: current, in: exchange) }
         let context = exchange.signed.context
         let request = context.request(exchange.signed.request)
         if context.kind == .orderQuery {

@@ -128,6 +128,13 @@ public enum TPSandbox {
         if let records, !records.contains(where: { $0["transactionreference"]?.stringValue == reference }) {
             return error(TPErrorCode.referenceNotFound, "Transaction not found", field: "transactionreference", type: type)
         }
+        // "3" is stopped permanently ("no way back"): only the same stop again is accepted.
+        if let records, let stopped = records.first(where: { $0["transactionreference"]?.stringValue == reference }),
+            stopped["transactionactive"]?.stringValue == "3",
+            let changed = updates.keys.sorted().first(where: { $0 != "transactionactive" || updates[$0]?.stringValue != "3" })
+        {
+            return error(TPErrorCode.notUpdatable, "Field not updatable", field: changed, type: type)
+        }
         switch updates["baseamount"]?.stringValue.flatMap({ Int64($0) }) {
         case declineAmount?: return error(TPErrorCode.declined, "Decline", type: type)
         case bankErrorAmount?: return error(TPErrorCode.bankSystemError, "Bank System Error", type: type)
@@ -140,7 +147,9 @@ public enum TPSandbox {
         switch key {
         case "baseamount": return digits && value.utf8.count <= 13 && (Int64(value) ?? 0) > 0
         case "subscriptionfinalnumber": return digits && value.utf8.count <= 5
-        case "transactionactive": return value == "0" || value == "1"
+        // Trust Payments' subscription notes: "0" inactive, "1" active, "3" stopped permanently;
+        // "2" (pending the first AUTH's settlement) is the engine's own and cannot be set.
+        case "transactionactive": return value == "0" || value == "1" || value == "3"
         case "subscriptionfrequency": return digits && value.utf8.count <= 11 && (Int64(value) ?? 0) >= 1
         case "subscriptionunit": return value == "DAY" || value == "MONTH"
         default: return false
@@ -168,6 +177,11 @@ public enum TPSandbox {
         }
         // No `found` member: Trust Payments' TRANSACTIONQUERY answers show `records` alone.
         return ["errorcode": "0", "errormessage": "Ok", "requesttypedescription": .string(type), "records": .array(found)]
+    }
+
+    /// `transactionstartedtimestamp` as Trust Payments' query records write it: `YYYY-MM-DD HH:MM:SS`, UTC.
+    package static func timestamp(milliseconds: Int64) -> String {
+        String(Timestamp.iso8601(milliseconds: milliseconds).prefix(19).map { $0 == "T" ? " " : $0 })
     }
 
     /// A transactionreference as Trust Payments writes them (`57-9-12345678`), derived from

@@ -14,6 +14,12 @@ extension TrustPaymentsEmulator: SubscriptionEmulator {
     package struct Series: Sendable {
         var merchant: String
         var parent: String
+        /// The SUBSCRIPTION's own transactionreference, which TRANSACTIONUPDATE names.
+        var subscriptionReference = ""
+        /// `transactionactive` as Trust Payments' subscription notes define it: "2" until the
+        /// first AUTH settles, "1" active, "0" inactive (payments wait; re-enabled, the engine
+        /// catches up the missed ones), "3" stopped permanently.
+        var active = "2"
         var orderReference: String
         var amount: Int64
         var currency: String
@@ -37,12 +43,14 @@ extension TrustPaymentsEmulator: SubscriptionEmulator {
     package static func series(from records: [[String: JSONValue]], merchant: String, now: Int64) -> Series? {
         guard let subscription = records.first(where: { $0["requesttypedescription"]?.stringValue == "SUBSCRIPTION" }),
             subscription["errorcode"]?.stringValue == "0", let parent = subscription["parenttransactionreference"]?.stringValue,
+            let subscriptionReference = subscription["transactionreference"]?.stringValue,
             let amount = subscription["baseamount"]?.stringValue.flatMap({ Int64($0) })
         else { return nil }
         let unit = subscription["subscriptionunit"]?.stringValue ?? "MONTH"
         let frequency = subscription["subscriptionfrequency"]?.stringValue.flatMap { Int($0) } ?? 1
         var series = Series(
-            merchant: merchant, parent: parent, orderReference: subscription["orderreference"]?.stringValue ?? "", amount: amount,
+            merchant: merchant, parent: parent, subscriptionReference: subscriptionReference,
+            orderReference: subscription["orderreference"]?.stringValue ?? "", amount: amount,
             currency: subscription["currencyiso3a"]?.stringValue ?? "GBP", unit: unit, frequency: max(1, frequency),
             number: subscription["subscriptionnumber"]?.stringValue.flatMap { Int64($0) } ?? 1,
             finalNumber: subscription["subscriptionfinalnumber"]?.stringValue.flatMap { Int64($0) } ?? 0, nextDue: now)
@@ -96,8 +104,17 @@ extension TrustPaymentsEmulator: SubscriptionEmulator {
             series.initialSettled = true
             notifications.append(
                 fields(series, reference: series.parent, errorcode: "0", settleStatus: "100", recurring: false, siteReference: siteReference))
+            // "Our subscription engine will not schedule payments unless the first payment (AUTH)
+            // has been settled": settled, the SUBSCRIPTION is active unless updated meanwhile.
+            if series.active == "2" { series.active = "1" }
+            if var subscription = store.records[series.subscriptionReference], subscription["transactionactive"]?.stringValue == "2" {
+                subscription["transactionactive"] = .string(series.active)
+                store.upsert(subscription)
+            }
         }
-        while series.nextDue <= until, series.finalNumber == 0 || series.number < series.finalNumber {
+        // Inactive ("0") or stopped ("3"): no payment is taken; an inactive series' missed
+        // payments are taken once it is active again.
+        while series.active == "1", series.nextDue <= until, series.finalNumber == 0 || series.number < series.finalNumber {
             series.number += 1
             let reference = TPSandbox.transactionReference(seed: "\(series.parent)\u{0}\(series.number)")
             let declined = series.declineNext
@@ -127,6 +144,7 @@ extension TrustPaymentsEmulator: SubscriptionEmulator {
                 "orderreference": .string(series.orderReference), "baseamount": .string(String(series.amount)),
                 "currencyiso3a": .string(series.currency), "subscriptionnumber": .string(String(series.number)),
                 "errorcode": .string(declined ? TPErrorCode.declined : "0"), "settlestatus": .string(declined ? "3" : "100"),
+                "transactionstartedtimestamp": .string(TPSandbox.timestamp(milliseconds: series.nextDue)),
             ])
             series.nextDue = series.after(series.nextDue)
         }
@@ -216,6 +234,16 @@ extension TrustPaymentsEmulator {
 }
 
 extension TrustPaymentsEmulator.Series {
+    /// A TRANSACTIONUPDATE of the SUBSCRIPTION, which the sandbox has already accepted
+    /// (`TPSandbox.update`): the engine follows the new values from its next run.
+    package mutating func apply(_ updates: [String: String]) {
+        if let active = updates["transactionactive"] { self.active = active }
+        if let final = updates["subscriptionfinalnumber"].flatMap({ Int64($0) }) { finalNumber = final }
+        if let amount = updates["baseamount"].flatMap({ Int64($0) }) { self.amount = amount }
+        if let unit = updates["subscriptionunit"] { self.unit = unit }
+        if let frequency = updates["subscriptionfrequency"].flatMap({ Int($0) }) { self.frequency = max(1, frequency) }
+    }
+
     /// The due date one period after `instant`.
     package func after(_ instant: Int64) -> Int64 {
         var calendar = Calendar(identifier: .gregorian)

@@ -128,6 +128,10 @@ package final class TrustPaymentsEmulator: ProviderEmulator {
                 ]
             for (key, value) in updates { record[key] = value }
             store.upsert(record)
+            // The engine runs the series of the SUBSCRIPTION updated.
+            if let parent = record["parenttransactionreference"]?.stringValue, store.series[parent]?.subscriptionReference == reference {
+                store.series[parent]?.apply(updates.compactMapValues(\.stringValue))
+            }
         }
         if let requestReference = entry["requestreference"]?.stringValue {
             ledger.tookEffect("trustpayments:" + requestReference.prefix(128))
@@ -152,7 +156,10 @@ package final class TrustPaymentsEmulator: ProviderEmulator {
                 continue
             }
             merchant.store.withLock { store in
-                for record in payment.records { store.upsert(record) }
+                for var record in payment.records {
+                    record["transactionstartedtimestamp"] = .string(TPSandbox.timestamp(milliseconds: now))
+                    store.upsert(record)
+                }
                 if let series = Self.series(from: payment.records, merchant: merchant.name, now: now), store.series[series.parent] == nil {
                     store.series[series.parent] = series
                 }

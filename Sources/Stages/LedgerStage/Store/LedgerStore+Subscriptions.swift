@@ -83,6 +83,8 @@ extension LedgerStore {
                 "SELECT order_id, state, final_cycle FROM subscriptions WHERE reference=? AND provider=? AND merchant=?", subscription
             ).first, let orderId = row[0].text, let current = row[1].text.flatMap(SubscriptionState.init(rawValue:))
         else { return .unknownSubscription }
+        // Cancelled is said once: by paypipe's own cancel or by the provider, whichever comes first.
+        if event.kind == .subscriptionCancelled && current == .cancelled { return .duplicate }
         let at = Timestamp.iso8601(milliseconds: now)
         let eventId = event.eventId
         let state = current.after(event.kind)
@@ -235,7 +237,7 @@ extension StoreReads {
         let key: [StoreValue] = [.text(reference), .text(provider.rawValue), .text(merchant)]
         guard
             let row = try db.query(
-                "SELECT order_id, state, opened_at, updated_at, final_cycle, ends_at, expires_at FROM subscriptions WHERE reference=? AND provider=? AND merchant=?",
+                "SELECT order_id, state, opened_at, updated_at, final_cycle, ends_at, expires_at, paid_through FROM subscriptions WHERE reference=? AND provider=? AND merchant=?",
                 key
             ).first
         else { return nil }
@@ -248,7 +250,7 @@ extension StoreReads {
             "merchant": .string(merchant), "provider": .string(provider.rawValue), "reference": .string(reference),
             "orderId": row[0].text.map(JSONValue.string) ?? .null, "state": row[1].text.map(JSONValue.string) ?? .null,
             "openedAt": time(row[2]), "updatedAt": time(row[3]), "finalCycle": row[4].integer.map(JSONValue.integer) ?? .null,
-            "endsAt": time(row[5]), "expiresAt": time(row[6]), "events": .array(events),
+            "endsAt": time(row[5]), "expiresAt": time(row[6]), "paidThrough": time(row[7]), "events": .array(events),
             "schedule": try schedule(merchant: merchant, provider: provider, reference: reference, locking: false)?.json ?? .null,
         ]
     }
