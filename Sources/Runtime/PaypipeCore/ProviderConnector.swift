@@ -76,6 +76,11 @@ public protocol ProviderConnector: Sendable {
     var scheduledCharging: (any ScheduledCharging)? { get }
     /// This provider's refunds; nil when paypipe makes none for it.
     var refunding: (any Refunding)? { get }
+    /// The order the pipeline makes for itself once a first order (`opensSubscription`)
+    /// succeeded, e.g. the charge of what a Nets checkout only reserved; nil for none. The
+    /// ledger admits it in the transaction that records the outcome, under an id derived from
+    /// the first order's (`ScheduledAttempt.followingOrderId`), so it is made once.
+    func followingOrder(after order: Order, outcome: Outcome) -> Order?
 
     /// The secret settings (merchant config keys) whose values this provider's outcomes carry
     /// for the app, e.g. Viva's `isvClientSecret` in the sale URL. The ledger loads these and
@@ -249,6 +254,7 @@ extension ProviderConnector {
     public var entitlementChecking: (any EntitlementChecking)? { nil }
     public var scheduledCharging: (any ScheduledCharging)? { nil }
     public var refunding: (any Refunding)? { nil }
+    public func followingOrder(after order: Order, outcome: Outcome) -> Order? { nil }
 }
 
 /// Why an HTTP exchange produced no response.

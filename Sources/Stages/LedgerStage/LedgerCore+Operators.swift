@@ -76,6 +76,7 @@ extension LedgerCore {
             var effects: [Effect] = [.emit(Array(text.utf8))]
             if outcome.status == .succeeded { effects += try openSubscription(after: outcome, corrected: false, counters: &counters, now: now) }
             effects += try advanceSchedule(after: outcome, counters: &counters, now: now)
+            effects += try reportRefund(after: outcome, counters: &counters, now: now)
             let logged = (try? JSONValue.parse(Array(text.utf8))) ?? .string(text)
             return (["resolved": logged], effects)
         }

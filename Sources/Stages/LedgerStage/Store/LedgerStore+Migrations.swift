@@ -43,6 +43,7 @@ extension LedgerStore {
                 StoreMigration(version: 9) { try $0.keyOutcomeLogByOrder() },
                 StoreMigration(version: 10) { try $0.addScheduleReview() },
                 StoreMigration(version: 11) { try $0.db.createStoreBackups() },
+                StoreMigration(version: 12) { try $0.createRefunds(integer: "INTEGER") },
             ]
         case .postgres:
             [
@@ -61,12 +62,13 @@ extension LedgerStore {
                 StoreMigration(version: 9) { try $0.keyOutcomeLogByOrder() },
                 StoreMigration(version: 10) { try $0.addScheduleReview() },
                 StoreMigration(version: 11) { try $0.db.createStoreBackups() },
+                StoreMigration(version: 12) { try $0.createRefunds(integer: "BIGINT") },
             ]
         }
     }
 
     /// The schema version this paypipe writes.
-    package static let schemaVersion = 11
+    package static let schemaVersion = 12
 
     /// Brings the schema to `schemaVersion`, recording each step in `meta`; refuses a store
     /// whose schema is newer than this paypipe knows, which an older ledger would corrupt.
