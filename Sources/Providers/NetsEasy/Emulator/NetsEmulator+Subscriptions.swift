@@ -5,9 +5,34 @@ import Sandbox
 /// `chargeSubscription`). What a test or the demo can change is the card:
 /// - `declineNext` `{"subscription": <subscriptionId>}`: the subscription's next charge is
 ///   refused (402) and its `payment.charge.failed.v2` webhooks are sent;
-/// - `resendLast` `{"subscription"}`: the last charge's webhooks again, as Nets redelivers them.
+/// - `resendLast` `{"subscription"}`: the last charge's webhooks again, as Nets redelivers them;
+/// - `totals` `{"subscription"}`: what the subscription's payments charged and refunded, and how
+///   many writes were answered again from a repeated Idempotency-Key (`repeated`);
+/// - `failNextRefund` `{}`: the next refund ends Failed.
 extension NetsEmulator: SubscriptionEmulator {
     package func act(_ action: String, body: JSONValue, context: SandboxContext) async -> HTTPResponseSpec {
+        if action == "failNextRefund" {
+            for merchant in merchants { merchant.sandbox.withLock { $0.failNextRefund = true } }
+            return SandboxContext.json(200, ["failNextRefund": true])
+        }
+        if action == "totals", let subscriptionId = body["subscription"]?.stringValue {
+            var totals = NetsSandbox.Totals()
+            var repeated = 0
+            for merchant in merchants {
+                let (found, repeats) = merchant.sandbox.withLock { ($0.totals(subscriptionId: subscriptionId), $0.repeats.values.reduce(0, +)) }
+                totals.charged += found.charged
+                totals.charges += found.charges
+                totals.refunded += found.refunded
+                totals.refunds += found.refunds
+                repeated += repeats
+            }
+            return SandboxContext.json(
+                200,
+                [
+                    "subscription": .string(subscriptionId), "charged": .integer(totals.charged), "charges": .integer(Int64(totals.charges)),
+                    "refunded": .integer(totals.refunded), "refunds": .integer(Int64(totals.refunds)), "repeated": .integer(Int64(repeated)),
+                ])
+        }
         guard let subscriptionId = body["subscription"]?.stringValue else { return SandboxContext.json(400, ["error": "subscription is required"]) }
         if action == "resendLast" {
             guard let deliveries = lastDeliveries.withLock({ $0[subscriptionId] }) else {
@@ -20,7 +45,9 @@ extension NetsEmulator: SubscriptionEmulator {
             }
             return SandboxContext.json(200, ["subscription": .string(subscriptionId), "sent": .integer(Int64(deliveries.count))])
         }
-        guard action == "declineNext" else { return SandboxContext.json(404, ["error": "nets actions: declineNext, resendLast"]) }
+        guard action == "declineNext" else {
+            return SandboxContext.json(404, ["error": "nets actions: declineNext, resendLast, totals, failNextRefund"])
+        }
         for merchant in merchants where merchant.sandbox.withLock({ $0.declineNextCharge(subscriptionId: subscriptionId) }) {
             return SandboxContext.json(200, ["subscription": .string(subscriptionId), "declineNext": true])
         }
