@@ -218,3 +218,57 @@ struct NetsMoneyTests {
         await h.shutdown()
     }
 }
+
+extension NetsMoneyTests {
+    /// A year of one Nets subscription on the schedule test's clock: its first payment charged
+    /// once, twelve monthly cycles, one of them refunded in part. What the sandbox recorded of
+    /// the subscription equals what the outcomes in the log say was charged and refunded.
+    @Test func aYearOfANetsSubscriptionAddsUpAtTheSandbox() async throws {
+        let h = try await PipelineHarness(
+            sandboxConfiguration: SandboxConfiguration(port: 0, outboundAttempts: 12).with { $0.nets.completeCheckoutAfterMilliseconds = 50 },
+            timers: ["pendingResolveAfterMs": 300, "httpRequestTimeoutMs": 2000, "leaseMs": 4000], redeliverAfterMilliseconds: 3000,
+            schedules: ["retryAfterDays": [1, 3]])
+        defer { Task { await h.shutdown() } }
+        try h.startSigner()
+        try h.startSubmitter()
+        try h.startCallbacks()
+        var year = ScheduleTests.Year(h, nets: 1, phonePe: 0, months: 12)
+        try await year.create()
+        try await year.run()
+        let subscription = year.references[0].reference
+
+        // Cycle 5 refunded in part, named by its scheduled order and its charge.
+        let cycle5 = year.attempt(0, cycle: 5, attempt: 1).orderId(step: 0)
+        let log = try await replayWholeLog(context: h.context, endpoint: h.ledgerEndpoints["outcomesReplay"]!).compactMap {
+            try? JSONValue.parse($0.bytes)
+        }
+        let charged5 = try #require(log.last { $0["orderId"]?.stringValue == cycle5 && $0["status"] == "succeeded" })
+        let stream = Stream(h)
+        try await h.send(
+            Self.refundOrder(
+                "year-refund", of: cycle5, charge: try #require(charged5["result"]?["chargeId"]?.stringValue),
+                payment: try #require(charged5["result"]?["paymentId"]?.stringValue), amount: 4000))
+        #expect(try await stream.final("year-refund")["status"] == "succeeded")
+        try await stream.until("the subscription hears of the refund") { messages in
+            messages.contains { $0["type"] == "refund.succeeded" && $0["subscription"]?["reference"]?.stringValue == subscription }
+        }
+
+        // The outcomes' totals: each succeeded charge (first payment, cycles) and refund once.
+        let outcomes = try await replayWholeLog(context: h.context, endpoint: h.ledgerEndpoints["outcomesReplay"]!).compactMap {
+            try? JSONValue.parse($0.bytes)
+        }.filter { $0["status"] == "succeeded" && $0["kind"] == nil }
+        var byOrder: [String: JSONValue] = [:]
+        for outcome in outcomes { byOrder[outcome["orderId"]?.stringValue ?? ""] = outcome }
+        let first = byOrder.values.filter { $0["operation"] == "chargePayment" }
+        let cycles = byOrder.values.filter { $0["operation"] == "chargeSubscription" }
+        let refunds = byOrder.values.filter { $0["operation"] == "refund" }
+        #expect(first.count == 1 && cycles.count == 12 && refunds.count == 1)
+        let outcomeCharged = first.reduce(Int64(0)) { $0 + ($1["result"]?["chargedAmount"]?.integerValue ?? 0) } + Int64(cycles.count) * 9900
+        let outcomeRefunded = refunds.reduce(Int64(0)) { $0 + ($1["result"]?["refundedAmount"]?.integerValue ?? 0) }
+        let totals = try await Self.totals(h, subscription)
+        #expect(totals["charged"]?.integerValue == outcomeCharged && outcomeCharged == 13 * 9900, "\(totals.serialized)")
+        #expect(totals["charges"] == 13 && totals["refunds"] == 1)
+        #expect(totals["refunded"]?.integerValue == outcomeRefunded && outcomeRefunded == 4000, "\(totals.serialized)")
+        await h.shutdown()
+    }
+}

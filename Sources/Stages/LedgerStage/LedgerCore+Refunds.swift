@@ -105,12 +105,11 @@ extension LedgerCore {
     /// Admits the order a first order's success makes (`ProviderConnector.followingOrder`)
     /// and dispatches it, noting the subscription it pays for. Made before (a redelivered
     /// outcome), it is left as it is. Call inside the transaction that recorded the outcome.
-    func admitFollowingOrder(_ order: Order, subscription: String, counters: inout Counters, now: Int64) throws -> [Effect] {
+    func admitFollowingOrder(_ order: Order, subscription: String, now: Int64) throws -> [Effect] {
         let references = registry.connector(for: order.provider)?.callbackReferences(for: order) ?? []
         let json = order.serialized
         guard try store.admit(order, json: json, references: references, now: now) == .new else { return [] }
         try store.linkOrder(order.key, toSubscription: subscription, provider: order.provider)
-        counters.scheduledOrders += 1
         let ticket = store.tickets.ticket(for: order.key, generation: 1)
         return [.dispatch(DispatchFrame.encode(orderJSON: json, acceptedAt: now, token: ticket.token))]
     }

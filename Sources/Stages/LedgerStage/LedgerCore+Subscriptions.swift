@@ -23,7 +23,7 @@ extension LedgerCore {
         try attachSchedule(order: order, opening: opening, target: target, now: now)
         var effects: [Effect] = []
         if let following = connector.followingOrder(after: order, outcome: outcome) {
-            effects = try admitFollowingOrder(following, subscription: opening.reference, counters: &counters, now: now)
+            effects = try admitFollowingOrder(following, subscription: opening.reference, now: now)
         }
         guard corrected else { return effects }
         let correction = SubscriptionEvent(
