@@ -122,7 +122,7 @@ struct ScheduleTests {
             for message in collected {
                 if message["kind"] == "event" {
                     events.append(message)
-                } else if let id = message["orderId"]?.stringValue, id.hasPrefix(ScheduledAttempt.orderIdPrefix),
+                } else if let id = message["orderId"]?.stringValue, ScheduledAttempt.step(ofOrderId: id) != nil,
                     let status = message["status"]?.stringValue, ["succeeded", "failed", "rejected"].contains(status)
                 {
                     #expect(finals[id] == nil || finals[id] == status, "\(id) ended twice differently")
@@ -213,8 +213,8 @@ struct ScheduleTests {
             let createdKeys = effects.filter { key in !expected.contains(key) && !key.hasPrefix("phonepe:") }
             #expect(twice == 0, "cycles charged twice")
             #expect(skipped == 0, "cycles never charged")
-            // The only other Nets effects are the subscriptions' own creation.
-            #expect(createdKeys.count == nets, "other Nets effects: \(createdKeys.count)")
+            // The only other Nets effects are the subscriptions' own creation and first charge.
+            #expect(createdKeys.count == 2 * nets, "other Nets effects: \(createdKeys.count)")
             #expect(effects.filter { $0.hasPrefix("phonepe:debit:") }.count == phonePe * Int(months))
             let requests = ledger["requests"]?.objectValue ?? [:]
             let keyed = requests.values.reduce(0) { $0 + Int($1.integerValue ?? 0) }

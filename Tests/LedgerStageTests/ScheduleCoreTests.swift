@@ -35,8 +35,10 @@ struct ScheduleCoreTests {
         let effects = try core.intake([Array(createOrder(schedule: schedule).utf8)], now: now)
         let order = try #require(dispatched(effects).first)
         let outcome = Outcome(order: order, status: .succeeded, result: ["paymentId": "pay-1", "subscriptionId": "sub-1"])
-        #expect(
-            core.handle(.settle(order.key, event: "nets|completed", outcome: outcome), now: now + 1).0 == .settled(applied: true, duplicate: false))
+        let (reply, following) = core.handle(.settle(order.key, event: "nets|completed", outcome: outcome), now: now + 1)
+        #expect(reply == .settled(applied: true, duplicate: false))
+        // The charge of what the checkout reserved (`nets.firstPayment: charge`), made at once.
+        for charge in dispatched(following) { settle(&core, charge, .succeeded, now: now + 1) }
     }
 
     /// Ticks the ledger with the schedules' clock at `at` (epoch ms).

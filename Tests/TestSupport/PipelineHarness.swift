@@ -58,6 +58,9 @@ package final class PipelineHarness: @unchecked Sendable {
     /// `--store` (default: the suite's store, `TestStores.ledgerArgument`). `storeRetryWindowMs`:
     /// the config's `store.retryWindowMs` (default: the store's own). `dunning`: a
     /// `merchants.<name>.dunning` section by merchant.
+    /// Stands for the sandbox's URL in `extraMerchants` (e.g. `"\(sandboxPlaceholder)/nets"`).
+    package static let sandboxPlaceholder = "http://sandbox.invalid"
+
     package init(
         sandboxConfiguration: SandboxConfiguration = SandboxConfiguration(port: 0).with { $0.phonePe.callbackDelayMilliseconds = 3_600_000 },
         timers: [String: Int64] = [:], connectOutcomes: Bool = true, curve: Bool = false,
@@ -99,10 +102,12 @@ package final class PipelineHarness: @unchecked Sendable {
         for name in ["intake", "outcomes", "signQueue", "signedIn", "signedOut", "results", "ledgerRPC", "pollQueue", "outcomesReplay", "admin"] {
             endpoints[name] = "tcp://127.0.0.1:\(try freeLoopbackPort())"
         }
+        let sandboxURL = try await providerFront?("http://127.0.0.1:\(bound)") ?? "http://127.0.0.1:\(bound)"
         var text = DemoConfig.text(
-            sandboxURL: try await providerFront?("http://127.0.0.1:\(bound)") ?? "http://127.0.0.1:\(bound)", callbacks: callbacks,
-            endpoints: endpoints,
-            timers: timers, extraMerchants: extraMerchants, leavingOut: leavingOut)
+            sandboxURL: sandboxURL, callbacks: callbacks, endpoints: endpoints, timers: timers, extraMerchants: extraMerchants, leavingOut: leavingOut
+        )
+        // An extra merchant's provider URL may name the sandbox before its port is known.
+        text = text.replacingOccurrences(of: Self.sandboxPlaceholder, with: sandboxURL)
         if curve, case .object(var document) = try JSONValue.parse(Array(text.utf8)) {
             var section: [String: JSONValue] = [:]
             for role in CurveConfig.Role.allCases {

@@ -232,6 +232,19 @@ enum OrderStory {
             lines.append("  reference        \(cellText(reference["provider"])) \(cellText(reference["reference"]))")
         }
         lines.append("  order            \(story["order"]?.serialized ?? "-")")
+        if let refund = story["refund"] {
+            lines.append(
+                "  refund of        \(cellText(refund["refundOf"])) capture \(cellText(refund["capture"])): \(cellText(refund["amount"])) \(cellText(refund["currency"]))"
+            )
+        }
+        if let refunds = story["refunds"] {
+            lines.append("  refunded         \(cellText(refunds["refunded"])) (succeeded refunds)")
+            for refund in refunds["orders"]?.arrayValue ?? [] {
+                lines.append(
+                    "    \(cellText(refund["orderId"])) capture \(cellText(refund["capture"])): \(cellText(refund["amount"])) \(cellText(refund["currency"])) \(cellText(refund["status"]))"
+                )
+            }
+        }
         lines.append("outcomes (seq, logged at, outcome):")
         for entry in story["outcomes"]?.arrayValue ?? [] {
             lines.append("  \(cellText(entry["seq"]).padding(8)) \(cellText(entry["loggedAt"]))  \(entry["outcome"]?.serialized ?? "-")")

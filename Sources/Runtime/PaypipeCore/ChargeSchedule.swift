@@ -327,6 +327,14 @@ public struct ScheduledAttempt: Sendable, Equatable {
             && reference.prefix(attemptReferencePrefix.count).uppercased() == attemptReferencePrefix
     }
 
+    /// The id of an order the pipeline makes after the order `key` (`ProviderConnector.followingOrder`):
+    /// under the reserved prefix, so that no upstream order can take it, and derived from the
+    /// key, so that every ledger derives the same one. `purpose`: a short word of letters.
+    public static func followingOrderId(of key: OrderKey, purpose: String) -> String {
+        let digest = Digest.sha256Hex(Array("\(key.merchant)\u{0}\(key.orderId)".utf8)).prefix(20)
+        return "\(orderIdPrefix)\(digest)-\(purpose)"
+    }
+
     /// The parts of a scheduled order's id (`orderId(step:)`); nil for any other id.
     public static func step(ofOrderId orderId: String) -> (digest: String, cycle: Int64, attempt: Int64, step: Int)? {
         guard orderId.hasPrefix(orderIdPrefix) else { return nil }

@@ -86,6 +86,11 @@ public protocol ProviderConnector: Sendable {
     /// Whether a `cancel` of this provider's subscriptions has no provider call (Nets: paypipe
     /// simply charges it no more), so the ledger applies it when it takes the order in.
     var cancelsWithoutProviderCall: Bool { get }
+    /// The order the pipeline makes for itself once a first order (`opensSubscription`)
+    /// succeeded, e.g. the charge of what a Nets checkout only reserved; nil for none. The
+    /// ledger admits it in the transaction that records the outcome, under an id derived from
+    /// the first order's (`ScheduledAttempt.followingOrderId`), so it is made once.
+    func followingOrder(after order: Order, outcome: Outcome) -> Order?
 
     /// The secret settings (merchant config keys) whose values this provider's outcomes carry
     /// for the app, e.g. Viva's `isvClientSecret` in the sale URL. The ledger loads these and
@@ -262,6 +267,7 @@ extension ProviderConnector {
     public var refunding: (any Refunding)? { nil }
     public func declineClass(of code: String) -> DeclineClass? { nil }
     public var cancelsWithoutProviderCall: Bool { false }
+    public func followingOrder(after order: Order, outcome: Outcome) -> Order? { nil }
 }
 
 /// Why an HTTP exchange produced no response.

@@ -59,6 +59,17 @@ public struct Rejection: Error, Sendable, Equatable, CustomStringConvertible {
         /// A `cancel` order names a subscription that has already ended, been cancelled or been
         /// revoked: there is nothing left to cancel.
         public static let subscriptionEnded = Code(rawValue: "SUBSCRIPTION_ENDED")
+        /// A refund's `params.refundOf` names no order of the merchant and provider.
+        public static let refundOriginalUnknown = Code(rawValue: "REFUND_ORIGINAL_UNKNOWN")
+        /// A refund's original order has not succeeded (yet): it captured nothing to give back.
+        public static let refundOriginalNotSucceeded = Code(rawValue: "REFUND_ORIGINAL_NOT_SUCCEEDED")
+        /// A refund names a capture its original order's outcome does not report.
+        public static let refundCaptureUnknown = Code(rawValue: "REFUND_CAPTURE_UNKNOWN")
+        /// A refund's currency is not its capture's.
+        public static let refundCurrencyMismatch = Code(rawValue: "REFUND_CURRENCY_MISMATCH")
+        /// A refund's amount is more than its capture less what its other refunds (those not
+        /// failed or rejected) already give back.
+        public static let refundExceedsCaptured = Code(rawValue: "REFUND_EXCEEDS_CAPTURED")
     }
 }
 

@@ -32,6 +32,11 @@ public struct SubscriptionEvent: Sendable, Equatable {
         case entitlementGranted = "entitlement.granted"
         case entitlementExpired = "entitlement.expired"
         case correction
+        /// A refund of one of the subscription's payments (its first, or a cycle's) gave the
+        /// money back; `providerReference` is the refunded order's id.
+        case refundSucceeded = "refund.succeeded"
+        /// A refund of one of the subscription's payments ended without giving money back.
+        case refundFailed = "refund.failed"
 
         /// The subscription's state once this event is recorded; nil: the state does not change.
         public var state: SubscriptionState? {
@@ -44,7 +49,8 @@ public struct SubscriptionEvent: Sendable, Equatable {
             case .mandateRevoked: .revoked
             case .mandatePaused, .subscriptionPaused: .paused
             case .entitlementExpired: .expired
-            case .renewalScheduled, .renewalSettled, .renewalRetrying, .renewalSkipped, .scheduleReview, .correction: nil
+            case .renewalScheduled, .renewalSettled, .renewalRetrying, .renewalSkipped, .scheduleReview, .correction, .refundSucceeded, .refundFailed:
+                nil
             }
         }
 

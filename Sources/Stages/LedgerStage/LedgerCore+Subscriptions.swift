@@ -22,11 +22,15 @@ extension LedgerCore {
         try store.openSubscription(opening, provider: provider, key: key, checkAt: checkAt, chargeTarget: target, now: now)
         try attachSchedule(order: order, opening: opening, target: target, now: now)
         try watchPayments(of: order, opening: opening, now: now)
-        guard corrected else { return [] }
+        var effects: [Effect] = []
+        if let following = connector.followingOrder(after: order, outcome: outcome) {
+            effects = try admitFollowingOrder(following, subscription: opening.reference, now: now)
+        }
+        guard corrected else { return effects }
         let correction = SubscriptionEvent(
             merchant: key.merchant, provider: provider, subscription: opening.reference, dedupeKey: "correction|\(key.orderId)", kind: .correction,
             amount: order.amount, currency: order.currency, reason: "the first order's outcome was corrected: the provider took the money")
-        return try record(correction, counters: &counters, now: now) ?? []
+        return effects + (try record(correction, counters: &counters, now: now) ?? [])
     }
 
     /// Records each event once, all or none: an event for a subscription the store does not

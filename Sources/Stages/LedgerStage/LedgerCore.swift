@@ -165,6 +165,9 @@ package struct LedgerCore {
             /// A `cancel` order: checked against its subscription's record before it is stored
             /// with that record and dispatched (docs/protocol.md, "Cancelling a subscription").
             case cancel(Order, SubscriptionCancel)
+            /// A refund: admitted only once the ledger has checked what it gives back against
+            /// the original order's captures (`LedgerCore.refundRejection`).
+            case refund(Order, json: String, references: [String], target: RefundTarget)
         }
 
         package struct Result: Sendable {
@@ -240,9 +243,13 @@ package struct LedgerCore {
                 case .order(let order):
                     // Stored and dispatched as upstream sent it: every stage that reads it again
                     // decodes it to this same order, so writing it anew would buy nothing.
-                    return .order(
-                        order, json: String(decoding: frame, as: UTF8.self),
-                        references: registry.connector(for: order.provider)?.callbackReferences(for: order) ?? [])
+                    let connector = registry.connector(for: order.provider)
+                    let json = String(decoding: frame, as: UTF8.self)
+                    let references = connector?.callbackReferences(for: order) ?? []
+                    if let target = connector?.refunding?.refundTarget(of: order) {
+                        return .refund(order, json: json, references: references, target: target)
+                    }
+                    return .order(order, json: json, references: references)
                 }
             }
         }
@@ -304,7 +311,7 @@ package struct LedgerCore {
             case .intake(let items):
                 items.contains { item in
                     switch item {
-                    case .rejected, .refused, .scheduleChange, .cancel: true
+                    case .rejected, .refused, .scheduleChange, .cancel, .refund: true
                     case .dropped, .order: false
                     }
                 }
@@ -385,6 +392,25 @@ package struct LedgerCore {
             case .known(let admission): admitted(admission, firstTime: .emit(Array(text.utf8)))
             }
         }
+        /// Admits a valid order and dispatches it, or rejects it when another order holds a
+        /// reference it names. Returns what the store said.
+        @discardableResult
+        func admit(_ order: Order, json: String, references: [String]) throws -> Store.Admission {
+            let admission = try store.admit(order, json: json, references: references, now: now)
+            if case .referenceInUse(let reference) = admission {
+                let rejection = Rejection(
+                    .referenceInUse, field: "params",
+                    "the \(order.provider.rawValue) reference \(reference.prefix(64)) is already another order's of merchant \(order.merchant.prefix(64))"
+                )
+                try fileRejection(
+                    Outcome.rejected(rejection, identity: order.identity, at: Timestamp.iso8601(milliseconds: now)).serialized, order.key)
+                counters.countOut(labels(.rejected, provider: order.provider.rawValue, operation: order.operation.rawValue))
+                return admission
+            }
+            let ticket = store.tickets.ticket(for: order.key, generation: 1)
+            admitted(admission, firstTime: .dispatch(DispatchFrame.encode(orderJSON: json, acceptedAt: now, token: ticket.token)))
+            return admission
+        }
         try store.transaction {
             try store.prepareAdmissions(Self.onceKeyed(items), now: now)
             for item in items {
@@ -437,23 +463,25 @@ package struct LedgerCore {
                         let ticket = store.tickets.ticket(for: order.key, generation: 1)
                         admitted(admission, firstTime: .dispatch(DispatchFrame.encode(orderJSON: json, acceptedAt: now, token: ticket.token)))
                     }
-                case .order(let order, let json, let references):
-                    let admission = try store.admit(order, json: json, references: references, now: now)
-                    if case .referenceInUse(let reference) = admission {
-                        let rejection = Rejection(
-                            .referenceInUse, field: "params",
-                            "the \(order.provider.rawValue) reference \(reference.prefix(64)) is already another order's of merchant \(order.merchant.prefix(64))"
-                        )
+                case .refund(let order, let json, let references, let target):
+                    if let admission = try store.known(order.key) {
+                        admitted(admission, firstTime: nil)
+                        continue
+                    }
+                    let refund: RefundRecord
+                    switch try checkRefund(order, target: target) {
+                    case .success(let checked): refund = checked
+                    case .failure(let rejection):
                         try fileRejection(
-                            Outcome.rejected(
-                                rejection,
-                                identity: order.identity, at: Timestamp.iso8601(milliseconds: now)
-                            ).serialized, order.key)
+                            Outcome.rejected(rejection, identity: order.identity, at: Timestamp.iso8601(milliseconds: now)).serialized, order.key)
                         counters.countOut(labels(.rejected, provider: order.provider.rawValue, operation: order.operation.rawValue))
                         continue
                     }
-                    let ticket = store.tickets.ticket(for: order.key, generation: 1)
-                    admitted(admission, firstTime: .dispatch(DispatchFrame.encode(orderJSON: json, acceptedAt: now, token: ticket.token)))
+                    if try admit(order, json: json, references: references) == .new {
+                        try store.recordRefund(refund, merchant: order.merchant, now: now)
+                    }
+                case .order(let order, let json, let references):
+                    try admit(order, json: json, references: references)
                 }
             }
         }
@@ -467,7 +495,8 @@ package struct LedgerCore {
         var uses: [OrderKey: Int] = [:]
         for item in items {
             switch item {
-            case .order(let order, _, _), .scheduleChange(let order, _), .cancel(let order, _): uses[order.key, default: 0] += 1
+            case .order(let order, _, _), .scheduleChange(let order, _), .cancel(let order, _), .refund(let order, _, _, _):
+                uses[order.key, default: 0] += 1
             case .rejected(_, let identity): uses[OrderKey(merchant: identity.merchant, orderId: identity.orderId), default: 0] += 1
             case .dropped, .refused: break
             }
@@ -514,6 +543,7 @@ package struct LedgerCore {
                     }
                     effects += try advanceSchedule(after: item.outcome, counters: &counters, now: now)
                     effects += try reconcile(after: item.outcome, counters: &counters, now: now)
+                    effects += try reportRefund(after: item.outcome, counters: &counters, now: now)
                 }
                 if let pending = recorded.becamePending {
                     effects.append(.poll(pollFrame(json: pending.json, pendingAt: pending.since, key: pending.key, generation: pending.generation)))
@@ -567,6 +597,7 @@ package struct LedgerCore {
                 }
                 effects += try advanceSchedule(after: outcome, counters: &updated, now: now)
                 effects += try reconcile(after: outcome, counters: &updated, now: now)
+                effects += try reportRefund(after: outcome, counters: &updated, now: now)
                 return (true, false, recorded.corrected)
             }
             if let refusal { return (.failure("refused: \(refusal)"), []) }

@@ -21,31 +21,62 @@ public struct NetsConnector: ProviderConnector {
         OperationSpec(.chargeSubscription, movesMoney: true),
         OperationSpec(.scheduleNets, movesMoney: false),
         OperationSpec(.cancelNets, movesMoney: false),
+        OperationSpec(.netsChargePayment, movesMoney: true),
+        OperationSpec(.netsRefund, movesMoney: true),
     ]
+
+    /// What a status check of a pending refund reads: its `refundId`, from its pending outcome.
+    public struct Context: ConnectorContext {
+        var refundId: String?
+
+        init(refundId: String? = nil) { self.refundId = refundId }
+
+        public init?(json: JSONValue) { refundId = json["refundId"]?.stringValue }
+
+        public var json: JSONValue { refundId.map { ["refundId": .string($0)] } ?? .null }
+    }
 
     let config: PaypipeConfig
 
     public init(config: PaypipeConfig) async { self.config = config }
 
-    public func sign(_ order: Order, purpose: DispatchPurpose, nowSeconds: Int64) throws(Rejection) -> Signed<NoContext> {
+    public func sign(_ order: Order, purpose: DispatchPurpose, nowSeconds: Int64) throws(Rejection) -> Signed<Context> {
         let nets = try config.merchant(order.merchant).require(\.nets, .nets)
-        return .request(SignedRequest(request: try NetsPayments.sign(order, config: nets, now: nowSeconds, webhookURL: nets.webhookURL)))
+        return .request(
+            SignedRequest(request: try NetsPayments.sign(order, config: nets, now: nowSeconds, webhookURL: nets.webhookURL), context: Context()))
     }
 
     /// A created payment whose webhook never came: `GET /v1/payments/{paymentId}`.
     public func signStatusCheck(
         _ order: Order, pending: [String: JSONValue], purpose: DispatchPurpose, nowSeconds: Int64
-    ) throws(Rejection) -> Signed<NoContext>? {
-        guard order.operation == .createSubscription else { return nil }
+    ) throws(Rejection) -> Signed<Context>? {
+        guard order.operation == .createSubscription || order.operation == .netsRefund else { return nil }
         let nets = try config.merchant(order.merchant).require(\.nets, .nets)
-        return try NetsPendingCreate.statusRequest(pending: pending, config: nets).map { .request(SignedRequest(request: $0, resolve: $0)) }
+        if order.operation == .netsRefund {
+            let status = try NetsRefunds.statusRequest(order, config: nets)
+            return .request(SignedRequest(request: status, resolve: status, context: Context(refundId: pending["refundId"]?.stringValue)))
+        }
+        return try NetsPendingCreate.statusRequest(pending: pending, config: nets).map {
+            .request(SignedRequest(request: $0, resolve: $0, context: Context()))
+        }
     }
 
+    /// A checkout and a refund stay pending until Nets settles them: both are read back.
     public func pendingFollowUp(for operation: Operation, timers: PaypipeConfig.Timers) -> PendingFollowUp? {
-        operation == .createSubscription ? .statusCheck(afterMilliseconds: timers.pendingResolveAfterMs) : nil
+        operation == .createSubscription || operation == .netsRefund ? .statusCheck(afterMilliseconds: timers.pendingResolveAfterMs) : nil
     }
 
-    public func read(_ response: HTTPResponseSpec, to current: HTTPRequestSpec, in exchange: Exchange<NoContext>) -> ProviderReading {
+    public func read(_ response: HTTPResponseSpec, to current: HTTPRequestSpec, in exchange: Exchange<Context>) -> ProviderReading {
+        let order = exchange.order
+        switch (order.operation, NetsRequestKind(current)) {
+        case (.netsChargePayment, .chargePayment): return .verdict(NetsFirstCharge.readCharge(response, order: order))
+        case (.netsChargePayment, .fetchPayment): return .verdict(NetsFirstCharge.readPayment(response, order: order))
+        case (.netsRefund, .refundCharge): return .verdict(NetsRefunds.readRefund(response, order: order))
+        case (.netsRefund, .fetchPayment):
+            guard let refundId = exchange.signed.context.refundId else { return .verdict(.unknown(reason: "the pending refund names no refundId")) }
+            return .verdict(NetsRefunds.readState(response, order: order, refundId: refundId, lastCheck: exchange.purpose == .expiryCheck))
+        default: break
+        }
         if exchange.purpose.isStatusCheck { return readPendingCreate(response, to: current, in: exchange) }
         if NetsRequestKind(current) == .chargeStatus {
             let forgotten = exchange.orderAgeMilliseconds >= config.timers[.netsIdempotencyKeyLifetime]
@@ -61,7 +92,7 @@ public struct NetsConnector: ProviderConnector {
     /// checkout still open is first terminated (so that the customer can no longer pay once the
     /// order has ended) and read once more: terminated with nothing taken, it ends `EXPIRED`;
     /// completed meanwhile, it succeeds; still open, it cannot be closed, and goes to review.
-    func readPendingCreate(_ response: HTTPResponseSpec, to current: HTTPRequestSpec, in exchange: Exchange<NoContext>) -> ProviderReading {
+    func readPendingCreate(_ response: HTTPResponseSpec, to current: HTTPRequestSpec, in exchange: Exchange<Context>) -> ProviderReading {
         if NetsRequestKind(current) == .terminatePayment {
             guard let again = NetsPayments.paymentRequest(following: current) else {
                 return .verdict(.unknown(reason: "cannot read the payment again"))
@@ -85,7 +116,7 @@ public struct NetsConnector: ProviderConnector {
         }
     }
 
-    public func readFailure(_ failure: TransportFailure, of current: HTTPRequestSpec, in exchange: Exchange<NoContext>) -> ProviderVerdict {
+    public func readFailure(_ failure: TransportFailure, of current: HTTPRequestSpec, in exchange: Exchange<Context>) -> ProviderVerdict {
         if exchange.phase == .resolving { return .unknown(reason: failure.reason) }
         guard let kind = NetsRequestKind(current) else {
             return failure.mayHaveBeenSent ? .unknown(reason: failure.reason) : .retry(reason: failure.reason)
@@ -96,8 +127,9 @@ public struct NetsConnector: ProviderConnector {
     /// A charge is read by its Idempotency-Key (`GET …/charges/status`), never sent again to
     /// find out; a payment creation (no money moves until the customer pays on the hosted page)
     /// is replayed with its key; reads are simply repeated.
-    public func resolution(forUnknown exchange: Exchange<NoContext>) -> HTTPRequestSpec? {
-        switch NetsPayments.resolution(forUnknown: exchange.signed.request) {
+    public func resolution(forUnknown exchange: Exchange<Context>) -> HTTPRequestSpec? {
+        if let special = specialResolution(exchange) { return special.request }
+        return switch NetsPayments.resolution(forUnknown: exchange.signed.request) {
         case .readChargeStatus(let request), .replayWithSameIdempotencyKey(let request), .repeatRead(let request): request
         case .manualReview: nil
         }
@@ -106,8 +138,9 @@ public struct NetsConnector: ProviderConnector {
     /// A redelivered charge reads its status first and is sent again only when Nets finds no
     /// charge by its key while the key is young enough to be remembered; anything else is
     /// sent again as it is (a creation with its key, or a read).
-    public func redelivery(of exchange: Exchange<NoContext>) -> Redelivery {
-        switch NetsPayments.resolution(forUnknown: exchange.signed.request) {
+    public func redelivery(of exchange: Exchange<Context>) -> Redelivery {
+        if let special = specialResolution(exchange) { return special.redelivery }
+        return switch NetsPayments.resolution(forUnknown: exchange.signed.request) {
         case .readChargeStatus(let status): .resolveFirst(status)
         case .replayWithSameIdempotencyKey, .repeatRead: .resubmit
         case .manualReview: .review
@@ -229,6 +262,34 @@ public struct NetsConnector: ProviderConnector {
 
     public func declineClass(of code: String) -> DeclineClass? { NetsDeclines.declineClass(of: code) }
 
+    public var refunding: (any Refunding)? { NetsRefunding() }
+
+    /// `nets.firstPayment: charge`: the reservation the checkout made is charged by an order of
+    /// its own (`NetsFirstCharge`).
+    public func followingOrder(after order: Order, outcome: Outcome) -> Order? {
+        guard let nets = config.merchants[order.merchant]?.nets else { return nil }
+        return NetsFirstCharge.order(after: order, outcome: outcome, mode: nets.firstPayment)
+    }
+
+    /// How the lost answer of a first charge or a refund is settled: the charge by reading its
+    /// payment (charged or not), the refund by asking again with its Idempotency-Key, which
+    /// Nets answers with the first refund's id while it remembers the key
+    /// (`timers.netsIdempotencyKeyLifetimeMs`): the payment's `refunds[]` names no key, so it
+    /// cannot tell which refund is this order's. Past that time it goes to review. nil for the
+    /// other operations.
+    func specialResolution(_ exchange: Exchange<Context>) -> (request: HTTPRequestSpec?, redelivery: Redelivery)? {
+        let request = exchange.signed.request
+        switch exchange.order.operation {
+        case .netsChargePayment:
+            guard let read = NetsFirstCharge.paymentRequest(following: request) else { return (nil, .review) }
+            return (read, .resolveFirst(read))
+        case .netsRefund:
+            guard exchange.orderAgeMilliseconds < config.timers[.netsIdempotencyKeyLifetime] else { return (nil, .review) }
+            return (request, .resubmit)
+        default: return nil
+        }
+    }
+
     public func subscriptionOpening(for order: Order, outcome: Outcome) -> SubscriptionOpening? {
         guard let reference = outcome.result?["subscriptionId"]?.stringValue, !reference.isEmpty else { return nil }
         let endsAt = order.params["endDate"]?.stringValue.flatMap(NetsEndDate.init(iso8601:)).map { $0.epochSeconds * 1000 }
@@ -236,7 +297,9 @@ public struct NetsConnector: ProviderConnector {
     }
 
     /// Webhooks name the payment, which Nets assigns when the payment is created.
+    /// A refund's outcome names its charge's payment too, which stays the checkout's.
     public func callbackReferences(in outcome: Outcome) -> [String] {
-        outcome.result?["paymentId"]?.stringValue.map { [$0] } ?? []
+        guard outcome.operation != Operation.netsRefund.rawValue else { return [] }
+        return outcome.result?["paymentId"]?.stringValue.map { [$0] } ?? []
     }
 }

@@ -29,6 +29,9 @@ extension OutcomeErrorCode {
     /// `failed`: an authentic `payment.reservation.failed` webhook.
     public static let netsReservationFailed = OutcomeErrorCode(rawValue: "NETS_RESERVATION_FAILED")
 
+    /// `failed`: Nets shows the refund Failed, Cancelled or Expired: nothing was given back.
+    public static let netsRefundFailed = OutcomeErrorCode(rawValue: "NETS_REFUND_FAILED")
+
     /// `failed`: Nets answered this 4xx (410-499) or unexpected status to a request that cannot have taken effect (NETS_HTTP_<status>).
     public static func netsHTTP(_ status: Int) -> OutcomeErrorCode { OutcomeErrorCode(rawValue: "NETS_HTTP_\(status)") }
 

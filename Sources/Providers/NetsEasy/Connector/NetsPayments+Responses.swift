@@ -7,9 +7,18 @@ public enum NetsRequestKind: String, Sendable, Equatable, CaseIterable {
     case chargeStatus
     /// `PUT /v1/payments/{id}/terminate`: ends a checkout the customer has not completed.
     case terminatePayment
+    /// `POST /v1/payments/{id}/charges`: charges what a checkout reserved.
+    case chargePayment
+    /// `POST /v1/charges/{id}/refunds`: gives back part or all of a charge.
+    case refundCharge
 
-    /// Whether sending it can take money (a payment or a charge); a terminate only stops one.
-    public var mayTakeEffect: Bool { self == .createPayment || self == .chargeSubscription }
+    /// Whether sending it can move money (a payment, a charge or a refund); a terminate only stops one.
+    public var mayTakeEffect: Bool {
+        switch self {
+        case .createPayment, .chargeSubscription, .chargePayment, .refundCharge: true
+        case .fetchPayment, .fetchSubscription, .chargeStatus, .terminatePayment: false
+        }
+    }
 
     /// Recognises the calls this module builds; nil for anything else.
     public init?(_ request: HTTPRequestSpec) {
@@ -29,10 +38,13 @@ public enum NetsRequestKind: String, Sendable, Equatable, CaseIterable {
         case .POST:
             if count >= 2, segments[count - 2] == "v1", segments[count - 1] == "payments" {
                 self = .createPayment
-            } else if count >= 4, segments[count - 4] == "v1", segments[count - 3] == "subscriptions",
-                NetsIdentifiers.isSafeId(String(segments[count - 2])), segments[count - 1] == "charges"
-            {
-                self = .chargeSubscription
+            } else if count >= 4, segments[count - 4] == "v1", NetsIdentifiers.isSafeId(String(segments[count - 2])) {
+                switch (segments[count - 3], segments[count - 1]) {
+                case ("subscriptions", "charges"): self = .chargeSubscription
+                case ("payments", "charges"): self = .chargePayment
+                case ("charges", "refunds"): self = .refundCharge
+                default: return nil
+                }
             } else {
                 return nil
             }
@@ -109,6 +121,9 @@ extension NetsPayments {
         switch kind {
         case .createPayment: return .finish(classifyCreate(response))
         case .chargeSubscription: return .finish(classifyCharge(response))
+        case .chargePayment, .refundCharge:
+            // Read with their order (`NetsConnector.read`), which says what each answer means.
+            return .finish(.unknown(reason: "a \(kind.rawValue) answer is read with its order"))
         case .fetchSubscription: return .finish(classifySubscription(response))
         case .chargeStatus: return .finish(classifyChargeStatus(response, keyMayBeForgotten: true))
         case .terminatePayment:

@@ -29,6 +29,8 @@ public enum NetsPayments {
         case .createSubscription: try createSubscription(order, config: config, now: now, webhookURL: webhookURL)
         case .getSubscription: try getSubscription(order, config: config)
         case .chargeSubscription: try chargeSubscription(order, config: config)
+        case .netsChargePayment: try NetsFirstCharge.sign(order, config: config)
+        case .netsRefund: try NetsRefunds.sign(order, config: config)
         default:
             throw Rejection(.unknownOperation, field: "operation", "operation \(order.operation.rawValue) is not a nets operation")
         }
@@ -60,6 +62,8 @@ public enum NetsPayments {
         var checkout: [String: JSONValue] = ["integrationType": "HostedPaymentPage"]
         if let checkoutURL { checkout["returnUrl"] = .string(checkoutURL) }
         if let termsURL { checkout["termsUrl"] = .string(termsURL) }
+        // A zero-amount (verification) subscription has nothing to charge.
+        if config.firstPayment == .checkout, (order.amount ?? 0) > 0 { checkout["charge"] = true }
 
         var body: [String: JSONValue] = [
             "order": orderBody,

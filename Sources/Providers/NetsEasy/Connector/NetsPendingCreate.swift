@@ -35,6 +35,13 @@ public enum NetsPendingCreate {
             guard NetsIdentifiers.isSafeId(subscriptionId) else { return .unknown(reason: "payment.subscription.id is not a safe id") }
             var result: [String: JSONValue] = ["paymentId": .string(paymentId), "subscriptionId": .string(subscriptionId)]
             if taken > 0 { result["amount"] = .integer(taken) }
+            // Charged at checkout (`nets.firstPayment: checkout`): what a refund may give back.
+            if let charged = summary?["chargedAmount"]?.integerValue, charged > 0,
+                let chargeId = payment["charges"]?.arrayValue?.first?["chargeId"]?.stringValue, NetsIdentifiers.isSafeId(chargeId)
+            {
+                result["chargedAmount"] = .integer(charged)
+                result["chargeId"] = .string(chargeId)
+            }
             return .succeeded(result)
         }
         if taken > 0 {

@@ -44,6 +44,11 @@ extension NetsSandbox {
             errors.add("body", "The request body must be a JSON object.")
             return errors.response
         }
+        if kind == .chargePayment || kind == .refundCharge {
+            // Charge and refund bodies carry the amount at the top level (Nexi's reference).
+            if (body["amount"]?.integerValue ?? 0) <= 0 { errors.add("amount", "'Amount' must be an integer greater than 0.") }
+            return errors.isEmpty ? nil : errors.response
+        }
         validateOrder(body["order"], into: &errors)
         if kind == .createPayment {
             validateCheckout(body["checkout"], into: &errors)

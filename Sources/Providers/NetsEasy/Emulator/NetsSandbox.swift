@@ -23,6 +23,43 @@ public struct NetsSandbox: Sendable {
         public var terminatedMilliseconds: Int64?
         /// The order's items as created (the fields Nets' webhooks echo as `orderItems`).
         public var items: [JSONValue] = []
+        /// `checkout.charge: true`: Nets charges the reservation as the checkout completes.
+        public var chargeAtCheckout = false
+        /// The charges of the reservation (`POST /v1/payments/{id}/charges`, or at checkout).
+        public var charges: [PaymentCharge] = []
+
+        public var chargedAmount: Int64 { charges.reduce(0) { $0 + $1.amount } }
+        /// What the completed checkout reserved: the whole order.
+        public var reservedAmount: Int64 { subscriptionId == nil ? 0 : amount }
+    }
+
+    public struct PaymentCharge: Sendable, Equatable {
+        public var chargeId: String
+        public var amount: Int64
+        public var createdEpochSeconds: Int64
+    }
+
+    /// A refund of one charge. Nets settles a refund after it answered it; the sandbox settles
+    /// it at once unless told to fail the next one (`failNextRefund`).
+    public struct Refund: Sendable, Equatable {
+        public var refundId: String
+        public var chargeId: String
+        public var paymentId: String
+        public var amount: Int64
+        public var state: String
+        public var createdEpochSeconds: Int64
+
+        /// Whether it gives money back (or may still): every state but the failed ones.
+        var holdsAmount: Bool { !["Failed", "Cancelled", "Expired"].contains(state) }
+    }
+
+    /// Money a subscription moved, as the sandbox recorded it: what tests compare the
+    /// pipeline's outcomes with.
+    public struct Totals: Sendable, Equatable {
+        public var charged: Int64 = 0
+        public var charges = 0
+        public var refunded: Int64 = 0
+        public var refunds = 0
     }
 
     public struct Webhook: Sendable, Equatable {
@@ -39,7 +76,7 @@ public struct NetsSandbox: Sendable {
     public var secretKey: Secret
     public var hostedPageBaseURL: String
     public var merchantId: Int64
-    public private(set) var payments: [String: Payment] = [:]
+    public package(set) var payments: [String: Payment] = [:]
     /// subscriptionId → paymentId.
     public private(set) var subscriptions: [String: String] = [:]
     package var replays: [String: Replay] = [:]
@@ -52,6 +89,13 @@ public struct NetsSandbox: Sendable {
     }
 
     package var charges: [String: Charge] = [:]
+    /// refundId → refund, in the order made.
+    public package(set) var refunds: [String: Refund] = [:]
+    /// How often each Idempotency-Key of a write was answered again from its first answer: a
+    /// repeated charge or refund shows here, and moves no money.
+    public package(set) var repeats: [String: Int] = [:]
+    /// The next refund request ends Failed (a sandbox control, for tests).
+    public var failNextRefund = false
 
     /// The payment a subscription charge makes in Nets (one per charge request): its charge
     /// when the card paid, none when it was declined.
@@ -84,7 +128,7 @@ public struct NetsSandbox: Sendable {
         guard let kind = NetsRequestKind(request) else { return HTTPResponseSpec(status: 404) }
         let trailing =
             switch kind {
-            case .chargeSubscription, .terminatePayment: 1
+            case .chargeSubscription, .terminatePayment, .chargePayment, .refundCharge: 1
             case .chargeStatus: 2
             default: 0
             }
@@ -94,7 +138,7 @@ public struct NetsSandbox: Sendable {
         case .fetchSubscription: return subscriptionResponse(id)
         case .chargeStatus: return chargeStatusResponse(subscriptionId: id, key: request.header("Idempotency-Key"))
         case .terminatePayment: return terminate(paymentId: id, now: now)
-        case .createPayment, .chargeSubscription:
+        case .createPayment, .chargeSubscription, .chargePayment, .refundCharge:
             // `check` guarantees a valid key and a JSON object body for writes.
             let key = request.header("Idempotency-Key") ?? ""
             let fingerprint = Digest.sha256Hex(Array("\(request.method.rawValue) \(NetsPayments.pathOnly(request.url))\n".utf8) + request.body)
@@ -104,10 +148,17 @@ public struct NetsSandbox: Sendable {
                     errors.add("Idempotency-Key", "The Idempotency-Key was already used for a different request.")
                     return errors.response
                 }
+                repeats[key, default: 0] += 1
                 return replay.response
             }
             let body = (try? JSONValue.parse(request.body)) ?? .null
-            let response = kind == .createPayment ? create(body, key: key, now: now) : charge(body, subscriptionId: id, key: key, now: now)
+            let response =
+                switch kind {
+                case .createPayment: create(body, key: key, now: now)
+                case .chargePayment: chargeReservation(body, paymentId: id, key: key, now: now)
+                case .refundCharge: refund(body, chargeId: id, key: key, now: now)
+                default: charge(body, subscriptionId: id, key: key, now: now)
+                }
             if (200...299).contains(response.status) { replays[key] = Replay(fingerprint: fingerprint, response: response) }
             return response
         }
@@ -123,7 +174,7 @@ public struct NetsSandbox: Sendable {
             reference: order?["reference"]?.stringValue, endDate: endDate,
             endEpochSeconds: NetsEndDate(iso8601: endDate)?.epochSeconds ?? 0,
             interval: body["subscription"]?["interval"]?.integerValue ?? 0, createdEpochSeconds: now, webhooks: hooks,
-            items: NetsSandbox.orderItems(order))
+            items: NetsSandbox.orderItems(order), chargeAtCheckout: body["checkout"]?["charge"]?.boolValue == true)
         let checkoutKey = NetsSandbox.derivedId("checkout", paymentId)
         return NetsSandbox.json(
             201,
@@ -246,7 +297,19 @@ public struct NetsSandbox: Sendable {
             "orderDetails": .object(orderDetails),
         ]
         // Nets' summary lists only the amounts that moved; the hosted page reserves the whole order.
-        object["summary"] = payment.subscriptionId == nil ? [:] : ["reservedAmount": .integer(payment.amount)]
+        var summary: [String: JSONValue] = payment.subscriptionId == nil ? [:] : ["reservedAmount": .integer(payment.amount)]
+        if !payment.charges.isEmpty { summary["chargedAmount"] = .integer(payment.chargedAmount) }
+        let refunded = refunded(paymentId: paymentId)
+        if refunded > 0 { summary["refundedAmount"] = .integer(refunded) }
+        object["summary"] = .object(summary)
+        object["charges"] = .array(
+            payment.charges.map { charge in
+                [
+                    "chargeId": .string(charge.chargeId), "amount": .integer(charge.amount),
+                    "created": .string(NetsSandbox.secondsTimestamp(milliseconds: charge.createdEpochSeconds * 1000)),
+                ]
+            })
+        object["refunds"] = refundsJSON(paymentId: paymentId)
         if let subscriptionId = payment.subscriptionId { object["subscription"] = ["id": .string(subscriptionId)] }
         if let terminated = payment.terminatedMilliseconds {
             object["terminated"] = .string(NetsSandbox.secondsTimestamp(milliseconds: terminated))
@@ -271,7 +334,11 @@ public struct NetsSandbox: Sendable {
                     "orderItems": .array(payment.items),
                 ]
             ]
-            object["summary"] = ["reservedAmount": .integer(payment.amount), "chargedAmount": .integer(payment.amount)]
+            var summary: [String: JSONValue] = ["reservedAmount": .integer(payment.amount), "chargedAmount": .integer(payment.amount)]
+            let refunded = refunded(paymentId: paymentId)
+            if refunded > 0 { summary["refundedAmount"] = .integer(refunded) }
+            object["summary"] = .object(summary)
+            object["refunds"] = refundsJSON(paymentId: paymentId)
         }
         return NetsSandbox.json(200, ["payment": .object(object)])
     }
@@ -303,6 +370,12 @@ public struct NetsSandbox: Sendable {
             let subscriptionId = NetsSandbox.derivedId("subscription", paymentId)
             payment.subscriptionId = subscriptionId
             subscriptions[subscriptionId] = paymentId
+            if payment.chargeAtCheckout, payment.amount > 0 {
+                payment.charges.append(
+                    PaymentCharge(
+                        chargeId: NetsSandbox.derivedId("checkout-charge", paymentId), amount: payment.amount,
+                        createdEpochSeconds: timestampMilliseconds / 1000))
+            }
             payments[paymentId] = payment
         }
         let tampering: NetsWebhookTampering =

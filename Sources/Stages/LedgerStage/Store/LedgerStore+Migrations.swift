@@ -43,7 +43,8 @@ extension LedgerStore {
                 StoreMigration(version: 9) { try $0.keyOutcomeLogByOrder() },
                 StoreMigration(version: 10) { try $0.addScheduleReview() },
                 StoreMigration(version: 11) { try $0.db.createStoreBackups() },
-                StoreMigration(version: 12) { try $0.addPaidThrough(integer: "INTEGER") },
+                StoreMigration(version: 12) { try $0.createRefunds(integer: "INTEGER") },
+                StoreMigration(version: 13) { try $0.addPaidThrough(integer: "INTEGER") },
             ]
         case .postgres:
             [
@@ -62,13 +63,14 @@ extension LedgerStore {
                 StoreMigration(version: 9) { try $0.keyOutcomeLogByOrder() },
                 StoreMigration(version: 10) { try $0.addScheduleReview() },
                 StoreMigration(version: 11) { try $0.db.createStoreBackups() },
-                StoreMigration(version: 12) { try $0.addPaidThrough(integer: "BIGINT") },
+                StoreMigration(version: 12) { try $0.createRefunds(integer: "BIGINT") },
+                StoreMigration(version: 13) { try $0.addPaidThrough(integer: "BIGINT") },
             ]
         }
     }
 
     /// The schema version this paypipe writes.
-    package static let schemaVersion = 12
+    package static let schemaVersion = 13
 
     /// Brings the schema to `schemaVersion`, recording each step in `meta`; refuses a store
     /// whose schema is newer than this paypipe knows, which an older ledger would corrupt.

@@ -207,7 +207,49 @@ extension StoreReads {
             ])
         }
         let order = json(row[3])
-        return .object([
+        var story: [String: JSONValue] = [:]
+        // A refund names what it gives back; an order that was refunded, what its refunds give.
+        if let target = try db.query(
+            "SELECT original_order_id, capture_reference, amount, currency FROM refunds WHERE merchant=? AND order_id=?", k
+        ).first {
+            story["refund"] = .object([
+                "refundOf": .string(target[0].text ?? ""), "capture": .string(target[1].text ?? ""),
+                "amount": target[2].integer.map(JSONValue.integer) ?? .null, "currency": .string(target[3].text ?? ""),
+            ])
+        }
+        let refunds = try db.query(
+            """
+            SELECT r.order_id, r.capture_reference, r.amount, r.currency, o.outcome FROM refunds r
+            LEFT JOIN orders o ON o.merchant=r.merchant AND o.order_id=r.order_id WHERE r.merchant=? AND r.original_order_id=? ORDER BY r.order_id
+            """, k)
+        if !refunds.isEmpty {
+            var refunded: Int64 = 0
+            let listed = refunds.map { refund -> JSONValue in
+                let status = json(refund[4])["status"]?.stringValue
+                if status == "succeeded" { refunded += refund[2].integer ?? 0 }
+                return .object([
+                    "orderId": .string(refund[0].text ?? ""), "capture": .string(refund[1].text ?? ""),
+                    "amount": refund[2].integer.map(JSONValue.integer) ?? .null, "currency": .string(refund[3].text ?? ""),
+                    "status": status.map(JSONValue.string) ?? "in flight",
+                ])
+            }
+            story["refunds"] = .object(["refunded": .integer(refunded), "orders": .array(listed)])
+        }
+        return .object(
+            story.merging(
+                orderStoryFields(key, row: row, order: order, references: references, callbacks: callbacks, outcomes: outcomes, audit: audit)
+            ) {
+                first, _ in first
+            })
+    }
+
+    private func orderStoryFields(
+        _ key: OrderKey, row: [StoreValue], order: JSONValue, references: [JSONValue], callbacks: [JSONValue], outcomes: [JSONValue],
+        audit: [JSONValue]
+    ) -> [String: JSONValue] {
+        func time(_ value: StoreValue) -> JSONValue { value.integer.map { .string(Timestamp.iso8601(milliseconds: $0)) } ?? .null }
+        func json(_ value: StoreValue) -> JSONValue { value.text.flatMap { try? JSONValue.parse(Array($0.utf8)) } ?? .null }
+        return [
             "merchant": .string(key.merchant), "orderId": .string(key.orderId), "state": .string(row[0].text ?? ""),
             "provider": .string(row[1].text ?? ""), "operation": .string(row[2].text ?? ""),
             "times": .object([
@@ -221,7 +263,7 @@ extension StoreReads {
             "order": order == .null ? .string("compacted by retention") : LedgerStore.redacted(order),
             "outcome": json(row[4]), "references": .array(references), "callbacks": .array(callbacks), "outcomes": .array(outcomes),
             "audit": .array(audit),
-        ])
+        ]
     }
 
     /// The orders `filter` names, oldest first, each as a summary line's fields.
