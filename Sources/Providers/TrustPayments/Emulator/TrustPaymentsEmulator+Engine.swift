@@ -87,6 +87,7 @@ extension TrustPaymentsEmulator: SubscriptionEmulator {
         var notifications: [[TPSandboxNotification.Field]] = []
         if !series.initialSettled {
             series.initialSettled = true
+            store.records[series.parent]?["settlestatus"] = "100"
             notifications.append(
                 fields(series, reference: series.parent, errorcode: "0", settleStatus: "100", recurring: false, siteReference: siteReference))
         }
@@ -110,8 +111,8 @@ extension TrustPaymentsEmulator: SubscriptionEmulator {
                 "transactionreference": .string(reference), "parenttransactionreference": .string(series.parent),
                 "requesttypedescription": "AUTH", "accounttypedescription": "RECUR", "sitereference": .string(siteReference),
                 "orderreference": .string(series.orderReference), "baseamount": .string(String(series.amount)),
-                "subscriptionnumber": .string(String(series.number)),
-                "errorcode": .string(declined ? TPErrorCode.declined : "0"),
+                "subscriptionnumber": .string(String(series.number)), "currencyiso3a": .string(series.currency),
+                "errorcode": .string(declined ? TPErrorCode.declined : "0"), "settlestatus": declined ? "3" : "100",
             ])
             series.nextDue = series.after(series.nextDue)
         }
