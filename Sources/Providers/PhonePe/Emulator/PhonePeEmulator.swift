@@ -45,6 +45,7 @@ package final class PhonePeEmulator: ProviderEmulator {
         var records: [String: Debit] = [:]
     }
     package let debits = Mutex(Debits())
+    package let refunds = Mutex(Refunds())
     /// Subscriptions whose next debit is declined (`declineNext` action).
     package let declineNextDebit = Mutex<Set<String>>([])
     /// Subscriptions whose next Recurring INIT answers state FAILED (`failNextNotify` action).
@@ -53,7 +54,7 @@ package final class PhonePeEmulator: ProviderEmulator {
     package let lastCallbacks = Mutex<[String: [String: JSONValue]]>([:])
 
     package func ledgerKey(_ request: HTTPRequestSpec) -> SandboxLedgerKey {
-        .now(Self.peekPayload(request)?.authRequestId ?? debitLedgerKey(request))
+        .now(Self.peekPayload(request)?.authRequestId ?? debitLedgerKey(request) ?? refundLedgerKey(request))
     }
 
     package convenience init(config: PaypipeConfig) {
@@ -97,6 +98,8 @@ package final class PhonePeEmulator: ProviderEmulator {
             return await debitRequest(request, context: context)
         }
         if request.method == .GET, request.url.hasPrefix(PhonePeRules.debitStatusPathPrefix) { return debitStatus(request, context: context) }
+        if request.method == .POST, request.url == Self.refundPath { return refund(request, context: context) }
+        if request.method == .GET, request.url.hasPrefix(Self.transactionStatusPrefix) { return refundStatus(request, context: context) }
         return SandboxContext.json(404, ["success": false, "code": "NOT_FOUND", "message": "No such PhonePe API"])
     }
 
