@@ -26,6 +26,7 @@ public struct PhonePeConnector: ProviderConnector {
         OperationSpec(.debitExecute, movesMoney: true),
         OperationSpec(.schedulePhonePe, movesMoney: false),
         OperationSpec(.cancelPhonePe, movesMoney: false),
+        OperationSpec(.phonePeRefund, movesMoney: true),
     ]
 
     /// What reading auth/init and auth status answers needs beyond the order.
@@ -75,6 +76,7 @@ public struct PhonePeConnector: ProviderConnector {
             let context = Context(authRequestId: cancel.subscriptionId, merchantId: phonepe.config.merchantId)
             return .request(SignedRequest(request: request, resolve: request, context: context))
         }
+        if order.operation == .phonePeRefund { return try signRefund(order, statusOnly: purpose.isStatusCheck) }
         if order.operation != .authInit { return try signDebit(order) }
         let authInit = try PhonePeAuthInit(order: order, merchant: try merchant(order.merchant))
         let context = Context(authRequestId: authInit.authRequestId, merchantId: authInit.merchantId)
@@ -87,6 +89,7 @@ public struct PhonePeConnector: ProviderConnector {
     public func signStatusCheck(
         _ order: Order, pending: [String: JSONValue], purpose: DispatchPurpose, nowSeconds: Int64
     ) throws(Rejection) -> Signed<Context>? {
+        if order.operation == .phonePeRefund { return try signRefund(order, statusOnly: true) }
         if order.operation != .authInit { return try signDebit(order, statusOnly: true) }
         let phonepe = try merchant(order.merchant)
         let status = try PhonePeAuthStatus.request(order: order, config: phonepe.config, checksum: phonepe.checksum)
@@ -103,6 +106,15 @@ public struct PhonePeConnector: ProviderConnector {
         return .request(SignedRequest(request: statusOnly ? status : request, resolve: status, context: context))
     }
 
+    /// A refund, resolved by its own status call.
+    func signRefund(_ order: Order, statusOnly: Bool) throws(Rejection) -> Signed<Context> {
+        let refund = try PhonePeRefund(order: order)
+        let phonepe = try merchant(order.merchant)
+        let (request, status) = try refund.requests(merchant: phonepe)
+        let context = Context(authRequestId: refund.transactionId, merchantId: phonepe.config.merchantId)
+        return .request(SignedRequest(request: statusOnly ? status : request, resolve: status, context: context))
+    }
+
     // MARK: - Submitter
 
     public func read(_ response: HTTPResponseSpec, to current: HTTPRequestSpec, in exchange: Exchange<Context>) -> ProviderReading {
@@ -112,6 +124,15 @@ public struct PhonePeConnector: ProviderConnector {
                 return .verdict(.unknown(reason: "the cancel order's params no longer read"))
             }
             return .verdict(cancel.classify(response))
+        }
+        if exchange.order.operation == .phonePeRefund {
+            guard let refund = try? PhonePeRefund(order: exchange.order) else {
+                return .verdict(.unknown(reason: "the refund order's params no longer read"))
+            }
+            guard exchange.phase == .resolving || exchange.purpose.isStatusCheck else { return .verdict(refund.classify(response)) }
+            return .verdict(
+                refund.classifyStatus(
+                    response, beforeResubmit: exchange.resolvingBeforeResubmit, finalCheck: exchange.purpose == .expiryCheck))
         }
         if exchange.order.operation != .authInit {
             guard let debit = try? PhonePeDebit(order: exchange.order) else {
@@ -218,9 +239,11 @@ public struct PhonePeConnector: ProviderConnector {
         return PhonePeAuthInitParams.authRequestId(of: order).map { [$0] } ?? []
     }
 
-    /// A debit whose DEBIT callback does not come is asked after as a mandate's auth is.
+    /// A debit whose DEBIT callback does not come, and a refund PhonePe has not settled yet, are
+    /// asked after as a mandate's auth is.
     public func pendingFollowUp(for operation: Operation, timers: PaypipeConfig.Timers) -> PendingFollowUp? {
-        operation == .authInit || operation == .debitExecute ? .statusCheck(afterMilliseconds: timers[.phonepeCallbackWait]) : nil
+        operation == .authInit || operation == .debitExecute || operation == .phonePeRefund
+            ? .statusCheck(afterMilliseconds: timers[.phonepeCallbackWait]) : nil
     }
 
     // MARK: - Subscriptions
@@ -232,6 +255,7 @@ public struct PhonePeConnector: ProviderConnector {
     public var scheduledCharging: (any ScheduledCharging)? { PhonePeScheduledCharging() }
 
     public func declineClass(of code: String) -> DeclineClass? { PhonePeDeclines.table[code] }
+    public var refunding: (any Refunding)? { PhonePeRefunding() }
 
     public func subscriptionOpening(for order: Order, outcome: Outcome) -> SubscriptionOpening? {
         (try? PhonePeAuthInitParams(order: order)).map { SubscriptionOpening(reference: $0.subscriptionId) }

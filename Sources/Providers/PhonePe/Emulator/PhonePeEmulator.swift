@@ -45,6 +45,7 @@ package final class PhonePeEmulator: ProviderEmulator {
         var records: [String: Debit] = [:]
     }
     package let debits = Mutex(Debits())
+    package let refunds = Mutex(Refunds())
     /// Subscriptions whose next debit is declined (`declineNext` action).
     /// The `payResponseCode` each one's debit fails with.
     package let declineNextDebit = Mutex<[String: String]>([:])
@@ -62,7 +63,7 @@ package final class PhonePeEmulator: ProviderEmulator {
     package let endedMandates = Mutex<[String: String]>([:])
 
     package func ledgerKey(_ request: HTTPRequestSpec) -> SandboxLedgerKey {
-        .now(Self.peekPayload(request)?.authRequestId ?? debitLedgerKey(request) ?? cancelLedgerKey(request))
+        .now(Self.peekPayload(request)?.authRequestId ?? debitLedgerKey(request) ?? cancelLedgerKey(request) ?? refundLedgerKey(request))
     }
 
     package convenience init(config: PaypipeConfig) {
@@ -107,6 +108,8 @@ package final class PhonePeEmulator: ProviderEmulator {
         }
         if request.method == .GET, request.url.hasPrefix(PhonePeRules.debitStatusPathPrefix) { return debitStatus(request, context: context) }
         if request.method == .POST, request.url == Self.subscriptionCancelPath { return await cancelRequest(request, context: context) }
+        if request.method == .POST, request.url == Self.refundPath { return refund(request, context: context) }
+        if request.method == .GET, request.url.hasPrefix(Self.transactionStatusPrefix) { return refundStatus(request, context: context) }
         return SandboxContext.json(404, ["success": false, "code": "NOT_FOUND", "message": "No such PhonePe API"])
     }
 

@@ -33,4 +33,16 @@ public enum PhonePeFixtures {
         guard let b64 = (try? JSONValue.parse(request.body))?["request"]?.stringValue, let data = Data(base64Encoded: b64) else { return nil }
         return (try? JSONValue.parse(Array(data)))?.objectValue
     }
+
+    /// A verdict's case (and failure code), for compact expectations.
+    public static func kind(_ verdict: ProviderVerdict) -> String {
+        switch verdict {
+        case .succeeded: "succeeded"
+        case .pending: "pending"
+        case .failed(let code, _): "failed:\(code)"
+        case .retry: "retry"
+        case .unknown: "unknown"
+        case .neverSeen: "neverSeen"
+        }
+    }
 }

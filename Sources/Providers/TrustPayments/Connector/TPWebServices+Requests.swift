@@ -37,6 +37,7 @@ public enum TPWebServices {
         case .transactionUpdate: try transactionUpdate(order: order, config: config)
         case .transactionQuery: try transactionQuery(order: order, config: config)
         case .enginePaymentQuery: try enginePaymentQuery(order: order, config: config)
+        case .tpRefund: try refund(order: order, config: config)
         default:
             throw Rejection(.unknownOperation, field: "operation", "operation \(order.operation.rawValue) does not use the Trust Payments JSON API")
         }
@@ -186,9 +187,18 @@ public enum TPWebServices {
 /// spec has to travel between stages.
 public struct TPWebServicesRequest: Sendable, Equatable, CustomStringConvertible {
     public enum Kind: String, Sendable, Equatable {
-        case transactionUpdate, transactionQuery, orderQuery
+        case transactionUpdate, transactionQuery, orderQuery, refund
         /// A query changes nothing: whatever happened to it, sending it again is safe.
-        public var isReadOnly: Bool { self != .transactionUpdate }
+        public var isReadOnly: Bool { self == .transactionQuery || self == .orderQuery }
+
+        /// The `requesttypedescription` of the request and of the entry that answers it.
+        public var requestType: String {
+            switch self {
+            case .transactionUpdate: "TRANSACTIONUPDATE"
+            case .transactionQuery, .orderQuery: "TRANSACTIONQUERY"
+            case .refund: "REFUND"
+            }
+        }
     }
 
     public var kind: Kind
@@ -215,6 +225,9 @@ public struct TPWebServicesRequest: Sendable, Equatable, CustomStringConvertible
         let filter = entry["filter"]
         let transactionReference = filter?["transactionreference"]?.arrayValue?.first?["value"]?.stringValue
         switch type {
+        case "REFUND":
+            let parent = entry["parenttransactionreference"]?.stringValue
+            self.init(kind: .refund, requestReference: reference, transactionReference: parent, updates: [:], http: http)
         case "TRANSACTIONUPDATE":
             var updates: [String: String] = [:]
             for (key, value) in entry["updates"]?.objectValue ?? [:] {

@@ -67,14 +67,14 @@ extension TPWebServices {
         guard parsed.requestReference == request.requestReference else {
             return uncertain("echoed requestreference does not match the one sent")
         }
-        let requestType = request.kind == .transactionUpdate ? "TRANSACTIONUPDATE" : "TRANSACTIONQUERY"
+        let requestType = request.kind.requestType
         guard let entry = parsed.entry(for: requestType) else { return uncertain("no \(requestType) entry in the response") }
         if let echoed = entry["requestreference"]?.stringValue, echoed != request.requestReference {
             return uncertain("echoed requestreference does not match the one sent")
         }
         guard let errorcode = TPErrorCode.read(entry["errorcode"]) else { return uncertain("response entry has no errorcode") }
 
-        switch TPErrorCode.meaning(of: errorcode) {
+        switch request.kind == .refund ? TPErrorCode.refundMeaning(of: errorcode) : TPErrorCode.meaning(of: errorcode) {
         case .ok:
             return .succeeded(successResult(entry, request: request))
         case .retry:
@@ -92,6 +92,8 @@ extension TPWebServices {
         case .transactionUpdate:
             if let reference = request.transactionReference { result["transactionReference"] = .string(reference) }
             result["updates"] = .object(request.updates.mapValues(JSONValue.string))
+        case .refund:
+            return refundResult(entry, request: request)
         case .transactionQuery, .orderQuery:
             let records = entry["records"]?.arrayValue ?? []
             result["records"] = .array(records)

@@ -21,6 +21,7 @@ public struct TrustPaymentsConnector: ProviderConnector {
         OperationSpec(.transactionQuery, movesMoney: false),
         OperationSpec(.enginePaymentQuery, movesMoney: false),
         OperationSpec(.cancelTrustPayments, movesMoney: false),
+        OperationSpec(.tpRefund, movesMoney: true),
     ]
 
     /// The web-services request as the signer built it, so the submitter reads responses
@@ -67,9 +68,12 @@ public struct TrustPaymentsConnector: ProviderConnector {
         }
 
         func query(_ http: HTTPRequestSpec) -> TPWebServicesRequest? {
-            queryReference.map {
+            // A refund is found by its orderreference, an update by the reference it changes.
+            let refund = kind == .refund
+            return queryReference.map {
                 TPWebServicesRequest(
-                    kind: .transactionQuery, requestReference: $0, transactionReference: transactionReference, updates: [:], http: http)
+                    kind: refund ? .orderQuery : .transactionQuery, requestReference: $0,
+                    transactionReference: refund ? nil : transactionReference, updates: [:], http: http)
             }
         }
     }
@@ -115,6 +119,8 @@ public struct TrustPaymentsConnector: ProviderConnector {
         var query: TPWebServicesRequest?
         if request.kind == .transactionUpdate, let reference = request.transactionReference {
             query = TPWebServices.referenceQuery(transactionReference: reference, for: order.key, config: tp)
+        } else if request.kind == .refund {
+            query = TPWebServices.orderQuery(for: order.key, config: tp)
         }
         return .request(SignedRequest(request: request.http, resolve: query?.http, context: Context(request, query: query)))
     }
@@ -143,6 +149,12 @@ public struct TrustPaymentsConnector: ProviderConnector {
             let siteReference = (try? settings(exchange.order.merchant))?.siteReference
             return .verdict(Self.readOrderQuery(response, query: request, order: exchange.order, siteReference: siteReference))
         }
+        if exchange.phase == .resolving, context.kind == .refund, let resolve = exchange.signed.resolve, let query = context.query(resolve) {
+            return .verdict(
+                TPWebServices.resolveRefund(
+                    queryResponse: response, query: query, refund: request, orderId: exchange.order.orderId,
+                    beforeResubmit: exchange.resolvingBeforeResubmit))
+        }
         if exchange.phase == .resolving, let resolve = exchange.signed.resolve, let query = context.query(resolve) {
             let verdict = TPWebServices.resolveUpdate(queryResponse: response, query: query, update: request)
             // An update not in place was never applied: applying it now is its first effect.
@@ -153,7 +165,8 @@ public struct TrustPaymentsConnector: ProviderConnector {
     }
 
     /// A redelivered update is compared with the transaction's record first (TRANSACTIONQUERY by
-    /// its reference); a query is simply asked again.
+    /// its reference), a redelivered refund looked for by its orderreference; a query is simply
+    /// asked again.
     public func redelivery(of exchange: Exchange<Context>) -> Redelivery {
         if exchange.signed.context.kind.isReadOnly { return .resubmit }
         return exchange.signed.resolve.map(Redelivery.resolveFirst) ?? .review
@@ -261,6 +274,7 @@ public struct TrustPaymentsConnector: ProviderConnector {
     public func opensSubscription(_ operation: Operation) -> Bool { operation == .subscriptionJwt }
 
     public func declineClass(of code: String) -> DeclineClass? { TrustPaymentsDeclines.declineClass(of: code) }
+    public var refunding: (any Refunding)? { TPRefunding() }
 
     public func subscriptionOpening(for order: Order, outcome: Outcome) -> SubscriptionOpening? {
         guard let reference = outcome.result?["transactionReference"]?.stringValue, !reference.isEmpty else { return nil }

@@ -24,6 +24,26 @@ extension OutcomeErrorCode {
         OutcomeErrorCode(rawValue: "TP_ERROR_\(errorcode.prefix(16))")
     }
 
+    // MARK: A REFUND's errorcode (`TPErrorCode.refundMeaning`)
+
+    /// `failed`: errorcode 20004, Trust Payments has no such parent transaction.
+    public static let refundParentNotFound = OutcomeErrorCode(rawValue: "REFUND_PARENT_NOT_FOUND")
+    /// `failed`: errorcode 20005 or 20012, the AUTH has not settled (before settlement, lower or
+    /// cancel it with `transactionUpdate` instead).
+    public static let refundParentNotSettled = OutcomeErrorCode(rawValue: "REFUND_PARENT_NOT_SETTLED")
+    /// `failed`: errorcode 20006, the parent is not an AUTH.
+    public static let refundParentNotAuth = OutcomeErrorCode(rawValue: "REFUND_PARENT_NOT_AUTH")
+    /// `failed`: errorcode 20007, more than the AUTH has left to refund.
+    public static let refundAmountTooGreat = OutcomeErrorCode(rawValue: "REFUND_AMOUNT_TOO_GREAT")
+    /// `failed`: errorcode 20011, the parent AUTH was declined.
+    public static let refundParentDeclined = OutcomeErrorCode(rawValue: "REFUND_PARENT_DECLINED")
+    /// `failed`: errorcode 20022, below the smallest amount Trust Payments refunds.
+    public static let refundBelowMinimum = OutcomeErrorCode(rawValue: "REFUND_BELOW_MINIMUM")
+    /// `failed`: errorcode 20034, the payment type takes no refunds.
+    public static let refundNotSupported = OutcomeErrorCode(rawValue: "REFUND_NOT_SUPPORTED")
+    /// `failed`: errorcode 40001, Trust Payments cannot process the refund.
+    public static let refundNotProcessed = OutcomeErrorCode(rawValue: "REFUND_NOT_PROCESSED")
+
     // MARK: Other verdicts
 
     /// `failed`: the web services refused the credentials (HTTP 401 or 403).

@@ -75,7 +75,7 @@ public enum TPSandbox {
     /// `requesttypedescription` "ERROR", errorcode 60018 "Invalid requesttype", the type(s) it
     /// was given as `errordata` (pypi securetrading test_converter.py bad_requesttype_json,
     /// module_test_api.py test_invalid_request_no_data). This sandbox runs TRANSACTIONUPDATE and
-    /// TRANSACTIONQUERY alone, so any other request type gets this entry here.
+    /// TRANSACTIONQUERY and REFUND alone, so any other request type gets this entry here.
     package static func invalidRequestType(_ types: [String]) -> [String: JSONValue] {
         var entry: [String: JSONValue] = [
             "errorcode": "60018", "errormessage": "Invalid requesttype", "requesttypedescription": "ERROR",
@@ -86,9 +86,10 @@ public enum TPSandbox {
 
     package static func answer(_ request: [String: JSONValue], config: TrustPaymentsConfig, records: [[String: JSONValue]]?) -> [String: JSONValue] {
         let types = request["requesttypedescriptions"]?.arrayValue?.compactMap(\.stringValue) ?? []
-        guard types.count == 1, let type = types.first, type == "TRANSACTIONUPDATE" || type == "TRANSACTIONQUERY" else {
+        guard types.count == 1, let type = types.first, ["TRANSACTIONUPDATE", "TRANSACTIONQUERY", "REFUND"].contains(type) else {
             return invalidRequestType(types)
         }
+        if type == "REFUND" { return refund(request, config: config, records: records ?? []) }
         guard case .object(let filter)? = request["filter"] else { return error("30000", "Invalid field", field: "filter", type: type) }
         var filters: [String: [String]] = [:]
         for (name, value) in filter {

@@ -102,6 +102,7 @@ extension TrustPaymentsEmulator: SubscriptionEmulator {
         var dropped: [TPSandboxNotification.Field]?
         if !series.initialSettled {
             series.initialSettled = true
+            store.records[series.parent]?["settlestatus"] = "100"
             notifications.append(
                 fields(series, reference: series.parent, errorcode: "0", settleStatus: "100", recurring: false, siteReference: siteReference))
             // "Our subscription engine will not schedule payments unless the first payment (AUTH)

@@ -26,13 +26,25 @@ package final class TrustPaymentsEmulator: ProviderEmulator {
         var byOrder: [String: [String]] = [:]
         /// The subscription engine's series, by the first AUTH's transactionreference.
         var series: [String: Series] = [:]
+        /// parenttransactionreference → the REFUND transactions made of it.
+        var refundsByParent: [String: [String]] = [:]
+        /// Every REFUND request received, in order, whatever became of it.
+        var refundRequests: [RefundRequest] = []
 
         mutating func upsert(_ record: [String: JSONValue]) {
             guard let reference = record["transactionreference"]?.stringValue else { return }
-            if records[reference] == nil, let order = record["orderreference"]?.stringValue {
-                byOrder[order, default: []].append(reference)
+            if records[reference] == nil {
+                if let order = record["orderreference"]?.stringValue { byOrder[order, default: []].append(reference) }
+                if record["requesttypedescription"]?.stringValue == "REFUND", let parent = record["parenttransactionreference"]?.stringValue {
+                    refundsByParent[parent, default: []].append(reference)
+                }
             }
             records[reference] = record
+        }
+
+        /// The AUTH `parent` (when known) and the refunds made of it.
+        func refundRecords(parent: String) -> [[String: JSONValue]] {
+            ([parent] + (refundsByParent[parent] ?? [])).compactMap { records[$0] }
         }
 
         func matching(transactionReferences: [String], orderReferences: [String]) -> [[String: JSONValue]] {
@@ -43,6 +55,15 @@ package final class TrustPaymentsEmulator: ProviderEmulator {
             }
             return Array(found.values)
         }
+    }
+
+    package struct RefundRequest: Sendable, Equatable {
+        package var requestReference: String?
+        package var parent: String
+        package var orderReference: String?
+        package var amount: Int64?
+        /// The answer's errorcode, or the HTTP status of a refused request.
+        package var errorcode: String
     }
 
     package final class Merchant: Sendable {
@@ -103,6 +124,9 @@ package final class TrustPaymentsEmulator: ProviderEmulator {
 
     package func webServices(_ request: HTTPRequestSpec, merchant: Merchant, ledger: SandboxLedger) -> HTTPResponseSpec {
         let entry = (try? JSONValue.parse(request.body))?["request"]?.arrayValue?.first
+        if entry?["requesttypedescriptions"]?.arrayValue == ["REFUND"], let entry {
+            return refund(request, entry: entry, merchant: merchant, ledger: ledger)
+        }
         let filter = entry?["filter"]
         func values(_ name: String) -> [String] {
             (filter?[name]?.arrayValue ?? []).compactMap { $0["value"]?.stringValue }
@@ -137,6 +161,32 @@ package final class TrustPaymentsEmulator: ProviderEmulator {
             ledger.tookEffect("trustpayments:" + requestReference.prefix(128))
         }
         return response
+    }
+
+    /// One REFUND request, recorded whatever its answer; a refund made (or declined) is kept as
+    /// a transaction the queries find, and one made counts in the ledger under its own
+    /// transactionreference, so two refunds from one request sent twice show as two.
+    package func refund(_ request: HTTPRequestSpec, entry: JSONValue, merchant: Merchant, ledger: SandboxLedger) -> HTTPResponseSpec {
+        let parent = entry["parenttransactionreference"]?.stringValue ?? ""
+        return merchant.store.withLock { store in
+            let response = TPSandbox.handleWebServices(
+                body: request.body, headers: request.headers, config: merchant.config, records: store.refundRecords(parent: parent))
+            let answer = response.status == 200 ? (try? TPWebServicesResponse(body: response.body))?.entries.first : nil
+            store.refundRequests.append(
+                RefundRequest(
+                    requestReference: entry["requestreference"]?.stringValue, parent: parent,
+                    orderReference: entry["orderreference"]?.stringValue, amount: entry["baseamount"]?.stringValue.flatMap { Int64($0) },
+                    errorcode: answer?["errorcode"]?.stringValue ?? "HTTP \(response.status)"))
+            guard let answer, let reference = answer["transactionreference"]?.stringValue else { return response }
+            store.upsert(answer.merging(["sitereference": .string(merchant.config.siteReference)]) { _, site in site })
+            if answer["errorcode"] == "0" { ledger.tookEffect("trustpayments:refund:" + reference) }
+            return response
+        }
+    }
+
+    /// The REFUND requests received, in order.
+    package func refundRequests() -> [RefundRequest] {
+        merchants.flatMap { merchant in merchant.store.withLock { $0.refundRequests } }
     }
 
     package func sdkPayment(_ request: HTTPRequestSpec, ledger: SandboxLedger, now: Int64) -> HTTPResponseSpec {

@@ -14,7 +14,7 @@ extension Operation {
 public struct VivaConnector: ProviderConnector {
     public static let provider = Provider.viva
     public static let settingsSection: any MerchantSection.Type = VivaConfig.self
-    public static let operations = [OperationSpec(.sale, movesMoney: true)]
+    public static let operations = [OperationSpec(.sale, movesMoney: true), OperationSpec(.vivaRefund, movesMoney: true)]
     /// One app backend forwards every customer's result from one address, so the limit per
     /// address is wide and a tight one holds per order: each forwarded result costs a call to
     /// Viva's API, and one order is never confirmed more than a few times a second.
@@ -32,12 +32,40 @@ public struct VivaConnector: ProviderConnector {
 
     public func sign(_ order: Order, purpose: DispatchPurpose, nowSeconds: Int64) throws(Rejection) -> Signed<NoContext> {
         let viva = try config.merchant(order.merchant).require(\.viva, .viva)
+        if order.operation == .vivaRefund {
+            _ = try VivaRefund(order: order)
+            guard let api = viva.api else {
+                throw Rejection(
+                    .missingCredentials, field: "viva.apiClientId", "a viva refund needs the merchant's viva.apiClientId and apiClientSecret")
+            }
+            // The refund follows the token its answer carries (`read`); so does the read that resolves it.
+            let token = VivaAPIRequests.token(api)
+            return .request(SignedRequest(request: token, resolve: token))
+        }
         return .outcome(.pending, result: try VivaSale(order: order, config: viva).pendingResult)
     }
 
     public func read(_ response: HTTPResponseSpec, to current: HTTPRequestSpec, in exchange: Exchange<NoContext>) -> ProviderReading {
-        .verdict(.failed(code: .internalError, message: "a viva sale needs no HTTP call"))
+        guard exchange.order.operation == .vivaRefund else {
+            return .verdict(.failed(code: .internalError, message: "a viva sale needs no HTTP call"))
+        }
+        guard let refund = try? VivaRefund(order: exchange.order), let api = (try? config.merchant(exchange.order.merchant))?.viva?.api else {
+            return .verdict(.unknown(reason: "the refund order or its merchant's API credentials no longer read"))
+        }
+        let resolving = exchange.phase == .resolving
+        if current.url.hasSuffix(VivaAPIRequests.tokenPath) { return refund.readToken(response, api: api, resolving: resolving) }
+        return .verdict(resolving ? refund.resolve(response) : refund.classify(response))
     }
+
+    /// The token call moves no money: whatever became of it, it is asked again.
+    public func readFailure(_ failure: TransportFailure, of current: HTTPRequestSpec, in exchange: Exchange<NoContext>) -> ProviderVerdict {
+        if exchange.phase == .resolving || (failure.mayHaveBeenSent && !current.url.hasSuffix(VivaAPIRequests.tokenPath)) {
+            return .unknown(reason: failure.reason)
+        }
+        return .retry(reason: failure.reason)
+    }
+
+    public var refunding: (any Refunding)? { VivaRefunding() }
 
     /// Viva's transactions API answers by `transactionId`, which only the app's forwarded result
     /// carries; a sale whose result never came has none, and Viva offers no lookup by

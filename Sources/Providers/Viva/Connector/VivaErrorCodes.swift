@@ -9,6 +9,11 @@ extension OutcomeErrorCode {
     public static let vivaSaleFailed = OutcomeErrorCode(rawValue: "VIVA_SALE_FAILED")
     /// `failed`: Viva records the sale as refunded (R).
     public static let vivaRefunded = OutcomeErrorCode(rawValue: "VIVA_REFUNDED")
+    /// `failed`: Viva's refund answered this non-zero `ErrorCode` (VIVA_REFUND_<code>), or
+    /// records the refund as failed (VIVA_REFUND_0).
+    public static func vivaRefundRefused(_ errorCode: Int64) -> OutcomeErrorCode { OutcomeErrorCode(rawValue: "VIVA_REFUND_\(errorCode)") }
+    /// `failed`: Viva refused the merchant's API credentials for a refund.
+    public static let vivaUnauthorized = OutcomeErrorCode(rawValue: "VIVA_UNAUTHORIZED")
     /// `failed`: a Viva sale was handed an HTTP response, which it never asks for (a pipeline bug).
     public static let internalError = OutcomeErrorCode(rawValue: "INTERNAL")
 

@@ -15,6 +15,8 @@ import Viva
 /// - `POST /connect/token` (OAuth2 client credentials, HTTP Basic) and
 ///   `GET /checkout/v2/transactions/{transactionId}` (bearer) stand in for Viva's accounts and
 ///   API hosts, answering only for sales this sandbox recorded under the token's merchant.
+/// - `DELETE /api/transactions/{transactionId}?amount={cents}` (bearer) refunds a recorded sale
+///   (`VivaEmulator+Refunds.swift`).
 package final class VivaEmulator: ProviderEmulator {
     package static let provider = Provider.viva
 
@@ -49,6 +51,10 @@ package final class VivaEmulator: ProviderEmulator {
         var tokens: [String: (merchant: Int, expires: Int64)] = [:]
         var transactions: [String: Recorded] = [:]
         var tokensIssued = 0
+        /// Sale transactionId → the cents refunded of it.
+        var refunded: [String: Int64] = [:]
+        /// Every refund request received, in order.
+        var refundRequests: [RefundRequest] = []
     }
 
     package let merchants: [Merchant]
@@ -76,7 +82,10 @@ package final class VivaEmulator: ProviderEmulator {
         }
     }
 
-    package func handle(_ request: HTTPRequestSpec, context: SandboxContext) async -> HTTPResponseSpec { handle(request) }
+    package func handle(_ request: HTTPRequestSpec, context: SandboxContext) async -> HTTPResponseSpec {
+        if request.method == .DELETE, request.url.hasPrefix(Self.refundPrefix) { return refund(request, ledger: context.ledger) }
+        return handle(request)
+    }
 
     package func handle(_ request: HTTPRequestSpec) -> HTTPResponseSpec {
         if request.url == Self.salePath {
@@ -86,6 +95,10 @@ package final class VivaEmulator: ProviderEmulator {
         if request.url == Self.tokenPath {
             guard request.method == .POST else { return SandboxContext.json(405, ["error": "use POST"]) }
             return token(request)
+        }
+        if request.url.hasPrefix(Self.refundPrefix) {
+            guard request.method == .DELETE else { return SandboxContext.json(405, ["error": "use DELETE"]) }
+            return refund(request)
         }
         if request.url.hasPrefix(Self.transactionsPrefix) {
             guard request.method == .GET else { return SandboxContext.json(405, ["error": "use GET"]) }
