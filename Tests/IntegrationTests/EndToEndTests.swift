@@ -115,7 +115,7 @@ struct EndToEndTests {
             Array(#"{"v":2,"orderId":"b-v","provider":"viva","operation":"sale","amount":1,"currency":"EUR","params":{}}"#.utf8),
             Array(#"{"v":1,"orderId":"b id","provider":"viva","operation":"sale","amount":1,"currency":"EUR","params":{}}"#.utf8),
             Array(#"{"v":1,"orderId":"b-prov","provider":"paypal","operation":"sale","amount":1,"currency":"EUR","params":{}}"#.utf8),
-            Array(#"{"v":1,"orderId":"b-op","provider":"viva","operation":"refund","amount":1,"currency":"EUR","params":{}}"#.utf8),
+            Array(#"{"v":1,"orderId":"b-op","provider":"viva","operation":"capture","amount":1,"currency":"EUR","params":{}}"#.utf8),
             Array(#"{"v":1,"orderId":"b-neg","provider":"viva","operation":"sale","amount":-1,"currency":"EUR","params":{}}"#.utf8),
             Array(#"{"v":1,"orderId":"b-frac","provider":"viva","operation":"sale","amount":1.5,"currency":"EUR","params":{}}"#.utf8),
             Array(#"{"v":1,"orderId":"b-cur","provider":"viva","operation":"sale","amount":1,"currency":"euro","params":{}}"#.utf8),

@@ -90,13 +90,20 @@ struct SubscriptionStoreTests {
 
     /// The series' last renewal ends it (Trust Payments' final number), a subscription past its
     /// end date ends by itself (Nets), each reported once.
+    /// A Trust Payments series `57-9-1` of `finalCycle` payments, opened by order `tp-1`.
+    func openTrustPaymentsSeries(_ store: LedgerStore, finalCycle: Int64) throws {
+        try store.transaction {
+            try store.openSubscription(
+                SubscriptionOpening(reference: "57-9-1", finalCycle: finalCycle), provider: Provider("trustpayments"),
+                key: OrderKey(merchant: "default", orderId: "tp-1"), checkAt: nil, now: 0)
+        }
+    }
+
     @Test func aSeriesEndsAfterItsLastPaymentAndASubscriptionAtItsEndDate() async throws {
         var core = LedgerCore(store: try temporaryStore(), registry: await testRegistry(), eventMerchants: ["default"])
         let store = core.store
+        try openTrustPaymentsSeries(store, finalCycle: 3)
         try store.transaction {
-            try store.openSubscription(
-                SubscriptionOpening(reference: "57-9-1", finalCycle: 3), provider: Provider("trustpayments"),
-                key: OrderKey(merchant: "default", orderId: "tp-1"), checkAt: nil, now: 0)
             try store.openSubscription(
                 SubscriptionOpening(reference: "nets-s1", endsAt: 5_000), provider: Provider("nets"),
                 key: OrderKey(merchant: "default", orderId: "n-1"),
@@ -114,6 +121,36 @@ struct SubscriptionStoreTests {
         let ended = events(try core.redeliver(now: 5_001))
         #expect(ended.count == 1 && ended.first?["type"] == "subscription.ended" && ended.first?["subscription"]?["reference"] == "nets-s1")
         #expect(events(try core.redeliver(now: 6_000)).isEmpty)
+    }
+
+    /// A Trust Payments series made longer after it ended on its old last payment (a raised
+    /// `subscriptionfinalnumber`, which the engine back-fills) is active again, and ends at the
+    /// new last payment.
+    @Test func aRaisedFinalNumberMovesTheEndAndReopensAnEndedSeries() async throws {
+        var core = LedgerCore(store: try temporaryStore(), registry: await testRegistry(), eventMerchants: ["default"])
+        let store = core.store
+        try openTrustPaymentsSeries(store, finalCycle: 3)
+        func payment(_ cycle: Int64) -> [JSONValue] {
+            let event = SubscriptionEvent(
+                merchant: "default", provider: Provider("trustpayments"), subscription: "57-9-1", dedupeKey: "57-9-\(cycle)|authorised",
+                kind: .renewalSucceeded, amount: 1050, currency: "GBP", cycle: cycle)
+            return events(core.handle(.subscriptionEvents([event]), now: 10 + cycle).1)
+        }
+        #expect(payment(2).count == 1)
+        #expect(payment(3).compactMap { $0["type"]?.stringValue } == ["renewal.succeeded", "subscription.ended"])
+        let update =
+            #"{"v":1,"orderId":"tu-1","provider":"trustpayments","operation":"transactionUpdate","params":{"transactionReference":"57-9-200","subscription":"57-9-1","updates":{"subscriptionfinalnumber":5}}}"#
+        _ = try core.intake([Array(update.utf8)], now: 30)
+        let (reply, effects) = core.handle(
+            .settle(try order(update).key, event: "tp|update", outcome: Outcome(order: try order(update), status: .succeeded)), now: 31)
+        #expect(reply == .settled(applied: true, duplicate: false))
+        let extended = events(effects)
+        #expect(extended.compactMap { $0["type"]?.stringValue } == ["subscription.extended"])
+        #expect(extended.first?["subscription"]?["state"] == "active" && extended.first?["cycle"] == 5)
+        #expect(payment(4).compactMap { $0["subscription"]?["state"]?.stringValue } == ["active"])
+        #expect(payment(5).compactMap { $0["type"]?.stringValue } == ["renewal.succeeded", "subscription.ended"])
+        let record = try #require(try store.subscription(merchant: "default", provider: Provider("trustpayments"), reference: "57-9-1"))
+        #expect(record["state"] == "ended" && record["finalCycle"] == 5)
     }
 
     /// A correction of a first order (the money was taken after all) opens its subscription and

@@ -74,7 +74,7 @@ struct OrderDecodingTests {
         (order(with: "merchant", #""""#), "INVALID_MERCHANT", "merchant"),
         (order(with: "provider", #""paypal""#), "UNKNOWN_PROVIDER", "provider"),
         (order(with: "provider", nil), "MISSING_FIELD", "provider"),
-        (order(with: "operation", #""refund""#), "UNKNOWN_OPERATION", "operation"),
+        (order(with: "operation", #""capture""#), "UNKNOWN_OPERATION", "operation"),
         (order(with: "operation", #""authInit""#), "UNKNOWN_OPERATION", "operation"),
         (order(with: "operation", nil), "MISSING_FIELD", "operation"),
         (order(with: "amount", "10.5"), "AMOUNT_NOT_INTEGER", "amount"),

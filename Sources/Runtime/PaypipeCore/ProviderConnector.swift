@@ -68,6 +68,10 @@ public protocol ProviderConnector: Sendable {
     /// The subscription a first order's `succeeded` outcome opened, as the provider's later
     /// events will name it; nil when the outcome carries no reference.
     func subscriptionOpening(for order: Order, outcome: Outcome) -> SubscriptionOpening?
+    /// Whether a succeeded order of `operation` may change a subscription already open.
+    func changesSubscription(_ operation: Operation) -> Bool
+    /// The change a succeeded order makes to a subscription already open; nil for none.
+    func subscriptionChange(after order: Order, outcome: Outcome) -> SubscriptionChange?
     /// How the pollers check a subscription's entitlement around its expiry, for a provider that
     /// sends nothing when access lapses; nil for the others.
     var entitlementChecking: (any EntitlementChecking)? { get }
@@ -261,6 +265,8 @@ extension ProviderConnector {
     public var pendingPolling: (any PendingPolling)? { nil }
     public func opensSubscription(_ operation: Operation) -> Bool { false }
     public func subscriptionOpening(for order: Order, outcome: Outcome) -> SubscriptionOpening? { nil }
+    public func changesSubscription(_ operation: Operation) -> Bool { false }
+    public func subscriptionChange(after order: Order, outcome: Outcome) -> SubscriptionChange? { nil }
     public var entitlementChecking: (any EntitlementChecking)? { nil }
     public var scheduledCharging: (any ScheduledCharging)? { nil }
     public var reconciling: (any PaymentReconciling)? { nil }

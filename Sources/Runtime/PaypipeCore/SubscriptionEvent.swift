@@ -24,8 +24,13 @@ public struct SubscriptionEvent: Sendable, Equatable {
         case subscriptionSuspended = "subscription.suspended"
         /// The merchant's dunning paused the schedule after its unpaid cycles (`onExhausted: pause`).
         case subscriptionPaused = "subscription.paused"
+        /// The merchant resumed (a `schedule` order) a schedule its dunning had paused.
+        case subscriptionResumed = "subscription.resumed"
         case subscriptionCancelled = "subscription.cancelled"
         case subscriptionEnded = "subscription.ended"
+        /// The series was made longer (Trust Payments: a raised `subscriptionfinalnumber`); one
+        /// that had ended on its old last payment is active again.
+        case subscriptionExtended = "subscription.extended"
         case mandateRevoked = "mandate.revoked"
         case mandatePaused = "mandate.paused"
         case mandateResumed = "mandate.resumed"
@@ -41,7 +46,7 @@ public struct SubscriptionEvent: Sendable, Equatable {
         /// The subscription's state once this event is recorded; nil: the state does not change.
         public var state: SubscriptionState? {
             switch self {
-            case .renewalSucceeded, .subscriptionActivated, .mandateResumed, .entitlementGranted: .active
+            case .renewalSucceeded, .subscriptionActivated, .mandateResumed, .entitlementGranted, .subscriptionExtended, .subscriptionResumed: .active
             case .renewalFailed, .renewalAbandoned: .pastDue
             case .subscriptionSuspended: .suspended
             case .subscriptionCancelled: .cancelled
@@ -188,9 +193,25 @@ public enum SubscriptionState: String, Sendable, CaseIterable {
     /// mandate or subscription moves it.
     public func after(_ kind: SubscriptionEvent.Kind) -> SubscriptionState {
         guard let next = kind.state else { return self }
+        // A series that ended on its last payment goes on when the provider is told to make more.
+        if self == .ended && kind == .subscriptionExtended { return next }
         if isFinal { return next.isFinal ? next : self }
         if self == .paused && kind.isChargeResult { return self }
         return next
+    }
+}
+
+/// A change an order's success makes to a subscription the ledger already keeps (Trust
+/// Payments: a `transactionUpdate` that raises `subscriptionfinalnumber`).
+public struct SubscriptionChange: Sendable, Equatable {
+    /// The subscription's reference, as its events name it.
+    public var reference: String
+    /// The series' new last payment number; nil: no end.
+    public var finalCycle: Int64?
+
+    public init(reference: String, finalCycle: Int64?) {
+        self.reference = reference
+        self.finalCycle = finalCycle
     }
 }
 

@@ -109,4 +109,20 @@ extension LedgerCore {
         }
         return effects
     }
+
+    /// A `resume` the merchant sent for a schedule its dunning paused (`onExhausted: pause`):
+    /// the subscription dunning made `paused` is active again (`subscription.resumed`), or its
+    /// schedule, charging again, would stay held as if the mandate were paused. Call inside the
+    /// intake transaction, after the change.
+    func liftDunningPause(_ change: ScheduleChange, of order: Order, counters: inout Counters, now: Int64) throws -> [Effect] {
+        guard change.action == .resume,
+            let plan = try store.schedule(merchant: order.merchant, provider: order.provider, reference: change.subscription),
+            plan.state == .active, plan.dueAt != nil || plan.orderId != nil,
+            try store.subscriptionState(merchant: order.merchant, provider: order.provider, reference: change.subscription) == .paused
+        else { return [] }
+        let resumed = plan.event(
+            .subscriptionResumed, dedupeKey: "resumed|\(order.orderId)", cycle: plan.cycle,
+            reason: "schedule order \(order.orderId) resumed what dunning paused")
+        return try record(resumed, counters: &counters, now: now) ?? []
+    }
 }

@@ -81,6 +81,7 @@ extension LedgerCore {
             effects += try advanceSchedule(after: outcome, counters: &counters, now: now)
             effects += try reconcile(after: outcome, counters: &counters, now: now)
             effects += try reportRefund(after: outcome, counters: &counters, now: now)
+            effects += try changeSubscription(after: outcome, counters: &counters, now: now)
             let logged = (try? JSONValue.parse(Array(text.utf8))) ?? .string(text)
             return (["resolved": logged], effects)
         }

@@ -77,7 +77,8 @@ extension LedgerCore {
             var effects = logged.map { [Effect.emit(Array($0.utf8))] } ?? []
             if reachedFinalCycle {
                 let ended = SubscriptionEvent(
-                    merchant: event.merchant, provider: event.provider, subscription: event.subscription, dedupeKey: "ended|final-cycle",
+                    merchant: event.merchant, provider: event.provider, subscription: event.subscription,
+                    dedupeKey: "ended|final-cycle|\(event.cycle.map(String.init) ?? "")",
                     kind: .subscriptionEnded, cycle: event.cycle, reason: "the last payment of the series was taken")
                 effects += try record(ended, counters: &counters, now: now) ?? []
             }
@@ -135,5 +136,29 @@ extension LedgerCore {
             effects += try record(ended, counters: &counters, now: now) ?? []
         }
         return effects
+    }
+
+    /// A succeeded order that moves where a subscription's series ends (its connector's
+    /// `subscriptionChange`): the record's final cycle changes, and a series made longer is
+    /// reported (`subscription.extended`), active again if it had ended on its old last payment.
+    /// Call inside the transaction that recorded the outcome.
+    func changeSubscription(after outcome: Outcome, counters: inout Counters, now: Int64) throws -> [Effect] {
+        let provider = Provider(outcome.provider)
+        guard outcome.status == .succeeded, let connector = registry.connector(for: provider),
+            connector.changesSubscription(Operation(provider, outcome.operation))
+        else { return [] }
+        let key = OrderKey(merchant: outcome.merchant, orderId: outcome.orderId)
+        guard let stored = try store.lookup(key), case .order(let order) = Order.decode(json: stored.orderJSON, catalog: registry.catalog),
+            let change = connector.subscriptionChange(after: order, outcome: outcome),
+            let before = try store.changeFinalCycle(change.finalCycle, merchant: key.merchant, provider: provider, reference: change.reference)
+        else { return [] }
+        let longer = before.previous.map { previous in change.finalCycle.map { $0 > previous } ?? true } ?? false
+        guard longer else { return [] }
+        let extended = SubscriptionEvent(
+            merchant: key.merchant, provider: provider, subscription: change.reference, dedupeKey: "extended|\(key.orderId)",
+            kind: .subscriptionExtended, cycle: change.finalCycle,
+            reason: change.finalCycle.map { "order \(key.orderId) moved the last payment to number \($0)" }
+                ?? "order \(key.orderId) took the series' end away")
+        return try record(extended, counters: &counters, now: now) ?? []
     }
 }

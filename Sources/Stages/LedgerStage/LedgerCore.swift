@@ -440,6 +440,7 @@ package struct LedgerCore {
                     let outcome = try applyScheduleChange(change, of: order, now: now)
                     try fileRejection(outcome.serialized, order.key)
                     counters.countOut(labels(outcome))
+                    if outcome.status == .succeeded { effects += try liftDunningPause(change, of: order, counters: &counters, now: now) }
                 case .cancel(let order, let cancel):
                     if let admission = try store.known(order.key) {
                         admitted(admission, firstTime: nil)
@@ -544,6 +545,7 @@ package struct LedgerCore {
                     effects += try advanceSchedule(after: item.outcome, counters: &counters, now: now)
                     effects += try reconcile(after: item.outcome, counters: &counters, now: now)
                     effects += try reportRefund(after: item.outcome, counters: &counters, now: now)
+                    effects += try changeSubscription(after: item.outcome, counters: &counters, now: now)
                 }
                 if let pending = recorded.becamePending {
                     effects.append(.poll(pollFrame(json: pending.json, pendingAt: pending.since, key: pending.key, generation: pending.generation)))
@@ -598,6 +600,7 @@ package struct LedgerCore {
                 effects += try advanceSchedule(after: outcome, counters: &updated, now: now)
                 effects += try reconcile(after: outcome, counters: &updated, now: now)
                 effects += try reportRefund(after: outcome, counters: &updated, now: now)
+                effects += try changeSubscription(after: outcome, counters: &updated, now: now)
                 return (true, false, recorded.corrected)
             }
             if let refusal { return (.failure("refused: \(refusal)"), []) }

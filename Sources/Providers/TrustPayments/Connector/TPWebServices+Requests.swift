@@ -44,8 +44,10 @@ public enum TPWebServices {
     }
 
     public static func transactionUpdate(order: Order, config: TrustPaymentsConfig) throws(Rejection) -> TPWebServicesRequest {
-        let params = try ParamReader(order.params, allowed: ["transactionReference", "updates"], operation: "trustpayments transactionUpdate")
+        let params = try ParamReader(
+            order.params, allowed: ["transactionReference", "updates", "subscription"], operation: "trustpayments transactionUpdate")
         let reference = try params.tpTransactionReference("transactionReference")
+        if params.values["subscription"] != nil { _ = try params.tpTransactionReference("subscription") }
         // Checked before the unknown-key rule: these are real fields Trust Payments says cannot
         // change, which deserves that reason rather than "not a field".
         if case .object(let raw)? = params.values["updates"], let frozen = raw.keys.filter(frozenFields.contains).min() {

@@ -282,6 +282,19 @@ public struct TrustPaymentsConnector: ProviderConnector {
         return SubscriptionOpening(reference: reference, finalCycle: finalNumber.flatMap { $0 > 0 ? $0 : nil })
     }
 
+    /// A `transactionUpdate` that names paypipe's subscription (`params.subscription`, the first
+    /// AUTH's reference: the update itself names the SUBSCRIPTION's) and sets
+    /// `subscriptionfinalnumber` moves where the series ends; `0` means it has no end.
+    public func changesSubscription(_ operation: Operation) -> Bool { operation == .transactionUpdate }
+
+    public func subscriptionChange(after order: Order, outcome: Outcome) -> SubscriptionChange? {
+        guard order.operation == .transactionUpdate, outcome.status == .succeeded,
+            let reference = order.params["subscription"]?.stringValue,
+            let finalNumber = order.params["updates"]?.objectValue?["subscriptionfinalnumber"]?.integerValue
+        else { return nil }
+        return SubscriptionChange(reference: reference, finalCycle: finalNumber > 0 ? finalNumber : nil)
+    }
+
     /// An undecided verdict (AUTH errorcode 70001) records no event: the notification that later
     /// carries the final result names the same transactionreference and must not be a duplicate.
     static func eventKey(_ key: String, unlessUndecided verdict: ProviderVerdict?) -> String? {

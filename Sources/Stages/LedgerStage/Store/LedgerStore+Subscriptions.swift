@@ -113,6 +113,23 @@ extension LedgerStore {
         try Set(eventIds.filter { id in try !db.query("SELECT 1 FROM subscription_events WHERE event_id=?", [.text(id)]).isEmpty })
     }
 
+    /// Sets where the subscription's series ends (`final_cycle`; nil: no end). Returns its state
+    /// and the final cycle it had; nil when the store knows no such subscription. Call inside
+    /// `transaction`.
+    package func changeFinalCycle(
+        _ finalCycle: Int64?, merchant: String, provider: Provider, reference: String
+    ) throws -> (state: SubscriptionState, previous: Int64?)? {
+        let subscription: [StoreValue] = [.text(reference), .text(provider.rawValue), .text(merchant)]
+        guard
+            let row = try db.query("SELECT state, final_cycle FROM subscriptions WHERE reference=? AND provider=? AND merchant=?", subscription)
+                .first,
+            let state = row[0].text.flatMap(SubscriptionState.init(rawValue:))
+        else { return nil }
+        try db.query(
+            "UPDATE subscriptions SET final_cycle=? WHERE reference=? AND provider=? AND merchant=?", [Self.value(finalCycle)] + subscription)
+        return (state, row[1].integer)
+    }
+
     /// Where the subscription stands; nil when the store knows no such subscription.
     package func subscriptionState(merchant: String, provider: Provider, reference: String) throws -> SubscriptionState? {
         try db.query(
