@@ -165,29 +165,35 @@ struct NetsMoneyTests {
     }
 
     enum Victim: String, CaseIterable {
-        case submitter, ledger
+        case submitter, ledger, signer, callbacks
     }
 
-    /// A first charge and a refund each in flight at the sandbox (answers held back) when the
-    /// submitter or the ledger is killed with -9 and started again: each ends succeeded, and the
-    /// sandbox shows one charge and one refund, whatever was sent again.
+    /// A first charge and a refund each in flight at the sandbox (answers held back) when one
+    /// role (the submitter, the ledger, the signer or the callback validator) is killed with -9
+    /// and started again: each ends succeeded, and the sandbox shows one charge and one refund,
+    /// whatever was sent again.
     @Test(arguments: Victim.allCases)
     func killingMidChargeAndMidRefundMovesTheMoneyOnce(victim: Victim) async throws {
         let h = try await Self.harness(latency: 1500)
         defer { Task { await h.shutdown() } }
-        try h.startSigner()
+        var signer = try h.startSigner()
         var submitter = try h.startSubmitter()
-        try h.startCallbacks()
+        var callbacks = try h.startCallbacks()
         let stream = Stream(h)
+
+        func restart(_ process: ChildProcess, _ start: () throws -> ChildProcess) async throws -> ChildProcess {
+            process.signal(SIGKILL)
+            _ = await eventually(within: .seconds(10)) { !process.isRunning }
+            return try start()
+        }
 
         func kill(whenSent orderId: String) async throws {
             let sent = await eventually(within: .seconds(60)) { ((try? Self.requests(h, orderId: orderId)) ?? 0) >= 1 }
             try #require(sent, "\(orderId) reached the sandbox")
             switch victim {
-            case .submitter:
-                submitter.signal(SIGKILL)
-                _ = await eventually(within: .seconds(10)) { !submitter.isRunning }
-                submitter = try h.startSubmitter()
+            case .submitter: submitter = try await restart(submitter) { try h.startSubmitter() }
+            case .signer: signer = try await restart(signer) { try h.startSigner() }
+            case .callbacks: callbacks = try await restart(callbacks) { try h.startCallbacks() }
             case .ledger:
                 let process = h.ledgerProcess
                 process.signal(SIGKILL)

@@ -59,7 +59,8 @@ struct MandatePauseTests {
         #expect(Self.report(&core, [Self.event(.mandateResumed, "SUBSCRIPTION|ACTIVE|4")], now: 80).first?["subscription"]?["state"] == "revoked")
     }
 
-    /// The rule itself, state by state: a charge result never moves a paused or final state.
+    /// The rule itself, state by state: a charge result never moves a paused or final state, and
+    /// only an extension moves an ended series.
     @Test func theStatePrecedenceRule() {
         for state in SubscriptionState.allCases {
             for kind in SubscriptionEvent.Kind.allCases {
@@ -68,7 +69,9 @@ struct MandatePauseTests {
                     #expect(after == state)
                     continue
                 }
-                if state.isFinal {
+                if state == .ended && kind == .subscriptionExtended {
+                    #expect(after == .active, "a series made longer goes on")
+                } else if state.isFinal {
                     #expect(after == (next.isFinal ? next : state), "\(state) after \(kind)")
                 } else if state == .paused && kind.isChargeResult {
                     #expect(after == .paused, "\(kind)")
