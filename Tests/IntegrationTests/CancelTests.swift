@@ -26,12 +26,17 @@ struct CancelTests {
         }
     }
 
-    @Test func trustPaymentsEngineTakesNoPaymentAfterTheCancelEvenWithTheLedgerKilledDuringIt() async throws {
+    enum Victim: String, CaseIterable {
+        case ledger, submitter, signer, callbacks
+    }
+
+    @Test(arguments: Victim.allCases)
+    func trustPaymentsEngineTakesNoPaymentAfterTheCancelEvenWithARoleKilledDuringIt(victim: Victim) async throws {
         let h = try await PipelineHarness()
         defer { Task { await h.shutdown() } }
-        try h.startSigner()
-        try h.startSubmitter()
-        try h.startCallbacks()
+        var signer = try h.startSigner()
+        var submitter = try h.startSubmitter()
+        var callbacks = try h.startCallbacks()
         try await h.send(
             #"{"v":1,"orderId":"tp-sub-1","provider":"trustpayments","operation":"subscriptionJwt","amount":1050,"currency":"GBP","params":{"subscriptionType":"RECURRING","unit":"MONTH","frequency":1,"finalNumber":0}}"#
         )
@@ -51,10 +56,22 @@ struct CancelTests {
 
         try await h.send(
             #"{"v":1,"orderId":"tp-cancel-1","provider":"trustpayments","operation":"cancel","params":{"subscription":"\#(reference)"}}"#)
-        // Killed while the cancel is under way, and restarted over the same store.
-        h.ledgerProcess.signal(SIGKILL)
-        _ = await h.ledgerProcess.waitForExit(within: .seconds(10))
-        try h.restartLedger()
+        // One role killed while the cancel is under way, and started again (the ledger over the
+        // same store).
+        func restart(_ process: ChildProcess, _ start: () throws -> ChildProcess) async throws -> ChildProcess {
+            process.signal(SIGKILL)
+            _ = await process.waitForExit(within: .seconds(10))
+            return try start()
+        }
+        switch victim {
+        case .ledger:
+            h.ledgerProcess.signal(SIGKILL)
+            _ = await h.ledgerProcess.waitForExit(within: .seconds(10))
+            try h.restartLedger()
+        case .submitter: submitter = try await restart(submitter) { try h.startSubmitter() }
+        case .signer: signer = try await restart(signer) { try h.startSigner() }
+        case .callbacks: callbacks = try await restart(callbacks) { try h.startCallbacks() }
+        }
         // Sent again by an at-least-once upstream.
         try await h.send(
             #"{"v":1,"orderId":"tp-cancel-1","provider":"trustpayments","operation":"cancel","params":{"subscription":"\#(reference)"}}"#)
