@@ -71,24 +71,25 @@ struct AsyncFlowTests {
 
         // Forged: a wrong checksum is refused and changes nothing.
         let forged = callback("pp-cb-1", amount: 39900, variant: .wrongChecksum)
-        let refused = try #require(h.postCallback("/callbacks/phonepe", headers: [("X-VERIFY", forged.xVerify)], body: forged.body))
+        let refused = try #require(await h.postCallback("/callbacks/phonepe", headers: [("X-VERIFY", forged.xVerify)], body: forged.body))
         #expect(refused.0 == 401)
         #expect(refused.1.contains("BAD_CHECKSUM"))
         #expect(!refused.1.contains("demo-salt"))
-        let noChecksum = try #require(h.postCallback("/callbacks/phonepe", body: forged.body))
+        let noChecksum = try #require(await h.postCallback("/callbacks/phonepe", body: forged.body))
         #expect(noChecksum.0 == 401)
-        let malformed = try #require(h.postCallback("/callbacks/phonepe", headers: [("X-VERIFY", "x###1")], body: Array("{\"response\":42}".utf8)))
+        let malformed = try #require(
+            await h.postCallback("/callbacks/phonepe", headers: [("X-VERIFY", "x###1")], body: Array("{\"response\":42}".utf8)))
         #expect(malformed.0 == 400)
         #expect(try await Self.outcomes(h, "pp-cb-1", within: .milliseconds(500)).isEmpty)
 
         // Genuine: the order succeeds; its redelivery is acknowledged and changes nothing.
         let genuine = callback("pp-cb-1", amount: 39900)
-        let accepted = try #require(h.postCallback("/callbacks/phonepe", headers: [("X-VERIFY", genuine.xVerify)], body: genuine.body))
+        let accepted = try #require(await h.postCallback("/callbacks/phonepe", headers: [("X-VERIFY", genuine.xVerify)], body: genuine.body))
         #expect(accepted.0 == 200)
         #expect(accepted.1.contains("applied"))
         let succeeded = try await Self.outcome(h, "pp-cb-1", .succeeded)
         #expect(succeeded != nil)
-        let replay = try #require(h.postCallback("/callbacks/phonepe", headers: [("X-VERIFY", genuine.xVerify)], body: genuine.body))
+        let replay = try #require(await h.postCallback("/callbacks/phonepe", headers: [("X-VERIFY", genuine.xVerify)], body: genuine.body))
         #expect(replay.0 == 200)
         #expect(replay.1.contains("duplicate"))
         #expect(try await Self.outcomes(h, "pp-cb-1", within: .milliseconds(500)).isEmpty)
@@ -100,14 +101,14 @@ struct AsyncFlowTests {
         let notifyResponse = Data(notifyJSON.utf8).base64EncodedString()
         let notifyBody = Array(#"{"response":"\#(notifyResponse)"}"#.utf8)
         let notifyVerify = PhonePeChecksum(config: Self.merchant.phonepe!).xVerify(callbackResponse: notifyResponse)
-        let notified = try #require(h.postCallback("/callbacks/phonepe", headers: [("X-VERIFY", notifyVerify)], body: notifyBody))
+        let notified = try #require(await h.postCallback("/callbacks/phonepe", headers: [("X-VERIFY", notifyVerify)], body: notifyBody))
         #expect(notified.0 == 200)
         #expect(notified.1.contains("event"))
-        #expect(h.postCallback("/callbacks/phonepe", headers: [("X-VERIFY", notifyVerify)], body: notifyBody)?.1.contains("duplicate") == true)
+        #expect(await h.postCallback("/callbacks/phonepe", headers: [("X-VERIFY", notifyVerify)], body: notifyBody)?.1.contains("duplicate") == true)
 
         // Authentic but for another amount: acknowledged, and the order ends failed for review.
         let wrongAmount = callback("pp-cb-2", amount: 100)
-        let mismatch = try #require(h.postCallback("/callbacks/phonepe", headers: [("X-VERIFY", wrongAmount.xVerify)], body: wrongAmount.body))
+        let mismatch = try #require(await h.postCallback("/callbacks/phonepe", headers: [("X-VERIFY", wrongAmount.xVerify)], body: wrongAmount.body))
         #expect(mismatch.0 == 200)
         let failed = try await Self.outcome(h, "pp-cb-2", .failed)
         #expect(failed?.error?.code == "AMOUNT_MISMATCH")
@@ -117,7 +118,7 @@ struct AsyncFlowTests {
             merchantId: "MERCHANTUAT", merchantUserId: "U", subscriptionId: "S", authRequestId: "NOSUCHAUTHREQUEST", amount: 1, callbackURL: "")
         unknownOrder.amount = 1
         let stray = phonepe.callback(for: unknownOrder, outcome: .completed)
-        #expect(h.postCallback("/callbacks/phonepe", headers: [("X-VERIFY", stray.xVerify)], body: stray.body)?.0 == 404)
+        #expect(await h.postCallback("/callbacks/phonepe", headers: [("X-VERIFY", stray.xVerify)], body: stray.body)?.0 == 404)
 
         // Every refusal is counted by reason.
         let metrics = httpGet("http://127.0.0.1:\(h.callbacksMetricsPort)/metrics") ?? ""
@@ -202,37 +203,37 @@ struct AsyncFlowTests {
         for id in ids { try await h.send(Self.tpOrder(id)) }
         _ = try await h.collect { $0.filter { $0.status == .pending }.count >= ids.count }
         let now = Int64(Date().timeIntervalSince1970)
-        func post(_ entries: [[String: JSONValue]], as orderId: String) -> (Int, String)? {
+        func post(_ entries: [[String: JSONValue]], as orderId: String) async -> (Int, String)? {
             let jwt = TPResponseJWT.build(entries: entries, requestReference: "W-\(orderId)", issuedAt: now, secret: tp.jwtSecret)
-            return h.postCallback("/callbacks/trustpayments/jwt", body: Array(#"{"orderId":"\#(orderId)","jwt":"\#(jwt)"}"#.utf8))
+            return await h.postCallback("/callbacks/trustpayments/jwt", body: Array(#"{"orderId":"\#(orderId)","jwt":"\#(jwt)"}"#.utf8))
         }
 
         // No orderreference in the AUTH entry: refused, nothing changes.
-        let unbound = try #require(post(Self.tpEntries(orderId: "tp-bind-a", changing: 1, ["orderreference": nil]), as: "tp-bind-a"))
+        let unbound = try #require(await post(Self.tpEntries(orderId: "tp-bind-a", changing: 1, ["orderreference": nil]), as: "tp-bind-a"))
         #expect(unbound.0 == 400)
         #expect(unbound.1.contains("MISSING_ORDERREFERENCE"))
         // Another order's authentic JWT (same amount) forwarded for this one: refused.
-        let foreign = try #require(post(Self.tpEntries(orderId: "tp-bind-b"), as: "tp-bind-a"))
+        let foreign = try #require(await post(Self.tpEntries(orderId: "tp-bind-b"), as: "tp-bind-a"))
         #expect(foreign.0 == 409)
         #expect(foreign.1.contains("ORDERREFERENCE_MISMATCH"))
         #expect(try await Self.outcomes(h, "tp-bind-a", within: .milliseconds(400)).isEmpty)
         #expect(try await Self.outcomes(h, "tp-bind-b", within: .milliseconds(100)).isEmpty)
 
         // A SUBSCRIPTION entry unlike the request fails the order; the payment stays in result.
-        #expect(post(Self.tpEntries(orderId: "tp-sub-mismatch", changing: 2, ["subscriptionfrequency": "3"]), as: "tp-sub-mismatch")?.0 == 200)
+        #expect(await post(Self.tpEntries(orderId: "tp-sub-mismatch", changing: 2, ["subscriptionfrequency": "3"]), as: "tp-sub-mismatch")?.0 == 200)
         let mismatch = try #require(try await Self.outcome(h, "tp-sub-mismatch", .failed))
         #expect(mismatch.error?.code == "SUBSCRIPTION_MISMATCH")
         #expect(mismatch.result?["transactionReference"]?.stringValue == "1-2-tp-sub-mismatch")
 
         // An unscheduled subscription fails the order with the AUTH reference and amount.
-        #expect(post(Self.tpEntries(orderId: "tp-sub-unscheduled", changing: 2, ["errorcode": "20018"]), as: "tp-sub-unscheduled")?.0 == 200)
+        #expect(await post(Self.tpEntries(orderId: "tp-sub-unscheduled", changing: 2, ["errorcode": "20018"]), as: "tp-sub-unscheduled")?.0 == 200)
         let unscheduled = try #require(try await Self.outcome(h, "tp-sub-unscheduled", .failed))
         #expect(unscheduled.error?.code == "SUBSCRIPTION_NOT_SCHEDULED")
         #expect(unscheduled.result?["transactionReference"]?.stringValue == "1-2-tp-sub-unscheduled")
         #expect(unscheduled.result?["amount"]?.integerValue == 1050)
 
         // 70001: nothing is decided and the event key stays free for the final notification.
-        let uncertain = try #require(post(Self.tpEntries(orderId: "tp-uncertain", changing: 1, ["errorcode": "70001"]), as: "tp-uncertain"))
+        let uncertain = try #require(await post(Self.tpEntries(orderId: "tp-uncertain", changing: 1, ["errorcode": "70001"]), as: "tp-uncertain"))
         #expect(uncertain.0 == 200)
         #expect(!uncertain.1.contains("duplicate"))
         #expect(try await Self.outcomes(h, "tp-uncertain", within: .milliseconds(400)).isEmpty)
@@ -241,7 +242,8 @@ struct AsyncFlowTests {
             ("transactionreference", "1-2-701"), ("baseamount", "1050"), ("currencyiso3a", "GBP"),
         ]
         let final = try #require(
-            h.postCallback("/callbacks/trustpayments/notification", body: TPNotification.formBody(fields: fields, password: tp.notificationPassword)))
+            await h.postCallback(
+                "/callbacks/trustpayments/notification", body: TPNotification.formBody(fields: fields, password: tp.notificationPassword)))
         #expect(final.0 == 200)
         #expect(final.1.contains("applied"))
         #expect(try await Self.outcome(h, "tp-uncertain", .succeeded)?.result?["transactionReference"]?.stringValue == "1-2-701")
@@ -266,30 +268,30 @@ struct AsyncFlowTests {
         }
         _ = try await h.collect { $0.filter { $0.status == .pending }.count >= 2 }
         let now = Int64(Date().timeIntervalSince1970)
-        func post(_ jwt: String, orderId: String = "tp-jwt-1") -> (Int, String)? {
-            h.postCallback("/callbacks/trustpayments/jwt", body: Array(#"{"orderId":"\#(orderId)","jwt":"\#(jwt)"}"#.utf8))
+        func post(_ jwt: String, orderId: String = "tp-jwt-1") async -> (Int, String)? {
+            await h.postCallback("/callbacks/trustpayments/jwt", body: Array(#"{"orderId":"\#(orderId)","jwt":"\#(jwt)"}"#.utf8))
         }
 
         let wrongSecret = TPResponseJWT.build(
             entries: Self.tpEntries(orderId: "tp-jwt-1"), requestReference: "W1", issuedAt: now,
             secret: Secret("not-the-merchant-secret-0123456789abcdef"))
-        #expect(post(wrongSecret)?.0 == 401)
+        #expect(await post(wrongSecret)?.0 == 401)
         let claims = Array(#"{"iat":\#(now),"payload":{"response":[]}}"#.utf8)
         let algNone = Self.base64URL(Array(#"{"alg":"none","typ":"JWT"}"#.utf8)) + "." + Self.base64URL(claims) + "."
-        #expect(post(algNone).map { $0.0 / 100 } == 4)
+        #expect(await post(algNone).map { $0.0 / 100 } == 4)
         let hs512Input = Self.base64URL(Array(#"{"alg":"HS512","typ":"JWT"}"#.utf8)) + "." + Self.base64URL(claims)
         let algSwitch = hs512Input + "." + Self.base64URL(Array(Digest.sha256Hex(hs512Input).utf8))
-        #expect(post(algSwitch).map { $0.0 / 100 } == 4)
+        #expect(await post(algSwitch).map { $0.0 / 100 } == 4)
         let stale = TPResponseJWT.build(
             entries: Self.tpEntries(orderId: "tp-jwt-1"), requestReference: "W1", issuedAt: now - 7200, secret: tp.jwtSecret)
-        #expect(post(stale)?.0 == 400)
+        #expect(await post(stale)?.0 == 400)
         #expect(try await Self.outcomes(h, "tp-jwt-1", within: .milliseconds(400)).isEmpty)
 
         let genuine = TPResponseJWT.build(entries: Self.tpEntries(orderId: "tp-jwt-1"), requestReference: "W1", issuedAt: now, secret: tp.jwtSecret)
-        #expect(post(genuine)?.0 == 200)
+        #expect(await post(genuine)?.0 == 200)
         let succeeded = try await Self.outcome(h, "tp-jwt-1", .succeeded)
         #expect(succeeded?.result?["transactionReference"]?.stringValue == "1-2-tp-jwt-1")
-        #expect(post(genuine)?.1.contains("duplicate") == true)
+        #expect(await post(genuine)?.1.contains("duplicate") == true)
 
         // URL notification: the signature over the fields with the notification password.
         var fields: [TPNotification.Field] = [
@@ -300,12 +302,12 @@ struct AsyncFlowTests {
         var tampered = String(decoding: form, as: UTF8.self)
         tampered = tampered.replacingOccurrences(of: "baseamount=1050", with: "baseamount=1")
         let refused = try #require(
-            h.postCallback(
+            await h.postCallback(
                 "/callbacks/trustpayments/notification", headers: [("Content-Type", "application/x-www-form-urlencoded")], body: Array(tampered.utf8))
         )
         #expect(refused.0 == 401)
         #expect(try await Self.outcomes(h, "tp-note-1", within: .milliseconds(400)).isEmpty)
-        #expect(h.postCallback("/callbacks/trustpayments/notification", body: form)?.0 == 200)
+        #expect(await h.postCallback("/callbacks/trustpayments/notification", body: form)?.0 == 200)
         #expect(try await Self.outcome(h, "tp-note-1", .succeeded) != nil)
         fields[0] = ("errorcode", "70000")
         await h.shutdown()
@@ -340,14 +342,14 @@ struct AsyncFlowTests {
             kind: .reservationCreated, eventId: "evt-\(h2Order)", paymentId: paymentId, amount: 9900, currency: "SEK",
             timestampMilliseconds: Timestamp.nowMilliseconds())
         let forged = NetsSandbox.webhookDelivery(content, config: Self.merchant.nets!, tampering: .authorization("guess"))
-        let refused = try #require(h.postCallback("/callbacks/nets", headers: forged.headers.map { ($0.name, $0.value) }, body: forged.body))
+        let refused = try #require(await h.postCallback("/callbacks/nets", headers: forged.headers.map { ($0.name, $0.value) }, body: forged.body))
         #expect(refused.0 == 401)
         #expect(!refused.1.contains("demoWebhookAuth123"))
         let genuine = NetsSandbox.webhookDelivery(content, config: Self.merchant.nets!)
-        let first = try #require(h.postCallback("/callbacks/nets", headers: genuine.headers.map { ($0.name, $0.value) }, body: genuine.body))
+        let first = try #require(await h.postCallback("/callbacks/nets", headers: genuine.headers.map { ($0.name, $0.value) }, body: genuine.body))
         #expect(first.0 == 200)
         #expect(first.1.contains("no_change"))
-        let again = try #require(h.postCallback("/callbacks/nets", headers: genuine.headers.map { ($0.name, $0.value) }, body: genuine.body))
+        let again = try #require(await h.postCallback("/callbacks/nets", headers: genuine.headers.map { ($0.name, $0.value) }, body: genuine.body))
         #expect(again.0 == 200)
         #expect(again.1.contains("duplicate"))
         #expect(try await Self.outcome(h, h2Order, .succeeded) != nil)
@@ -394,9 +396,14 @@ struct AsyncFlowTests {
 
     /// The customer pays in the (emulated) Viva app: the sandbox records the sale, as Viva
     /// would, and answers the callback URI the app opens.
-    static func pay(_ h: PipelineHarness, _ sale: VivaSale, decline: Bool = false) -> String? {
+    static func pay(_ h: PipelineHarness, _ sale: VivaSale, decline: Bool = false) async -> String? {
         let body: JSONValue = ["uri": .string(sale.url), "decline": .bool(decline)]
-        guard let (status, text) = httpPost(port: h.sandboxPort, path: "/viva/sale", headers: [], body: Array(body.serialized.utf8)), status == 200
+        let port = h.sandboxPort
+        guard
+            let (status, text) = await offCooperativeThreads({
+                httpPost(port: port, path: "/viva/sale", headers: [], body: Array(body.serialized.utf8))
+            }),
+            status == 200
         else {
             return nil
         }
@@ -418,39 +425,39 @@ struct AsyncFlowTests {
 
         // Forged: a made-up success URI (Viva never saw its transactionId) is refused, order unchanged.
         let forged = try #require(
-            h.postCallback("/callbacks/viva", body: Self.forwardBody("viva-forged", uri: VivaSandbox.approved(try sale("viva-forged")).uri)))
+            await h.postCallback("/callbacks/viva", body: Self.forwardBody("viva-forged", uri: VivaSandbox.approved(try sale("viva-forged")).uri)))
         #expect(forged.0 == 404)
         #expect(forged.1.contains("TRANSACTION_NOT_FOUND"))
         #expect(!forged.1.contains("demo-viva-client-secret"))
 
         // Confirmed: paid in the app, so Viva knows the transaction; the order succeeds.
-        let paid = try #require(Self.pay(h, try sale("viva-ok")))
-        let applied = try #require(h.postCallback("/callbacks/viva", body: Self.forwardBody("viva-ok", uri: paid)))
+        let paid = try #require(await Self.pay(h, try sale("viva-ok")))
+        let applied = try #require(await h.postCallback("/callbacks/viva", body: Self.forwardBody("viva-ok", uri: paid)))
         #expect(applied.0 == 200 && applied.1.contains("applied"))
-        #expect(h.postCallback("/callbacks/viva", body: Self.forwardBody("viva-ok", uri: paid))?.1.contains("duplicate") == true)
+        #expect(await h.postCallback("/callbacks/viva", body: Self.forwardBody("viva-ok", uri: paid))?.1.contains("duplicate") == true)
 
         // The customer edited the sale URL to pay 1 cent: Viva's amount differs → failed for review.
         var cheap = try sale("viva-amount")
         cheap.amount = 1
         cheap.tipAmount = nil
-        let cheapResult = try #require(Self.pay(h, cheap))
-        #expect(h.postCallback("/callbacks/viva", body: Self.forwardBody("viva-amount", uri: cheapResult))?.0 == 200)
+        let cheapResult = try #require(await Self.pay(h, cheap))
+        #expect(await h.postCallback("/callbacks/viva", body: Self.forwardBody("viva-amount", uri: cheapResult))?.0 == 200)
 
         // A transaction of another sale says nothing about this order: refused, order unchanged.
         var elsewhere = try sale("viva-ref")
         elsewhere.clientTransactionId = "someone-else"
-        let otherResult = try #require(Self.pay(h, elsewhere))
-        let mismatch = try #require(h.postCallback("/callbacks/viva", body: Self.forwardBody("viva-ref", uri: otherResult)))
+        let otherResult = try #require(await Self.pay(h, elsewhere))
+        let mismatch = try #require(await h.postCallback("/callbacks/viva", body: Self.forwardBody("viva-ref", uri: otherResult)))
         #expect(mismatch.0 == 409 && mismatch.1.contains("REFERENCE_MISMATCH"))
 
-        let declined = try #require(Self.pay(h, try sale("viva-declined"), decline: true))
-        #expect(h.postCallback("/callbacks/viva", body: Self.forwardBody("viva-declined", uri: declined))?.0 == 200)
+        let declined = try #require(await Self.pay(h, try sale("viva-declined"), decline: true))
+        #expect(await h.postCallback("/callbacks/viva", body: Self.forwardBody("viva-declined", uri: declined))?.0 == 200)
 
         // Shape first: nothing here reaches the order store.
-        #expect(h.postCallback("/callbacks/viva", body: Array(#"{"orderId":"viva-ok"}"#.utf8))?.0 == 400)
-        #expect(h.postCallback("/callbacks/viva", body: Array(#"{"orderId":"no-such-order","uri":"x://result"}"#.utf8))?.0 == 400)
+        #expect(await h.postCallback("/callbacks/viva", body: Array(#"{"orderId":"viva-ok"}"#.utf8))?.0 == 400)
+        #expect(await h.postCallback("/callbacks/viva", body: Array(#"{"orderId":"no-such-order","uri":"x://result"}"#.utf8))?.0 == 400)
         // A genuine transaction named with an orderId that does not exist.
-        #expect(h.postCallback("/callbacks/viva", body: Self.forwardBody("no-such-order", uri: paid))?.0 == 404)
+        #expect(await h.postCallback("/callbacks/viva", body: Self.forwardBody("no-such-order", uri: paid))?.0 == 404)
 
         let ends = try await h.collect { o in Set(o.filter { $0.status.isTerminal }.map(\.orderId)).count >= 3 }
         let byId = Dictionary(ends.filter { $0.status.isTerminal }.map { ($0.orderId, $0) }, uniquingKeysWith: { a, _ in a })
@@ -486,10 +493,11 @@ struct AsyncFlowTests {
         }
 
         let refused = try #require(
-            h.postCallback("/callbacks/viva", body: Self.forwardBody("viva-refused", uri: try approvedURI("viva-refused"), merchant: "viva-strict")))
+            await h.postCallback(
+                "/callbacks/viva", body: Self.forwardBody("viva-refused", uri: try approvedURI("viva-refused"), merchant: "viva-strict")))
         #expect(refused.0 == 403 && refused.1.contains("CONFIRMATION_UNAVAILABLE"))
         let accepted = try #require(
-            h.postCallback(
+            await h.postCallback(
                 "/callbacks/viva", body: Self.forwardBody("viva-unconfirmed", uri: try approvedURI("viva-unconfirmed"), merchant: "viva-optin")))
         #expect(accepted.0 == 200)
         let succeeded = try await Self.outcome(h, "viva-unconfirmed", .succeeded)
@@ -498,11 +506,14 @@ struct AsyncFlowTests {
         // One app backend forwards every customer's result from one address: many orders pass.
         // One order hammered is cut off: 429 before Viva or the ledger is asked anything.
         // Blocking sockets: off the cooperative pool, which other suites share.
+        let port = h.callbacksPort
         let statuses: [Int] = await withCheckedContinuation { done in
             DispatchQueue.global().async {
                 done.resume(
                     returning: (0..<120).map { index in
-                        h.postCallback("/callbacks/viva", body: Self.forwardBody("probe-\(index)", uri: "x://result", merchant: "viva-optin"))?.0 ?? 0
+                        httpPost(
+                            port: port, path: "/callbacks/viva", headers: [],
+                            body: Self.forwardBody("probe-\(index)", uri: "x://result", merchant: "viva-optin"))?.0 ?? 0
                     })
             }
         }
@@ -511,7 +522,9 @@ struct AsyncFlowTests {
             DispatchQueue.global().async {
                 done.resume(
                     returning: (0..<20).compactMap { _ in
-                        h.postCallback("/callbacks/viva", body: Self.forwardBody("viva-refused", uri: "x://result", merchant: "viva-strict"))
+                        httpPost(
+                            port: port, path: "/callbacks/viva", headers: [],
+                            body: Self.forwardBody("viva-refused", uri: "x://result", merchant: "viva-strict"))
                     })
             }
         }

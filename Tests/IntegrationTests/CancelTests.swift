@@ -44,7 +44,7 @@ struct CancelTests {
         let jwt = try #require(pending.first?.result?["jwt"]?.stringValue)
         let paid = try #require(await h.sandboxPost("/trustpayments/sdk/payment", ["jwt": .string(jwt)]))
         let form = try #require(try JSONValue.parse(Array(paid.1.utf8))["notification"]?.stringValue)
-        let settled = h.postCallback(
+        let settled = await h.postCallback(
             "/callbacks/trustpayments/notification", headers: [("Content-Type", "application/x-www-form-urlencoded")], body: Array(form.utf8))
         #expect(settled?.0 == 200)
         let succeeded = try await h.collect { $0.contains { $0.orderId == "tp-sub-1" && $0.status == .succeeded } }

@@ -295,7 +295,7 @@ struct ChaosTests {
         let paid = try #require(await h.sandboxPost("/trustpayments/sdk/payment", ["jwt": .string(jwt)]))
         let form = try #require(try JSONValue.parse(Array(paid.1.utf8))["notification"]?.stringValue)
         #expect(
-            h.postCallback(
+            await h.postCallback(
                 "/callbacks/trustpayments/notification", headers: [("Content-Type", "application/x-www-form-urlencoded")], body: Array(form.utf8))?.0
                 == 200)
         _ = try await h.collect { $0.contains { $0.orderId == "chaos-tp-sub" && $0.status == .succeeded } }

@@ -92,8 +92,8 @@ struct NetsMoneyTests {
     }
 
     /// How many requests the sandbox got under the Idempotency-Key of `orderId`.
-    static func requests(_ h: PipelineHarness, orderId: String) throws -> Int64 {
-        let answer = httpExchange(port: h.sandboxPort, method: "GET", path: "/_sandbox/ledger", receiveTimeoutSeconds: 30)
+    static func requests(_ h: PipelineHarness, orderId: String) async throws -> Int64 {
+        let answer = await h.sandboxGet("/_sandbox/ledger", receiveTimeoutSeconds: 30)
         let ledger = try JSONValue.parse(Array((answer?.1 ?? "{}").utf8))
         let key = "nets:" + NetsPayments.idempotencyKey(for: OrderKey(merchant: "default", orderId: orderId))
         return ledger["requests"]?[key]?.integerValue ?? 0
@@ -140,12 +140,12 @@ struct NetsMoneyTests {
         #expect(over["status"] == "rejected" && over["error"]?["code"] == "REFUND_EXCEEDS_CAPTURED", "\(over.serialized)")
         let message = over["error"]?["message"]?.stringValue ?? ""
         #expect(message.contains("7000") && message.contains("6900 left") && message.contains("captured 9900"), "\(message)")
-        #expect(try Self.requests(h, orderId: "refund-2") == 0, "a rejected refund is never sent")
+        #expect(try await Self.requests(h, orderId: "refund-2") == 0, "a rejected refund is never sent")
         try await h.send(Self.refundOrder("refund-1", of: chargeOrder, charge: chargeId, payment: paymentId, amount: 3000))
         try await stream.until("refund-1 answered again") { $0.filter { Self.Stream.isFinal($0, "refund-1") }.count >= 2 }
         try await h.send(Self.refundOrder("refund-3", of: chargeOrder, charge: chargeId, payment: paymentId, amount: 6900))
         #expect(try await stream.final("refund-3")["status"] == "succeeded")
-        #expect(try Self.requests(h, orderId: "refund-1") == 1, "the repeated refund order was not sent again")
+        #expect(try await Self.requests(h, orderId: "refund-1") == 1, "the repeated refund order was not sent again")
 
         // What the ledger refuses before anything is sent.
         try await h.send(Self.refundOrder("refund-unknown", of: "no-such-order", charge: chargeId, payment: paymentId, amount: 100))
@@ -188,7 +188,7 @@ struct NetsMoneyTests {
         }
 
         func kill(whenSent orderId: String) async throws {
-            let sent = await eventually(within: .seconds(60)) { ((try? Self.requests(h, orderId: orderId)) ?? 0) >= 1 }
+            let sent = await eventually(within: .seconds(60)) { ((try? await Self.requests(h, orderId: orderId)) ?? 0) >= 1 }
             try #require(sent, "\(orderId) reached the sandbox")
             switch victim {
             case .submitter: submitter = try await restart(submitter) { try h.startSubmitter() }

@@ -87,7 +87,7 @@ struct ProbeTests {
             for path in ["/metrics", "/livez", "/readyz", "/healthz"] {
                 #expect(httpExchange(port: h.callbacksPort, method: "GET", path: path)?.0 == 404, "GET \(path) on the public port")
             }
-            let callback = try #require(h.postCallback("/callbacks/phonepe", body: Array("{}".utf8)))
+            let callback = try #require(await h.postCallback("/callbacks/phonepe", body: Array("{}".utf8)))
             #expect(callback.0 != 404, "the public port still takes callbacks")
         }
     }

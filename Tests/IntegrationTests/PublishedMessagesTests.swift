@@ -26,7 +26,7 @@ import TrustPaymentsTesting
 
         let password = try #require(try demoConfig().merchants["default"]?.trustpayments?.notificationPassword)
         let answer = try #require(
-            h.postCallback(
+            await h.postCallback(
                 "/callbacks/trustpayments/notification", headers: [("Content-Type", "application/x-www-form-urlencoded")],
                 body: TPNotification.formBody(fields: fixture.form, password: password)))
         #expect(answer.0 == 200, "\(answer.1)")

@@ -62,7 +62,7 @@ struct RefundTests {
         let jwt = try #require(messages.first { $0["orderId"]?.stringValue == orderId && $0["status"] == "pending" }?["result"]?["jwt"]?.stringValue)
         let paid = try #require(await h.sandboxPost("/trustpayments/sdk/payment", ["jwt": .string(jwt)]))
         let form = try #require(try JSONValue.parse(Array(paid.1.utf8))["notification"]?.stringValue)
-        let notified = h.postCallback(
+        let notified = await h.postCallback(
             "/callbacks/trustpayments/notification", headers: [("Content-Type", "application/x-www-form-urlencoded")], body: Array(form.utf8))
         #expect(notified?.0 == 200)
         let succeeded = try await stream.final(orderId)
@@ -165,8 +165,8 @@ struct RefundTests {
         }
         let url = try #require(
             messages.first { $0["orderId"]?.stringValue == "viva-paid" && $0["status"] == "pending" }?["result"]?["url"]?.stringValue)
-        let paid = try #require(AsyncFlowTests.pay(h, try VivaSandbox.readSale(url)))
-        #expect(h.postCallback("/callbacks/viva", body: AsyncFlowTests.forwardBody("viva-paid", uri: paid))?.0 == 200)
+        let paid = try #require(await AsyncFlowTests.pay(h, try VivaSandbox.readSale(url)))
+        #expect(await h.postCallback("/callbacks/viva", body: AsyncFlowTests.forwardBody("viva-paid", uri: paid))?.0 == 200)
         let sale = try await stream.final("viva-paid")
         #expect(sale["status"] == "succeeded", "\(sale.serialized)")
         let transactionId = try #require(sale["result"]?["transactionId"]?.stringValue, "\(sale.serialized)")

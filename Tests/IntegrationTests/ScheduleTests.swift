@@ -195,7 +195,7 @@ struct ScheduleTests {
             // The sandbox shares this loaded test process: its answer may take a while.
             var answer: (Int, String)?
             for _ in 0..<3 where answer?.0 != 200 {
-                answer = httpExchange(port: h.sandboxPort, method: "GET", path: "/_sandbox/ledger", receiveTimeoutSeconds: 60)
+                answer = await h.sandboxGet("/_sandbox/ledger")
             }
             let text = try #require(answer.flatMap { $0.0 == 200 ? $0.1 : nil }, "the sandbox's ledger")
             let ledger = try JSONValue.parse(Array(text.utf8))

@@ -71,7 +71,7 @@ struct SubscriptionEventsTests {
         let paid = try #require(await h.sandboxPost("/trustpayments/sdk/payment", ["jwt": .string(jwt)]))
         let form = try #require(try JSONValue.parse(Array(paid.1.utf8))["notification"]?.stringValue)
         let settled = try #require(
-            h.postCallback(
+            await h.postCallback(
                 "/callbacks/trustpayments/notification", headers: [("Content-Type", "application/x-www-form-urlencoded")], body: Array(form.utf8)))
         #expect(settled.0 == 200, "\(settled)")
         let succeeded = try await h.collect { $0.contains { $0.orderId == orderId && $0.status == .succeeded } }
@@ -108,7 +108,8 @@ struct SubscriptionEventsTests {
         ]
         let forged = TPNotification.formBody(fields: forgedFields, password: Secret("not-the-notification-password"))
         #expect(
-            h.postCallback("/callbacks/trustpayments/notification", headers: [("Content-Type", "application/x-www-form-urlencoded")], body: forged)?
+            await h.postCallback(
+                "/callbacks/trustpayments/notification", headers: [("Content-Type", "application/x-www-form-urlencoded")], body: forged)?
                 .0 == 401)
 
         let events = try await Self.events(h, count: 7)
@@ -181,7 +182,8 @@ struct SubscriptionEventsTests {
         let response = Data(json.utf8).base64EncodedString()
         let forgedVerify = PhonePeChecksum(saltKey: Secret("another-salt"), saltIndex: "1").xVerify(callbackResponse: response)
         #expect(
-            h.postCallback("/callbacks/phonepe", headers: [("X-VERIFY", forgedVerify)], body: Array(#"{"response":"\#(response)"}"#.utf8))?.0 == 401)
+            await h.postCallback("/callbacks/phonepe", headers: [("X-VERIFY", forgedVerify)], body: Array(#"{"response":"\#(response)"}"#.utf8))?.0
+                == 401)
 
         let events = try await Self.events(h, count: 5)
         #expect(
@@ -236,7 +238,7 @@ struct SubscriptionEventsTests {
             "id": "forged-event-1", "event": "payment.charge.created.v2", "timestamp": "2026-11-28T00:00:00Z", "merchantId": 1,
             "data": ["paymentId": "p1", "chargeId": "c1", "subscriptionId": .string(subscriptionId), "amount": ["amount": 9900, "currency": "SEK"]],
         ]
-        #expect(h.postCallback("/callbacks/nets", headers: [("Authorization", "notTheWebhookSecret1")], body: forged.bytes)?.0 == 401)
+        #expect(await h.postCallback("/callbacks/nets", headers: [("Authorization", "notTheWebhookSecret1")], body: forged.bytes)?.0 == 401)
         // With the webhook's own Authorization, which travels in every payment creation: a
         // payment Nets does not know (409), a charge Nets never made (503: not shown), and the
         // genuine charge replayed under a new id (200, the same event) record nothing new.
@@ -256,11 +258,13 @@ struct SubscriptionEventsTests {
             return body.bytes
         }
         let headers = [("Authorization", authorization), ("Content-Type", "application/json")]
-        #expect(h.postCallback("/callbacks/nets", headers: headers, body: claimed("invented-1", paymentId: "p1", chargeId: "c1"))?.0 == 409)
+        #expect(await h.postCallback("/callbacks/nets", headers: headers, body: claimed("invented-1", paymentId: "p1", chargeId: "c1"))?.0 == 409)
         #expect(
-            h.postCallback("/callbacks/nets", headers: headers, body: claimed("invented-2", paymentId: realPayment, chargeId: "c-never"))?.0 == 503)
+            await h.postCallback("/callbacks/nets", headers: headers, body: claimed("invented-2", paymentId: realPayment, chargeId: "c-never"))?.0
+                == 503)
         #expect(
-            h.postCallback("/callbacks/nets", headers: headers, body: claimed("replayed-1", paymentId: realPayment, chargeId: realCharge))?.0 == 200)
+            await h.postCallback("/callbacks/nets", headers: headers, body: claimed("replayed-1", paymentId: realPayment, chargeId: realCharge))?.0
+                == 200)
 
         let before = live
         live += try await h.collectMessages(timeout: .seconds(40)) { Self.events(in: before + $0).count >= 3 }

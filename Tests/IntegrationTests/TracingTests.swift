@@ -86,7 +86,7 @@ struct TracingTests {
             let pending = try #require(try await AsyncFlowTests.outcome(h, "pp-traced", .pending))
             let callback = try AsyncFlowTests.completedMandate("pp-traced", pending: pending)
             checksum = callback.xVerify
-            let answer = h.postCallback("/callbacks/phonepe", headers: [("X-VERIFY", callback.xVerify)], body: callback.body)
+            let answer = await h.postCallback("/callbacks/phonepe", headers: [("X-VERIFY", callback.xVerify)], body: callback.body)
             #expect(answer?.0 == 200)
             callbackPosted = answer?.0 == 200
             #expect(try await AsyncFlowTests.outcome(h, "pp-traced", .succeeded) != nil)

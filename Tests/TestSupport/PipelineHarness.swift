@@ -278,8 +278,10 @@ package final class PipelineHarness: @unchecked Sendable {
     }
 
     /// POSTs to the callback validator; (status, body).
-    package func postCallback(_ path: String, headers: [(String, String)] = [], body: [UInt8]) -> (Int, String)? {
-        httpPost(port: callbacksPort, path: path, headers: headers, body: body)
+    package func postCallback(_ path: String, headers: [(String, String)] = [], body: [UInt8]) async -> (Int, String)? {
+        let port = callbacksPort
+        // The callback validator may ask the in-process sandbox before it answers.
+        return await offCooperativeThreads { httpPost(port: port, path: path, headers: headers, body: body) }
     }
 
     package func spawn(_ name: String, _ arguments: [String], waitForLine marker: String?, nice: Int = 0) throws -> (ChildProcess, String?) {
@@ -369,15 +371,17 @@ package final class PipelineHarness: @unchecked Sendable {
     package func sandboxPost(_ path: String, _ body: JSONValue) async -> (Int, String)? {
         let port = sandboxPort
         let bytes = body.bytes
-        return await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                // Moving the clock waits for every callback it makes, which providers retry.
-                continuation.resume(
-                    returning: httpExchange(
-                        port: port, method: "POST", path: path, headers: [("Content-Type", "application/json")], body: bytes,
-                        receiveTimeoutSeconds: 300))
-            }
+        // Moving the clock waits for every callback it makes, which providers retry.
+        return await offCooperativeThreads {
+            httpExchange(
+                port: port, method: "POST", path: path, headers: [("Content-Type", "application/json")], body: bytes, receiveTimeoutSeconds: 300)
         }
+    }
+
+    /// GETs a sandbox path (its ledger), off Swift's cooperative threads as `sandboxPost` does.
+    package func sandboxGet(_ path: String, receiveTimeoutSeconds: Int = 60) async -> (Int, String)? {
+        let port = sandboxPort
+        return await offCooperativeThreads { httpExchange(port: port, method: "GET", path: path, receiveTimeoutSeconds: receiveTimeoutSeconds) }
     }
 
     /// Runs `body`, then stops every process the harness started, whether `body` threw or not:
@@ -501,6 +505,16 @@ package func httpExchange(
         let split = text.range(of: "\r\n\r\n")
     else { return nil }
     return (code, String(text[split.upperBound...]))
+}
+
+/// Runs blocking socket work on a thread of its own. On one of Swift's cooperative threads (as
+/// many as the machine has cores) it would hold that thread until answered, and the in-process
+/// sandbox, which the answer may wait on directly or through a stage that asks it, answers on
+/// those same threads: two such calls at once stalled every test in the process.
+package func offCooperativeThreads<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(returning: work()) }
+    }
 }
 
 package func httpPost(port: Int, path: String, headers: [(String, String)], body: [UInt8]) -> (Int, String)? {
