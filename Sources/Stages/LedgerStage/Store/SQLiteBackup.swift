@@ -43,15 +43,25 @@ package enum SQLiteBackup {
         // Before the copy's read begins: the copy holds at least what the store held then.
         let takenAt = Timestamp.nowMilliseconds()
         let copied = try copy(from: storePath, to: destination)
-        do {
-            try SQLiteConnection(path: storePath).recordBackup(takenAt: takenAt, kind: "paypipe store backup", location: copied.path)
-        } catch {
-            throw StoreError(
-                message:
-                    "the copy \(copied.path) is complete, but the store could not record it for paypipe-ledger migrate's backup-age check: \(error)")
+        // A ledger writing without pause can hold the store's lock past one busy timeout (each
+        // try waits that long): the record, one small write, is tried again a bounded number of times.
+        var failure: (any Error)?
+        for _ in 0..<Self.recordTries {
+            do {
+                try SQLiteConnection(path: storePath).recordBackup(takenAt: takenAt, kind: "paypipe store backup", location: copied.path)
+                return copied
+            } catch {
+                failure = error
+            }
         }
-        return copied
+        throw StoreError(
+            message:
+                "the copy \(copied.path) is complete, but the store could not record it for paypipe-ledger migrate's backup-age check: \(failure.map { "\($0)" } ?? "")"
+        )
     }
+
+    /// How many times a copy's record is tried while the ledger holds the store's lock.
+    static let recordTries = 10
 
     /// Puts the copy at `copyPath` in place of the store at `storePath`, which no ledger may
     /// have open. The store it replaces (with its `-wal` and `-shm` files) is renamed beside it,
