@@ -36,12 +36,8 @@ public enum NetsFirstCharge {
         try NetsPayments.requireOperation(order, .netsChargePayment)
         let params = try ParamReader(order.params, allowed: Self.params, operation: "nets chargePayment")
         let paymentId = try params.netsSafeId("paymentId")
-        guard let amount = order.amount, amount > 0 else {
-            throw Rejection(.amountNotPositive, field: "amount", "nets chargePayment charges a positive amount")
-        }
-        return try NetsPayments.post(
-            config: config, path: "/v1/payments/\(paymentId)/charges", body: ["amount": .integer(amount)],
-            idempotencyKey: NetsIdentifiers.idempotencyKey(for: order.key), includePlatformTag: true)
+        return try NetsPayments.postAmount(
+            of: order, config: config, path: "/v1/payments/\(paymentId)/charges", rule: "nets chargePayment charges a positive amount")
     }
 
     /// The charge's answer: 2xx `{chargeId}` → `succeeded` with what was charged.
@@ -89,5 +85,16 @@ public enum NetsFirstCharge {
         guard NetsRequestKind(charge) == .chargePayment, charge.url.hasSuffix("/charges") else { return nil }
         let headers = charge.headers.filter { !["content-type", "idempotency-key"].contains($0.name.lowercased()) }
         return HTTPRequestSpec(method: .GET, url: String(charge.url.dropLast("/charges".count)), headers: headers)
+    }
+}
+
+extension NetsPayments {
+    /// `POST {baseURL}{path}` with `{"amount"}` (the order's, which must be positive: `rule`
+    /// says so) under the order's Idempotency-Key: a charge of a payment or a refund of a charge.
+    static func postAmount(of order: Order, config: NetsConfig, path: String, rule: String) throws(Rejection) -> HTTPRequestSpec {
+        guard let amount = order.amount, amount > 0 else { throw Rejection(.amountNotPositive, field: "amount", rule) }
+        return try post(
+            config: config, path: path, body: ["amount": .integer(amount)], idempotencyKey: NetsIdentifiers.idempotencyKey(for: order.key),
+            includePlatformTag: true)
     }
 }

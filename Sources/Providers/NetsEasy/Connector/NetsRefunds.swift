@@ -22,12 +22,8 @@ public enum NetsRefunds {
         _ = try params.string("refundOf", length: 1...64)
         _ = try params.netsSafeId("paymentId")
         let chargeId = try params.netsSafeId("chargeId")
-        guard let amount = order.amount, amount > 0 else {
-            throw Rejection(.amountNotPositive, field: "amount", "nets refund gives back a positive amount")
-        }
-        return try NetsPayments.post(
-            config: config, path: "/v1/charges/\(chargeId)/refunds", body: ["amount": .integer(amount)],
-            idempotencyKey: NetsIdentifiers.idempotencyKey(for: order.key), includePlatformTag: true)
+        return try NetsPayments.postAmount(
+            of: order, config: config, path: "/v1/charges/\(chargeId)/refunds", rule: "nets refund gives back a positive amount")
     }
 
     /// The refund's answer: 2xx `{refundId}` → `pending` until its state is read; a refusal
