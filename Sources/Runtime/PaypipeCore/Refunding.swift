@@ -18,6 +18,10 @@ public struct Capture: Sendable, Equatable {
 /// merchant and provider. Upstream names both, so the ledger can check the capture belongs to
 /// that order and keep every refund of it within what it captured.
 public struct RefundTarget: Sendable, Equatable {
+    /// The name every provider's refund operation goes by, which lets the ledger pass over
+    /// every other outcome without reading its refunds.
+    public static let operationName = "refund"
+
     /// `params.refundOf`: the order (upstream's, or a scheduled cycle's) whose money is refunded.
     public var originalOrderId: String
     /// The provider's reference of the capture refunded (its own parameter name per provider).

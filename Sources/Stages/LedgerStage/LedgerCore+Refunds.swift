@@ -87,7 +87,8 @@ extension LedgerCore {
     /// (`refund.succeeded`, `refund.failed`); the subscription's state does not change. Call
     /// inside the transaction that recorded the outcome.
     func reportRefund(after outcome: Outcome, counters: inout Counters, now: Int64) throws -> [Effect] {
-        guard outcome.status == .succeeded || outcome.status == .failed, registry.connector(for: Provider(outcome.provider))?.refunding != nil,
+        guard outcome.operation == RefundTarget.operationName, outcome.status == .succeeded || outcome.status == .failed,
+            registry.connector(for: Provider(outcome.provider))?.refunding != nil,
             let refund = try store.refund(OrderKey(merchant: outcome.merchant, orderId: outcome.orderId)),
             let provider = refund.subscriptionProvider, let subscription = refund.subscription
         else { return [] }

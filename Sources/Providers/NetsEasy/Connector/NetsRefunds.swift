@@ -2,7 +2,7 @@ import PaypipeCore
 
 extension Operation {
     /// Gives back part or all of one charge (`POST /v1/charges/{chargeId}/refunds`).
-    public static let netsRefund = Operation(.nets, "refund")
+    public static let netsRefund = Operation(.nets, RefundTarget.operationName)
 }
 
 /// Nets refunds (PROVIDERS-MONEY §2 [NX-REF], [SNEC NexiChargeClient.cs]): a refund is of one

@@ -2,7 +2,7 @@ import PaypipeCore
 
 extension Operation {
     /// A refund of a completed recurring debit to its source (`POST /v3/credit/backToSource`).
-    public static let phonePeRefund = Operation(.phonepe, "refund")
+    public static let phonePeRefund = Operation(.phonepe, RefundTarget.operationName)
 }
 
 /// A refund of a PhonePe debit in the v3 (X-VERIFY) family this project speaks: PhonePe's

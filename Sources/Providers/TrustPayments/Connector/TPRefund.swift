@@ -2,7 +2,7 @@ import PaypipeCore
 
 extension Operation {
     /// A REFUND of a settled AUTH (Trust Payments' REFUND article, [TP-REF] in docs/protocol.md).
-    public static let tpRefund = Operation(.trustpayments, "refund")
+    public static let tpRefund = Operation(.trustpayments, RefundTarget.operationName)
 }
 
 /// Trust Payments refunds over the JSON API: `REFUND` naming the AUTH as

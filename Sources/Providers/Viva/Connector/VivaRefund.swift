@@ -2,7 +2,7 @@ import PaypipeCore
 
 extension Operation {
     /// A refund (or same-day cancel) of a completed Sale through Viva's legacy transactions API.
-    public static let vivaRefund = Operation(.viva, "refund")
+    public static let vivaRefund = Operation(.viva, RefundTarget.operationName)
 }
 
 /// A refund of a Viva Sale: Viva's legacy "Cancel transaction" call ([VV-CANCEL-LEG] in
