@@ -8,45 +8,46 @@ import StageWire
 /// keeps running one by one. A batch holds only keys that occur once in it: an order named twice
 /// goes the per-order way, in turn.
 extension LedgerStore {
-    /// Takes in, in one statement, the orders of an intake pass whose keys occur once in it;
-    /// `admit` then finds them recorded. Call inside `transaction`, before their `admit`.
+    /// Takes in, in one statement, the orders of an intake pass whose keys occur once in it, and
+    /// the provider references of those it recorded; `admit` then finds them recorded. An order
+    /// whose every reference is now its own is done; one whose reference another order holds is
+    /// left to `admit`, which finds the holder and takes the order back. Call inside
+    /// `transaction`, before their `admit`.
     package func prepareAdmissions(_ orders: [(order: Order, json: String, references: [String])], now: Int64) throws {
         guard db.dialect == .postgres, orders.count > 1 else { return }
-        let rows = try db.query(
-            """
-            INSERT INTO orders(merchant, order_id, order_json, state, accepted_at, dispatched_at, dispatches, provider, operation)
-            SELECT u.m, u.o, u.j, 'open', ?, ?, 1, u.p, u.op FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[]) AS u(m, o, j, p, op)
-            ON CONFLICT DO NOTHING RETURNING merchant, order_id
-            """,
-            [
-                .integer(now), .integer(now), .texts(orders.map(\.order.merchant)), .texts(orders.map(\.order.orderId)), .texts(orders.map(\.json)),
-                .texts(orders.map(\.order.provider.rawValue)), .texts(orders.map(\.order.operation.rawValue)),
-            ])
-        for row in rows {
-            if let merchant = row[0].text, let orderId = row[1].text { batch.admitted.insert(OrderKey(merchant: merchant, orderId: orderId)) }
-        }
-        // Their provider references, in one statement too: an order whose every reference is
-        // now its own is done; one whose reference another order holds is left to `admit`,
-        // which finds the holder and takes the order back.
         var keys: [OrderKey] = [], providers: [String] = [], references: [String] = []
-        for (order, _, refs) in orders where batch.admitted.contains(order.key) {
+        for (order, _, refs) in orders {
             for reference in refs {
                 keys.append(order.key)
                 providers.append(order.provider.rawValue)
                 references.append(reference)
             }
         }
-        guard !references.isEmpty else { return }
-        let indexed = try db.query(
+        let rows = try db.query(
             """
-            INSERT INTO refs(provider, ref, merchant, order_id) SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[])
-            ON CONFLICT DO NOTHING RETURNING merchant, order_id
-            """, [.texts(providers), .texts(references), .texts(keys.map(\.merchant)), .texts(keys.map(\.orderId))])
-        var count: [OrderKey: Int] = [:]
-        for row in indexed {
-            if let merchant = row[0].text, let orderId = row[1].text { count[OrderKey(merchant: merchant, orderId: orderId), default: 0] += 1 }
+            WITH admitted AS (
+              INSERT INTO orders(merchant, order_id, order_json, state, accepted_at, dispatched_at, dispatches, provider, operation)
+              SELECT u.m, u.o, u.j, 'open', ?, ?, 1, u.p, u.op FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[]) AS u(m, o, j, p, op)
+              ON CONFLICT DO NOTHING RETURNING merchant, order_id),
+            indexed AS (
+              INSERT INTO refs(provider, ref, merchant, order_id)
+              SELECT r.p, r.r, r.m, r.o FROM unnest(?::text[], ?::text[], ?::text[], ?::text[]) AS r(p, r, m, o)
+              JOIN admitted AS a ON a.merchant=r.m AND a.order_id=r.o
+              ON CONFLICT DO NOTHING RETURNING merchant, order_id)
+            SELECT 0, merchant, order_id FROM admitted UNION ALL SELECT 1, merchant, order_id FROM indexed
+            """,
+            [
+                .integer(now), .integer(now), .texts(orders.map(\.order.merchant)), .texts(orders.map(\.order.orderId)), .texts(orders.map(\.json)),
+                .texts(orders.map(\.order.provider.rawValue)), .texts(orders.map(\.order.operation.rawValue)), .texts(providers), .texts(references),
+                .texts(keys.map(\.merchant)), .texts(keys.map(\.orderId)),
+            ])
+        var indexed: [OrderKey: Int] = [:]
+        for row in rows {
+            guard let merchant = row[1].text, let orderId = row[2].text else { continue }
+            let key = OrderKey(merchant: merchant, orderId: orderId)
+            if row[0].integer == 0 { batch.admitted.insert(key) } else { indexed[key, default: 0] += 1 }
         }
-        for (order, _, refs) in orders where !refs.isEmpty && count[order.key] == refs.count { batch.referencesIndexed.insert(order.key) }
+        for (order, _, refs) in orders where !refs.isEmpty && indexed[order.key] == refs.count { batch.referencesIndexed.insert(order.key) }
     }
 
     /// Whether `prepareAdmissions` indexed every reference of the order under `key`.
@@ -161,33 +162,32 @@ extension LedgerStore {
         return Recorded(emit: stamped.text, becamePending: Pending(json: json, since: now, key: key, generation: generation))
     }
 
-    /// Writes what `recordPrepared` decided: each order's outcome, its log entry, its references.
-    /// Call inside `transaction`, after the pass's `record`s.
+    /// Writes what `recordPrepared` decided, in one statement: each order's outcome, its log
+    /// entry, its references, and the log's head as far as this transaction has logged (which
+    /// `closeLogEntries` then need not write again). Call inside `transaction`, after the pass's
+    /// `record`s.
     package func finishRecords(now: Int64) throws {
         defer { batch = Batch() }
-        guard !batch.outcomes.isEmpty else { return }
+        guard !batch.outcomes.isEmpty, let last = lastSeqTaken else { return }
         let outcomes = batch.outcomes
+        let references = batch.references
         try db.query(
             """
             WITH u AS (SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::bigint[]) AS u(m, id, text, seq)),
-              written AS (UPDATE orders AS o SET outcome=u.text FROM u WHERE o.merchant=u.m AND o.order_id=u.id)
-            INSERT INTO outcome_log(seq, at, outcome, merchant, order_id) SELECT u.seq, ?, u.text, u.m, u.id FROM u
+              written AS (UPDATE orders AS o SET outcome=u.text FROM u WHERE o.merchant=u.m AND o.order_id=u.id),
+              logged AS (INSERT INTO outcome_log(seq, at, outcome, merchant, order_id) SELECT u.seq, ?, u.text, u.m, u.id FROM u),
+              indexed AS (
+                INSERT INTO refs(provider, ref, merchant, order_id) SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[])
+                ON CONFLICT DO NOTHING),
+              head AS (UPDATE log_head SET last_seq=GREATEST(last_seq, ?))
+            UPDATE epochs SET last_seq=? WHERE epoch=?
             """,
             [
                 .texts(outcomes.map(\.key.merchant)), .texts(outcomes.map(\.key.orderId)), .texts(outcomes.map(\.stamped.text)),
-                .integers(outcomes.map(\.stamped.seq)), .integer(now),
+                .integers(outcomes.map(\.stamped.seq)), .integer(now), .texts(references.map(\.provider)), .texts(references.map(\.reference)),
+                .texts(references.map(\.key.merchant)), .texts(references.map(\.key.orderId)), .integer(last), .integer(last), .text(epoch),
             ])
-        let references = batch.references
-        guard !references.isEmpty else { return }
-        try db.query(
-            """
-            INSERT INTO refs(provider, ref, merchant, order_id) SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[])
-            ON CONFLICT DO NOTHING
-            """,
-            [
-                .texts(references.map(\.provider)), .texts(references.map(\.reference)), .texts(references.map(\.key.merchant)),
-                .texts(references.map(\.key.orderId)),
-            ])
+        logHeadWritten = last
     }
 }
 

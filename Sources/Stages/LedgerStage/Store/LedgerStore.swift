@@ -122,6 +122,7 @@ package final class LedgerStore: LedgerStorage, StoreReads {
         nextSeq = nil
         firstSeq = nil
         lastCommittedSeqs = nil
+        logHeadWritten = nil
         batch = Batch()
         defer {
             inTransaction = false
@@ -179,8 +180,8 @@ package final class LedgerStore: LedgerStorage, StoreReads {
     /// Records the highest seq this transaction logged in its epoch, for `replayContinues`, and
     /// on PostgreSQL in `log_head`, where the next transaction to lock it reads it.
     private func closeLogEntries() throws {
-        guard let firstSeq, let nextSeq, nextSeq > firstSeq else { return }
-        let last = StoreValue.integer(nextSeq - 1)
+        guard let lastSeqTaken, lastSeqTaken != logHeadWritten else { return }
+        let last = StoreValue.integer(lastSeqTaken)
         switch db.dialect {
         case .sqlite: try db.query("UPDATE epochs SET last_seq=? WHERE epoch=?", [last, .text(epoch)])
         case .postgres:
@@ -189,6 +190,16 @@ package final class LedgerStore: LedgerStorage, StoreReads {
                 [last, last, .text(epoch)])
         }
     }
+
+    /// The highest seq this transaction has handed out; nil when it logged nothing.
+    var lastSeqTaken: Int64? {
+        guard let firstSeq, let nextSeq, nextSeq > firstSeq else { return nil }
+        return nextSeq - 1
+    }
+
+    /// The seq up to which this transaction has already written the log's head and its epoch's
+    /// last seq (`finishRecords`), so that `closeLogEntries` sends no second statement for it.
+    var logHeadWritten: Int64?
 
     /// What a pass's set-wise statements decided (`LedgerStore+Batches`).
     var batch = Batch()

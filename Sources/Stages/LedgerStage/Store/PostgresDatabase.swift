@@ -18,6 +18,9 @@ package final class PostgresDatabase: StoreDatabase {
     /// Each statement's text for PostgreSQL, by its literal's address (see `translate`).
     private var translated: [UnsafeRawPointer: String] = [:]
     package private(set) var changes = 0
+    /// Statements sent, BEGIN and COMMIT included: each waits for its answer before the next
+    /// is sent (postgres-nio does not pipeline), so each is one round trip to the server.
+    package private(set) var roundTrips = 0
 
     /// Sessions that only read (`StoreReader`): PostgreSQL refuses any write in them.
     private let readOnly: Bool
@@ -195,6 +198,7 @@ package final class PostgresDatabase: StoreDatabase {
     @discardableResult
     private func run(_ query: PostgresQuery) throws -> PostgresQueryResult {
         guard let connection else { throw StoreError(message: "no connection to \(settings.summary)") }
+        roundTrips += 1
         do {
             return try bounded(connection.query(query, logger: logger), within: Self.answerLimit)
         } catch {
