@@ -27,8 +27,10 @@ struct PaypipeBench: ParsableCommand {
     @Option(help: "Signer copies.") var signers = 1
     @Option(help: "Submitter copies for W1, W2 and W3.") var submitters = 1
     @Option(help: "Submitter copies of the scale-out series, comma separated.") var scaleCopies = "1,2,4"
-    @Option(help: "Ledger copies of the ledgers series (W2 over --postgres-url, a streamer of its own), comma separated.")
+    @Option(help: "Ledger copies of the ledgers series (over --postgres-url, a streamer of its own), comma separated.")
     var ledgerCopies = "1,2,3"
+    @Option(help: "Workloads of the ledgers series, comma separated, each with every --ledger-copies: w1 (--orders), w2 (--w2-orders).")
+    var ledgersWorkloads = "w2"
     @Option(help: "Requests in flight per submitter (its --concurrency).") var concurrency = 256
     @Option(help: "Sandbox latency for W2 in ms.") var latencyMs = 50
     @Option(
@@ -67,6 +69,14 @@ struct PaypipeBench: ParsableCommand {
 
     func scaleList() throws -> [Int] { try copyList(scaleCopies, "--scale-copies") }
 
+    func ledgersWorkloadList() throws -> [Workload] {
+        let workloads = ledgersWorkloads.lowercased().split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        guard !workloads.isEmpty, workloads.allSatisfy({ ["w1", "w2"].contains($0) }) else {
+            throw ValidationError("--ledgers-workloads: w1, w2 or both, comma separated")
+        }
+        return workloads.map { $0 == "w1" ? .w1 : .w2 }
+    }
+
     func copyList(_ text: String, _ option: String) throws -> [Int] {
         let copies = text.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
         guard !copies.isEmpty, copies.allSatisfy({ ($0 ?? 0) > 0 }) else { throw ValidationError("\(option): positive integers, comma separated") }
@@ -95,10 +105,16 @@ struct PaypipeBench: ParsableCommand {
                 for copies in try scaleList() { list.append(spec("scale-\(copies)", .w1, "scale-out", submitters: copies, orders: orders)) }
             case "ledgers":
                 guard postgresURL != nil else { throw ValidationError("the ledgers series needs --postgres-url: several ledgers share one store") }
-                for copies in try copyList(ledgerCopies, "--ledger-copies") {
-                    var ledgers = spec("ledgers-\(copies)", .w2, "ledgers", submitters: submitters, orders: w2Orders ?? orders, latency: latencyMs)
-                    ledgers.ledgers = copies
-                    list.append(ledgers)
+                for workload in try ledgersWorkloadList() {
+                    for copies in try copyList(ledgerCopies, "--ledger-copies") {
+                        // W2's rows keep the names they had when the series was W2 alone.
+                        var ledgers =
+                            workload == .w2
+                            ? spec("ledgers-\(copies)", .w2, "ledgers", submitters: submitters, orders: w2Orders ?? orders, latency: latencyMs)
+                            : spec("ledgers-\(copies)-w1", .w1, "ledgers", submitters: submitters, orders: orders)
+                        ledgers.ledgers = copies
+                        list.append(ledgers)
+                    }
                 }
             default: throw ValidationError("unknown scenario \(item) (w1, w2, scale, w3, w1rate, ledgers)")
             }
