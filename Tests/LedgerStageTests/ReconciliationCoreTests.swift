@@ -100,4 +100,48 @@ struct ReconciliationCoreTests {
         // The series is over: nothing more is watched.
         #expect(Self.dispatched(try tick("2027-06-11", plus: 2 * Self.hour)).isEmpty)
     }
+
+    /// A series made longer after its old last payment was reported (a raised
+    /// `subscriptionfinalnumber`, docs/protocol.md "Subscription events"): the payment past the
+    /// old end is watched again, and asked for when no notification reports it.
+    @Test func aPaymentPastARaisedFinalNumberIsAskedFor() async throws {
+        var core = LedgerCore(store: try temporaryStore(), registry: await testRegistry(), eventMerchants: ["default"])
+        var now: Int64 = 1_000
+        func tick(_ at: String, plus: Int64 = 0) throws -> [LedgerCore.Effect] {
+            now += 1
+            return try ScheduleCoreTests.tick(&core, at: ScheduleCoreTests.date(at) + plus, now: now)
+        }
+        // Opened on 10 January with payment 2 (10 February) the last.
+        core.scheduleClockOffset = ScheduleCoreTests.date("2027-01-10") + Self.hour - now
+        let first = try #require(
+            Self.dispatched(
+                try core.intake(
+                    [
+                        Array(
+                            #"{"v":1,"orderId":"tp-1","provider":"trustpayments","operation":"subscriptionJwt","amount":1050,"currency":"GBP","params":{"subscriptionType":"RECURRING","unit":"MONTH","frequency":1,"finalNumber":2}}"#
+                                .utf8)
+                    ], now: now)
+            ).first)
+        _ = core.handle(
+            .settle(first.key, event: nil, outcome: Outcome(order: first, status: .succeeded, result: ["transactionReference": "57-9-100"])), now: now
+        )
+        let last = SubscriptionEvent(
+            merchant: "default", provider: .trustpayments, subscription: "57-9-100", dedupeKey: "57-9-202|authorised", kind: .renewalSucceeded,
+            cycle: 2)
+        #expect(Self.events(core.handle(.subscriptionEvents([last]), now: now).1).map { $0["type"] } == ["renewal.succeeded", "subscription.ended"])
+        #expect(Self.dispatched(try tick("2027-03-11", plus: 2 * Self.hour)).isEmpty, "nothing is watched past the end")
+
+        // Upstream raises the last payment to 3, and Trust Payments takes the update.
+        let update =
+            #"{"v":1,"orderId":"tu-1","provider":"trustpayments","operation":"transactionUpdate","params":{"transactionReference":"57-9-100","subscription":"57-9-100","updates":{"subscriptionfinalnumber":3}}}"#
+        _ = try core.intake([Array(update.utf8)], now: now)
+        let (reply, effects) = core.handle(
+            .settle(try order(update).key, event: "tp|update", outcome: Outcome(order: try order(update), status: .succeeded)), now: now)
+        #expect(reply == .settled(applied: true, duplicate: false))
+        #expect(Self.events(effects).map { $0["type"] } == ["subscription.extended"])
+
+        // Payment 3 fell due on 10 March and no notification came: it is asked for.
+        let asked = Self.dispatched(try tick("2027-03-11", plus: 2 * Self.hour + 1))
+        #expect(asked.count == 1 && asked.first?.operation == .enginePaymentQuery && asked.first?.params["subscriptionNumber"] == 3)
+    }
 }

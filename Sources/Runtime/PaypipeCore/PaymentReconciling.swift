@@ -19,6 +19,9 @@ public protocol PaymentReconciling: Sendable {
     /// When payment `payment` of a plan falls due (epoch ms, the start of its day); nil when the
     /// series has no such payment.
     func dueAt(payment: Int64, plan: JSONValue) -> Int64?
+    /// `plan` with the series' last payment moved to `finalPayment` (nil: the series has no
+    /// end), once the provider has taken the change (`ProviderConnector.subscriptionChange`).
+    func plan(_ plan: JSONValue, endingAt finalPayment: Int64?) -> JSONValue
     /// The query order that asks the provider for payment `payment` of the subscription.
     func query(orderId: String, merchant: String, subscription: String, payment: Int64, plan: JSONValue) -> Order
     /// The events a query order's outcome reports about its subscription, each keyed as the

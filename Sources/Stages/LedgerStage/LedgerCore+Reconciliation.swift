@@ -42,6 +42,20 @@ extension LedgerCore {
             watch, at: lookAt(watch, reconciling), merchant: event.merchant, provider: event.provider, reference: event.subscription)
     }
 
+    /// A series whose last payment the provider moved (a raised or lowered
+    /// `subscriptionfinalnumber`): its watch follows, so a payment past the old end is still
+    /// asked for if no report comes, also when the watch had stopped at the old end. Call inside
+    /// the transaction that recorded the change.
+    func moveWatchedSeriesEnd(to finalPayment: Int64?, merchant: String, provider: Provider, reference: String) throws {
+        guard let reconciling = registry.connector(for: provider)?.reconciling,
+            let (found, state) = try store.paymentWatch(merchant: merchant, provider: provider, reference: reference),
+            !state.isFinal || state == .ended
+        else { return }
+        var watch = found
+        watch.plan = reconciling.plan(found.plan, endingAt: finalPayment)
+        try store.setPaymentWatch(watch, at: lookAt(watch, reconciling), merchant: merchant, provider: provider, reference: reference)
+    }
+
     /// Due watches (in `redeliver`'s transaction): each unreported payment is asked for by a
     /// query order, admitted and dispatched with the watch's move, until `maxAsks` asks found
     /// nothing; then it is handed to a person (`schedule.review`) and the watch moves on.

@@ -152,6 +152,7 @@ extension LedgerCore {
             let change = connector.subscriptionChange(after: order, outcome: outcome),
             let before = try store.changeFinalCycle(change.finalCycle, merchant: key.merchant, provider: provider, reference: change.reference)
         else { return [] }
+        try moveWatchedSeriesEnd(to: change.finalCycle, merchant: key.merchant, provider: provider, reference: change.reference)
         let longer = before.previous.map { previous in change.finalCycle.map { $0 > previous } ?? true } ?? false
         guard longer else { return [] }
         let extended = SubscriptionEvent(

@@ -64,6 +64,13 @@ public struct TPEngineReconciling: PaymentReconciling {
         return date.daysSinceEpoch * 86_400_000
     }
 
+    /// `subscriptionfinalnumber` numbers the series' payments as `finalNumber` does (0: no end).
+    public func plan(_ plan: JSONValue, endingAt finalPayment: Int64?) -> JSONValue {
+        guard case .object(var fields) = plan else { return plan }
+        fields["finalNumber"] = .integer(finalPayment ?? 0)
+        return .object(fields)
+    }
+
     public func query(orderId: String, merchant: String, subscription: String, payment: Int64, plan: JSONValue) -> Order {
         Order(
             orderId: orderId, merchant: merchant, operation: .enginePaymentQuery,
