@@ -99,6 +99,43 @@ struct RefundTests {
         await h.shutdown()
     }
 
+    /// A payment Trust Payments' engine took by itself (a renewal, reported only by its
+    /// notification) is refunded through the order that opened the subscription, within what
+    /// the renewal took, and reported on the subscription.
+    @Test func trustPaymentsEngineRenewalIsRefundedThroughTheFirstOrderWithinItsAmount() async throws {
+        let h = try await PipelineHarness()
+        defer { Task { await h.shutdown() } }
+        let stream = try Self.startStages(h)
+        let first = try await Self.paidTrustPayments(h, stream, orderId: "tp-renewed")
+        // A month on, the engine takes payment 2.
+        #expect(await h.sandboxPost("/_sandbox/clock", ["advanceDays": 31])?.0 == 200)
+        let renewed = try await stream.until("payment 2 reported") { messages in
+            messages.contains { $0["kind"] == "event" && $0["type"] == "renewal.succeeded" }
+        }
+        let renewal = try #require(renewed.first { $0["kind"] == "event" && $0["type"] == "renewal.succeeded" }?["providerReference"]?.stringValue)
+        #expect(renewal != first)
+
+        try await h.send(Self.trustPaymentsRefund("tp-renewal-refund-1", of: "tp-renewed", reference: renewal, amount: 1000))
+        let refunded = try await stream.final("tp-renewal-refund-1")
+        #expect(
+            refunded["status"] == "succeeded" && refunded["result"]?["parentTransactionReference"]?.stringValue == renewal, "\(refunded.serialized)")
+        try await stream.until("refund.succeeded on the subscription") { messages in
+            messages.contains { $0["kind"] == "event" && $0["type"] == "refund.succeeded" && $0["providerReference"] == "tp-renewal-refund-1" }
+        }
+        // What is left of the renewal is 50; the first AUTH's own 1050 is counted apart.
+        try await h.send(Self.trustPaymentsRefund("tp-renewal-refund-2", of: "tp-renewed", reference: renewal, amount: 51))
+        let over = try await stream.final("tp-renewal-refund-2")
+        #expect(over["status"] == "rejected" && over["error"]?["code"] == "REFUND_EXCEEDS_CAPTURED", "\(over.serialized)")
+        #expect(Self.trustPaymentsRequests(h, orderId: "tp-renewal-refund-2") == 0, "a rejected refund is never sent")
+        try await h.send(Self.trustPaymentsRefund("tp-first-refund", of: "tp-renewed", reference: first, amount: 1050))
+        #expect(try await stream.final("tp-first-refund")["status"] == "succeeded")
+        // A reference that is neither the first AUTH nor a renewal is no capture of the order.
+        try await h.send(Self.trustPaymentsRefund("tp-stranger-refund", of: "tp-renewed", reference: "57-9-12345678", amount: 1))
+        let stranger = try await stream.final("tp-stranger-refund")
+        #expect(stranger["status"] == "rejected" && stranger["error"]?["code"] == "REFUND_CAPTURE_UNKNOWN", "\(stranger.serialized)")
+        await h.shutdown()
+    }
+
     // MARK: - PhonePe
 
     static func phonePeRefund(_ id: String, of original: String, transactionId: String, amount: Int64) -> String {

@@ -41,4 +41,12 @@ public protocol Refunding: Sendable {
     func refundTarget(of order: Order) -> RefundTarget?
     /// The captures a succeeded outcome of `order` reports; empty when it captured nothing.
     func captures(of order: Order, outcome: Outcome) -> [Capture]
+    /// Whether the provider takes a subscription's renewals by itself, reported only as
+    /// `renewal.succeeded` events (no order of paypipe's made them): such a renewal is refunded
+    /// by naming the order that opened the subscription and the renewal's `providerReference`.
+    var refundsRenewalsThroughTheFirstOrder: Bool { get }
+}
+
+extension Refunding {
+    public var refundsRenewalsThroughTheFirstOrder: Bool { false }
 }

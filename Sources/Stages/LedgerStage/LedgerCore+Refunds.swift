@@ -36,12 +36,20 @@ extension LedgerCore {
                 ))
         }
         let captures = refunding.captures(of: original, outcome: outcome)
-        guard let capture = captures.first(where: { $0.reference == target.captureReference }), !target.captureReference.isEmpty else {
+        let subscription = try subscription(paidBy: original)
+        var found = captures.first { $0.reference == target.captureReference }
+        if found == nil, refunding.refundsRenewalsThroughTheFirstOrder, let subscription {
+            found = try store.renewalCapture(
+                merchant: order.merchant, provider: Provider(subscription.provider), reference: subscription.reference,
+                providerReference: target.captureReference)
+        }
+        guard let capture = found, !target.captureReference.isEmpty else {
             let known = captures.isEmpty ? "none" : captures.map { "\($0.reference.prefix(64))" }.joined(separator: ", ")
+            let renewals = refunding.refundsRenewalsThroughTheFirstOrder && subscription != nil ? ", nor a renewal of its subscription" : ""
             return .failure(
                 Rejection(
                     .refundCaptureUnknown, field: "params",
-                    "order \(originalId.prefix(64)) captured no \"\(target.captureReference.prefix(64))\" (its captures: \(known))"))
+                    "order \(originalId.prefix(64)) captured no \"\(target.captureReference.prefix(64))\" (its captures: \(known))\(renewals)"))
         }
         guard let amount = order.amount else { return .failure(Rejection(.missingField, field: "amount", "a refund names the amount it gives back")) }
         guard order.currency == capture.currency else {
@@ -65,7 +73,6 @@ extension LedgerCore {
                     "amount \(amount) is more than the \(max(0, capture.amount - held)) left of capture \(capture.reference.prefix(64)) of order \(originalId.prefix(64)): it captured \(capture.amount) \(capture.currency), and \(held) is refunded or being refunded"
                 ))
         }
-        let subscription = try subscription(paidBy: original)
         return .success(
             RefundRecord(
                 orderId: order.orderId, originalOrderId: originalId, captureReference: capture.reference, amount: amount, currency: capture.currency,

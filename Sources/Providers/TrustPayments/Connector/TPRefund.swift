@@ -145,6 +145,9 @@ extension ParamReader {
 
 /// The captures of a Trust Payments order and the capture a refund names, for the ledger.
 struct TPRefunding: Refunding {
+    /// The engine's automated payments are AUTHs of their own, refunded as any AUTH is.
+    var refundsRenewalsThroughTheFirstOrder: Bool { true }
+
     func refundTarget(of order: Order) -> RefundTarget? {
         guard order.operation == .tpRefund, let params = try? ParamReader(order.params, allowed: TPWebServices.refundParams, operation: "")
         else { return nil }

@@ -103,4 +103,22 @@ extension LedgerStore {
         guard let row, let provider = row[0].text, let reference = row[1].text else { return nil }
         return (provider, reference)
     }
+
+    /// A renewal the provider took by itself and reported as `renewal.succeeded` under
+    /// `providerReference`, as a capture a refund may give back; nil when the subscription has
+    /// no such renewal. Call inside `transaction`.
+    package func renewalCapture(merchant: String, provider: Provider, reference: String, providerReference: String) throws -> Capture? {
+        let rows = try db.query(
+            "SELECT message FROM subscription_events WHERE reference=? AND provider=? AND merchant=?",
+            [.text(reference), .text(provider.rawValue), .text(merchant)])
+        for row in rows {
+            guard let text = row[0].text, let event = try? JSONValue.parse(Array(text.utf8)),
+                event["type"]?.stringValue == SubscriptionEvent.Kind.renewalSucceeded.rawValue,
+                event["providerReference"]?.stringValue == providerReference, let amount = event["amount"]?.integerValue, amount > 0,
+                let currency = event["currency"]?.stringValue
+            else { continue }
+            return Capture(reference: providerReference, amount: amount, currency: currency)
+        }
+        return nil
+    }
 }
