@@ -11,9 +11,12 @@ import Testing
 @Suite("Dunning through real processes", .serialized)
 struct DunningTests {
     @Test func aHardDeclineIsNotRetriedASoftOneIsAndTwoUnpaidCyclesCancel() async throws {
+        // A lease long enough for a loaded machine: one that lapses before a declined charge's
+        // outcome is recorded has the charge sent again, and the sandbox's decline, good for
+        // one charge, lets that one through.
         let h = try await PipelineHarness(
             sandboxConfiguration: SandboxConfiguration(port: 0, outboundAttempts: 12).with { $0.nets.completeCheckoutAfterMilliseconds = 50 },
-            timers: ["httpRequestTimeoutMs": 2000, "leaseMs": 4000], redeliverAfterMilliseconds: 3000,
+            timers: ["httpRequestTimeoutMs": 2000, "leaseMs": 20_000], redeliverAfterMilliseconds: 3000,
             schedules: ["retryAfterDays": [1, 3]],
             dunning: ["default": ["retryAfterDays": [2], "onExhausted": "cancel", "afterUnpaidCycles": 2]])
         defer { Task { await h.shutdown() } }
