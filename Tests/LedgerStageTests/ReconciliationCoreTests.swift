@@ -36,6 +36,18 @@ struct ReconciliationCoreTests {
         ]
     }
 
+    /// A monthly series opened on 10 January 2027 (the schedules' clock) by order `tp-1`, whose
+    /// first AUTH is `57-9-100`, with `finalNumber` payments in all.
+    static func open(_ core: inout LedgerCore, finalNumber: Int, now: Int64) throws {
+        core.scheduleClockOffset = ScheduleCoreTests.date("2027-01-10") + Self.hour - now
+        let order =
+            #"{"v":1,"orderId":"tp-1","provider":"trustpayments","operation":"subscriptionJwt","amount":1050,"currency":"GBP","params":{"subscriptionType":"RECURRING","unit":"MONTH","frequency":1,"finalNumber":\#(finalNumber)}}"#
+        let first = try #require(Self.dispatched(try core.intake([Array(order.utf8)], now: now)).first)
+        _ = core.handle(
+            .settle(first.key, event: nil, outcome: Outcome(order: first, status: .succeeded, result: ["transactionReference": "57-9-100"])), now: now
+        )
+    }
+
     @Test func anUnreportedPaymentIsAskedForAndAReportFromEitherSideIsRecordedOnce() async throws {
         var core = LedgerCore(store: try temporaryStore(), registry: await testRegistry(), eventMerchants: ["default"])
         var now: Int64 = 1_000
@@ -51,19 +63,7 @@ struct ReconciliationCoreTests {
             return Self.events(effects)
         }
         // Opened on 10 January: payment 2 falls due on 10 February, 3 on 10 March, 4 (the last) on 10 April.
-        core.scheduleClockOffset = ScheduleCoreTests.date("2027-01-10") + Self.hour - now
-        let first = try #require(
-            Self.dispatched(
-                try core.intake(
-                    [
-                        Array(
-                            #"{"v":1,"orderId":"tp-1","provider":"trustpayments","operation":"subscriptionJwt","amount":1050,"currency":"GBP","params":{"subscriptionType":"RECURRING","unit":"MONTH","frequency":1,"finalNumber":4}}"#
-                                .utf8)
-                    ], now: now)
-            ).first)
-        _ = core.handle(
-            .settle(first.key, event: nil, outcome: Outcome(order: first, status: .succeeded, result: ["transactionReference": "57-9-100"])), now: now
-        )
+        try Self.open(&core, finalNumber: 4, now: now)
 
         // Payment 2: no notification by 02:00 the next day, so it is asked for, once per retry interval.
         #expect(Self.dispatched(try tick("2027-02-11", plus: 2 * Self.hour - 1)).isEmpty)
@@ -112,19 +112,7 @@ struct ReconciliationCoreTests {
             return try ScheduleCoreTests.tick(&core, at: ScheduleCoreTests.date(at) + plus, now: now)
         }
         // Opened on 10 January with payment 2 (10 February) the last.
-        core.scheduleClockOffset = ScheduleCoreTests.date("2027-01-10") + Self.hour - now
-        let first = try #require(
-            Self.dispatched(
-                try core.intake(
-                    [
-                        Array(
-                            #"{"v":1,"orderId":"tp-1","provider":"trustpayments","operation":"subscriptionJwt","amount":1050,"currency":"GBP","params":{"subscriptionType":"RECURRING","unit":"MONTH","frequency":1,"finalNumber":2}}"#
-                                .utf8)
-                    ], now: now)
-            ).first)
-        _ = core.handle(
-            .settle(first.key, event: nil, outcome: Outcome(order: first, status: .succeeded, result: ["transactionReference": "57-9-100"])), now: now
-        )
+        try Self.open(&core, finalNumber: 2, now: now)
         let last = SubscriptionEvent(
             merchant: "default", provider: .trustpayments, subscription: "57-9-100", dedupeKey: "57-9-202|authorised", kind: .renewalSucceeded,
             cycle: 2)
