@@ -139,7 +139,7 @@ struct BackupDrillTests {
             await client.close()
             _ = await h.ledgerProcess.stop()
             try await copier.restore()
-            try h.restartLedger()
+            try await h.restartLedger()
             client = try OutcomeReplayClient(context: h.context, endpoint: h.ledgerEndpoints["outcomesReplay"]!)
 
             // Upstream's replay from its mark is told, not answered with the copy's new seqs.

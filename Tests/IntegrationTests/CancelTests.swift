@@ -77,7 +77,7 @@ struct CancelTests {
         case .ledger:
             h.ledgerProcess.signal(SIGKILL)
             _ = await h.ledgerProcess.waitForExit(within: .seconds(10))
-            try h.restartLedger()
+            try await h.restartLedger()
         case .submitter: submitter = try await restart(submitter) { try h.startSubmitter() }
         case .signer: signer = try await restart(signer) { try h.startSigner() }
         case .callbacks: callbacks = try await restart(callbacks) { try h.startCallbacks() }

@@ -273,7 +273,7 @@ struct ChaosTests {
         func restart(_ role: Role) async throws {
             switch role {
             case .ledger:
-                try h.restartLedger()
+                try await h.restartLedger()
                 running[.ledger] = h.ledgerProcess
             case .signer: running[.signer] = try h.startSigner()
             case .submitter: running[.submitter] = try h.startSubmitter()

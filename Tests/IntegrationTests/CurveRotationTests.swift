@@ -69,7 +69,7 @@ struct CurveRotationTests {
     /// The ledger, restarted on the harness's config file as it now reads.
     static func rollLedger(_ h: PipelineHarness) async throws {
         await stop(h.ledgerProcess)
-        try h.restartLedger()
+        try await h.restartLedger()
     }
 
     static func startSigner(_ h: PipelineHarness, config: String) throws -> ChildProcess {

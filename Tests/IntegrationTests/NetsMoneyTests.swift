@@ -198,7 +198,7 @@ struct NetsMoneyTests {
                 let process = h.ledgerProcess
                 process.signal(SIGKILL)
                 _ = await eventually(within: .seconds(10)) { !process.isRunning }
-                try h.restartLedger()
+                try await h.restartLedger()
             }
         }
 

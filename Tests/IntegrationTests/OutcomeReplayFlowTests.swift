@@ -81,7 +81,7 @@ struct OutcomeReplayFlowTests {
         let ledger = h.ledgerProcess
         ledger.signal(SIGKILL)
         while ledger.isRunning { try await Task.sleep(for: .milliseconds(20)) }
-        try h.restartLedger()
+        try await h.restartLedger()
 
         // A REQ client gets exactly one message: one frame per outcome, then the trailer.
         // (Polled without blocking: ZMQDuplex's eager reads do not fit REQ's strict send/receive turns.)

@@ -313,7 +313,7 @@ struct ScheduleTests {
                 let process = h.ledgerProcess
                 process.signal(SIGKILL)
                 _ = await eventually(within: .seconds(10)) { !process.isRunning }
-                try h.restartLedger()
+                try await h.restartLedger()
             case .signer, .submitter, .callbacks:
                 let process = try #require(running[role])
                 process.signal(SIGKILL)

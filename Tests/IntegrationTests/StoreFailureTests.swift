@@ -314,7 +314,7 @@ struct StoreFailureTests {
         // validator's budget, the callback is answered once the ledger is back.
         try await Task.sleep(for: .seconds(6))
         let restarting = clock.now
-        try h.restartLedger()
+        try await h.restartLedger()
         let restarted = clock.now
         let reply = await answer.value
         #expect(

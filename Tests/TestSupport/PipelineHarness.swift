@@ -165,12 +165,14 @@ package final class PipelineHarness: @unchecked Sendable {
         try text.write(toFile: configPath, atomically: true, encoding: .utf8)
 
         context = try ZMQContext()
-        let (ledger, ready) = try PipelineHarness.spawn(
-            "paypipe-ledger",
+        // The wait for the ledger's ready line blocks its thread, and on PostgreSQL a ledger
+        // starting beside others' waits its turn to migrate the store: off the cooperative
+        // threads, which the in-process sandbox and every other test of the process share.
+        let ledgerArguments =
             PipelineHarness.ledgerArguments(configPath: configPath, store: storeArgument, redeliverAfterMilliseconds: redeliverAfterMilliseconds)
-                + (ledgerLogFormat.map { ["--log-format", $0] } ?? []),
-            in: directory, index: 0,
-            waitForLine: LedgerAddresses.readyMarker)
+            + (ledgerLogFormat.map { ["--log-format", $0] } ?? [])
+        let (ledger, ready) = try await Self.spawnOffCooperativeThreads(
+            "paypipe-ledger", ledgerArguments, in: directory, index: 0, waitForLine: LedgerAddresses.readyMarker)
         children.append(ledger.0)
         stderrFiles.append(ledger.1)
         ledgerEndpoints = LedgerAddresses.printed(in: ready ?? "")
@@ -217,14 +219,14 @@ package final class PipelineHarness: @unchecked Sendable {
 
     /// Starts a new ledger on the same store and the same addresses (after the old one was
     /// killed), so every connected peer reconnects to it.
-    package func restartLedger() throws {
+    package func restartLedger() async throws {
         let e = ledgerEndpoints
         let pinned = [
             "--intake", e["intake"]!, "--outcomes", e["outcomes"]!, "--outcomes-replay", e["outcomesReplay"]!,
             "--sign-queue", e["signQueue"]!, "--signed-in", e["signedIn"]!, "--signed-out", e["signedOut"]!,
             "--results", e["results"]!, "--ledger-rpc", e["ledgerRPC"]!, "--poll-queue", e["pollQueue"]!, "--admin", e["admin"]!,
         ]
-        let ((process, errorFile), _) = try PipelineHarness.spawn(
+        let ((process, errorFile), _) = try await Self.spawnOffCooperativeThreads(
             "paypipe-ledger",
             PipelineHarness.ledgerArguments(configPath: configPath, store: storeArgument, redeliverAfterMilliseconds: redeliverAfterMilliseconds)
                 + pinned, in: directory, index: children.count, waitForLine: "paypipe-ledger ready")
@@ -290,6 +292,15 @@ package final class PipelineHarness: @unchecked Sendable {
         children.append(process)
         stderrFiles.append(errorFile)
         return (process, line)
+    }
+
+    /// `spawn`, its wait for the ready line on a thread of its own.
+    package static func spawnOffCooperativeThreads(
+        _ name: String, _ arguments: [String], in directory: URL, index: Int, waitForLine marker: String?
+    ) async throws -> ((ChildProcess, URL), String?) {
+        try await offCooperativeThreads {
+            Result { try spawn(name, arguments, in: directory, index: index, waitForLine: marker) }
+        }.get()
     }
 
     package static func spawn(
