@@ -47,7 +47,7 @@ struct FleetTests {
         for name in ["intake", "outcomes", "signQueue", "results", "ledgerRPC", "pollQueue", "outcomesReplay", "admin"] {
             b[name] = "tcp://127.0.0.1:\(try freeLoopbackPort())"
         }
-        let (_, bReady) = try h.spawn(
+        let (_, bReady) = try await h.spawnOffCooperativeThreads(
             "paypipe-ledger",
             PipelineHarness.ledgerArguments(configPath: h.configPath, store: h.storeArgument, redeliverAfterMilliseconds: 4000) + [
                 "--no-streamer", "--intake", b["intake"]!, "--outcomes", b["outcomes"]!, "--sign-queue", b["signQueue"]!,

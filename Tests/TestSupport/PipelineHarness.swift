@@ -286,6 +286,18 @@ package final class PipelineHarness: @unchecked Sendable {
         return await offCooperativeThreads { httpPost(port: port, path: path, headers: headers, body: body) }
     }
 
+    /// `spawn` of a child whose start waits on the store (another ledger): its wait for the
+    /// ready line on a thread of its own.
+    package func spawnOffCooperativeThreads(
+        _ name: String, _ arguments: [String], waitForLine marker: String?
+    ) async throws -> (ChildProcess, String?) {
+        let ((process, errorFile), line) = try await Self.spawnOffCooperativeThreads(
+            name, arguments, in: directory, index: children.count, waitForLine: marker)
+        children.append(process)
+        stderrFiles.append(errorFile)
+        return (process, line)
+    }
+
     package func spawn(_ name: String, _ arguments: [String], waitForLine marker: String?, nice: Int = 0) throws -> (ChildProcess, String?) {
         let ((process, errorFile), line) = try PipelineHarness.spawn(
             name, arguments, in: directory, index: children.count, waitForLine: marker, nice: nice)
