@@ -50,3 +50,12 @@ public protocol Refunding: Sendable {
 extension Refunding {
     public var refundsRenewalsThroughTheFirstOrder: Bool { false }
 }
+
+extension ParamReader {
+    /// `params.refundOf`: the orderId of the order whose money a refund gives back.
+    package func refundOf() throws(Rejection) -> String {
+        let orderId = try string("refundOf")
+        guard Order.isValidOrderId(orderId) else { throw invalid("refundOf", "must be an orderId (1-64 characters of [A-Za-z0-9._:-])") }
+        return orderId
+    }
+}

@@ -33,8 +33,7 @@ public struct PhonePeRefund: Sendable, Equatable {
             throw Rejection(.unknownOperation, field: "operation", "expected phonepe refund, got \(order.operation.rawValue)")
         }
         let params = try ParamReader(order.params, allowed: Self.allowedKeys, operation: "phonepe refund")
-        refundOf = try params.string("refundOf")
-        guard Order.isValidOrderId(refundOf) else { throw params.invalid("refundOf", "must be an orderId (1-64 characters of [A-Za-z0-9._:-])") }
+        refundOf = try params.refundOf()
         originalTransactionId = try params.string(
             "originalTransactionId", length: 1...PhonePeRules.authRequestIdMaxLength, charset: .identifier)
         message = try params.optionalString("message", length: 1...Self.messageMaxLength, charset: .noControlCharacters) ?? Self.defaultMessage

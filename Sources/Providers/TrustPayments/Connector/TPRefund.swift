@@ -134,15 +134,6 @@ extension TPErrorCode {
     }
 }
 
-extension ParamReader {
-    /// `params.refundOf`: the orderId of the order whose money a refund gives back.
-    func refundOf() throws(Rejection) -> String {
-        let orderId = try string("refundOf")
-        guard Order.isValidOrderId(orderId) else { throw invalid("refundOf", "must be an orderId (1-64 characters of [A-Za-z0-9._:-])") }
-        return orderId
-    }
-}
-
 /// The captures of a Trust Payments order and the capture a refund names, for the ledger.
 struct TPRefunding: Refunding {
     /// The engine's automated payments are AUTHs of their own, refunded as any AUTH is.

@@ -30,8 +30,7 @@ public struct VivaRefund: Sendable, Equatable {
             throw Rejection(.unknownOperation, field: "operation", "expected viva refund, got \(order.operation.rawValue)")
         }
         let params = try ParamReader(order.params, allowed: Self.allowedKeys, operation: "viva refund")
-        refundOf = try params.string("refundOf")
-        guard Order.isValidOrderId(refundOf) else { throw params.invalid("refundOf", "must be an orderId (1-64 characters of [A-Za-z0-9._:-])") }
+        refundOf = try params.refundOf()
         transactionId = try params.string("transactionId", length: 1...64, charset: .identifier)
         guard let amount = order.amount, amount > 0 else { throw Rejection(.invalidParam, field: "amount", "amount must be positive cents") }
         self.amount = amount
