@@ -24,10 +24,9 @@ extension LedgerStore {
     /// Records a callback event id; false when it was already recorded (a redelivery).
     /// Call inside `transaction`, together with the outcome it leads to.
     package func recordCallbackEvent(_ event: String, for key: OrderKey, now: Int64) throws -> Bool {
-        try db.query(
+        try db.write(
             "INSERT INTO callback_events(event, merchant, order_id, at) VALUES(?,?,?,?) ON CONFLICT DO NOTHING",
-            [.text(event), .text(key.merchant), .text(key.orderId), .integer(now)])
-        return db.changes == 1
+            [.text(event), .text(key.merchant), .text(key.orderId), .integer(now)]) == 1
     }
 
     /// Takes back an event recorded in this transaction whose callback changed nothing.

@@ -6,13 +6,13 @@ extension LedgerStore {
     /// may name it by (indexed now, before any request leaves). Call inside `transaction`.
     package func admit(_ order: Order, json: String, references: [String], now: Int64) throws -> Admission {
         if !takePreparedAdmission(order.key) {
-            try db.query(
+            let inserted = try db.write(
                 "INSERT INTO orders(merchant, order_id, order_json, state, accepted_at, dispatched_at, dispatches, provider, operation) VALUES(?,?,?,'open',?,?,1,?,?) ON CONFLICT DO NOTHING",
                 [
                     .text(order.merchant), .text(order.orderId), .text(json), .integer(now), .integer(now),
                     .text(order.provider.rawValue), .text(order.operation.rawValue),
                 ])
-            guard db.changes == 1 else { return try existing(merchant: order.merchant, orderId: order.orderId) }
+            guard inserted == 1 else { return try existing(merchant: order.merchant, orderId: order.orderId) }
         }
         if !takeIndexedReferences(order.key), let taken = try index(references, provider: order.provider.rawValue, key: order.key) {
             try db.query("DELETE FROM refs WHERE merchant=? AND order_id=?", [.text(order.merchant), .text(order.orderId)])
@@ -28,10 +28,10 @@ extension LedgerStore {
     @discardableResult
     func index(_ references: [String], provider: String, key: OrderKey) throws -> String? {
         for reference in references {
-            try db.query(
+            let inserted = try db.write(
                 "INSERT INTO refs(provider, ref, merchant, order_id) VALUES(?,?,?,?) ON CONFLICT DO NOTHING",
                 [.text(provider), .text(reference), .text(key.merchant), .text(key.orderId)])
-            guard db.changes == 0 else { continue }
+            guard inserted == 0 else { continue }
             let owner = try db.query(
                 "SELECT order_id FROM refs WHERE ref=? AND provider=? AND merchant=?", [.text(reference), .text(provider), .text(key.merchant)])
             if let other = owner.first?[0].text, other != key.orderId { return reference }
@@ -43,10 +43,10 @@ extension LedgerStore {
     /// Call inside `transaction`.
     package func admitRejection(_ key: OrderKey, outcome: String, now: Int64) throws -> RejectionAdmission {
         let logged = try stamped(outcome)
-        try db.query(
+        let inserted = try db.write(
             "INSERT INTO orders(merchant, order_id, order_json, state, outcome, accepted_at, dispatched_at, dispatches, ended_at) VALUES(?,?,NULL,'terminal',?,?,?,0,?) ON CONFLICT DO NOTHING",
             [.text(key.merchant), .text(key.orderId), .text(logged.text), .integer(now), .integer(now), .integer(now)])
-        guard db.changes == 1 else { return .known(try existing(merchant: key.merchant, orderId: key.orderId)) }
+        guard inserted == 1 else { return .known(try existing(merchant: key.merchant, orderId: key.orderId)) }
         try appendToLog(logged, key: key, now: now)
         return .recorded(logged.text)
     }

@@ -46,13 +46,12 @@ extension LedgerStore {
     /// generation after `dispatches` is taken, so two ledgers that found the same stalled order
     /// never send one generation twice: false when another took it first.
     func markDispatched(merchant: String, orderId: String, dispatches: Int64, now: Int64) throws -> Bool {
-        try db.query(
+        try db.write(
             """
             UPDATE orders SET dispatched_at=?, dispatches=dispatches+1, lease_until=NULL, claimed_generation=NULL, claimed_at=NULL
             WHERE merchant=? AND order_id=? AND dispatches=?
             """,
-            [.integer(now), .text(merchant), .text(orderId), .integer(dispatches)])
-        return db.changes == 1
+            [.integer(now), .text(merchant), .text(orderId), .integer(dispatches)]) == 1
     }
 
     /// Grants (or renews) each claim while the order is open or unknown, holding it until
@@ -70,7 +69,7 @@ extension LedgerStore {
         return try zip(claims, valid).map { claim, isValid in
             guard isValid else { return false }
             let g = StoreValue.integer(claim.generation)
-            try db.query(
+            return try db.write(
                 """
                 UPDATE orders SET lease_until=?, attempts=attempts + CASE WHEN claimed_generation IS NOT DISTINCT FROM ? THEN 0 ELSE 1 END,
                   claimed_at=CASE WHEN claimed_generation IS NOT DISTINCT FROM ? THEN COALESCE(claimed_at, ?) ELSE ? END, claimed_generation=?
@@ -81,8 +80,7 @@ extension LedgerStore {
                 [
                     .integer(until), g, g, .integer(now), .integer(now), g, .text(claim.key.merchant), .text(claim.key.orderId),
                     g, .integer(now), .integer(now - maxLife), g, g, g,
-                ])
-            return db.changes == 1
+                ]) == 1
         }
     }
 

@@ -101,10 +101,9 @@ extension LedgerStore {
     /// re-check, so that only the answer to this check counts; false when it is no longer in
     /// `state` at `generation`.
     func markRechecked(_ key: OrderKey, state: State, generation: Int64, now: Int64) throws -> Bool {
-        try db.query(
+        try db.write(
             "UPDATE orders SET dispatched_at=?, dispatches=dispatches+1 WHERE merchant=? AND order_id=? AND state=? AND dispatches=?",
-            [.integer(now), .text(key.merchant), .text(key.orderId), .text(state.rawValue), .integer(generation)])
-        return db.changes == 1
+            [.integer(now), .text(key.merchant), .text(key.orderId), .text(state.rawValue), .integer(generation)]) == 1
     }
 
     /// The oldest open (or unknown) and the oldest pending order's acceptance time per provider.

@@ -134,15 +134,13 @@ extension LedgerStore {
         outcome: String, now: Int64
     ) throws -> Bool {
         let holder: [StoreValue] = [key.merchant, key.orderId, .integer(generation), .text(provider), .text(operation)]
-        switch target {
-        case .terminal:
-            try db.query(Self.endHeld, [.text(outcome), .integer(now)] + holder)
-        case .pending:
-            try db.query(Self.pendHeld, [.text(outcome), .integer(now), .integer(now)] + holder)
-        case .review, .unknown, .open:
-            try db.query(Self.markHeld, [.text(target.rawValue), .text(outcome)] + holder)
-        }
-        return db.changes == 1
+        let moved =
+            switch target {
+            case .terminal: try db.write(Self.endHeld, [.text(outcome), .integer(now)] + holder)
+            case .pending: try db.write(Self.pendHeld, [.text(outcome), .integer(now), .integer(now)] + holder)
+            case .review, .unknown, .open: try db.write(Self.markHeld, [.text(target.rawValue), .text(outcome)] + holder)
+            }
+        return moved == 1
     }
 
     static let endHeld: StaticString = """
@@ -170,10 +168,10 @@ extension LedgerStore {
         correction.supersedes = Outcome.Supersedes(
             seq: (try? JSONValue.parse(Array(stored.utf8)))?["seq"]?.integerValue, status: previous.status, code: previous.error?.code)
         let stamped = try stamped(correction.serialized)
-        try db.query(
+        let corrected = try db.write(
             "UPDATE orders SET outcome=?, corrected_at=? WHERE merchant=? AND order_id=? AND state='terminal'",
             [.text(stamped.text), .integer(now), key.merchant, key.orderId])
-        guard db.changes == 1 else { return Recorded() }
+        guard corrected == 1 else { return Recorded() }
         try appendToLog(stamped, key: OrderKey(merchant: outcome.merchant, orderId: outcome.orderId), now: now)
         return Recorded(emit: stamped.text, corrected: true)
     }
@@ -198,23 +196,24 @@ extension LedgerStore {
         _ key: (merchant: StoreValue, orderId: StoreValue), from state: State, to target: State, outcome: String, now: Int64
     ) throws -> Bool {
         let text = StoreValue.text(outcome), from = StoreValue.text(state.rawValue)
-        switch (target, state) {
-        case (.terminal, _):
-            try db.query(
-                "UPDATE orders SET state='terminal', outcome=?, ended_at=? WHERE merchant=? AND order_id=? AND state=?",
-                [text, .integer(now), key.merchant, key.orderId, from])
-        case (.pending, .pending):
-            try db.query("UPDATE orders SET outcome=? WHERE merchant=? AND order_id=? AND state='pending'", [text, key.merchant, key.orderId])
-        case (.pending, _):
-            try db.query(
-                "UPDATE orders SET state='pending', outcome=?, pending_at=?, dispatched_at=? WHERE merchant=? AND order_id=? AND state=?",
-                [text, .integer(now), .integer(now), key.merchant, key.orderId, from])
-        case (.review, _), (.unknown, _), (.open, _):
-            try db.query(
-                "UPDATE orders SET state=?, outcome=? WHERE merchant=? AND order_id=? AND state=?",
-                [.text(target.rawValue), text, key.merchant, key.orderId, from])
-        }
-        return db.changes == 1
+        let moved =
+            switch (target, state) {
+            case (.terminal, _):
+                try db.write(
+                    "UPDATE orders SET state='terminal', outcome=?, ended_at=? WHERE merchant=? AND order_id=? AND state=?",
+                    [text, .integer(now), key.merchant, key.orderId, from])
+            case (.pending, .pending):
+                try db.write("UPDATE orders SET outcome=? WHERE merchant=? AND order_id=? AND state='pending'", [text, key.merchant, key.orderId])
+            case (.pending, _):
+                try db.write(
+                    "UPDATE orders SET state='pending', outcome=?, pending_at=?, dispatched_at=? WHERE merchant=? AND order_id=? AND state=?",
+                    [text, .integer(now), .integer(now), key.merchant, key.orderId, from])
+            case (.review, _), (.unknown, _), (.open, _):
+                try db.write(
+                    "UPDATE orders SET state=?, outcome=? WHERE merchant=? AND order_id=? AND state=?",
+                    [.text(target.rawValue), text, key.merchant, key.orderId, from])
+            }
+        return moved == 1
     }
 
 }

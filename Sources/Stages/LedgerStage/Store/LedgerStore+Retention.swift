@@ -20,8 +20,7 @@ extension LedgerStore {
         guard let last else { return 0 }
         // SQLite's AUTOINCREMENT counter remembers the seqs it removes; PostgreSQL's log does here.
         if db.dialect == .postgres { try db.query("UPDATE log_head SET last_seq=GREATEST(last_seq, ?)", [.integer(last)]) }
-        try db.query("DELETE FROM outcome_log WHERE seq <= ?", [.integer(last)])
-        return db.changes
+        return try db.write("DELETE FROM outcome_log WHERE seq <= ?", [.integer(last)])
     }
 
     /// Terminal orders that ended before `cutoff` lose their contents, provider references and

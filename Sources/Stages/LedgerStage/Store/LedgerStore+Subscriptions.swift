@@ -91,10 +91,10 @@ extension LedgerStore {
         let message = event.message(origin: OrderKey(merchant: event.merchant, orderId: orderId), state: state, at: at).serialized
         // Stamped before it is known to be new: the seq is only taken by `appendToLog`.
         let logged = publish ? try stamped(message) : nil
-        try db.query(
+        let inserted = try db.write(
             "INSERT INTO subscription_events(event_id, reference, provider, merchant, at, seq, message) VALUES(?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
             [.text(eventId)] + subscription + [.integer(now), Self.value(logged?.seq), .text(logged?.text ?? message)])
-        guard db.changes == 1 else { return .duplicate }
+        guard inserted == 1 else { return .duplicate }
         // `updated_at` is when its state last changed: a renewal of an active subscription changes none.
         if state != current || event.expiresAt != nil {
             try db.query(

@@ -17,7 +17,6 @@ package final class PostgresDatabase: StoreDatabase {
     private var connections = 0
     /// Each statement's text for PostgreSQL, by its literal's address (see `translate`).
     private var translated: [UnsafeRawPointer: String] = [:]
-    package private(set) var changes = 0
     /// Statements sent, BEGIN and COMMIT included: each waits for its answer before the next
     /// is sent (postgres-nio does not pipeline), so each is one round trip to the server.
     package private(set) var roundTrips = 0
@@ -147,8 +146,12 @@ package final class PostgresDatabase: StoreDatabase {
     @discardableResult
     package func query(_ sql: StaticString, _ bindings: [StoreValue]) throws -> [[StoreValue]] {
         let result = try run(PostgresQuery(unsafeSQL: translation(of: sql), binds: Self.binds(bindings)))
-        changes = result.metadata.rows ?? 0
         return try result.rows.map { row in try row.map(Self.value) }
+    }
+
+    @discardableResult
+    package func write(_ sql: StaticString, _ bindings: [StoreValue]) throws -> Int {
+        try run(PostgresQuery(unsafeSQL: translation(of: sql), binds: Self.binds(bindings))).metadata.rows ?? 0
     }
 
     /// EXPLAIN's lines for `sql` with `bindings`, planned as if a sequential scan cost far more

@@ -134,7 +134,11 @@ package final class SQLiteConnection: StoreDatabase {
         }
     }
 
-    package var changes: Int { Int(sqlite3_changes(db)) }
+    @discardableResult
+    package func write(_ sql: StaticString, _ bindings: [StoreValue]) throws(StoreError) -> Int {
+        try query(sql, bindings)
+        return Int(sqlite3_changes(db))
+    }
 
     /// EXPLAIN QUERY PLAN's lines for `sql` ("SEARCH orders USING INDEX ...").
     func queryPlan(_ sql: StaticString) throws(StoreError) -> [String] {

@@ -13,8 +13,10 @@ package protocol StoreDatabase: AnyObject {
     @discardableResult
     func query(_ sql: StaticString, _ bindings: [StoreValue]) throws -> [[StoreValue]]
 
-    /// How many rows the last statement inserted, changed or deleted.
-    var changes: Int { get }
+    /// Runs one statement that returns no rows, and returns how many rows it inserted,
+    /// changed or deleted.
+    @discardableResult
+    func write(_ sql: StaticString, _ bindings: [StoreValue]) throws -> Int
 
     /// Runs a script of statements without bindings (schema changes).
     func execute(_ sql: String) throws
