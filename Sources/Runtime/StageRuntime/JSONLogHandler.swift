@@ -6,7 +6,7 @@ import PaypipeCore
 /// (the message), then every metadata key (`merchant`, `orderId`, `provider`, `operation`,
 /// `generation`, …) as a string member. Nothing a stage logs carries a secret; this handler adds
 /// nothing of its own beyond the time.
-package struct JSONLogHandler: LogHandler {
+package struct JSONLogHandler: StageLogHandler {
     package var metadata: Logger.Metadata = [:]
     package var metadataProvider: Logger.MetadataProvider?
     package var logLevel: Logger.Level = .info
@@ -18,19 +18,9 @@ package struct JSONLogHandler: LogHandler {
         self.write = write
     }
 
-    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
     package func log(event: LogEvent) {
         var fields: [String: JSONValue] = [:]
-        func add(_ metadata: Logger.Metadata) {
-            for (key, value) in metadata { fields[key] = .string(Self.text(value)) }
-        }
-        add(metadata)
-        if let provided = metadataProvider?.get() { add(provided) }
-        if let extra = event.metadata { add(extra) }
+        for (key, value) in metadata(of: event) { fields[key] = .string(Self.text(value)) }
         fields["time"] = .string(Timestamp.now())
         fields["level"] = .string(event.level.rawValue)
         fields["stage"] = .string(label)

@@ -83,7 +83,7 @@ extension StageOptions {
             if json {
                 LoggingSystem.bootstrap { JSONLogHandler(label: $0) }
             } else {
-                LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+                LoggingSystem.bootstrap { TextLogHandler(label: $0) }
             }
         }
     }
